@@ -1,0 +1,1 @@
+//! agent-bundle: check, lock, sign, pack and verify AI agent release bundles.
