@@ -1,1 +1,14 @@
 //! agent-bundle: check, lock, sign, pack and verify AI agent release bundles.
+
+pub mod atomic;
+pub mod diagnostic;
+pub mod error;
+pub mod json;
+pub mod manifest;
+pub mod minisign;
+pub mod ops;
+pub mod paths;
+pub mod policy;
+pub mod tools;
+
+pub use error::{Error, Result};

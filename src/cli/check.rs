@@ -1,0 +1,94 @@
+//! `bundle check [PATH]...`: validate agent folders; the pre-commit hook.
+
+use std::path::PathBuf;
+
+use agent_bundle::diagnostic::{Code, Report};
+use agent_bundle::ops::check;
+
+use super::{Format, Global, Outcome, output};
+
+/// Validate agent folders: tools.json, policy.caps, manifest.toml and its digests.
+///
+/// A PATH is an agent folder (it holds manifest.toml) or a folder whose agents/*/ are checked.
+/// Exit status: 0 clean (warnings allowed), 1 problems found, 2 usage or I/O error.
+#[derive(Debug, clap::Args)]
+#[command(
+    after_help = "Examples:\n  bundle check                 # the agent in ., or every agents/*/\n  bundle check agents/mailer\n  bundle check --format json . | jq '.diagnostics[].code'"
+)]
+pub struct Args {
+    /// Agent folders, or folders with agents/*/ (default: .)
+    #[arg(value_name = "PATH")]
+    paths: Vec<PathBuf>,
+
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = Format::Human)]
+    format: Format,
+}
+
+pub fn run(args: Args, global: Global) -> anyhow::Result<Outcome> {
+    let paths = if args.paths.is_empty() {
+        vec![PathBuf::from(".")]
+    } else {
+        args.paths
+    };
+    let checks = check::check_paths(&paths)?;
+    let mut all = Report::default();
+    let mut agents = Vec::new();
+    for c in checks {
+        agents.push(serde_json::json!({
+            "dir": c.dir.display().to_string(),
+            "name": c.manifest.as_ref().map(|m| m.name.clone()),
+            "version": c.manifest.as_ref().map(|m| m.version.to_string()),
+            "ok": !c.report.has_errors(),
+        }));
+        all.extend(c.report);
+    }
+    render(&all, agents, args.format, global)?;
+    Ok(outcome(&all))
+}
+
+/// Exit status for a report: I/O problems are errors of the run (2), others rejections (1).
+pub fn outcome(report: &Report) -> Outcome {
+    if report.diagnostics.iter().any(|d| d.code == Code::IoError) {
+        Outcome::Failed
+    } else if report.has_errors() {
+        Outcome::Rejected
+    } else {
+        Outcome::Ok
+    }
+}
+
+pub fn render(
+    report: &Report,
+    agents: Vec<serde_json::Value>,
+    format: Format,
+    global: Global,
+) -> std::io::Result<()> {
+    match format {
+        Format::Json => output::print_json(&serde_json::json!({
+            "ok": !report.has_errors(),
+            "errors": report.errors(),
+            "warnings": report.warnings(),
+            "agents": agents,
+            "diagnostics": report.diagnostics.iter().map(output::json_diagnostic).collect::<Vec<_>>(),
+        })),
+        Format::Github => output::github(report),
+        Format::Human => {
+            output::human(report, global)?;
+            let n = agents.len();
+            let (e, w) = (report.errors(), report.warnings());
+            let summary = format!(
+                "checked {n} agent{}: {e} error{}, {w} warning{}",
+                if n == 1 { "" } else { "s" },
+                if e == 1 { "" } else { "s" },
+                if w == 1 { "" } else { "s" }
+            );
+            if e > 0 {
+                output::print_error_line(global, &summary);
+            } else {
+                output::status(global, &summary);
+            }
+            Ok(())
+        }
+    }
+}

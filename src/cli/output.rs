@@ -1,0 +1,173 @@
+//! Rendering diagnostics: rustc-style for people (codespan-reporting), JSON for programs,
+//! workflow commands for GitHub Actions. Text from the checked files is sanitised first.
+
+use std::io::{self, IsTerminal, Write};
+
+use codespan_reporting::diagnostic::{Diagnostic as Rendered, Label};
+use codespan_reporting::files::SimpleFiles;
+use codespan_reporting::term::{self, termcolor::ColorChoice, termcolor::StandardStream};
+
+use agent_bundle::diagnostic::{Diagnostic, Report, Severity, sanitize};
+
+use super::{ColorWhen, Global};
+
+pub fn color_choice(when: ColorWhen, stream_is_terminal: bool) -> ColorChoice {
+    match when {
+        ColorWhen::Always => ColorChoice::Always,
+        ColorWhen::Never => ColorChoice::Never,
+        ColorWhen::Auto => {
+            if stream_is_terminal && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()) {
+                ColorChoice::Auto
+            } else {
+                ColorChoice::Never
+            }
+        }
+    }
+}
+
+pub fn stderr(global: Global) -> StandardStream {
+    StandardStream::stderr(color_choice(global.color, io::stderr().is_terminal()))
+}
+
+/// Prints diagnostics rustc-style on stderr (warnings too, unless quiet).
+pub fn human(report: &Report, global: Global) -> io::Result<()> {
+    let mut files = SimpleFiles::new();
+    let ids: std::collections::BTreeMap<&str, usize> = report
+        .sources
+        .iter()
+        .map(|(name, s)| (name.as_str(), files.add(sanitize(name), s.text.to_string())))
+        .collect();
+    let config = term::Config::default();
+    let stream = stderr(global);
+    let mut out = stream.lock();
+    for d in &report.diagnostics {
+        if global.quiet && d.severity == Severity::Warning {
+            continue;
+        }
+        let mut rendered = match d.severity {
+            Severity::Error => Rendered::error(),
+            Severity::Warning => Rendered::warning(),
+        }
+        .with_code(d.code.as_str())
+        .with_message(sanitize(&d.message));
+        let mut notes = Vec::new();
+        match (d.span.clone(), ids.get(d.file.as_str())) {
+            (Some(span), Some(&id)) => {
+                let label = Label::primary(id, span);
+                rendered = rendered.with_labels(vec![match &d.path {
+                    Some(p) => label.with_message(sanitize(p)),
+                    None => label,
+                }]);
+            }
+            _ => {
+                let at = d
+                    .path
+                    .as_deref()
+                    .map(|p| format!(" at {}", sanitize(p)))
+                    .unwrap_or_default();
+                notes.push(format!("in {}{at}", sanitize(&d.file)));
+            }
+        }
+        if let Some(help) = &d.help {
+            notes.push(format!("help: {}", sanitize(help)));
+        }
+        rendered = rendered.with_notes(notes);
+        term::emit_to_write_style(&mut out, &config, &files, &rendered)
+            .map_err(io::Error::other)?;
+    }
+    Ok(())
+}
+
+/// One diagnostic as a GitHub Actions workflow command.
+pub fn github_line(d: &Diagnostic) -> String {
+    let level = match d.severity {
+        Severity::Error => "error",
+        Severity::Warning => "warning",
+    };
+    let mut props = vec![format!("file={}", escape_property(&d.file))];
+    if let Some(line) = d.line {
+        props.push(format!("line={line}"));
+    }
+    if let Some(col) = d.column {
+        props.push(format!("col={col}"));
+    }
+    props.push(format!("title={}", escape_property(d.code.as_str())));
+    let mut message = sanitize(&d.message);
+    if let Some(p) = &d.path {
+        message = format!("{} (at {})", message, sanitize(p));
+    }
+    if let Some(h) = &d.help {
+        message = format!("{message}\nhelp: {}", sanitize(h));
+    }
+    format!("::{level} {}::{}", props.join(","), escape_data(&message))
+}
+
+fn escape_data(s: &str) -> String {
+    s.replace('%', "%25")
+        .replace('\r', "%0D")
+        .replace('\n', "%0A")
+}
+
+fn escape_property(s: &str) -> String {
+    escape_data(s).replace(':', "%3A").replace(',', "%2C")
+}
+
+pub fn github(report: &Report) -> io::Result<()> {
+    let mut out = io::stdout().lock();
+    for d in &report.diagnostics {
+        writeln!(out, "{}", github_line(d))?;
+    }
+    out.flush()
+}
+
+/// The JSON form of one diagnostic, with untrusted text sanitised.
+pub fn json_diagnostic(d: &Diagnostic) -> serde_json::Value {
+    serde_json::json!({
+        "severity": d.severity,
+        "code": d.code,
+        "file": sanitize(&d.file),
+        "path": d.path.as_deref().map(sanitize),
+        "line": d.line,
+        "column": d.column,
+        "message": sanitize(&d.message),
+        "help": d.help.as_deref().map(sanitize),
+    })
+}
+
+pub fn print_json(value: &serde_json::Value) -> io::Result<()> {
+    let mut out = io::stdout().lock();
+    serde_json::to_writer_pretty(&mut out, value)?;
+    writeln!(out)?;
+    out.flush()
+}
+
+/// Prints a command-stopping error (exit 2) with its causes.
+pub fn print_error(global: Global, e: &anyhow::Error) {
+    use codespan_reporting::term::termcolor::{Color, ColorSpec, WriteColor};
+    let stream = stderr(global);
+    let mut out = stream.lock();
+    let _ = out.set_color(ColorSpec::new().set_fg(Some(Color::Red)).set_bold(true));
+    let _ = write!(out, "error");
+    let _ = out.reset();
+    let _ = writeln!(out, ": {}", sanitize(&e.to_string()));
+    for cause in e.chain().skip(1) {
+        let _ = writeln!(out, "  caused by: {}", sanitize(&cause.to_string()));
+    }
+}
+
+/// A line on stderr in the error color, even when quiet.
+pub fn print_error_line(global: Global, message: &str) {
+    use codespan_reporting::term::termcolor::{Color, ColorSpec, WriteColor};
+    let stream = stderr(global);
+    let mut out = stream.lock();
+    let _ = out.set_color(ColorSpec::new().set_fg(Some(Color::Red)).set_bold(true));
+    let _ = writeln!(out, "{message}");
+    let _ = out.reset();
+}
+
+/// A short line on stderr, unless quiet.
+pub fn status(global: Global, message: &str) {
+    if !global.quiet {
+        let _ = writeln!(io::stderr(), "{message}");
+    }
+}

@@ -1,0 +1,299 @@
+//! Diagnostics: every problem `bundle` finds in an agent folder, with a stable code, the file,
+//! where in it, what is wrong and what to do.
+//!
+//! Validators push [`Diagnostic`]s into a [`Report`] instead of returning at the first problem,
+//! so that one run shows everything. Rendering (human, JSON, GitHub annotations) lives in
+//! `cli::output`; this module only holds the data.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::ops::Range;
+use std::sync::Arc;
+
+use serde::Serialize;
+
+/// How bad a problem is: errors fail the command (exit 1), warnings do not.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Severity {
+    Warning,
+    Error,
+}
+
+impl fmt::Display for Severity {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Severity::Warning => "warning",
+            Severity::Error => "error",
+        })
+    }
+}
+
+macro_rules! codes {
+    ($($variant:ident => $name:literal: $doc:literal,)*) => {
+        /// The stable code of each kind of problem. The string form never changes once
+        /// released: scripts and CI match on it.
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+        pub enum Code {
+            $(#[doc = $doc] $variant,)*
+        }
+
+        impl Code {
+            /// Every code, in documentation order.
+            pub const ALL: &'static [Code] = &[$(Code::$variant,)*];
+
+            /// The stable string form, e.g. `unknown_field`.
+            pub fn as_str(self) -> &'static str {
+                match self { $(Code::$variant => $name,)* }
+            }
+
+            /// One line saying what the code means.
+            pub fn describe(self) -> &'static str {
+                match self { $(Code::$variant => $doc,)* }
+            }
+        }
+    };
+}
+
+codes! {
+    MissingFile => "missing_file": "A required file (tools.json, manifest.toml) is not in the agent folder.",
+    IoError => "io_error": "A file could not be read.",
+    InvalidUtf8 => "invalid_utf8": "The file is not UTF-8 (or starts with a byte-order mark).",
+    InvalidJson => "invalid_json": "The file is not JSON.",
+    DuplicateKey => "duplicate_key": "The same key appears twice in one JSON object or TOML table.",
+    UnsupportedVersion => "unsupported_version": "A version this bundle does not support (tools.json `version`, manifest `[bundle] format`).",
+    UnknownField => "unknown_field": "A key the format does not define.",
+    MissingField => "missing_field": "A required key is absent.",
+    WrongType => "wrong_type": "A value has the wrong JSON/TOML type.",
+    InvalidId => "invalid_id": "A tool id breaks the id rules.",
+    DuplicateId => "duplicate_id": "Two tools share an id.",
+    EmptyDescription => "empty_description": "A tool description is empty.",
+    UnknownTransport => "unknown_transport": "transport.kind is neither `exec` nor `http`.",
+    InvalidCommand => "invalid_command": "An exec command is not an absolute path.",
+    InvalidMethod => "invalid_method": "An http method is not a supported HTTP method.",
+    InvalidUrl => "invalid_url": "An http url is not an absolute http(s) URL, or its template is malformed.",
+    UnboundUrlTemplate => "unbound_url_template": "A `{name}` in the url is not a property of the input schema (warning).",
+    InvalidPlaceholder => "invalid_placeholder": "A `${...}` in a header is not a valid `${secret:<id>}` placeholder.",
+    UnknownSecret => "unknown_secret": "A header placeholder names a secret the tool does not list.",
+    HardcodedCredential => "hardcoded_credential": "A credential is written literally instead of as a secret placeholder.",
+    InvalidSchema => "invalid_schema": "A JSON Schema is not valid against its meta-schema.",
+    InvalidSchemaRef => "invalid_schema_ref": "A `schema:<id>` reference or schema_refs entry is malformed.",
+    UnresolvedSchemaRef => "unresolved_schema_ref": "A `schema:<id>` reference resolves to nothing.",
+    InvalidCapability => "invalid_capability": "A capability is not of the form `family:scope`.",
+    DuplicateCapability => "duplicate_capability": "A tool lists the same capability twice (warning).",
+    CapabilityNotGranted => "capability_not_granted": "A tool needs a capability that policy.caps does not grant; the runtime would deny it.",
+    InvalidSecret => "invalid_secret": "A secret id breaks the secret id rules.",
+    DuplicateSecret => "duplicate_secret": "A tool lists the same secret twice.",
+    InvalidBudget => "invalid_budget": "budget.tokens is not a non-negative integer or budget.usd not a non-negative number.",
+    InvalidGrant => "invalid_grant": "A policy.caps line is not a valid grant.",
+    DuplicateGrant => "duplicate_grant": "policy.caps grants the same capability twice (warning).",
+    InvalidToml => "invalid_toml": "manifest.toml is not TOML.",
+    InvalidName => "invalid_name": "The agent name breaks the name rules.",
+    InvalidVersion => "invalid_version": "The agent version is not semantic versioning.",
+    InvalidDigest => "invalid_digest": "A digest or size in manifest.toml is malformed.",
+    StaleDigest => "stale_digest": "manifest.toml's digests are missing or do not match the files; run `bundle lock`.",
+    UnsafePath => "unsafe_path": "A file path in the agent folder cannot be packed safely (not NFC, case collision, too long, control characters).",
+    UnsupportedFileType => "unsupported_file_type": "A symlink, socket, device or other non-regular file is in the agent folder.",
+    SecretFile => "secret_file": "A file that looks like a secret (.env, *.pem, private keys, id_*) would be packed.",
+}
+
+impl fmt::Display for Code {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl Serialize for Code {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
+    }
+}
+
+/// One problem.
+#[derive(Clone, Debug, Serialize)]
+pub struct Diagnostic {
+    pub severity: Severity,
+    pub code: Code,
+    /// The file, as the user named it (relative to the working directory when possible).
+    pub file: String,
+    /// Where in the file: a JSON path (`tools[1].transport.command`), a TOML key
+    /// (`agent.name`), or a line (`line:3`) for line-based files.
+    pub path: Option<String>,
+    pub line: Option<usize>,
+    pub column: Option<usize>,
+    /// Byte range in the file's text, for underlining.
+    #[serde(skip)]
+    pub span: Option<Range<usize>>,
+    pub message: String,
+    pub help: Option<String>,
+}
+
+impl Diagnostic {
+    pub fn new(
+        severity: Severity,
+        code: Code,
+        file: impl Into<String>,
+        message: impl Into<String>,
+    ) -> Self {
+        Diagnostic {
+            severity,
+            code,
+            file: file.into(),
+            path: None,
+            line: None,
+            column: None,
+            span: None,
+            message: message.into(),
+            help: None,
+        }
+    }
+
+    pub fn error(code: Code, file: impl Into<String>, message: impl Into<String>) -> Self {
+        Self::new(Severity::Error, code, file, message)
+    }
+
+    pub fn warning(code: Code, file: impl Into<String>, message: impl Into<String>) -> Self {
+        Self::new(Severity::Warning, code, file, message)
+    }
+
+    /// Sets the logical location (JSON path, TOML key, ...).
+    pub fn at_path(mut self, path: impl Into<String>) -> Self {
+        self.path = Some(path.into());
+        self
+    }
+
+    /// Sets the byte range and, from the source text, the line and column.
+    pub fn at_span(mut self, source: &Source, span: Range<usize>) -> Self {
+        let (line, column) = source.line_column(span.start);
+        self.line = Some(line);
+        self.column = Some(column);
+        self.span = Some(span);
+        self
+    }
+
+    pub fn with_help(mut self, help: impl Into<String>) -> Self {
+        self.help = Some(help.into());
+        self
+    }
+
+    pub fn is_error(&self) -> bool {
+        self.severity == Severity::Error
+    }
+}
+
+/// A file's text with its display name, kept so that diagnostics can show the offending line.
+#[derive(Clone, Debug)]
+pub struct Source {
+    pub name: String,
+    pub text: Arc<str>,
+    line_starts: Vec<usize>,
+}
+
+impl Source {
+    pub fn new(name: impl Into<String>, text: impl Into<Arc<str>>) -> Self {
+        let text: Arc<str> = text.into();
+        let line_starts = std::iter::once(0)
+            .chain(text.match_indices('\n').map(|(i, _)| i + 1))
+            .collect();
+        Source {
+            name: name.into(),
+            text,
+            line_starts,
+        }
+    }
+
+    /// 1-based line and column (in characters) of a byte offset.
+    pub fn line_column(&self, offset: usize) -> (usize, usize) {
+        let offset = offset.min(self.text.len());
+        let line = self.line_starts.partition_point(|&start| start <= offset) - 1;
+        let start = self.line_starts[line];
+        let column = self
+            .text
+            .get(start..offset)
+            .map_or(offset - start, |s| s.chars().count())
+            + 1;
+        (line + 1, column)
+    }
+
+    /// Byte offset of a 1-based line and column (in characters).
+    pub fn offset_of(&self, line: usize, column: usize) -> usize {
+        let Some(&start) = self.line_starts.get(line.saturating_sub(1)) else {
+            return self.text.len();
+        };
+        self.text[start..]
+            .char_indices()
+            .nth(column.saturating_sub(1))
+            .map_or(self.text.len(), |(i, _)| start + i)
+    }
+}
+
+/// Everything one run found, plus the sources needed to show it.
+#[derive(Debug, Default)]
+pub struct Report {
+    pub diagnostics: Vec<Diagnostic>,
+    pub sources: BTreeMap<String, Source>,
+}
+
+impl Report {
+    pub fn push(&mut self, diagnostic: Diagnostic) {
+        self.diagnostics.push(diagnostic);
+    }
+
+    pub fn add_source(&mut self, source: &Source) {
+        self.sources
+            .entry(source.name.clone())
+            .or_insert_with(|| source.clone());
+    }
+
+    pub fn errors(&self) -> usize {
+        self.diagnostics.iter().filter(|d| d.is_error()).count()
+    }
+
+    pub fn warnings(&self) -> usize {
+        self.diagnostics.len() - self.errors()
+    }
+
+    pub fn has_errors(&self) -> bool {
+        self.diagnostics.iter().any(Diagnostic::is_error)
+    }
+
+    pub fn extend(&mut self, other: Report) {
+        self.diagnostics.extend(other.diagnostics);
+        self.sources.extend(other.sources);
+    }
+}
+
+/// Makes text from an untrusted file safe to print on a terminal: control characters and
+/// Unicode bidirectional overrides (which can make a line read differently than it is) are
+/// shown as `\u{..}` escapes.
+pub fn sanitize(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        let bidi = matches!(c, '\u{061C}' | '\u{200E}' | '\u{200F}' | '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}');
+        if (c.is_control() && c != '\n' && c != '\t') || bidi || c == '\u{FEFF}' {
+            out.push_str(&format!("\\u{{{:x}}}", c as u32));
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn line_column_counts_characters() {
+        let s = Source::new("x", "ab\nçd\n");
+        assert_eq!(s.line_column(0), (1, 1));
+        assert_eq!(s.line_column(3), (2, 1));
+        assert_eq!(s.line_column(5), (2, 2));
+        assert_eq!(s.offset_of(2, 2), 5);
+    }
+
+    #[test]
+    fn sanitize_escapes_bidi_and_controls() {
+        assert_eq!(sanitize("a\u{202E}b\x1b"), "a\\u{202e}b\\u{1b}");
+    }
+}

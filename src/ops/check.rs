@@ -1,0 +1,149 @@
+//! `bundle check`: validate agent folders (tools.json, policy.caps, manifest.toml) and report
+//! every problem at once.
+
+use std::path::{Path, PathBuf};
+
+use crate::diagnostic::{Code, Diagnostic, Report, Source};
+use crate::error::{Error, Result};
+use crate::manifest::{self, Manifest};
+use crate::policy::{self, Policy};
+use crate::tools::{self, ToolsFile};
+
+/// The outcome of checking one agent folder.
+#[derive(Debug)]
+pub struct AgentCheck {
+    pub dir: PathBuf,
+    pub manifest: Option<Manifest>,
+    pub tools: Option<ToolsFile>,
+    pub policy: Policy,
+    pub report: Report,
+}
+
+/// The agent folders a PATH names: the folder itself when it holds manifest.toml or
+/// tools.json, else every folder under its `agents/`.
+pub fn find_agents(path: &Path) -> Result<Vec<PathBuf>> {
+    let meta = std::fs::metadata(path).map_err(|e| Error::io(path, e))?;
+    if !meta.is_dir() {
+        return Err(Error::Usage(format!(
+            "{} is not a folder; give an agent folder or a folder with agents/",
+            path.display()
+        )));
+    }
+    if path.join(manifest::FILE_NAME).exists() || path.join(tools::FILE_NAME).exists() {
+        return Ok(vec![path.to_path_buf()]);
+    }
+    let agents = path.join("agents");
+    if agents.is_dir() {
+        let mut found: Vec<PathBuf> = std::fs::read_dir(&agents)
+            .map_err(|e| Error::io(&agents, e))?
+            .filter_map(|e| e.ok())
+            .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+            .map(|e| e.path())
+            .collect();
+        found.sort();
+        if !found.is_empty() {
+            return Ok(found);
+        }
+    }
+    Err(Error::Usage(format!(
+        "no agent in {}: an agent folder holds manifest.toml and tools.json (create one with `bundle init`)",
+        path.display()
+    )))
+}
+
+/// How an agent folder's files are named in diagnostics: `agents/mailer/tools.json`.
+pub fn display_prefix(dir: &Path) -> String {
+    let s = dir.to_string_lossy();
+    let s = s.strip_prefix("./").unwrap_or(&s);
+    if s.is_empty() || s == "." {
+        String::new()
+    } else {
+        format!("{}/", s.trim_end_matches('/'))
+    }
+}
+
+/// Reads a text file of the agent into a [`Source`]; a missing or unreadable file becomes a
+/// diagnostic.
+pub fn read_source(
+    dir: &Path,
+    prefix: &str,
+    name: &str,
+    required: bool,
+    report: &mut Report,
+) -> Option<Source> {
+    let display = format!("{prefix}{name}");
+    match std::fs::read(dir.join(name)) {
+        Ok(bytes) => match crate::json::decode_utf8(&display, bytes) {
+            Ok(text) => {
+                let source = Source::new(display, text);
+                report.add_source(&source);
+                Some(source)
+            }
+            Err(d) => {
+                report.push(d);
+                None
+            }
+        },
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            if required {
+                report.push(
+                    Diagnostic::error(
+                        Code::MissingFile,
+                        &display,
+                        format!("the agent folder has no {name}"),
+                    )
+                    .with_help("create it, e.g. with `bundle init`"),
+                );
+            }
+            None
+        }
+        Err(e) => {
+            report.push(Diagnostic::error(
+                Code::IoError,
+                &display,
+                format!("cannot read {name}: {e}"),
+            ));
+            None
+        }
+    }
+}
+
+/// Checks one agent folder.
+pub fn check_agent(dir: &Path) -> AgentCheck {
+    let prefix = display_prefix(dir);
+    let mut report = Report::default();
+    let mut diags = Vec::new();
+
+    let manifest = read_source(dir, &prefix, manifest::FILE_NAME, true, &mut report)
+        .and_then(|src| manifest::parse(&src, &mut diags));
+
+    let policy = read_source(dir, &prefix, policy::FILE_NAME, false, &mut report)
+        .map(|src| Policy::parse(&src, &mut diags))
+        .unwrap_or_default();
+
+    let mut tools_file = None;
+    if let Some(src) = read_source(dir, &prefix, tools::FILE_NAME, true, &mut report) {
+        let validated = tools::validate(&src, dir, &prefix, &policy, &mut diags);
+        for s in &validated.sources {
+            report.add_source(s);
+        }
+        tools_file = validated.tools;
+    }
+    report.diagnostics.extend(diags);
+    AgentCheck {
+        dir: dir.to_path_buf(),
+        manifest,
+        tools: tools_file,
+        policy,
+        report,
+    }
+}
+
+/// Checks every agent the paths name.
+pub fn check_paths(paths: &[PathBuf]) -> Result<Vec<AgentCheck>> {
+    let mut dirs = Vec::new();
+    for p in paths {
+        dirs.extend(find_agents(p)?);
+    }
+    Ok(dirs.iter().map(|d| check_agent(d)).collect())
+}

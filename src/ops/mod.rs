@@ -1,0 +1,5 @@
+//! Operations: what each subcommand does, as library functions that return results for the
+//! CLI to render. They never print and never exit.
+
+pub mod check;
+pub mod init;

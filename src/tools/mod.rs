@@ -1,0 +1,15 @@
+//! tools.json version 1: the host tools an agent may call (seed 000, "Tool Attachments").
+//!
+//! `validate` walks the raw JSON and reports every broken rule (docs/TOOLS.md); `model` is the
+//! typed view the rest of the program uses once a file has passed.
+
+mod credentials;
+pub mod model;
+mod schema_refs;
+pub mod validate;
+
+pub use model::{Tool, ToolsFile, Transport};
+pub use validate::{SUPPORTED_VERSION, Validated, validate};
+
+/// Where a tool's tools.json lives inside an agent folder.
+pub const FILE_NAME: &str = "tools.json";

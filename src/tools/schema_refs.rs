@@ -1,0 +1,286 @@
+//! JSON Schemas inside tools.json: meta-schema validation of inline schemas, and resolution of
+//! `{"$ref": "schema:<id>"}` through a tool's `schema_refs` or the agent's `schemas/<id>.json`.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+
+use crate::diagnostic::{Code, Diagnostic, Source};
+use crate::json::{self, JsonDoc, JsonPath};
+
+pub const REF_PREFIX: &str = "schema:";
+
+/// The outcome of resolving a schema id.
+pub enum Resolved {
+    /// A valid schema.
+    Schema(Value),
+    /// Nothing found; the string says where we looked.
+    Missing(String),
+    /// Found, but broken; already reported against its own file.
+    Broken,
+}
+
+/// Schema ids: 1-128 characters of `[A-Za-z0-9._-]`, starting with a letter or digit.
+pub fn check_schema_id(id: &str) -> Result<(), String> {
+    let ok = !id.is_empty()
+        && id.len() <= 128
+        && id.starts_with(|c: char| c.is_ascii_alphanumeric())
+        && id
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'));
+    if ok {
+        Ok(())
+    } else {
+        Err(format!(
+            "schema id `{id}` must be 1 to 128 characters of A-Z a-z 0-9 . _ -, starting with a letter or digit"
+        ))
+    }
+}
+
+/// If `schema` is exactly `{"$ref": "schema:<id>"}`, the id.
+pub fn as_schema_ref(schema: &Value) -> Option<&str> {
+    let obj = schema.as_object()?;
+    if obj.len() != 1 {
+        return None;
+    }
+    obj.get("$ref")?.as_str()?.strip_prefix(REF_PREFIX)
+}
+
+/// Every `"$ref": "schema:<id>"` nested in a schema, with its path relative to `base`.
+pub fn nested_refs(schema: &Value, base: &JsonPath, out: &mut Vec<(JsonPath, String)>) {
+    match schema {
+        Value::Object(obj) => {
+            for (k, v) in obj {
+                let path = base.key(k);
+                match (k.as_str(), v) {
+                    ("$ref", Value::String(s)) => {
+                        if let Some(id) = s.strip_prefix(REF_PREFIX) {
+                            out.push((path, id.to_owned()));
+                        }
+                    }
+                    _ => nested_refs(v, &path, out),
+                }
+            }
+        }
+        Value::Array(items) => {
+            for (i, v) in items.iter().enumerate() {
+                nested_refs(v, &base.index(i), out);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// Meta-schema problems of a schema, as (path below the schema, message).
+pub fn meta_errors(schema: &Value, base: &JsonPath) -> Vec<(JsonPath, String)> {
+    if schema.is_boolean() {
+        return Vec::new();
+    }
+    if !schema.is_object() {
+        return vec![(
+            base.clone(),
+            "a JSON Schema must be an object or a boolean".to_owned(),
+        )];
+    }
+    let validator = match jsonschema::meta::validator_for(schema) {
+        Ok(v) => v,
+        Err(e) => {
+            return vec![(base.key("$schema"), format!("unsupported `$schema`: {e}"))];
+        }
+    };
+    validator
+        .iter_errors(schema)
+        .map(|e| {
+            (
+                pointer_to_path(schema, base, &e.instance_path().to_string()),
+                e.to_string(),
+            )
+        })
+        .collect()
+}
+
+/// Converts a JSON pointer inside `root` into a path below `base`.
+fn pointer_to_path(root: &Value, base: &JsonPath, pointer: &str) -> JsonPath {
+    let mut path = base.clone();
+    let mut at = Some(root);
+    for raw in pointer.split('/').skip(1) {
+        let seg = raw.replace("~1", "/").replace("~0", "~");
+        match at {
+            Some(Value::Array(items)) => {
+                let i = seg.parse::<usize>().unwrap_or(0);
+                path = path.index(i);
+                at = items.get(i);
+            }
+            Some(Value::Object(obj)) => {
+                path = path.key(&seg);
+                at = obj.get(&seg);
+            }
+            _ => break,
+        }
+    }
+    path
+}
+
+/// Loads, parses and validates schema files of one agent, each once.
+pub struct Resolver<'a> {
+    agent_dir: &'a Path,
+    display_dir: String,
+    files: HashMap<PathBuf, Option<Value>>,
+    pub sources: Vec<Source>,
+}
+
+impl<'a> Resolver<'a> {
+    pub fn new(agent_dir: &'a Path, display_dir: String) -> Self {
+        Resolver {
+            agent_dir,
+            display_dir,
+            files: HashMap::new(),
+            sources: Vec::new(),
+        }
+    }
+
+    /// Resolves `id` through `schema_refs` (inline schema or relative file path), else
+    /// `schemas/<id>.json`. Inline `schema_refs` entries are validated by the caller.
+    pub fn resolve(
+        &mut self,
+        id: &str,
+        schema_refs: Option<&serde_json::Map<String, Value>>,
+        diags: &mut Vec<Diagnostic>,
+    ) -> Resolved {
+        if let Some(entry) = schema_refs.and_then(|m| m.get(id)) {
+            return match entry {
+                Value::String(rel) => match check_relative_json_path(rel) {
+                    Ok(()) => self.load_file(rel, schema_refs, diags),
+                    Err(_) => Resolved::Broken,
+                },
+                other => Resolved::Schema(other.clone()),
+            };
+        }
+        if check_schema_id(id).is_err() {
+            return Resolved::Broken;
+        }
+        let rel = format!("schemas/{id}.json");
+        if self.agent_dir.join(&rel).is_file() {
+            self.load_file(&rel, schema_refs, diags)
+        } else {
+            Resolved::Missing(format!("no `schema_refs` entry `{id}` and no file {rel}"))
+        }
+    }
+
+    /// Reads `rel` (relative to the agent folder) as a schema, reporting problems in it.
+    pub fn load_file(
+        &mut self,
+        rel: &str,
+        schema_refs: Option<&serde_json::Map<String, Value>>,
+        diags: &mut Vec<Diagnostic>,
+    ) -> Resolved {
+        let full = self.agent_dir.join(rel);
+        if let Some(cached) = self.files.get(&full) {
+            return cached.clone().map_or(Resolved::Broken, Resolved::Schema);
+        }
+        let display = format!("{}{rel}", self.display_dir);
+        let bytes = match std::fs::read(&full) {
+            Ok(b) => b,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                return Resolved::Missing(format!("file {rel} does not exist"));
+            }
+            Err(e) => {
+                diags.push(Diagnostic::error(
+                    Code::IoError,
+                    &display,
+                    format!("cannot read: {e}"),
+                ));
+                self.files.insert(full, None);
+                return Resolved::Broken;
+            }
+        };
+        // Mark as in progress so that reference cycles terminate.
+        self.files.insert(full.clone(), None);
+        let value = self.parse_and_check(&display, bytes, schema_refs, diags);
+        self.files.insert(full, value.clone());
+        value.map_or(Resolved::Broken, Resolved::Schema)
+    }
+
+    fn parse_and_check(
+        &mut self,
+        display: &str,
+        bytes: Vec<u8>,
+        schema_refs: Option<&serde_json::Map<String, Value>>,
+        diags: &mut Vec<Diagnostic>,
+    ) -> Option<Value> {
+        let text = match json::decode_utf8(display, bytes) {
+            Ok(t) => t,
+            Err(d) => {
+                diags.push(d);
+                return None;
+            }
+        };
+        let source = Source::new(display, text);
+        self.sources.push(source.clone());
+        let before = diags.len();
+        let doc = match json::parse(&source, diags) {
+            Ok(doc) => doc,
+            Err(d) => {
+                diags.push(d);
+                return None;
+            }
+        };
+        let root = JsonPath::root();
+        for (path, message) in meta_errors(&doc.value, &root) {
+            diags.push(schema_diag(&source, &doc, &path, message));
+        }
+        let mut refs = Vec::new();
+        nested_refs(&doc.value, &root, &mut refs);
+        for (path, id) in refs {
+            if let Resolved::Missing(why) = self.resolve(&id, schema_refs, diags) {
+                diags.push(unresolved(&source, &doc, &path, &id, &why));
+            }
+        }
+        (diags[before..].iter().all(|d| !d.is_error())).then_some(doc.value)
+    }
+}
+
+pub fn schema_diag(source: &Source, doc: &JsonDoc, path: &JsonPath, message: String) -> Diagnostic {
+    Diagnostic::error(Code::InvalidSchema, &source.name, format!("invalid JSON Schema: {message}"))
+        .at_path(path.to_string())
+        .at_span(source, doc.value_span(path))
+        .with_help("fix the schema so that it validates against its meta-schema (draft 2020-12 unless `$schema` says otherwise)")
+}
+
+pub fn unresolved(
+    source: &Source,
+    doc: &JsonDoc,
+    path: &JsonPath,
+    id: &str,
+    why: &str,
+) -> Diagnostic {
+    Diagnostic::error(
+        Code::UnresolvedSchemaRef,
+        &source.name,
+        format!("`schema:{id}` does not resolve: {why}"),
+    )
+    .at_path(path.to_string())
+    .at_span(source, doc.value_span(path))
+    .with_help(format!(
+        "add schemas/{id}.json to the agent folder, or map `{id}` in the tool's `schema_refs`"
+    ))
+}
+
+/// A `schema_refs` path: relative, `/`-separated, inside the agent folder, ending in `.json`.
+pub fn check_relative_json_path(rel: &str) -> Result<(), String> {
+    if rel.starts_with('/')
+        || rel.contains('\\')
+        || rel
+            .split('/')
+            .any(|c| c.is_empty() || c == "." || c == "..")
+    {
+        return Err(format!(
+            "`{rel}` must be a relative path inside the agent folder (no leading `/`, no `.` or `..`)"
+        ));
+    }
+    if !rel.ends_with(".json") {
+        return Err(format!("`{rel}` must name a `.json` file"));
+    }
+    Ok(())
+}
