@@ -263,14 +263,37 @@ impl Report {
     }
 }
 
+/// Makes a whole source text safe to show while keeping every byte offset valid: each
+/// dangerous character becomes U+FFFD (when it is 3 bytes long) or `?`s of its length.
+pub fn sanitize_source(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        if is_dangerous(c) && c != '\r' {
+            let n = c.len_utf8();
+            if n == 3 {
+                out.push('\u{FFFD}')
+            } else {
+                out.extend(std::iter::repeat_n('?', n))
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+fn is_dangerous(c: char) -> bool {
+    let bidi = matches!(c, '\u{061C}' | '\u{200E}' | '\u{200F}' | '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}');
+    (c.is_control() && c != '\n' && c != '\t') || bidi || c == '\u{FEFF}'
+}
+
 /// Makes text from an untrusted file safe to print on a terminal: control characters and
 /// Unicode bidirectional overrides (which can make a line read differently than it is) are
 /// shown as `\u{..}` escapes.
 pub fn sanitize(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     for c in text.chars() {
-        let bidi = matches!(c, '\u{061C}' | '\u{200E}' | '\u{200F}' | '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}');
-        if (c.is_control() && c != '\n' && c != '\t') || bidi || c == '\u{FEFF}' {
+        if is_dangerous(c) {
             out.push_str(&format!("\\u{{{:x}}}", c as u32));
         } else {
             out.push(c);

@@ -1,5 +1,6 @@
 //! agent-bundle: check, lock, sign, pack and verify AI agent release bundles.
 
+pub mod archive;
 pub mod atomic;
 pub mod diagnostic;
 pub mod error;

@@ -5,51 +5,21 @@
 
 use unicode_normalization::{IsNormalized, is_nfc_quick};
 
-/// Longest path (bytes) an entry may have: ustar `prefix` (155) + `/` + `name` (100).
-pub const MAX_PATH_BYTES: usize = 255;
+use crate::archive;
 
 /// Why a path is not acceptable, or `Ok`.
 pub fn check(path: &str) -> Result<(), String> {
-    if path.is_empty() {
-        return Err("the path is empty".to_owned());
-    }
-    if path.len() > MAX_PATH_BYTES {
-        return Err(format!(
-            "the path is {} bytes long; at most {MAX_PATH_BYTES} fit in a bundle",
-            path.len()
-        ));
-    }
-    if path.starts_with('/') {
-        return Err("the path is absolute".to_owned());
-    }
-    if let Some(c) = path.chars().find(|&c| c.is_control() || c == '\\') {
-        return Err(format!("the path contains {}", c.escape_debug()));
-    }
-    if path
-        .split('/')
-        .any(|c| c.is_empty() || c == "." || c == "..")
-    {
-        return Err("the path has an empty, `.` or `..` component".to_owned());
-    }
+    archive::check_path(path).map_err(|p| p.to_string())?;
     if is_nfc_quick(path.chars()) != IsNormalized::Yes && !unicode_normalization::is_nfc(path) {
         return Err("the path is not in Unicode NFC form".to_owned());
     }
-    if !fits_ustar(path) {
+    if archive::split_ustar_path(path).is_none() {
         return Err(
             "the path cannot be split into a ustar prefix (155 bytes) and name (100 bytes)"
                 .to_owned(),
         );
     }
     Ok(())
-}
-
-/// Whether a path fits a plain ustar header: whole in `name` (100 bytes), or split at a `/`
-/// into `prefix` (at most 155 bytes) and `name` (at most 100 bytes).
-pub fn fits_ustar(path: &str) -> bool {
-    path.len() <= 100
-        || path
-            .match_indices('/')
-            .any(|(i, _)| i <= 155 && path.len() - i - 1 <= 100 && path.len() - i > 1)
 }
 
 /// The key two paths collide on when a file system folds case (macOS, Windows).

@@ -7,7 +7,7 @@ use codespan_reporting::diagnostic::{Diagnostic as Rendered, Label};
 use codespan_reporting::files::SimpleFiles;
 use codespan_reporting::term::{self, termcolor::ColorChoice, termcolor::StandardStream};
 
-use agent_bundle::diagnostic::{Diagnostic, Report, Severity, sanitize};
+use agent_bundle::diagnostic::{Diagnostic, Report, Severity, sanitize, sanitize_source};
 
 use super::{ColorWhen, Global};
 
@@ -35,7 +35,12 @@ pub fn human(report: &Report, global: Global) -> io::Result<()> {
     let ids: std::collections::BTreeMap<&str, usize> = report
         .sources
         .iter()
-        .map(|(name, s)| (name.as_str(), files.add(sanitize(name), s.text.to_string())))
+        .map(|(name, s)| {
+            (
+                name.as_str(),
+                files.add(sanitize(name), sanitize_source(&s.text)),
+            )
+        })
         .collect();
     let config = term::Config::default();
     let stream = stderr(global);

@@ -1,0 +1,7 @@
+//! Integration tests: run the real `bundle` binary against the fixtures in testdata/.
+//!
+//! One test binary (STYLE.md); submodules group the commands.
+
+mod support;
+
+mod check;

@@ -1,0 +1,131 @@
+//! A small test environment: a temp dir, fixture copies, and a runner for the real binary.
+
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+pub fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+pub fn testdata(rel: &str) -> PathBuf {
+    repo().join("testdata").join(rel)
+}
+
+pub fn bin() -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_bundle"));
+    c.env_remove("NO_COLOR")
+        .env_remove("BUNDLE_SIGNING_KEY")
+        .env_remove("SOURCE_DATE_EPOCH");
+    c
+}
+
+/// The result of one run, with helpers for assertions.
+pub struct Run {
+    pub code: i32,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+impl Run {
+    pub fn json(&self) -> serde_json::Value {
+        serde_json::from_str(&self.stdout).unwrap_or_else(|e| {
+            panic!(
+                "stdout is not JSON ({e}):\n{}\nstderr:\n{}",
+                self.stdout, self.stderr
+            )
+        })
+    }
+
+    #[track_caller]
+    pub fn expect_code(&self, code: i32) -> &Self {
+        assert_eq!(
+            self.code, code,
+            "exit code\nstdout:\n{}\nstderr:\n{}",
+            self.stdout, self.stderr
+        );
+        self
+    }
+}
+
+impl From<Output> for Run {
+    fn from(o: Output) -> Self {
+        Run {
+            code: o.status.code().unwrap_or(-1),
+            stdout: String::from_utf8_lossy(&o.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&o.stderr).into_owned(),
+        }
+    }
+}
+
+pub fn run_in(dir: &Path, args: &[&str]) -> Run {
+    bin()
+        .current_dir(dir)
+        .args(args)
+        .output()
+        .expect("run bundle")
+        .into()
+}
+
+pub fn run(args: &[&str]) -> Run {
+    run_in(&repo(), args)
+}
+
+/// A temp dir that is removed at the end of the test.
+pub struct Env {
+    pub dir: tempfile::TempDir,
+}
+
+impl Env {
+    pub fn new() -> Self {
+        Env {
+            dir: tempfile::tempdir().expect("tempdir"),
+        }
+    }
+
+    pub fn path(&self) -> &Path {
+        self.dir.path()
+    }
+
+    /// Copies a fixture folder (relative to testdata/) into the temp dir; returns its path.
+    pub fn copy(&self, fixture: &str, to: &str) -> PathBuf {
+        let dest = self.path().join(to);
+        copy_dir(&testdata(fixture), &dest);
+        dest
+    }
+
+    pub fn run(&self, args: &[&str]) -> Run {
+        run_in(self.path(), args)
+    }
+}
+
+pub fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_dir(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), &target).unwrap();
+        }
+    }
+}
+
+/// Whether CI demands the outside tools (minisign, bsdtar, b3sum, zstd). Tests that need one
+/// fail loudly when it is missing in CI, and say plainly that they skipped elsewhere.
+pub fn require_tool(name: &str) -> bool {
+    let present = Command::new(name).arg("--version").output().is_ok()
+        || Command::new(name).arg("-v").output().is_ok();
+    if present {
+        return true;
+    }
+    if std::env::var_os("BUNDLE_REQUIRE_TOOLS").is_some() {
+        panic!("`{name}` is required (BUNDLE_REQUIRE_TOOLS is set) but not installed");
+    }
+    eprintln!(
+        "SKIPPED: `{name}` is not installed; set BUNDLE_REQUIRE_TOOLS=1 to make this a failure"
+    );
+    false
+}
