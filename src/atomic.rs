@@ -11,14 +11,8 @@ use tempfile::NamedTempFile;
 /// Opens a temp file next to `target` (same folder, so the final rename is atomic).
 pub fn temp_beside(target: &Path) -> io::Result<NamedTempFile> {
     let dir = parent_dir(target);
-    let name = target
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    tempfile::Builder::new()
-        .prefix(&format!(".{name}."))
-        .suffix(".tmp")
-        .tempfile_in(dir)
+    let name = target.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    tempfile::Builder::new().prefix(&format!(".{name}.")).suffix(".tmp").tempfile_in(dir)
 }
 
 /// Flushes `temp` to disk and renames it to `target`; with `overwrite = false`, fails with

@@ -129,12 +129,7 @@ pub struct Diagnostic {
 }
 
 impl Diagnostic {
-    pub fn new(
-        severity: Severity,
-        code: Code,
-        file: impl Into<String>,
-        message: impl Into<String>,
-    ) -> Self {
+    pub fn new(severity: Severity, code: Code, file: impl Into<String>, message: impl Into<String>) -> Self {
         Diagnostic {
             severity,
             code,
@@ -192,14 +187,8 @@ pub struct Source {
 impl Source {
     pub fn new(name: impl Into<String>, text: impl Into<Arc<str>>) -> Self {
         let text: Arc<str> = text.into();
-        let line_starts = std::iter::once(0)
-            .chain(text.match_indices('\n').map(|(i, _)| i + 1))
-            .collect();
-        Source {
-            name: name.into(),
-            text,
-            line_starts,
-        }
+        let line_starts = std::iter::once(0).chain(text.match_indices('\n').map(|(i, _)| i + 1)).collect();
+        Source { name: name.into(), text, line_starts }
     }
 
     /// 1-based line and column (in characters) of a byte offset.
@@ -207,11 +196,7 @@ impl Source {
         let offset = offset.min(self.text.len());
         let line = self.line_starts.partition_point(|&start| start <= offset) - 1;
         let start = self.line_starts[line];
-        let column = self
-            .text
-            .get(start..offset)
-            .map_or(offset - start, |s| s.chars().count())
-            + 1;
+        let column = self.text.get(start..offset).map_or(offset - start, |s| s.chars().count()) + 1;
         (line + 1, column)
     }
 
@@ -220,10 +205,7 @@ impl Source {
         let Some(&start) = self.line_starts.get(line.saturating_sub(1)) else {
             return self.text.len();
         };
-        self.text[start..]
-            .char_indices()
-            .nth(column.saturating_sub(1))
-            .map_or(self.text.len(), |(i, _)| start + i)
+        self.text[start..].char_indices().nth(column.saturating_sub(1)).map_or(self.text.len(), |(i, _)| start + i)
     }
 }
 
@@ -240,9 +222,7 @@ impl Report {
     }
 
     pub fn add_source(&mut self, source: &Source) {
-        self.sources
-            .entry(source.name.clone())
-            .or_insert_with(|| source.clone());
+        self.sources.entry(source.name.clone()).or_insert_with(|| source.clone());
     }
 
     pub fn errors(&self) -> usize {
@@ -270,11 +250,7 @@ pub fn sanitize_source(text: &str) -> String {
     for c in text.chars() {
         if is_dangerous(c) && c != '\r' {
             let n = c.len_utf8();
-            if n == 3 {
-                out.push('\u{FFFD}')
-            } else {
-                out.extend(std::iter::repeat_n('?', n))
-            }
+            if n == 3 { out.push('\u{FFFD}') } else { out.extend(std::iter::repeat_n('?', n)) }
         } else {
             out.push(c);
         }

@@ -109,21 +109,14 @@ impl std::fmt::Display for JsonPath {
 }
 
 fn is_plain_key(key: &str) -> bool {
-    !key.is_empty()
-        && key
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '$'))
+    !key.is_empty() && key.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '$'))
 }
 
 /// Decodes `bytes` as UTF-8 text, reporting the first bad byte's position.
 pub fn decode_utf8(file: &str, bytes: Vec<u8>) -> Result<String, Diagnostic> {
     if bytes.starts_with(&[0xEF, 0xBB, 0xBF]) {
-        return Err(Diagnostic::error(
-            Code::InvalidUtf8,
-            file,
-            "the file starts with a UTF-8 byte-order mark",
-        )
-        .with_help("save the file as UTF-8 without a BOM"));
+        return Err(Diagnostic::error(Code::InvalidUtf8, file, "the file starts with a UTF-8 byte-order mark")
+            .with_help("save the file as UTF-8 without a BOM"));
     }
     String::from_utf8(bytes).map_err(|e| {
         let valid = e.utf8_error().valid_up_to();
@@ -175,14 +168,7 @@ pub fn parse(source: &Source, diagnostics: &mut Vec<Diagnostic>) -> Result<JsonD
     if let Ok(ast) = jsonc_parser::parse_to_ast(text, &Default::default(), &strict)
         && let Some(root) = ast.value
     {
-        collect(
-            &root,
-            JsonPath::root(),
-            None,
-            &mut spans,
-            source,
-            diagnostics,
-        );
+        collect(&root, JsonPath::root(), None, &mut spans, source, diagnostics);
     }
     Ok(JsonDoc { value, spans })
 }
@@ -203,13 +189,7 @@ fn collect(
     diagnostics: &mut Vec<Diagnostic>,
 ) {
     let r = node.range();
-    spans.insert(
-        path.to_string(),
-        Spans {
-            key,
-            value: r.start..r.end,
-        },
-    );
+    spans.insert(path.to_string(), Spans { key, value: r.start..r.end });
     match node {
         Ast::Object(obj) => {
             let mut seen: HashMap<&str, ()> = HashMap::new();
@@ -224,9 +204,7 @@ fn collect(
                         Diagnostic::error(
                             Code::DuplicateKey,
                             &source.name,
-                            format!(
-                                "duplicate key `{name}`: JSON parsers disagree on which value wins"
-                            ),
+                            format!("duplicate key `{name}`: JSON parsers disagree on which value wins"),
                         )
                         .at_path(child.to_string())
                         .at_span(source, name_range.start..name_range.end)
@@ -234,14 +212,7 @@ fn collect(
                     );
                     continue;
                 }
-                collect(
-                    &prop.value,
-                    child,
-                    Some(name_range.start..name_range.end),
-                    spans,
-                    source,
-                    diagnostics,
-                );
+                collect(&prop.value, child, Some(name_range.start..name_range.end), spans, source, diagnostics);
             }
         }
         Ast::Array(arr) => {
@@ -259,16 +230,9 @@ mod tests {
 
     #[test]
     fn paths_print_like_jq() {
-        let p = JsonPath::root()
-            .key("tools")
-            .index(1)
-            .key("transport")
-            .key("command");
+        let p = JsonPath::root().key("tools").index(1).key("transport").key("command");
         assert_eq!(p.to_string(), "tools[1].transport.command");
-        assert_eq!(
-            JsonPath::root().key("headers").key("a.b").to_string(),
-            "headers[\"a.b\"]"
-        );
+        assert_eq!(JsonPath::root().key("headers").key("a.b").to_string(), "headers[\"a.b\"]");
         assert_eq!(JsonPath::root().to_string(), "$");
     }
 

@@ -3,7 +3,9 @@
 pub mod archive;
 pub mod atomic;
 pub mod diagnostic;
+pub mod digest;
 pub mod error;
+pub mod fileset;
 pub mod json;
 pub mod manifest;
 pub mod minisign;
@@ -11,5 +13,6 @@ pub mod ops;
 pub mod paths;
 pub mod policy;
 pub mod tools;
+pub mod trust;
 
 pub use error::{Error, Result};

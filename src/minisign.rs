@@ -94,9 +94,7 @@ const MAX_KDF_WORK: u128 = 1 << 24;
 pub enum KeyError {
     /// The text is not a well-formed minisign key (missing lines, bad base64,
     /// wrong length, invalid point, …); the message says which.
-    #[error(
-        "malformed minisign key: {0}; use the unmodified key file written by minisign or `bundle`"
-    )]
+    #[error("malformed minisign key: {0}; use the unmodified key file written by minisign or `bundle`")]
     Malformed(String),
     /// The key is not an Ed25519 minisign key (signature algorithm is not "Ed").
     #[error(
@@ -116,9 +114,7 @@ pub enum KeyError {
     #[error("the secret key is encrypted: a password is required to use it")]
     PasswordRequired,
     /// Decrypting with the given password did not reproduce the key's checksum.
-    #[error(
-        "wrong password for this secret key (or the key file is corrupted); try again with the right password"
-    )]
+    #[error("wrong password for this secret key (or the key file is corrupted); try again with the right password")]
     WrongPassword,
     /// An unencrypted secret key does not match its embedded checksum.
     #[error(
@@ -129,9 +125,7 @@ pub enum KeyError {
     #[error("invalid key file comment: {0}")]
     InvalidComment(String),
     /// The operating system's random number generator failed.
-    #[error(
-        "could not get random bytes from the operating system: {0}; retry, and check the system's entropy source"
-    )]
+    #[error("could not get random bytes from the operating system: {0}; retry, and check the system's entropy source")]
     Randomness(String),
 }
 
@@ -185,16 +179,10 @@ pub struct KdfLimits {
 impl KdfLimits {
     /// What `minisign -G` uses (libsodium's `*_SENSITIVE` limits):
     /// N = 2^20, r = 8, p = 1, i.e. 1 GiB of memory and a few seconds.
-    pub const MINISIGN_DEFAULT: KdfLimits = KdfLimits {
-        opslimit: 33_554_432,
-        memlimit: 1_073_741_824,
-    };
+    pub const MINISIGN_DEFAULT: KdfLimits = KdfLimits { opslimit: 33_554_432, memlimit: 1_073_741_824 };
     /// libsodium's `*_INTERACTIVE` limits: N = 2^14, r = 8, p = 1 (16 MiB).
     /// Much cheaper to brute-force than [`KdfLimits::MINISIGN_DEFAULT`].
-    pub const INTERACTIVE: KdfLimits = KdfLimits {
-        opslimit: 524_288,
-        memlimit: 16_777_216,
-    };
+    pub const INTERACTIVE: KdfLimits = KdfLimits { opslimit: 524_288, memlimit: 16_777_216 };
 }
 
 /// Port of libsodium's `pickparams()` (crypto_pwhash_scryptsalsa208sha256):
@@ -254,11 +242,7 @@ fn scrypt_params(limits: KdfLimits) -> Result<scrypt::Params, KeyError> {
 }
 
 /// The 104-byte scrypt stream minisign XORs over `key id || secret key || checksum`.
-fn kdf_stream(
-    password: &[u8],
-    salt: &[u8],
-    limits: KdfLimits,
-) -> Result<Zeroizing<[u8; SECRET_BLOCK_LEN]>, KeyError> {
+fn kdf_stream(password: &[u8], salt: &[u8], limits: KdfLimits) -> Result<Zeroizing<[u8; SECRET_BLOCK_LEN]>, KeyError> {
     let params = scrypt_params(limits)?;
     let mut stream = Zeroizing::new([0u8; SECRET_BLOCK_LEN]);
     scrypt::scrypt(password, salt, &params, &mut stream[..])
@@ -283,18 +267,12 @@ fn hex_key_id(key_id: [u8; KEY_ID_LEN]) -> String {
 /// optional `\r` before it, trailing blank lines ignored. A `\r` anywhere else
 /// is rejected, because minisign would silently cut the line there.
 fn split_lines(text: &str) -> Result<Vec<&str>, String> {
-    let mut lines: Vec<&str> = text
-        .split('\n')
-        .map(|line| line.strip_suffix('\r').unwrap_or(line))
-        .collect();
+    let mut lines: Vec<&str> = text.split('\n').map(|line| line.strip_suffix('\r').unwrap_or(line)).collect();
     while lines.last().is_some_and(|line| line.trim().is_empty()) {
         lines.pop();
     }
     if let Some(index) = lines.iter().position(|line| line.contains('\r')) {
-        return Err(format!(
-            "line {} contains a carriage return in the middle of the line",
-            index + 1
-        ));
+        return Err(format!("line {} contains a carriage return in the middle of the line", index + 1));
     }
     Ok(lines)
 }
@@ -318,10 +296,7 @@ fn decode_line(line: &str, len: usize, what: &str) -> Result<Zeroizing<Vec<u8>>,
         }
     })?);
     if bytes.len() != len {
-        return Err(format!(
-            "the {what} line decodes to {} bytes, expected {len}",
-            bytes.len()
-        ));
+        return Err(format!("the {what} line decodes to {} bytes, expected {len}", bytes.len()));
     }
     Ok(bytes)
 }
@@ -329,20 +304,13 @@ fn decode_line(line: &str, len: usize, what: &str) -> Result<Zeroizing<Vec<u8>>,
 /// Checks that `comment` can be written on one minisign comment line.
 fn check_comment(comment: &str, max_len: usize, what: &str) -> Result<(), String> {
     if comment.contains(['\n', '\r']) {
-        return Err(format!(
-            "the {what} contains a line break; use a single line"
-        ));
+        return Err(format!("the {what} contains a line break; use a single line"));
     }
     if comment.contains('\0') {
-        return Err(format!(
-            "the {what} contains a NUL byte, which minisign would cut off; remove it"
-        ));
+        return Err(format!("the {what} contains a NUL byte, which minisign would cut off; remove it"));
     }
     if comment.len() > max_len {
-        return Err(format!(
-            "the {what} is {} bytes long; minisign accepts at most {max_len}",
-            comment.len()
-        ));
+        return Err(format!("the {what} is {} bytes long; minisign accepts at most {max_len}", comment.len()));
     }
     Ok(())
 }
@@ -373,9 +341,9 @@ impl PublicKey {
         let lines = split_lines(text).map_err(KeyError::Malformed)?;
         match lines.as_slice() {
             [] => Err(KeyError::Malformed("the public key is empty".into())),
-            [only] if only.starts_with(UNTRUSTED_PREFIX) => Err(KeyError::Malformed(
-                "the public key file has a comment line but no key line".into(),
-            )),
+            [only] if only.starts_with(UNTRUSTED_PREFIX) => {
+                Err(KeyError::Malformed("the public key file has a comment line but no key line".into()))
+            }
             [only] => Self::from_base64(only.trim()),
             [comment, key] => {
                 untrusted_comment_of(comment, "public key file").map_err(KeyError::Malformed)?;
@@ -399,16 +367,13 @@ impl PublicKey {
         }
         let key_id = take_array::<KEY_ID_LEN>(&bytes[2..]);
         let encoded = take_array::<PUBLIC_KEY_LEN>(&bytes[2 + KEY_ID_LEN..]);
-        let key = VerifyingKey::from_bytes(&encoded).map_err(|_| {
-            KeyError::Malformed("the public key is not a valid Ed25519 point".into())
-        })?;
+        let key = VerifyingKey::from_bytes(&encoded)
+            .map_err(|_| KeyError::Malformed("the public key is not a valid Ed25519 point".into()))?;
         if key.is_weak() {
             return Err(KeyError::WeakKey);
         }
         if key.to_edwards().compress().to_bytes() != encoded {
-            return Err(KeyError::Malformed(
-                "the public key uses a non-canonical point encoding".into(),
-            ));
+            return Err(KeyError::Malformed("the public key uses a non-canonical point encoding".into()));
         }
         Ok(PublicKey { key_id, key })
     }
@@ -416,11 +381,7 @@ impl PublicKey {
     /// The key file text exactly as minisign writes it:
     /// `"untrusted comment: minisign public key <KEYID>\n<base64>\n"`.
     pub fn to_text(&self) -> String {
-        format!(
-            "{UNTRUSTED_PREFIX}minisign public key {}\n{}\n",
-            self.key_id_hex(),
-            self.to_base64()
-        )
+        format!("{UNTRUSTED_PREFIX}minisign public key {}\n{}\n", self.key_id_hex(), self.to_base64())
     }
 
     /// The key file text with a custom untrusted comment.
@@ -429,12 +390,8 @@ impl PublicKey {
     /// [`KeyError::InvalidComment`] if the comment has a line break or NUL
     /// byte, or is longer than minisign can read.
     pub fn to_text_with_comment(&self, comment: &str) -> Result<String, KeyError> {
-        check_comment(comment, MAX_UNTRUSTED_COMMENT_LEN, "public key comment")
-            .map_err(KeyError::InvalidComment)?;
-        Ok(format!(
-            "{UNTRUSTED_PREFIX}{comment}\n{}\n",
-            self.to_base64()
-        ))
+        check_comment(comment, MAX_UNTRUSTED_COMMENT_LEN, "public key comment").map_err(KeyError::InvalidComment)?;
+        Ok(format!("{UNTRUSTED_PREFIX}{comment}\n{}\n", self.to_base64()))
     }
 
     /// Base64 of `"Ed" || key id || public key`, as accepted by `minisign -P`.
@@ -460,10 +417,7 @@ impl PublicKey {
 
 impl fmt::Debug for PublicKey {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("PublicKey")
-            .field("key_id", &self.key_id_hex())
-            .field("key", &self.to_base64())
-            .finish()
+        f.debug_struct("PublicKey").field("key_id", &self.key_id_hex()).field("key", &self.to_base64()).finish()
     }
 }
 
@@ -509,8 +463,7 @@ impl SecretBox {
                 )));
             }
         };
-        let bytes =
-            decode_line(key_line, SECRET_BOX_LEN, SECRET_KEY_WHAT).map_err(KeyError::Malformed)?;
+        let bytes = decode_line(key_line, SECRET_BOX_LEN, SECRET_KEY_WHAT).map_err(KeyError::Malformed)?;
         if bytes[..2] != SIG_ALG {
             return Err(KeyError::UnsupportedAlgorithm);
         }
@@ -558,10 +511,7 @@ impl SecretKey {
         let mut seed = Zeroizing::new([0u8; 32]);
         getrandom::fill(&mut key_id).map_err(|e| KeyError::Randomness(e.to_string()))?;
         getrandom::fill(&mut seed[..]).map_err(|e| KeyError::Randomness(e.to_string()))?;
-        Ok(SecretKey {
-            key_id,
-            signing: SigningKey::from_bytes(&seed),
-        })
+        Ok(SecretKey { key_id, signing: SigningKey::from_bytes(&seed) })
     }
 
     /// Parses a minisign secret key file.
@@ -591,10 +541,7 @@ impl SecretKey {
                 memlimit: u64::from_le_bytes(take_array(&parsed.bytes[SK_MEMLIMIT..])),
             };
             let stream = kdf_stream(password, &parsed.bytes[SK_SALT..SK_OPSLIMIT], limits)?;
-            block
-                .iter_mut()
-                .zip(stream.iter())
-                .for_each(|(b, s)| *b ^= s);
+            block.iter_mut().zip(stream.iter()).for_each(|(b, s)| *b ^= s);
         }
         let (key_id, rest) = block.split_at(KEY_ID_LEN);
         let (keypair, stored_checksum) = rest.split_at(KEYPAIR_LEN);
@@ -610,14 +557,9 @@ impl SecretKey {
         let mut keypair_bytes = Zeroizing::new([0u8; KEYPAIR_LEN]);
         keypair_bytes.copy_from_slice(keypair);
         let signing = SigningKey::from_keypair_bytes(&keypair_bytes).map_err(|_| {
-            KeyError::Malformed(
-                "the public half stored in the secret key does not match the secret half".into(),
-            )
+            KeyError::Malformed("the public half stored in the secret key does not match the secret half".into())
         })?;
-        Ok(SecretKey {
-            key_id: take_array(key_id),
-            signing,
-        })
+        Ok(SecretKey { key_id: take_array(key_id), signing })
     }
 
     /// Whether a secret key file is password protected (scrypt, "Sc").
@@ -641,11 +583,7 @@ impl SecretKey {
     /// # Panics
     /// If the OS random number generator fails while making the salt.
     pub fn to_text(&self, password: Option<&[u8]>) -> String {
-        let comment = if password.is_some() {
-            ENCRYPTED_SECRET_KEY_COMMENT
-        } else {
-            UNENCRYPTED_SECRET_KEY_COMMENT
-        };
+        let comment = if password.is_some() { ENCRYPTED_SECRET_KEY_COMMENT } else { UNENCRYPTED_SECRET_KEY_COMMENT };
         match self.to_text_with(password, comment, KdfLimits::MINISIGN_DEFAULT) {
             Ok(text) => text,
             // The comment and limits are constants known to be valid, so only
@@ -662,14 +600,8 @@ impl SecretKey {
     /// [`KeyError::InvalidComment`] for a comment minisign cannot read,
     /// [`KeyError::UnsupportedKdf`] for unusable limits,
     /// [`KeyError::Randomness`] if no salt can be made.
-    pub fn to_text_with(
-        &self,
-        password: Option<&[u8]>,
-        comment: &str,
-        limits: KdfLimits,
-    ) -> Result<String, KeyError> {
-        check_comment(comment, MAX_UNTRUSTED_COMMENT_LEN, "secret key comment")
-            .map_err(KeyError::InvalidComment)?;
+    pub fn to_text_with(&self, password: Option<&[u8]>, comment: &str, limits: KdfLimits) -> Result<String, KeyError> {
+        check_comment(comment, MAX_UNTRUSTED_COMMENT_LEN, "secret key comment").map_err(KeyError::InvalidComment)?;
         let mut bytes = Zeroizing::new([0u8; SECRET_BOX_LEN]);
         bytes[..2].copy_from_slice(&SIG_ALG);
         bytes[SK_CHK..SK_CHK + 2].copy_from_slice(&CHK_BLAKE2B);
@@ -678,8 +610,7 @@ impl SecretKey {
             let block = &mut bytes[SK_BLOCK..];
             block[..KEY_ID_LEN].copy_from_slice(&self.key_id);
             block[KEY_ID_LEN..KEY_ID_LEN + KEYPAIR_LEN].copy_from_slice(&keypair[..]);
-            block[KEY_ID_LEN + KEYPAIR_LEN..]
-                .copy_from_slice(&secret_key_checksum(&self.key_id, &keypair[..]));
+            block[KEY_ID_LEN + KEYPAIR_LEN..].copy_from_slice(&secret_key_checksum(&self.key_id, &keypair[..]));
         }
         if let Some(password) = password {
             let mut salt = [0u8; SALT_LEN];
@@ -689,10 +620,7 @@ impl SecretKey {
             bytes[SK_SALT..SK_OPSLIMIT].copy_from_slice(&salt);
             bytes[SK_OPSLIMIT..SK_MEMLIMIT].copy_from_slice(&limits.opslimit.to_le_bytes());
             bytes[SK_MEMLIMIT..SK_BLOCK].copy_from_slice(&limits.memlimit.to_le_bytes());
-            bytes[SK_BLOCK..]
-                .iter_mut()
-                .zip(stream.iter())
-                .for_each(|(b, s)| *b ^= s);
+            bytes[SK_BLOCK..].iter_mut().zip(stream.iter()).for_each(|(b, s)| *b ^= s);
         }
         let mut encoded = BASE64.encode(&bytes[..]);
         let text = format!("{UNTRUSTED_PREFIX}{comment}\n{encoded}\n");
@@ -702,10 +630,7 @@ impl SecretKey {
 
     /// The matching public key.
     pub fn public_key(&self) -> PublicKey {
-        PublicKey {
-            key_id: self.key_id,
-            key: self.signing.verifying_key(),
-        }
+        PublicKey { key_id: self.key_id, key: self.signing.verifying_key() }
     }
 
     /// The 8-byte key id, in file order.
@@ -734,18 +659,11 @@ impl SecretKey {
     ) -> Result<Signature, SignatureError> {
         check_comment(trusted_comment, MAX_TRUSTED_COMMENT_LEN, "trusted comment")
             .map_err(SignatureError::InvalidComment)?;
-        check_comment(
-            untrusted_comment,
-            MAX_UNTRUSTED_COMMENT_LEN,
-            "untrusted comment",
-        )
-        .map_err(SignatureError::InvalidComment)?;
+        check_comment(untrusted_comment, MAX_UNTRUSTED_COMMENT_LEN, "untrusted comment")
+            .map_err(SignatureError::InvalidComment)?;
         let digest: [u8; 64] = Blake2b512::digest(data).into();
         let signature = self.signing.sign(&digest).to_bytes();
-        let global_signature = self
-            .signing
-            .sign(&global_message(&signature, trusted_comment))
-            .to_bytes();
+        let global_signature = self.signing.sign(&global_message(&signature, trusted_comment)).to_bytes();
         Ok(Signature {
             key_id: self.key_id,
             signature,
@@ -800,10 +718,8 @@ impl Signature {
                 lines.len()
             )));
         };
-        let untrusted_comment =
-            untrusted_comment_of(untrusted_line, "signature file").map_err(malformed)?;
-        let signature_box =
-            decode_line(signature_line, SIGNATURE_BOX_LEN, "signature").map_err(malformed)?;
+        let untrusted_comment = untrusted_comment_of(untrusted_line, "signature file").map_err(malformed)?;
+        let signature_box = decode_line(signature_line, SIGNATURE_BOX_LEN, "signature").map_err(malformed)?;
         match [signature_box[0], signature_box[1]] {
             SIG_ALG_PREHASHED => {}
             SIG_ALG => return Err(SignatureError::UnsupportedAlgorithm),
@@ -814,15 +730,11 @@ impl Signature {
                 )));
             }
         }
-        let trusted_comment = trusted_line.strip_prefix(TRUSTED_PREFIX).ok_or_else(|| {
-            malformed(format!(
-                "the third line must start with \"{TRUSTED_PREFIX}\""
-            ))
-        })?;
-        check_comment(trusted_comment, MAX_TRUSTED_COMMENT_LEN, "trusted comment")
-            .map_err(malformed)?;
-        let global =
-            decode_line(global_line, SIGNATURE_LEN, "global signature").map_err(malformed)?;
+        let trusted_comment = trusted_line
+            .strip_prefix(TRUSTED_PREFIX)
+            .ok_or_else(|| malformed(format!("the third line must start with \"{TRUSTED_PREFIX}\"")))?;
+        check_comment(trusted_comment, MAX_TRUSTED_COMMENT_LEN, "trusted comment").map_err(malformed)?;
+        let global = decode_line(global_line, SIGNATURE_LEN, "global signature").map_err(malformed)?;
         Ok(Signature {
             key_id: take_array(&signature_box[2..]),
             signature: take_array(&signature_box[2 + KEY_ID_LEN..]),
@@ -877,17 +789,11 @@ impl Signature {
     /// [`SignatureError::BadSignature`], [`SignatureError::BadTrustedComment`].
     pub fn verify(&self, pk: &PublicKey, data: &[u8]) -> Result<(), SignatureError> {
         if self.key_id != pk.key_id {
-            return Err(SignatureError::KeyIdMismatch {
-                expected: pk.key_id_hex(),
-                found: self.key_id_hex(),
-            });
+            return Err(SignatureError::KeyIdMismatch { expected: pk.key_id_hex(), found: self.key_id_hex() });
         }
         let digest: [u8; 64] = Blake2b512::digest(data).into();
         pk.key
-            .verify_strict(
-                &digest,
-                &ed25519_dalek::Signature::from_bytes(&self.signature),
-            )
+            .verify_strict(&digest, &ed25519_dalek::Signature::from_bytes(&self.signature))
             .map_err(|_| SignatureError::BadSignature)?;
         pk.key
             .verify_strict(
@@ -913,15 +819,12 @@ mod tests {
     const TEST_PUB: &str = include_str!("../testdata/keys/test.pub");
 
     /// N = 2^10, r = 8, p = 1: 1 MiB, fast even in debug builds.
-    const CHEAP: KdfLimits = KdfLimits {
-        opslimit: 32_768,
-        memlimit: 1 << 20,
-    };
+    const CHEAP: KdfLimits = KdfLimits { opslimit: 32_768, memlimit: 1 << 20 };
 
     /// The Ed25519 group order L, little-endian.
     const ORDER_L: [u8; 32] = [
-        0xed, 0xd3, 0xf5, 0x5c, 0x1a, 0x63, 0x12, 0x58, 0xd6, 0x9c, 0xf7, 0xa2, 0xde, 0xf9, 0xde,
-        0x14, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x10,
+        0xed, 0xd3, 0xf5, 0x5c, 0x1a, 0x63, 0x12, 0x58, 0xd6, 0x9c, 0xf7, 0xa2, 0xde, 0xf9, 0xde, 0x14, 0, 0, 0, 0, 0,
+        0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x10,
     ];
 
     fn sig_lines(text: &str) -> Vec<String> {
@@ -963,10 +866,7 @@ mod tests {
     fn pick_scrypt_params_matches_libsodium() {
         assert_eq!(pick_scrypt_params(33_554_432, 1_073_741_824), (20, 8, 1));
         assert_eq!(pick_scrypt_params(524_288, 16_777_216), (14, 8, 1));
-        assert_eq!(
-            pick_scrypt_params(CHEAP.opslimit, CHEAP.memlimit),
-            (10, 8, 1)
-        );
+        assert_eq!(pick_scrypt_params(CHEAP.opslimit, CHEAP.memlimit), (10, 8, 1));
         // opslimit is raised to 32768; memory-bound branch with p > 1.
         assert_eq!(pick_scrypt_params(0, 0), (1, 8, 512));
         // ops-bound branch: opslimit < memlimit / 32.
@@ -976,11 +876,7 @@ mod tests {
     #[test]
     fn parses_minisign_public_keys() {
         let pk = PublicKey::from_text(PW_PUB).unwrap();
-        assert_eq!(
-            pk.to_text(),
-            PW_PUB,
-            "to_text must reproduce minisign's file"
-        );
+        assert_eq!(pk.to_text(), PW_PUB, "to_text must reproduce minisign's file");
         assert!(PW_PUB.contains(&pk.key_id_hex()));
         // Bare base64, as given to `minisign -P`.
         let bare = PW_PUB.lines().nth(1).unwrap();
@@ -1021,28 +917,16 @@ mod tests {
     #[test]
     fn parses_encrypted_minisign_secret_key() {
         assert!(SecretKey::is_encrypted(PW_KEY).unwrap());
-        assert_eq!(
-            SecretKey::from_text(PW_KEY, None).unwrap_err(),
-            KeyError::PasswordRequired
-        );
+        assert_eq!(SecretKey::from_text(PW_KEY, None).unwrap_err(), KeyError::PasswordRequired);
         let sk = SecretKey::from_text(PW_KEY, Some(PASSWORD)).unwrap();
         let pk = PublicKey::from_text(PW_PUB).unwrap();
         assert_eq!(sk.public_key(), pk);
         // Signing is deterministic: we reproduce minisign's signature file exactly.
         let minisig = Signature::from_text(MESSAGE_SIG).unwrap();
-        let ours = sk
-            .sign(
-                MESSAGE,
-                minisig.trusted_comment(),
-                minisig.untrusted_comment(),
-            )
-            .unwrap();
+        let ours = sk.sign(MESSAGE, minisig.trusted_comment(), minisig.untrusted_comment()).unwrap();
         assert_eq!(ours.to_text(), MESSAGE_SIG);
         ours.verify(&pk, MESSAGE).unwrap();
-        assert_eq!(
-            SecretKey::from_text(PW_KEY, Some(b"wrong-password")).unwrap_err(),
-            KeyError::WrongPassword
-        );
+        assert_eq!(SecretKey::from_text(PW_KEY, Some(b"wrong-password")).unwrap_err(), KeyError::WrongPassword);
     }
 
     /// A key made by plain `minisign -G`, with minisign's default scrypt cost
@@ -1051,23 +935,13 @@ mod tests {
     #[ignore = "slow: minisign's default 1 GiB scrypt cost; run with `cargo test --release -- --ignored`"]
     fn parses_minisign_default_cost_secret_key() {
         let text = include_str!("../testdata/keys/minisign-pw-default.key");
-        let pk =
-            PublicKey::from_text(include_str!("../testdata/keys/minisign-pw-default.pub")).unwrap();
+        let pk = PublicKey::from_text(include_str!("../testdata/keys/minisign-pw-default.pub")).unwrap();
         let bytes = BASE64.decode(text.lines().nth(1).unwrap()).unwrap();
-        assert_eq!(
-            bytes[SK_OPSLIMIT..SK_MEMLIMIT],
-            KdfLimits::MINISIGN_DEFAULT.opslimit.to_le_bytes()
-        );
-        assert_eq!(
-            bytes[SK_MEMLIMIT..SK_BLOCK],
-            KdfLimits::MINISIGN_DEFAULT.memlimit.to_le_bytes()
-        );
+        assert_eq!(bytes[SK_OPSLIMIT..SK_MEMLIMIT], KdfLimits::MINISIGN_DEFAULT.opslimit.to_le_bytes());
+        assert_eq!(bytes[SK_MEMLIMIT..SK_BLOCK], KdfLimits::MINISIGN_DEFAULT.memlimit.to_le_bytes());
         let sk = SecretKey::from_text(text, Some(PASSWORD)).unwrap();
         assert_eq!(sk.public_key(), pk);
-        sk.sign(MESSAGE, "t", "u")
-            .unwrap()
-            .verify(&pk, MESSAGE)
-            .unwrap();
+        sk.sign(MESSAGE, "t", "u").unwrap().verify(&pk, MESSAGE).unwrap();
     }
 
     #[test]
@@ -1075,24 +949,15 @@ mod tests {
         let pk = PublicKey::from_text(PW_PUB).unwrap();
         let sig = Signature::from_text(MESSAGE_SIG).unwrap();
         sig.verify(&pk, MESSAGE).unwrap();
-        assert_eq!(
-            sig.trusted_comment(),
-            "agent-bundle fixture: message.txt signed by stock minisign 0.11"
-        );
+        assert_eq!(sig.trusted_comment(), "agent-bundle fixture: message.txt signed by stock minisign 0.11");
         assert_eq!(sig.key_id(), pk.key_id());
         assert_eq!(sig.key_id_hex(), pk.key_id_hex());
         assert_eq!(sig.to_text(), MESSAGE_SIG);
-        assert_eq!(
-            sig.verify(&pk, b"tampered").unwrap_err(),
-            SignatureError::BadSignature
-        );
+        assert_eq!(sig.verify(&pk, b"tampered").unwrap_err(), SignatureError::BadSignature);
         let other = PublicKey::from_text(NOPW_PUB).unwrap();
         assert_eq!(
             sig.verify(&other, MESSAGE).unwrap_err(),
-            SignatureError::KeyIdMismatch {
-                expected: other.key_id_hex(),
-                found: pk.key_id_hex(),
-            }
+            SignatureError::KeyIdMismatch { expected: other.key_id_hex(), found: pk.key_id_hex() }
         );
     }
 
@@ -1100,13 +965,7 @@ mod tests {
     fn signs_with_unencrypted_minisign_key() {
         let sk = SecretKey::from_text(NOPW_KEY, None).unwrap();
         let pk = PublicKey::from_text(NOPW_PUB).unwrap();
-        let sig = sk
-            .sign(
-                b"bundle bytes",
-                "timestamp:1\tfile:x",
-                "signature from bundle",
-            )
-            .unwrap();
+        let sig = sk.sign(b"bundle bytes", "timestamp:1\tfile:x", "signature from bundle").unwrap();
         sig.verify(&pk, b"bundle bytes").unwrap();
         let reparsed = Signature::from_text(&sig.to_text()).unwrap();
         assert_eq!(reparsed, sig);
@@ -1124,10 +983,7 @@ mod tests {
         assert_eq!(back.key_id(), sk.key_id());
         let pk = PublicKey::from_text(&sk.public_key().to_text()).unwrap();
         assert_eq!(pk, sk.public_key());
-        back.sign(b"x", "t", "u")
-            .unwrap()
-            .verify(&pk, b"x")
-            .unwrap();
+        back.sign(b"x", "t", "u").unwrap().verify(&pk, b"x").unwrap();
     }
 
     #[test]
@@ -1138,21 +994,12 @@ mod tests {
         assert!(SecretKey::is_encrypted(&text).unwrap());
         let back = SecretKey::from_text(&text, Some(b"hunter2")).unwrap();
         assert_eq!(back.public_key(), sk.public_key());
-        assert_eq!(
-            SecretKey::from_text(&text, None).unwrap_err(),
-            KeyError::PasswordRequired
-        );
-        assert_eq!(
-            SecretKey::from_text(&text, Some(b"hunter3")).unwrap_err(),
-            KeyError::WrongPassword
-        );
+        assert_eq!(SecretKey::from_text(&text, None).unwrap_err(), KeyError::PasswordRequired);
+        assert_eq!(SecretKey::from_text(&text, Some(b"hunter3")).unwrap_err(), KeyError::WrongPassword);
         // Stored limits are what minisign reads back.
         let bytes = BASE64.decode(text.lines().nth(1).unwrap()).unwrap();
         assert_eq!(&bytes[..6], b"EdScB2");
-        assert_eq!(
-            bytes[SK_OPSLIMIT..SK_MEMLIMIT],
-            CHEAP.opslimit.to_le_bytes()
-        );
+        assert_eq!(bytes[SK_OPSLIMIT..SK_MEMLIMIT], CHEAP.opslimit.to_le_bytes());
         assert_eq!(bytes[SK_MEMLIMIT..SK_BLOCK], CHEAP.memlimit.to_le_bytes());
         // A fresh salt each time.
         let again = sk.to_text_with(Some(b"hunter2"), "my key", CHEAP).unwrap();
@@ -1162,24 +1009,15 @@ mod tests {
     #[test]
     fn too_expensive_kdf_limits_are_refused() {
         let sk = SecretKey::generate();
-        let huge = KdfLimits {
-            opslimit: 1 << 40,
-            memlimit: 1 << 40,
-        };
-        assert!(matches!(
-            sk.to_text_with(Some(b"pw"), "c", huge),
-            Err(KeyError::UnsupportedKdf(_))
-        ));
+        let huge = KdfLimits { opslimit: 1 << 40, memlimit: 1 << 40 };
+        assert!(matches!(sk.to_text_with(Some(b"pw"), "c", huge), Err(KeyError::UnsupportedKdf(_))));
         // The same refusal when a file asks for it.
         let text = sk.to_text_with(Some(b"pw"), "c", CHEAP).unwrap();
         let hostile = edit_b64_line(&text, 1, |b| {
             b[SK_MEMLIMIT..SK_BLOCK].copy_from_slice(&(1u64 << 40).to_le_bytes());
             b[SK_OPSLIMIT..SK_MEMLIMIT].copy_from_slice(&(1u64 << 40).to_le_bytes());
         });
-        assert!(matches!(
-            SecretKey::from_text(&hostile, Some(b"pw")),
-            Err(KeyError::UnsupportedKdf(_))
-        ));
+        assert!(matches!(SecretKey::from_text(&hostile, Some(b"pw")), Err(KeyError::UnsupportedKdf(_))));
     }
 
     #[test]
@@ -1189,10 +1027,7 @@ mod tests {
         let sk = SecretKey::from_text(TEST_KEY, None).unwrap();
         let pk = PublicKey::from_text(TEST_PUB).unwrap();
         assert_eq!(sk.public_key(), pk);
-        sk.sign(b"data", "t", "u")
-            .unwrap()
-            .verify(&pk, b"data")
-            .unwrap();
+        sk.sign(b"data", "t", "u").unwrap().verify(&pk, b"data").unwrap();
     }
 
     #[test]
@@ -1202,28 +1037,19 @@ mod tests {
         let sig = sk.sign(b"payload", "trusted", "untrusted").unwrap();
         let text = sig.to_text();
 
-        assert_eq!(
-            sig.verify(&pk, b"payloae").unwrap_err(),
-            SignatureError::BadSignature
-        );
+        assert_eq!(sig.verify(&pk, b"payloae").unwrap_err(), SignatureError::BadSignature);
 
         // Flipped bit in the data signature.
         let flipped = edit_b64_line(&text, 1, |b| b[20] ^= 0x01);
         assert_eq!(
-            Signature::from_text(&flipped)
-                .unwrap()
-                .verify(&pk, b"payload")
-                .unwrap_err(),
+            Signature::from_text(&flipped).unwrap().verify(&pk, b"payload").unwrap_err(),
             SignatureError::BadSignature
         );
 
         // Flipped bit in the global signature.
         let flipped = edit_b64_line(&text, 3, |b| b[5] ^= 0x80);
         assert_eq!(
-            Signature::from_text(&flipped)
-                .unwrap()
-                .verify(&pk, b"payload")
-                .unwrap_err(),
+            Signature::from_text(&flipped).unwrap().verify(&pk, b"payload").unwrap_err(),
             SignatureError::BadTrustedComment
         );
 
@@ -1231,39 +1057,27 @@ mod tests {
         let mut lines = sig_lines(&text);
         lines[2] = "trusted comment: trusted!".into();
         assert_eq!(
-            Signature::from_text(&join(&lines))
-                .unwrap()
-                .verify(&pk, b"payload")
-                .unwrap_err(),
+            Signature::from_text(&join(&lines)).unwrap().verify(&pk, b"payload").unwrap_err(),
             SignatureError::BadTrustedComment
         );
 
         // Trusted comment and global signature swapped in from a signature by
         // the same key over other data. (Over the same data the Ed25519
         // signature is deterministic, so that pair would legitimately verify.)
-        let other = sk
-            .sign(b"other payload", "other comment", "untrusted")
-            .unwrap()
-            .to_text();
+        let other = sk.sign(b"other payload", "other comment", "untrusted").unwrap().to_text();
         let other_lines = sig_lines(&other);
         let mut lines = sig_lines(&text);
         lines[2].clone_from(&other_lines[2]);
         lines[3].clone_from(&other_lines[3]);
         assert_eq!(
-            Signature::from_text(&join(&lines))
-                .unwrap()
-                .verify(&pk, b"payload")
-                .unwrap_err(),
+            Signature::from_text(&join(&lines)).unwrap().verify(&pk, b"payload").unwrap_err(),
             SignatureError::BadTrustedComment
         );
 
         // The untrusted comment is not covered.
         let mut lines = sig_lines(&text);
         lines[0] = "untrusted comment: anything".into();
-        Signature::from_text(&join(&lines))
-            .unwrap()
-            .verify(&pk, b"payload")
-            .unwrap();
+        Signature::from_text(&join(&lines)).unwrap().verify(&pk, b"payload").unwrap();
     }
 
     #[test]
@@ -1271,19 +1085,10 @@ mod tests {
         let sk = SecretKey::generate();
         let sig = sk.sign(b"payload", "t", "u").unwrap();
         let other = SecretKey::generate();
-        assert!(matches!(
-            sig.verify(&other.public_key(), b"payload"),
-            Err(SignatureError::KeyIdMismatch { .. })
-        ));
+        assert!(matches!(sig.verify(&other.public_key(), b"payload"), Err(SignatureError::KeyIdMismatch { .. })));
         // Same key id, different key.
-        let impostor = PublicKey {
-            key_id: sk.key_id(),
-            key: other.public_key().key,
-        };
-        assert_eq!(
-            sig.verify(&impostor, b"payload").unwrap_err(),
-            SignatureError::BadSignature
-        );
+        let impostor = PublicKey { key_id: sk.key_id(), key: other.public_key().key };
+        assert_eq!(sig.verify(&impostor, b"payload").unwrap_err(), SignatureError::BadSignature);
     }
 
     #[test]
@@ -1292,10 +1097,7 @@ mod tests {
         let pk = sk.public_key();
         let sig = sk.sign(b"payload", "t", "u").unwrap();
         let text = edit_b64_line(&sig.to_text(), 1, |b| b[2] ^= 1);
-        let err = Signature::from_text(&text)
-            .unwrap()
-            .verify(&pk, b"other data")
-            .unwrap_err();
+        let err = Signature::from_text(&text).unwrap().verify(&pk, b"other data").unwrap_err();
         assert!(matches!(err, SignatureError::KeyIdMismatch { .. }));
     }
 
@@ -1306,18 +1108,12 @@ mod tests {
         let text = sk.sign(b"payload", "t", "u").unwrap().to_text();
         let malleated = edit_b64_line(&text, 1, |b| add_order(&mut b[10 + 32..]));
         assert_eq!(
-            Signature::from_text(&malleated)
-                .unwrap()
-                .verify(&pk, b"payload")
-                .unwrap_err(),
+            Signature::from_text(&malleated).unwrap().verify(&pk, b"payload").unwrap_err(),
             SignatureError::BadSignature
         );
         let malleated = edit_b64_line(&text, 3, |b| add_order(&mut b[32..]));
         assert_eq!(
-            Signature::from_text(&malleated)
-                .unwrap()
-                .verify(&pk, b"payload")
-                .unwrap_err(),
+            Signature::from_text(&malleated).unwrap().verify(&pk, b"payload").unwrap_err(),
             SignatureError::BadTrustedComment
         );
     }
@@ -1325,15 +1121,9 @@ mod tests {
     #[test]
     fn legacy_signatures_are_rejected() {
         let sig = edit_b64_line(MESSAGE_SIG, 1, |b| b[..2].copy_from_slice(b"Ed"));
-        assert_eq!(
-            Signature::from_text(&sig).unwrap_err(),
-            SignatureError::UnsupportedAlgorithm
-        );
+        assert_eq!(Signature::from_text(&sig).unwrap_err(), SignatureError::UnsupportedAlgorithm);
         let sig = edit_b64_line(MESSAGE_SIG, 1, |b| b[..2].copy_from_slice(b"XX"));
-        assert!(matches!(
-            Signature::from_text(&sig),
-            Err(SignatureError::Malformed(_))
-        ));
+        assert!(matches!(Signature::from_text(&sig), Err(SignatureError::Malformed(_))));
     }
 
     #[test]
@@ -1343,26 +1133,17 @@ mod tests {
         let mut identity = [0u8; 32];
         identity[0] = 1;
         for point in [identity, [0u8; 32]] {
-            assert_eq!(
-                PublicKey::from_text(&pub_box(b"Ed", id, point)).unwrap_err(),
-                KeyError::WeakKey
-            );
+            assert_eq!(PublicKey::from_text(&pub_box(b"Ed", id, point)).unwrap_err(), KeyError::WeakKey);
         }
         // Order-2 point y = -1 = p - 1.
         let mut minus_one = [0xff; 32];
         minus_one[0] = 0xec;
         minus_one[31] = 0x7f;
-        assert_eq!(
-            PublicKey::from_text(&pub_box(b"Ed", id, minus_one)).unwrap_err(),
-            KeyError::WeakKey
-        );
+        assert_eq!(PublicKey::from_text(&pub_box(b"Ed", id, minus_one)).unwrap_err(), KeyError::WeakKey);
         // Not on the curve (y = 2 has no x).
         let mut not_on_curve = [0u8; 32];
         not_on_curve[0] = 2;
-        assert!(matches!(
-            PublicKey::from_text(&pub_box(b"Ed", id, not_on_curve)),
-            Err(KeyError::Malformed(_))
-        ));
+        assert!(matches!(PublicKey::from_text(&pub_box(b"Ed", id, not_on_curve)), Err(KeyError::Malformed(_))));
         // Non-canonical encodings (y + p for small y) of valid points.
         let mut non_canonical = 0;
         for k in 2u8..19 {
@@ -1371,10 +1152,7 @@ mod tests {
             y_plus_p[31] = 0x7f;
             if VerifyingKey::from_bytes(&y_plus_p).is_ok_and(|p| !p.is_weak()) {
                 non_canonical += 1;
-                assert!(matches!(
-                    PublicKey::from_text(&pub_box(b"Ed", id, y_plus_p)),
-                    Err(KeyError::Malformed(_))
-                ));
+                assert!(matches!(PublicKey::from_text(&pub_box(b"Ed", id, y_plus_p)), Err(KeyError::Malformed(_))));
             }
         }
         assert!(non_canonical > 0, "no non-canonical test point found");
@@ -1389,10 +1167,7 @@ mod tests {
     #[test]
     fn malformed_public_keys() {
         let malformed = |text: &str| {
-            assert!(
-                matches!(PublicKey::from_text(text), Err(KeyError::Malformed(_))),
-                "{text:?} should be malformed"
-            );
+            assert!(matches!(PublicKey::from_text(text), Err(KeyError::Malformed(_))), "{text:?} should be malformed");
         };
         malformed("");
         malformed("\n\n");
@@ -1410,10 +1185,7 @@ mod tests {
     fn malformed_secret_keys() {
         let malformed = |text: &str| {
             assert!(
-                matches!(
-                    SecretKey::from_text(text, None),
-                    Err(KeyError::Malformed(_))
-                ),
+                matches!(SecretKey::from_text(text, None), Err(KeyError::Malformed(_))),
                 "{text:?} should be malformed"
             );
         };
@@ -1427,28 +1199,12 @@ mod tests {
         malformed(&format!("{NOPW_KEY}more\n"));
 
         let wrong_alg = edit_b64_line(NOPW_KEY, 1, |b| b[..2].copy_from_slice(b"ED"));
-        assert_eq!(
-            SecretKey::from_text(&wrong_alg, None).unwrap_err(),
-            KeyError::UnsupportedAlgorithm
-        );
-        let wrong_kdf = edit_b64_line(NOPW_KEY, 1, |b| {
-            b[SK_KDF..SK_KDF + 2].copy_from_slice(b"Ar")
-        });
-        assert!(matches!(
-            SecretKey::from_text(&wrong_kdf, None),
-            Err(KeyError::UnsupportedKdf(_))
-        ));
-        assert!(matches!(
-            SecretKey::is_encrypted(&wrong_kdf),
-            Err(KeyError::UnsupportedKdf(_))
-        ));
-        let wrong_chk = edit_b64_line(NOPW_KEY, 1, |b| {
-            b[SK_CHK..SK_CHK + 2].copy_from_slice(b"B3")
-        });
-        assert!(matches!(
-            SecretKey::from_text(&wrong_chk, None),
-            Err(KeyError::UnsupportedKdf(_))
-        ));
+        assert_eq!(SecretKey::from_text(&wrong_alg, None).unwrap_err(), KeyError::UnsupportedAlgorithm);
+        let wrong_kdf = edit_b64_line(NOPW_KEY, 1, |b| b[SK_KDF..SK_KDF + 2].copy_from_slice(b"Ar"));
+        assert!(matches!(SecretKey::from_text(&wrong_kdf, None), Err(KeyError::UnsupportedKdf(_))));
+        assert!(matches!(SecretKey::is_encrypted(&wrong_kdf), Err(KeyError::UnsupportedKdf(_))));
+        let wrong_chk = edit_b64_line(NOPW_KEY, 1, |b| b[SK_CHK..SK_CHK + 2].copy_from_slice(b"B3"));
+        assert!(matches!(SecretKey::from_text(&wrong_chk, None), Err(KeyError::UnsupportedKdf(_))));
     }
 
     #[test]
@@ -1457,29 +1213,20 @@ mod tests {
         let text = sk.to_text(None);
         // A bit flip in the secret half breaks the checksum.
         let corrupted = edit_b64_line(&text, 1, |b| b[SK_BLOCK + KEY_ID_LEN + 3] ^= 1);
-        assert_eq!(
-            SecretKey::from_text(&corrupted, None).unwrap_err(),
-            KeyError::ChecksumMismatch
-        );
+        assert_eq!(SecretKey::from_text(&corrupted, None).unwrap_err(), KeyError::ChecksumMismatch);
         // minisign -G -W writes an all-zero checksum: then only the
         // secret/public consistency check can catch corruption.
         let zero_chk = edit_b64_line(&corrupted, 1, |b| {
             b[SK_BLOCK + KEY_ID_LEN + KEYPAIR_LEN..].fill(0);
         });
-        assert!(matches!(
-            SecretKey::from_text(&zero_chk, None),
-            Err(KeyError::Malformed(_))
-        ));
+        assert!(matches!(SecretKey::from_text(&zero_chk, None), Err(KeyError::Malformed(_))));
     }
 
     #[test]
     fn malformed_signatures() {
         let malformed = |text: &str| {
             assert!(
-                matches!(
-                    Signature::from_text(text),
-                    Err(SignatureError::Malformed(_))
-                ),
+                matches!(Signature::from_text(text), Err(SignatureError::Malformed(_))),
                 "{text:?} should be malformed"
             );
         };
@@ -1517,34 +1264,17 @@ mod tests {
     #[test]
     fn invalid_comments_are_refused_when_signing() {
         let sk = SecretKey::generate();
-        for (trusted, untrusted) in [
-            ("two\nlines", "u"),
-            ("cr\rhere", "u"),
-            ("nul\0here", "u"),
-            ("t", "two\nlines"),
-        ] {
-            assert!(matches!(
-                sk.sign(b"x", trusted, untrusted),
-                Err(SignatureError::InvalidComment(_))
-            ));
+        for (trusted, untrusted) in [("two\nlines", "u"), ("cr\rhere", "u"), ("nul\0here", "u"), ("t", "two\nlines")] {
+            assert!(matches!(sk.sign(b"x", trusted, untrusted), Err(SignatureError::InvalidComment(_))));
         }
         let max_trusted = "t".repeat(MAX_TRUSTED_COMMENT_LEN);
         let max_untrusted = "u".repeat(MAX_UNTRUSTED_COMMENT_LEN);
         let sig = sk.sign(b"x", &max_trusted, &max_untrusted).unwrap();
-        Signature::from_text(&sig.to_text())
-            .unwrap()
-            .verify(&sk.public_key(), b"x")
-            .unwrap();
+        Signature::from_text(&sig.to_text()).unwrap().verify(&sk.public_key(), b"x").unwrap();
         assert!(sk.sign(b"x", &format!("{max_trusted}t"), "u").is_err());
         assert!(sk.sign(b"x", "t", &format!("{max_untrusted}u")).is_err());
-        assert!(matches!(
-            sk.public_key().to_text_with_comment("a\nb"),
-            Err(KeyError::InvalidComment(_))
-        ));
-        assert!(matches!(
-            sk.to_text_with(None, "a\nb", CHEAP),
-            Err(KeyError::InvalidComment(_))
-        ));
+        assert!(matches!(sk.public_key().to_text_with_comment("a\nb"), Err(KeyError::InvalidComment(_))));
+        assert!(matches!(sk.to_text_with(None, "a\nb", CHEAP), Err(KeyError::InvalidComment(_))));
     }
 
     #[test]
@@ -1558,8 +1288,7 @@ mod tests {
         assert!(!debug.contains(&format!("{:?}", &seed[..8])));
         let key_line = NOPW_KEY.lines().nth(1).unwrap();
         for err in [
-            SecretKey::from_text(&format!("untrusted comment: c\n{key_line}x\n"), None)
-                .unwrap_err(),
+            SecretKey::from_text(&format!("untrusted comment: c\n{key_line}x\n"), None).unwrap_err(),
             SecretKey::from_text(&format!("comment: c\n{key_line}\n"), None).unwrap_err(),
         ] {
             let shown = format!("{err} {err:?}");

@@ -14,10 +14,7 @@ pub fn check(path: &str) -> Result<(), String> {
         return Err("the path is not in Unicode NFC form".to_owned());
     }
     if archive::split_ustar_path(path).is_none() {
-        return Err(
-            "the path cannot be split into a ustar prefix (155 bytes) and name (100 bytes)"
-                .to_owned(),
-        );
+        return Err("the path cannot be split into a ustar prefix (155 bytes) and name (100 bytes)".to_owned());
     }
     Ok(())
 }
@@ -34,9 +31,7 @@ mod tests {
     #[test]
     fn rules() {
         assert!(check("a/b.json").is_ok());
-        for bad in [
-            "", "/a", "a//b", "a/./b", "../a", "a/..", "a\\b", "a\u{0}b", "e\u{301}",
-        ] {
+        for bad in ["", "/a", "a//b", "a/./b", "../a", "a/..", "a\\b", "a\u{0}b", "e\u{301}"] {
             assert!(check(bad).is_err(), "{bad:?}");
         }
         assert!(check(&"a".repeat(101)).is_err());

@@ -21,13 +21,8 @@ impl Capability {
         let Some((family, scope)) = text.split_once(':') else {
             return Err(format!("`{text}` is not of the form `family:scope`"));
         };
-        let family_ok = family
-            .chars()
-            .next()
-            .is_some_and(|c| c.is_ascii_lowercase())
-            && family
-                .chars()
-                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_' || c == '-');
+        let family_ok = family.chars().next().is_some_and(|c| c.is_ascii_lowercase())
+            && family.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_' || c == '-');
         if !family_ok {
             return Err(format!(
                 "capability family `{family}` must start with a lowercase letter and use only a-z, 0-9, `_` and `-`"
@@ -42,10 +37,7 @@ impl Capability {
                 describe_char(c)
             ));
         }
-        Ok(Capability {
-            family: family.to_owned(),
-            scope: scope.to_owned(),
-        })
+        Ok(Capability { family: family.to_owned(), scope: scope.to_owned() })
     }
 
     /// Whether this grant covers the `required` capability.
@@ -78,11 +70,7 @@ impl std::fmt::Display for Capability {
 }
 
 fn describe_char(c: char) -> String {
-    if c == ' ' {
-        "a space".to_owned()
-    } else {
-        format!("the character U+{:04X}", c as u32)
-    }
+    if c == ' ' { "a space".to_owned() } else { format!("the character U+{:04X}", c as u32) }
 }
 
 /// One grant and the line it came from.
@@ -181,23 +169,11 @@ mod tests {
 
     #[test]
     fn parse_reports_bad_lines_and_duplicates() {
-        let src = Source::new(
-            "policy.caps",
-            "# grants\nnet:a.com # mail\n\nnet\nnet:a.com\n",
-        );
+        let src = Source::new("policy.caps", "# grants\nnet:a.com # mail\n\nnet\nnet:a.com\n");
         let mut d = Vec::new();
         let p = Policy::parse(&src, &mut d);
         assert_eq!(p.grants.len(), 1);
-        let codes: Vec<_> = d
-            .iter()
-            .map(|d| (d.code, d.path.clone().unwrap()))
-            .collect();
-        assert_eq!(
-            codes,
-            vec![
-                (Code::InvalidGrant, "line:4".into()),
-                (Code::DuplicateGrant, "line:5".into())
-            ]
-        );
+        let codes: Vec<_> = d.iter().map(|d| (d.code, d.path.clone().unwrap())).collect();
+        assert_eq!(codes, vec![(Code::InvalidGrant, "line:4".into()), (Code::DuplicateGrant, "line:5".into())]);
     }
 }

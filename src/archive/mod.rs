@@ -205,11 +205,7 @@ pub(crate) fn typeflag_name(flag: u8) -> &'static str {
 fn shown_flag(flag: &u8) -> String {
     let flag = *flag;
     let name = typeflag_name(flag);
-    if flag.is_ascii_graphic() {
-        format!("'{}' ({name})", flag as char)
-    } else {
-        format!("0x{flag:02x} ({name})")
-    }
+    if flag.is_ascii_graphic() { format!("'{}' ({name})", flag as char) } else { format!("0x{flag:02x} ({name})") }
 }
 
 /// Everything that can go wrong writing or reading the container.
@@ -326,17 +322,11 @@ impl ArchiveError {
     }
 
     pub(crate) fn malformed(path: Option<&str>, reason: impl Into<String>) -> Self {
-        ArchiveError::Malformed {
-            path: path.map(str::to_owned),
-            reason: reason.into(),
-        }
+        ArchiveError::Malformed { path: path.map(str::to_owned), reason: reason.into() }
     }
 
     pub(crate) fn invalid_argument(reason: String) -> Self {
-        ArchiveError::Io {
-            path: None,
-            source: io::Error::new(io::ErrorKind::InvalidInput, reason),
-        }
+        ArchiveError::Io { path: None, source: io::Error::new(io::ErrorKind::InvalidInput, reason) }
     }
 }
 
@@ -347,23 +337,14 @@ impl ArchiveError {
 impl From<io::Error> for ArchiveError {
     fn from(e: io::Error) -> Self {
         if !e.get_ref().is_some_and(|inner| inner.is::<ArchiveError>()) {
-            return ArchiveError::Io {
-                path: None,
-                source: e,
-            };
+            return ArchiveError::Io { path: None, source: e };
         }
         let kind = e.kind();
         match e.into_inner().map(|inner| inner.downcast::<ArchiveError>()) {
             Some(Ok(inner)) => *inner,
             // Unreachable after the `is` check above, kept total anyway.
-            Some(Err(other)) => ArchiveError::Io {
-                path: None,
-                source: io::Error::new(kind, other),
-            },
-            None => ArchiveError::Io {
-                path: None,
-                source: io::Error::from(kind),
-            },
+            Some(Err(other)) => ArchiveError::Io { path: None, source: io::Error::new(kind, other) },
+            None => ArchiveError::Io { path: None, source: io::Error::from(kind) },
         }
     }
 }
@@ -457,10 +438,7 @@ mod tests {
 
     #[test]
     fn messages_escape_hostile_paths() {
-        let e = ArchiveError::UnsafeMode {
-            path: "evil\u{1b}[31m\u{202e}txt.sh\n".into(),
-            mode: 0o4755,
-        };
+        let e = ArchiveError::UnsafeMode { path: "evil\u{1b}[31m\u{202e}txt.sh\n".into(), mode: 0o4755 };
         let msg = e.to_string();
         assert!(!msg.chars().any(|c| c.is_control()), "{msg:?}");
         assert!(!msg.contains('\u{202e}'), "{msg:?}");

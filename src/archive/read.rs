@@ -69,12 +69,7 @@ pub struct Limits {
 
 impl Default for Limits {
     fn default() -> Self {
-        Limits {
-            max_window_log: 24,
-            max_entry_size: 1 << 30,
-            max_total_size: 4 << 30,
-            max_entries: 100_000,
-        }
+        Limits { max_window_log: 24, max_entry_size: 1 << 30, max_total_size: 4 << 30, max_entries: 100_000 }
     }
 }
 
@@ -204,20 +199,10 @@ impl<R: BufRead> ArchiveReader<R> {
                 limit: max_window,
             });
         }
-        let input = Input {
-            header,
-            header_len,
-            header_pos: 0,
-            inner: input,
-            failed: false,
-        };
+        let input = Input { header, header_len, header_pos: 0, inner: input, failed: false };
         let io_err = |source| ArchiveError::Io { path: None, source };
-        let mut decoder = zstd::stream::read::Decoder::with_buffer(input)
-            .map_err(io_err)?
-            .single_frame();
-        decoder
-            .window_log_max(limits.max_window_log)
-            .map_err(io_err)?;
+        let mut decoder = zstd::stream::read::Decoder::with_buffer(input).map_err(io_err)?.single_frame();
+        decoder.window_log_max(limits.max_window_log).map_err(io_err)?;
         Ok(ArchiveReader {
             decoder,
             limits,
@@ -243,12 +228,7 @@ impl<R: BufRead> ArchiveReader<R> {
     /// total against the limits (`LimitExceeded`).
     pub fn next_entry(&mut self) -> Result<Option<Entry<'_, R>>, ArchiveError> {
         match self.advance() {
-            Ok(Some(h)) => Ok(Some(Entry {
-                path: h.path,
-                size: h.size,
-                executable: h.executable,
-                reader: self,
-            })),
+            Ok(Some(h)) => Ok(Some(Entry { path: h.path, size: h.size, executable: h.executable, reader: self })),
             Ok(None) => Ok(None),
             Err(e) => {
                 self.poisoned = true;
@@ -284,9 +264,7 @@ impl<R: BufRead> ArchiveReader<R> {
             zeros += n as u64;
             if zeros > MAX_TRAILING_ZEROS {
                 return Err(ArchiveError::TrailingData {
-                    reason: format!(
-                        "more than {MAX_TRAILING_ZEROS} zero bytes after the end-of-archive marker"
-                    ),
+                    reason: format!("more than {MAX_TRAILING_ZEROS} zero bytes after the end-of-archive marker"),
                 });
             }
             self.account(n as u64, None)?;
@@ -294,23 +272,16 @@ impl<R: BufRead> ArchiveReader<R> {
         // The frame is complete and its checksum verified (the decoder only
         // reports the end after both); zstd consumed exactly the frame.
         let mut input = self.decoder.into_inner();
-        let rest = input
-            .fill_buf()
-            .map_err(|source| ArchiveError::Io { path: None, source })?;
+        let rest = input.fill_buf().map_err(|source| ArchiveError::Io { path: None, source })?;
         if !rest.is_empty() {
-            return Err(ArchiveError::TrailingData {
-                reason: describe_trailing(rest),
-            });
+            return Err(ArchiveError::TrailingData { reason: describe_trailing(rest) });
         }
         Ok(())
     }
 
     fn advance(&mut self) -> Result<Option<Header>, ArchiveError> {
         if self.poisoned {
-            return Err(ArchiveError::malformed(
-                None,
-                "reading stopped at an earlier error",
-            ));
+            return Err(ArchiveError::malformed(None, "reading stopped at an earlier error"));
         }
         if self.ended {
             return Ok(None);
@@ -320,10 +291,7 @@ impl<R: BufRead> ArchiveReader<R> {
 
         let mut block = [0u8; BLOCK];
         if !self.read_block(&mut block)? {
-            return Err(ArchiveError::malformed(
-                None,
-                "the archive ends without the end-of-archive marker",
-            ));
+            return Err(ArchiveError::malformed(None, "the archive ends without the end-of-archive marker"));
         }
         self.account(BLOCK as u64, None)?;
         if block.iter().all(|&b| b == 0) {
@@ -336,9 +304,7 @@ impl<R: BufRead> ArchiveReader<R> {
             self.account(BLOCK as u64, None)?;
             if block.iter().any(|&b| b != 0) {
                 return Err(ArchiveError::TrailingData {
-                    reason:
-                        "data after a zero block (the end-of-archive marker is two zero blocks)"
-                            .into(),
+                    reason: "data after a zero block (the end-of-archive marker is two zero blocks)".into(),
                 });
             }
             self.ended = true;
@@ -414,22 +380,14 @@ impl<R: BufRead> ArchiveReader<R> {
     /// Reads up to `buf.len()` bytes of the current entry's data.
     fn read_data(&mut self, buf: &mut [u8]) -> Result<usize, ArchiveError> {
         if self.poisoned {
-            return Err(ArchiveError::malformed(
-                self.current.as_deref(),
-                "reading stopped at an earlier error",
-            ));
+            return Err(ArchiveError::malformed(self.current.as_deref(), "reading stopped at an earlier error"));
         }
         if self.remaining == 0 || buf.is_empty() {
             return Ok(0);
         }
-        let want = buf
-            .len()
-            .min(usize::try_from(self.remaining).unwrap_or(usize::MAX));
+        let want = buf.len().min(usize::try_from(self.remaining).unwrap_or(usize::MAX));
         let result = match self.decode(&mut buf[..want]) {
-            Ok(0) => Err(ArchiveError::malformed(
-                self.current.as_deref(),
-                "the archive ends inside the entry data",
-            )),
+            Ok(0) => Err(ArchiveError::malformed(self.current.as_deref(), "the archive ends inside the entry data")),
             other => other,
         };
         match result {
@@ -478,10 +436,7 @@ impl<R: BufRead> ArchiveReader<R> {
             return ArchiveError::Io { path, source: e };
         }
         if e.kind() == io::ErrorKind::UnexpectedEof {
-            return ArchiveError::Malformed {
-                path,
-                reason: "the zstd frame is truncated".into(),
-            };
+            return ArchiveError::Malformed { path, reason: "the zstd frame is truncated".into() };
         }
         if e.to_string() == WINDOW_TOO_LARGE {
             // Normally caught from the frame header in `new`.
@@ -492,10 +447,7 @@ impl<R: BufRead> ArchiveReader<R> {
                 limit: 1u64 << self.limits.max_window_log,
             };
         }
-        ArchiveError::Malformed {
-            path,
-            reason: format!("zstd decoding failed: {e}"),
-        }
+        ArchiveError::Malformed { path, reason: format!("zstd decoding failed: {e}") }
     }
 }
 
@@ -514,11 +466,7 @@ impl<R: BufRead> Entry<'_, R> {
         self.copy_to(&mut io::sink())
     }
 
-    fn copy_with(
-        &mut self,
-        out: &mut dyn Write,
-        scratch: &mut [u8],
-    ) -> Result<blake3::Hash, ArchiveError> {
+    fn copy_with(&mut self, out: &mut dyn Write, scratch: &mut [u8]) -> Result<blake3::Hash, ArchiveError> {
         let mut hasher = blake3::Hasher::new();
         loop {
             let n = self.reader.read_data(scratch)?;
@@ -527,10 +475,7 @@ impl<R: BufRead> Entry<'_, R> {
             }
             hasher.update(&scratch[..n]);
             out.write_all(&scratch[..n])
-                .map_err(|source| ArchiveError::Io {
-                    path: Some(self.path.clone()),
-                    source,
-                })?;
+                .map_err(|source| ArchiveError::Io { path: Some(self.path.clone()), source })?;
         }
     }
 }
@@ -544,9 +489,7 @@ impl<R: BufRead> Read for Entry<'_, R> {
 /// Reads the zstd frame header: magic, descriptor, window descriptor,
 /// dictionary id, content size. Returns the raw bytes, their length and
 /// the window size the frame declares.
-fn read_frame_header<R: Read>(
-    input: &mut R,
-) -> Result<([u8; MAX_FRAME_HEADER], usize, u64), ArchiveError> {
+fn read_frame_header<R: Read>(input: &mut R) -> Result<([u8; MAX_FRAME_HEADER], usize, u64), ArchiveError> {
     let mut header = [0u8; MAX_FRAME_HEADER];
     let short = "the input is too short for a zstd frame header";
     read_exact(input, &mut header[..5], short)?;
@@ -566,22 +509,13 @@ fn read_frame_header<R: Read>(
     let checksum = descriptor & 0x04 != 0;
     let dict_flag = descriptor & 0x03;
     if reserved {
-        return Err(ArchiveError::malformed(
-            None,
-            "the zstd frame header sets the reserved bit",
-        ));
+        return Err(ArchiveError::malformed(None, "the zstd frame header sets the reserved bit"));
     }
     if !checksum {
-        return Err(ArchiveError::malformed(
-            None,
-            "the zstd frame has no content checksum",
-        ));
+        return Err(ArchiveError::malformed(None, "the zstd frame has no content checksum"));
     }
     if dict_flag != 0 {
-        return Err(ArchiveError::malformed(
-            None,
-            "the zstd frame names a dictionary",
-        ));
+        return Err(ArchiveError::malformed(None, "the zstd frame names a dictionary"));
     }
     let window_len = usize::from(!single_segment);
     let fcs_len = match fcs_flag {
@@ -613,10 +547,7 @@ fn read_exact<R: Read>(input: &mut R, buf: &mut [u8], short: &str) -> Result<(),
         if e.kind() == io::ErrorKind::UnexpectedEof {
             ArchiveError::malformed(None, short)
         } else {
-            ArchiveError::Io {
-                path: None,
-                source: e,
-            }
+            ArchiveError::Io { path: None, source: e }
         }
     })
 }
@@ -638,19 +569,12 @@ fn describe_trailing(rest: &[u8]) -> String {
 fn parse_header(block: &[u8; BLOCK]) -> Result<Header, ArchiveError> {
     // 1. Header checksum: unsigned sum of all bytes, the checksum field
     //    counted as eight spaces.
-    let stored = parse_octal(&block[field::CHKSUM]).ok_or_else(|| {
-        ArchiveError::malformed(None, "the header checksum field is not an octal number")
-    })?;
+    let stored = parse_octal(&block[field::CHKSUM])
+        .ok_or_else(|| ArchiveError::malformed(None, "the header checksum field is not an octal number"))?;
     let computed: u64 = block
         .iter()
         .enumerate()
-        .map(|(i, &b)| {
-            if field::CHKSUM.contains(&i) {
-                u64::from(b' ')
-            } else {
-                u64::from(b)
-            }
-        })
+        .map(|(i, &b)| if field::CHKSUM.contains(&i) { u64::from(b' ') } else { u64::from(b) })
         .sum();
     if stored != computed {
         return Err(ArchiveError::malformed(
@@ -673,10 +597,7 @@ fn parse_header(block: &[u8; BLOCK]) -> Result<Header, ArchiveError> {
     //    (magic "ustar  \0") with 'L'/'K'/'S' report their type.
     let typeflag = block[field::TYPEFLAG];
     if typeflag != b'0' && typeflag != 0 {
-        return Err(ArchiveError::UnsupportedEntryType {
-            path: lossy,
-            typeflag,
-        });
+        return Err(ArchiveError::UnsupportedEntryType { path: lossy, typeflag });
     }
 
     // 3. POSIX ustar only.
@@ -695,19 +616,13 @@ fn parse_header(block: &[u8; BLOCK]) -> Result<Header, ArchiveError> {
             "bytes after the NUL terminator of the name or prefix field",
         ));
     }
-    let path = String::from_utf8(raw_path).map_err(|_| ArchiveError::UnsafePath {
-        path: lossy,
-        problem: PathProblem::NotUtf8,
-    })?;
-    check_path(&path).map_err(|problem| ArchiveError::UnsafePath {
-        path: path.clone(),
-        problem,
-    })?;
+    let path = String::from_utf8(raw_path)
+        .map_err(|_| ArchiveError::UnsafePath { path: lossy, problem: PathProblem::NotUtf8 })?;
+    check_path(&path).map_err(|problem| ArchiveError::UnsafePath { path: path.clone(), problem })?;
 
     // 5. Mode: exactly 0o644 or 0o755.
-    let mode = parse_octal(&block[field::MODE]).ok_or_else(|| {
-        ArchiveError::malformed(Some(&path), "the mode field is not an octal number")
-    })?;
+    let mode = parse_octal(&block[field::MODE])
+        .ok_or_else(|| ArchiveError::malformed(Some(&path), "the mode field is not an octal number"))?;
     if mode != u64::from(MODE_FILE) && mode != u64::from(MODE_EXECUTABLE) {
         return Err(ArchiveError::UnsafeMode { path, mode });
     }
@@ -720,11 +635,7 @@ fn parse_header(block: &[u8; BLOCK]) -> Result<Header, ArchiveError> {
         )
     })?;
 
-    Ok(Header {
-        path,
-        size,
-        executable: mode == u64::from(MODE_EXECUTABLE),
-    })
+    Ok(Header { path, size, executable: mode == u64::from(MODE_EXECUTABLE) })
 }
 
 /// The bytes of a string field up to its first NUL (or the whole field).
@@ -737,10 +648,7 @@ fn until_nul(f: &[u8]) -> &[u8] {
 /// octal digit, then only NUL or space to the end of the field.
 fn parse_octal(f: &[u8]) -> Option<u64> {
     let start = f.iter().position(|&b| b != b' ')?;
-    let digits = f[start..]
-        .iter()
-        .take_while(|b| (b'0'..=b'7').contains(*b))
-        .count();
+    let digits = f[start..].iter().take_while(|b| (b'0'..=b'7').contains(*b)).count();
     if digits == 0 {
         return None;
     }
@@ -748,9 +656,7 @@ fn parse_octal(f: &[u8]) -> Option<u64> {
     if !f[end..].iter().all(|&b| b == 0 || b == b' ') {
         return None;
     }
-    f[start..end].iter().try_fold(0u64, |acc, &d| {
-        acc.checked_mul(8)?.checked_add(u64::from(d - b'0'))
-    })
+    f[start..end].iter().try_fold(0u64, |acc, &d| acc.checked_mul(8)?.checked_add(u64::from(d - b'0')))
 }
 
 #[cfg(test)]
@@ -918,11 +824,7 @@ mod tests {
         r.finish().unwrap();
 
         // ... and catches a bad entry further on.
-        let tar = [
-            valid_tar()[..1024].to_vec(),
-            tar_with(Raw::file("x", 0).typeflag(b'2').seal(), b""),
-        ]
-        .concat();
+        let tar = [valid_tar()[..1024].to_vec(), tar_with(Raw::file("x", 0).typeflag(b'2').seal(), b"")].concat();
         let bundle = zst(&tar);
         let r = ArchiveReader::new(&bundle[..], Limits::default()).unwrap();
         assert_code(r.finish(), "unsupported_entry_type");
@@ -947,8 +849,7 @@ mod tests {
         // Truncate the frame in the middle of a large entry's data.
         let data = crate::archive::write::tests::pseudo_random(400_000, 9);
         let mut w = ArchiveWriter::new(Vec::new(), 3, 0).unwrap();
-        w.append("big", data.len() as u64, false, &mut &data[..])
-            .unwrap();
+        w.append("big", data.len() as u64, false, &mut &data[..]).unwrap();
         let bundle = w.finish().unwrap();
         let cut = &bundle[..bundle.len() / 2];
         let mut r = ArchiveReader::new(cut, Limits::default()).unwrap();
@@ -967,13 +868,7 @@ mod tests {
     fn traversal_path() {
         let tar = tar_with(Raw::file("../x", 1).seal(), b"x");
         let e = assert_code(read_all(&zst(&tar)), "unsafe_path");
-        assert!(matches!(
-            e,
-            ArchiveError::UnsafePath {
-                problem: PathProblem::DotDotComponent,
-                ..
-            }
-        ));
+        assert!(matches!(e, ArchiveError::UnsafePath { problem: PathProblem::DotDotComponent, .. }));
     }
 
     #[test]
@@ -987,13 +882,7 @@ mod tests {
     fn absolute_path() {
         let tar = tar_with(Raw::file("/etc/x", 1).seal(), b"x");
         let e = assert_code(read_all(&zst(&tar)), "unsafe_path");
-        assert!(matches!(
-            e,
-            ArchiveError::UnsafePath {
-                problem: PathProblem::Absolute,
-                ..
-            }
-        ));
+        assert!(matches!(e, ArchiveError::UnsafePath { problem: PathProblem::Absolute, .. }));
     }
 
     #[test]
@@ -1015,27 +904,16 @@ mod tests {
 
     #[test]
     fn non_regular_entry_types() {
-        for flag in [
-            b'1', b'2', b'3', b'4', b'5', b'6', b'7', b'x', b'g', b'L', b'K', b'S', b'D', b'V',
-            b'Z', 0xff,
-        ] {
+        for flag in [b'1', b'2', b'3', b'4', b'5', b'6', b'7', b'x', b'g', b'L', b'K', b'S', b'D', b'V', b'Z', 0xff] {
             let tar = tar_with(Raw::file("thing", 0).typeflag(flag).seal(), b"");
             let e = assert_code(read_all(&zst(&tar)), "unsupported_entry_type");
-            assert!(
-                matches!(e, ArchiveError::UnsupportedEntryType { typeflag, .. } if typeflag == flag)
-            );
+            assert!(matches!(e, ArchiveError::UnsupportedEntryType { typeflag, .. } if typeflag == flag));
         }
     }
 
     #[test]
     fn symlink_hardlink_directory_fifo_chardev() {
-        let cases: [(&str, u8); 5] = [
-            ("link", b'2'),
-            ("hard", b'1'),
-            ("dir", b'5'),
-            ("fifo", b'6'),
-            ("tty", b'3'),
-        ];
+        let cases: [(&str, u8); 5] = [("link", b'2'), ("hard", b'1'), ("dir", b'5'), ("fifo", b'6'), ("tty", b'3')];
         for (name, flag) in cases {
             let mut h = Raw::file(name, 0).typeflag(flag);
             if flag == b'1' || flag == b'2' {
@@ -1050,9 +928,7 @@ mod tests {
     #[test]
     fn pax_header() {
         let record = b"30 path=../../../../etc/passwd\n";
-        let pax = Raw::file("PaxHeaders/x", record.len() as u64)
-            .typeflag(b'x')
-            .seal();
+        let pax = Raw::file("PaxHeaders/x", record.len() as u64).typeflag(b'x').seal();
         let tar = [pax, data_blocks(record), valid_tar()].concat();
         let e = assert_code(read_all(&zst(&tar)), "unsupported_entry_type");
         assert!(e.to_string().contains("PAX extended header"), "{e}");
@@ -1061,10 +937,7 @@ mod tests {
     #[test]
     fn gnu_longname() {
         let long = format!("{}\0", "a/".repeat(80));
-        let h = Raw::file("././@LongLink", long.len() as u64)
-            .typeflag(b'L')
-            .magic(b"ustar  \0")
-            .seal();
+        let h = Raw::file("././@LongLink", long.len() as u64).typeflag(b'L').magic(b"ustar  \0").seal();
         let tar = [h, data_blocks(long.as_bytes()), valid_tar()].concat();
         let e = assert_code(read_all(&zst(&tar)), "unsupported_entry_type");
         assert!(e.to_string().contains("GNU long name"), "{e}");
@@ -1080,15 +953,7 @@ mod tests {
 
     #[test]
     fn setuid_and_other_modes() {
-        for mode in [
-            b"0004755\0",
-            b"0002755\0",
-            b"0001644\0",
-            b"0000777\0",
-            b"0000664\0",
-            b"0100644\0",
-            b"0000600\0",
-        ] {
+        for mode in [b"0004755\0", b"0002755\0", b"0001644\0", b"0000777\0", b"0000664\0", b"0100644\0", b"0000600\0"] {
             let tar = tar_with(Raw::file("a", 0).mode(mode).seal(), b"");
             assert_code(read_all(&zst(&tar)), "unsafe_mode");
         }
@@ -1117,13 +982,7 @@ mod tests {
         let mut base256 = [0u8; 12];
         base256[0] = 0x80;
         base256[11] = 5;
-        for field in [
-            &base256,
-            b"0000000001x\0",
-            b"\0\0\0\0\0\0\0\0\0\0\0\0",
-            b"-0000000001\0",
-            b"0000000 001\0",
-        ] {
+        for field in [&base256, b"0000000001x\0", b"\0\0\0\0\0\0\0\0\0\0\0\0", b"-0000000001\0", b"0000000 001\0"] {
             let tar = tar_with(Raw::file("a", 5).size_field(field).seal(), b"hello");
             assert_code(read_all(&zst(&tar)), "malformed_archive");
         }
@@ -1131,10 +990,7 @@ mod tests {
 
     #[test]
     fn oversized_entry() {
-        let limits = Limits {
-            max_entry_size: 4,
-            ..Limits::default()
-        };
+        let limits = Limits { max_entry_size: 4, ..Limits::default() };
         let e = assert_code(read_all_with(&zst(&valid_tar()), limits), "limit_exceeded");
         assert!(e.to_string().contains("\"ok.txt\""), "{e}");
         // The declared size is checked before any data is read: a huge
@@ -1154,16 +1010,10 @@ mod tests {
         ]
         .concat();
         read_all(&zst(&tar)).unwrap();
-        let limits = Limits {
-            max_total_size: 3000,
-            ..Limits::default()
-        };
+        let limits = Limits { max_total_size: 3000, ..Limits::default() };
         let e = assert_code(read_all_with(&zst(&tar), limits), "limit_exceeded");
         assert!(e.to_string().contains("\"b\""), "{e}");
-        let limits = Limits {
-            max_entries: 1,
-            ..Limits::default()
-        };
+        let limits = Limits { max_entries: 1, ..Limits::default() };
         assert_code(read_all_with(&zst(&tar), limits), "limit_exceeded");
     }
 
@@ -1183,10 +1033,7 @@ mod tests {
         let e = io::copy(&mut d, &mut io::sink()).unwrap_err();
         assert_eq!(e.to_string(), WINDOW_TOO_LARGE);
         // Accepted when the caller raises the limit.
-        let limits = Limits {
-            max_window_log: 27,
-            ..Limits::default()
-        };
+        let limits = Limits { max_window_log: 27, ..Limits::default() };
         read_all_with(&bundle, limits).unwrap();
     }
 
@@ -1203,15 +1050,7 @@ mod tests {
     #[test]
     fn truncated_frame() {
         let (bundle, _) = write_samples();
-        for cut in [
-            0,
-            3,
-            5,
-            20,
-            bundle.len() / 2,
-            bundle.len() - 4,
-            bundle.len() - 1,
-        ] {
+        for cut in [0, 3, 5, 20, bundle.len() / 2, bundle.len() - 4, bundle.len() - 1] {
             assert_code(read_all(&bundle[..cut]), "malformed_archive");
         }
     }
@@ -1327,14 +1166,8 @@ mod tests {
     fn bad_limits() {
         let bundle = zst(&valid_tar());
         for max_window_log in [9, 32] {
-            let limits = Limits {
-                max_window_log,
-                ..Limits::default()
-            };
-            assert_code(
-                ArchiveReader::new(&bundle[..], limits).map(|_| ()),
-                "io_error",
-            );
+            let limits = Limits { max_window_log, ..Limits::default() };
+            assert_code(ArchiveReader::new(&bundle[..], limits).map(|_| ()), "io_error");
         }
     }
 

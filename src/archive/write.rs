@@ -15,9 +15,7 @@
 
 use std::io::{self, Read, Write};
 
-use super::{
-    ArchiveError, BLOCK, LEVELS, MODE_EXECUTABLE, MODE_FILE, check_path, split_ustar_path,
-};
+use super::{ArchiveError, BLOCK, LEVELS, MODE_EXECUTABLE, MODE_FILE, check_path, split_ustar_path};
 
 /// zstd worker threads used by every writer, independent of the machine.
 ///
@@ -69,9 +67,7 @@ impl<W: Write> ArchiveWriter<W> {
     /// anything but [`ZSTD_WORKERS`].
     fn with_workers(out: W, level: i32, mtime: u64, workers: u32) -> Result<Self, ArchiveError> {
         if !LEVELS.contains(&level) {
-            return Err(ArchiveError::invalid_argument(format!(
-                "compression level {level} is outside 1..=19"
-            )));
+            return Err(ArchiveError::invalid_argument(format!("compression level {level} is outside 1..=19")));
         }
         if mtime > MAX_OCTAL_11 {
             return Err(ArchiveError::invalid_argument(format!(
@@ -85,12 +81,7 @@ impl<W: Write> ArchiveWriter<W> {
         encoder.include_contentsize(false).map_err(io_err)?;
         encoder.include_dictid(false).map_err(io_err)?;
         encoder.multithread(workers).map_err(io_err)?;
-        Ok(ArchiveWriter {
-            encoder,
-            mtime,
-            buf: vec![0; COPY_BUF],
-            broken: false,
-        })
+        Ok(ArchiveWriter { encoder, mtime, buf: vec![0; COPY_BUF], broken: false })
     }
 
     /// Writes one entry: header, then exactly `size` bytes read from
@@ -124,8 +115,7 @@ impl<W: Write> ArchiveWriter<W> {
     /// signature): mode 0o644.
     pub fn append_bytes(&mut self, path: &str, bytes: &[u8]) -> Result<(), ArchiveError> {
         let mut data = bytes;
-        self.append(path, bytes.len() as u64, false, &mut data)
-            .map(drop)
+        self.append(path, bytes.len() as u64, false, &mut data).map(drop)
     }
 
     /// Writes the tar end marker (two zero blocks), ends the zstd frame
@@ -144,13 +134,9 @@ impl<W: Write> ArchiveWriter<W> {
 
     /// Builds the 512-byte header, validating everything first.
     fn header(&self, path: &str, size: u64, executable: bool) -> Result<tar::Header, ArchiveError> {
-        check_path(path).map_err(|problem| ArchiveError::UnsafePath {
-            path: path.to_owned(),
-            problem,
-        })?;
-        let (prefix, name) = split_ustar_path(path).ok_or_else(|| ArchiveError::PathTooLong {
-            path: path.to_owned(),
-        })?;
+        check_path(path).map_err(|problem| ArchiveError::UnsafePath { path: path.to_owned(), problem })?;
+        let (prefix, name) =
+            split_ustar_path(path).ok_or_else(|| ArchiveError::PathTooLong { path: path.to_owned() })?;
         if size > MAX_OCTAL_11 {
             return Err(ArchiveError::LimitExceeded {
                 path: Some(path.to_owned()),
@@ -170,11 +156,7 @@ impl<W: Write> ArchiveWriter<W> {
             ustar.name[..name.len()].copy_from_slice(name.as_bytes());
             ustar.prefix[..prefix.len()].copy_from_slice(prefix.as_bytes());
         }
-        header.set_mode(if executable {
-            MODE_EXECUTABLE
-        } else {
-            MODE_FILE
-        });
+        header.set_mode(if executable { MODE_EXECUTABLE } else { MODE_FILE });
         header.set_uid(0);
         header.set_gid(0);
         header.set_size(size);
@@ -185,10 +167,7 @@ impl<W: Write> ArchiveWriter<W> {
         header
             .set_device_major(0)
             .and_then(|()| header.set_device_minor(0))
-            .map_err(|source| ArchiveError::Io {
-                path: Some(path.to_owned()),
-                source,
-            })?;
+            .map_err(|source| ArchiveError::Io { path: Some(path.to_owned()), source })?;
         header.set_cksum();
         Ok(header)
     }
@@ -200,27 +179,18 @@ impl<W: Write> ArchiveWriter<W> {
         size: u64,
         data: &mut dyn Read,
     ) -> Result<blake3::Hash, ArchiveError> {
-        let io_err = |source| ArchiveError::Io {
-            path: Some(path.to_owned()),
-            source,
-        };
+        let io_err = |source| ArchiveError::Io { path: Some(path.to_owned()), source };
         self.encoder.write_all(header.as_bytes()).map_err(io_err)?;
 
         let mut hasher = blake3::Hasher::new();
         let mut remaining = size;
         while remaining > 0 {
-            let want = self
-                .buf
-                .len()
-                .min(usize::try_from(remaining).unwrap_or(usize::MAX));
+            let want = self.buf.len().min(usize::try_from(remaining).unwrap_or(usize::MAX));
             let n = match data.read(&mut self.buf[..want]) {
                 Ok(0) => {
                     return Err(ArchiveError::SourceChanged {
                         path: path.to_owned(),
-                        reason: format!(
-                            "expected {size} bytes, it ended after {}",
-                            size - remaining
-                        ),
+                        reason: format!("expected {size} bytes, it ended after {}", size - remaining),
                     });
                 }
                 Ok(n) => n,
@@ -291,18 +261,9 @@ pub(crate) mod tests {
     }
 
     pub(crate) fn samples() -> Vec<Sample> {
-        let long_path = format!(
-            "{}/{}/{}.txt",
-            "deep".repeat(20),
-            "er".repeat(30),
-            "f".repeat(90)
-        );
+        let long_path = format!("{}/{}/{}.txt", "deep".repeat(20), "er".repeat(30), "f".repeat(90));
         assert!(long_path.len() > 100 && long_path.len() <= 255);
-        let s = |path: &str, data: Vec<u8>, executable: bool| Sample {
-            path: path.to_owned(),
-            data,
-            executable,
-        };
+        let s = |path: &str, data: Vec<u8>, executable: bool| Sample { path: path.to_owned(), data, executable };
         vec![
             s("manifest.toml", b"name = \"demo\"\n".to_vec(), false),
             s("empty.txt", Vec::new(), false),
@@ -322,9 +283,7 @@ pub(crate) mod tests {
         let mut w = ArchiveWriter::with_workers(Vec::new(), level, 1_700_000_000, workers).unwrap();
         let mut hashes = Vec::new();
         for s in samples() {
-            let h = w
-                .append(&s.path, s.data.len() as u64, s.executable, &mut &s.data[..])
-                .unwrap();
+            let h = w.append(&s.path, s.data.len() as u64, s.executable, &mut &s.data[..]).unwrap();
             hashes.push(h);
         }
         (w.finish().unwrap(), hashes)
@@ -349,10 +308,7 @@ pub(crate) mod tests {
         assert_eq!(&h[108..116], b"0000000\0"); // uid
         assert_eq!(&h[116..124], b"0000000\0"); // gid
         assert_eq!(&h[124..136], b"00000000016\0"); // size 14
-        assert_eq!(
-            &h[136..148],
-            format!("{:011o}\0", 1_700_000_000u64).as_bytes()
-        );
+        assert_eq!(&h[136..148], format!("{:011o}\0", 1_700_000_000u64).as_bytes());
         assert_eq!(h[156], b'0');
         assert!(h[157..257].iter().all(|&b| b == 0)); // linkname
         assert_eq!(&h[257..263], b"ustar\0");
@@ -362,11 +318,8 @@ pub(crate) mod tests {
         assert_eq!(&h[337..345], b"0000000\0"); // devminor
         assert!(h[345..512].iter().all(|&b| b == 0)); // prefix, pad
         // The stream ends with exactly two zero blocks, no record padding.
-        let total: usize = samples()
-            .iter()
-            .map(|s| 512 + s.data.len() + padding_for(s.data.len() as u64))
-            .sum::<usize>()
-            + 1024;
+        let total: usize =
+            samples().iter().map(|s| 512 + s.data.len() + padding_for(s.data.len() as u64)).sum::<usize>() + 1024;
         assert_eq!(tar.len(), total);
         assert!(tar[tar.len() - 1024..].iter().all(|&b| b == 0));
     }
@@ -404,10 +357,7 @@ pub(crate) mod tests {
         assert_eq!(fhd & 0x20, 0, "not single-segment");
         assert_eq!(fhd & 0x04, 0x04, "content checksum flag");
         assert_eq!(fhd & 0x03, 0, "no dictionary id");
-        assert!(matches!(
-            zstd::zstd_safe::get_frame_content_size(&bundle),
-            Ok(None)
-        ));
+        assert!(matches!(zstd::zstd_safe::get_frame_content_size(&bundle), Ok(None)));
     }
 
     #[test]
@@ -424,8 +374,7 @@ pub(crate) mod tests {
         let data = pseudo_random(7 << 20, 42);
         let write = |workers| {
             let mut w = ArchiveWriter::with_workers(Vec::new(), 1, 0, workers).unwrap();
-            w.append("big.bin", data.len() as u64, false, &mut &data[..])
-                .unwrap();
+            w.append("big.bin", data.len() as u64, false, &mut &data[..]).unwrap();
             w.append_bytes("small.txt", b"x").unwrap();
             w.finish().unwrap()
         };
@@ -436,10 +385,7 @@ pub(crate) mod tests {
         // Single-threaded mode (0 workers) is a different encoder: this shows the
         // comparison above really exercised multithreaded mode.
         assert_ne!(one, write(0));
-        assert_eq!(
-            zstd::stream::decode_all(&one[..]).unwrap().len(),
-            512 + data.len() + 512 + 512 + 1024
-        );
+        assert_eq!(zstd::stream::decode_all(&one[..]).unwrap().len(), 512 + data.len() + 512 + 512 + 1024);
         // The smaller samples too, at another level.
         assert_eq!(write_samples_with(1, 7).0, write_samples_with(3, 7).0);
     }
@@ -455,9 +401,7 @@ pub(crate) mod tests {
     #[test]
     fn source_shorter_or_longer_is_source_changed() {
         let mut w = ArchiveWriter::new(Vec::new(), 3, 0).unwrap();
-        let e = w
-            .append("a.txt", 10, false, &mut &b"short"[..])
-            .unwrap_err();
+        let e = w.append("a.txt", 10, false, &mut &b"short"[..]).unwrap_err();
         assert_eq!(e.code(), "source_changed", "{e}");
         assert!(e.to_string().contains("\"a.txt\""), "{e}");
         // The writer refuses to go on after a partial entry.
@@ -465,9 +409,7 @@ pub(crate) mod tests {
         assert_eq!(w.finish().unwrap_err().code(), "io_error");
 
         let mut w = ArchiveWriter::new(Vec::new(), 3, 0).unwrap();
-        let e = w
-            .append("a.txt", 3, false, &mut &b"longer"[..])
-            .unwrap_err();
+        let e = w.append("a.txt", 3, false, &mut &b"longer"[..]).unwrap_err();
         assert_eq!(e.code(), "source_changed", "{e}");
     }
 
@@ -479,9 +421,7 @@ pub(crate) mod tests {
         let e = w.append_bytes(&"x".repeat(101), b"x").unwrap_err();
         assert!(matches!(e, ArchiveError::PathTooLong { .. }), "{e}");
         assert_eq!(e.code(), "unsafe_path");
-        let e = w
-            .append("huge", MAX_OCTAL_11 + 1, false, &mut io::empty())
-            .unwrap_err();
+        let e = w.append("huge", MAX_OCTAL_11 + 1, false, &mut io::empty()).unwrap_err();
         assert_eq!(e.code(), "limit_exceeded");
         w.append_bytes("ok.txt", b"fine").unwrap();
         let bundle = w.finish().unwrap();
@@ -497,9 +437,7 @@ pub(crate) mod tests {
             let e = ArchiveWriter::new(Vec::new(), level, 0).err().unwrap();
             assert_eq!(e.code(), "io_error");
         }
-        let e = ArchiveWriter::new(Vec::new(), 3, MAX_OCTAL_11 + 1)
-            .err()
-            .unwrap();
+        let e = ArchiveWriter::new(Vec::new(), 3, MAX_OCTAL_11 + 1).err().unwrap();
         assert_eq!(e.code(), "io_error");
         ArchiveWriter::new(Vec::new(), 19, MAX_OCTAL_11).unwrap();
     }
@@ -529,9 +467,7 @@ pub(crate) mod tests {
     #[test]
     fn stock_tools_accept_output() {
         if std::env::var_os("BUNDLE_REQUIRE_TOOLS").as_deref() != Some("1".as_ref()) {
-            println!(
-                "note: set BUNDLE_REQUIRE_TOOLS=1 to check output with tar, bsdtar and zstd; skipped"
-            );
+            println!("note: set BUNDLE_REQUIRE_TOOLS=1 to check output with tar, bsdtar and zstd; skipped");
             return;
         }
         use std::os::unix::fs::PermissionsExt;
@@ -548,19 +484,15 @@ pub(crate) mod tests {
             ("bsdtar", vec![os("-tvf"), b]),
         ];
         for (tool, args) in &tools {
-            let out = run_tool(tool, args)
-                .unwrap_or_else(|| panic!("BUNDLE_REQUIRE_TOOLS=1 but `{tool}` is not installed"));
+            let out =
+                run_tool(tool, args).unwrap_or_else(|| panic!("BUNDLE_REQUIRE_TOOLS=1 but `{tool}` is not installed"));
             let stdout = String::from_utf8_lossy(&out.stdout);
             let stderr = String::from_utf8_lossy(&out.stderr);
             assert!(out.status.success(), "{tool} failed: {stderr}");
             assert!(stderr.trim().is_empty(), "{tool} warned: {stderr}");
             if *tool != "zstd" {
                 for s in samples() {
-                    assert!(
-                        stdout.contains(&s.path),
-                        "{tool} listing lacks {}:\n{stdout}",
-                        s.path
-                    );
+                    assert!(stdout.contains(&s.path), "{tool} listing lacks {}:\n{stdout}", s.path);
                 }
             }
         }
@@ -573,21 +505,12 @@ pub(crate) mod tests {
                 args.insert(0, os(extra));
             }
             let out = run_tool(tool, &args).unwrap();
-            assert!(
-                out.status.success(),
-                "{tool} -x: {}",
-                String::from_utf8_lossy(&out.stderr)
-            );
+            assert!(out.status.success(), "{tool} -x: {}", String::from_utf8_lossy(&out.stderr));
             for s in samples() {
                 let p = dest.join(&s.path);
                 assert_eq!(std::fs::read(&p).unwrap(), s.data, "{tool}: {}", s.path);
                 let mode = std::fs::metadata(&p).unwrap().permissions().mode();
-                assert_eq!(
-                    mode & 0o100 != 0,
-                    s.executable,
-                    "{tool}: {} mode {mode:o}",
-                    s.path
-                );
+                assert_eq!(mode & 0o100 != 0, s.executable, "{tool}: {} mode {mode:o}", s.path);
             }
         }
     }

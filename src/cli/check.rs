@@ -26,11 +26,7 @@ pub struct Args {
 }
 
 pub fn run(args: Args, global: Global) -> anyhow::Result<Outcome> {
-    let paths = if args.paths.is_empty() {
-        vec![PathBuf::from(".")]
-    } else {
-        args.paths
-    };
+    let paths = if args.paths.is_empty() { vec![PathBuf::from(".")] } else { args.paths };
     let checks = check::check_paths(&paths)?;
     let mut all = Report::default();
     let mut agents = Vec::new();
@@ -58,12 +54,7 @@ pub fn outcome(report: &Report) -> Outcome {
     }
 }
 
-pub fn render(
-    report: &Report,
-    agents: Vec<serde_json::Value>,
-    format: Format,
-    global: Global,
-) -> std::io::Result<()> {
+pub fn render(report: &Report, agents: Vec<serde_json::Value>, format: Format, global: Global) -> std::io::Result<()> {
     match format {
         Format::Json => output::print_json(&serde_json::json!({
             "ok": !report.has_errors(),

@@ -10,9 +10,7 @@ use super::{Global, Outcome, output};
 ///
 /// Refuses to overwrite existing files unless --force is given.
 #[derive(Debug, clap::Args)]
-#[command(
-    after_help = "Examples:\n  bundle init agents/mailer\n  bundle init agents/kb --name knowledge-base"
-)]
+#[command(after_help = "Examples:\n  bundle init agents/mailer\n  bundle init agents/kb --name knowledge-base")]
 pub struct Args {
     /// The folder to create (or fill).
     dir: PathBuf,
@@ -26,10 +24,7 @@ pub struct Args {
 
 pub fn run(args: Args, global: Global) -> anyhow::Result<Outcome> {
     let done = init::init(&args.dir, args.name.as_deref(), args.force)?;
-    output::status(
-        global,
-        &format!("created agent `{}` in {}", done.name, args.dir.display()),
-    );
+    output::status(global, &format!("created agent `{}` in {}", done.name, args.dir.display()));
     for f in &done.files {
         output::status(global, &format!("  {}", f.display()));
     }

@@ -3,6 +3,7 @@
 
 mod check;
 mod init;
+mod lock;
 pub mod output;
 
 use std::process::ExitCode;
@@ -48,6 +49,7 @@ pub enum Format {
 enum Command {
     Init(init::Args),
     Check(check::Args),
+    Lock(lock::Args),
 }
 
 /// Global settings every command's renderer needs.
@@ -74,13 +76,11 @@ pub fn main() -> ExitCode {
             return ExitCode::from(if e.use_stderr() { 2 } else { 0 });
         }
     };
-    let global = Global {
-        color: cli.color,
-        quiet: cli.quiet,
-    };
+    let global = Global { color: cli.color, quiet: cli.quiet };
     let result = match cli.command {
         Command::Init(args) => init::run(args, global),
         Command::Check(args) => check::run(args, global),
+        Command::Lock(args) => lock::run(args, global),
     };
     match result {
         Ok(Outcome::Ok) => ExitCode::SUCCESS,

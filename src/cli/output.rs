@@ -35,12 +35,7 @@ pub fn human(report: &Report, global: Global) -> io::Result<()> {
     let ids: std::collections::BTreeMap<&str, usize> = report
         .sources
         .iter()
-        .map(|(name, s)| {
-            (
-                name.as_str(),
-                files.add(sanitize(name), sanitize_source(&s.text)),
-            )
-        })
+        .map(|(name, s)| (name.as_str(), files.add(sanitize(name), sanitize_source(&s.text))))
         .collect();
     let config = term::Config::default();
     let stream = stderr(global);
@@ -65,11 +60,7 @@ pub fn human(report: &Report, global: Global) -> io::Result<()> {
                 }]);
             }
             _ => {
-                let at = d
-                    .path
-                    .as_deref()
-                    .map(|p| format!(" at {}", sanitize(p)))
-                    .unwrap_or_default();
+                let at = d.path.as_deref().map(|p| format!(" at {}", sanitize(p))).unwrap_or_default();
                 notes.push(format!("in {}{at}", sanitize(&d.file)));
             }
         }
@@ -77,8 +68,7 @@ pub fn human(report: &Report, global: Global) -> io::Result<()> {
             notes.push(format!("help: {}", sanitize(help)));
         }
         rendered = rendered.with_notes(notes);
-        term::emit_to_write_style(&mut out, &config, &files, &rendered)
-            .map_err(io::Error::other)?;
+        term::emit_to_write_style(&mut out, &config, &files, &rendered).map_err(io::Error::other)?;
     }
     Ok(())
 }
@@ -108,9 +98,7 @@ pub fn github_line(d: &Diagnostic) -> String {
 }
 
 fn escape_data(s: &str) -> String {
-    s.replace('%', "%25")
-        .replace('\r', "%0D")
-        .replace('\n', "%0A")
+    s.replace('%', "%25").replace('\r', "%0D").replace('\n', "%0A")
 }
 
 fn escape_property(s: &str) -> String {

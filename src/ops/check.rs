@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use crate::diagnostic::{Code, Diagnostic, Report, Source};
 use crate::error::{Error, Result};
 use crate::manifest::{self, Manifest};
+use crate::ops::lock;
 use crate::policy::{self, Policy};
 use crate::tools::{self, ToolsFile};
 
@@ -55,22 +56,12 @@ pub fn find_agents(path: &Path) -> Result<Vec<PathBuf>> {
 pub fn display_prefix(dir: &Path) -> String {
     let s = dir.to_string_lossy();
     let s = s.strip_prefix("./").unwrap_or(&s);
-    if s.is_empty() || s == "." {
-        String::new()
-    } else {
-        format!("{}/", s.trim_end_matches('/'))
-    }
+    if s.is_empty() || s == "." { String::new() } else { format!("{}/", s.trim_end_matches('/')) }
 }
 
 /// Reads a text file of the agent into a [`Source`]; a missing or unreadable file becomes a
 /// diagnostic.
-pub fn read_source(
-    dir: &Path,
-    prefix: &str,
-    name: &str,
-    required: bool,
-    report: &mut Report,
-) -> Option<Source> {
+pub fn read_source(dir: &Path, prefix: &str, name: &str, required: bool, report: &mut Report) -> Option<Source> {
     let display = format!("{prefix}{name}");
     match std::fs::read(dir.join(name)) {
         Ok(bytes) => match crate::json::decode_utf8(&display, bytes) {
@@ -87,22 +78,14 @@ pub fn read_source(
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
             if required {
                 report.push(
-                    Diagnostic::error(
-                        Code::MissingFile,
-                        &display,
-                        format!("the agent folder has no {name}"),
-                    )
-                    .with_help("create it, e.g. with `bundle init`"),
+                    Diagnostic::error(Code::MissingFile, &display, format!("the agent folder has no {name}"))
+                        .with_help("create it, e.g. with `bundle init`"),
                 );
             }
             None
         }
         Err(e) => {
-            report.push(Diagnostic::error(
-                Code::IoError,
-                &display,
-                format!("cannot read {name}: {e}"),
-            ));
+            report.push(Diagnostic::error(Code::IoError, &display, format!("cannot read {name}: {e}")));
             None
         }
     }
@@ -115,7 +98,18 @@ pub fn check_agent(dir: &Path) -> AgentCheck {
     let mut diags = Vec::new();
 
     let manifest = read_source(dir, &prefix, manifest::FILE_NAME, true, &mut report)
-        .and_then(|src| manifest::parse(&src, &mut diags));
+        .and_then(|src| manifest::parse(&src, &mut diags).map(|m| (m, src)));
+    if let Some((m, src)) = &manifest {
+        let current = lock::current_digests(dir, &prefix, m, &mut diags);
+        for (key, message) in lock::stale_entries(m, &current.digests) {
+            diags.push(
+                Diagnostic::error(Code::StaleDigest, &src.name, message)
+                    .at_path(key)
+                    .with_help("run `bundle lock` to update the digests"),
+            );
+        }
+    }
+    let manifest = manifest.map(|(m, _)| m);
 
     let policy = read_source(dir, &prefix, policy::FILE_NAME, false, &mut report)
         .map(|src| Policy::parse(&src, &mut diags))
@@ -123,20 +117,14 @@ pub fn check_agent(dir: &Path) -> AgentCheck {
 
     let mut tools_file = None;
     if let Some(src) = read_source(dir, &prefix, tools::FILE_NAME, true, &mut report) {
-        let validated = tools::validate(&src, dir, &prefix, &policy, &mut diags);
+        let validated = tools::validate(&src, &dir.to_path_buf(), &prefix, &policy, &mut diags);
         for s in &validated.sources {
             report.add_source(s);
         }
         tools_file = validated.tools;
     }
     report.diagnostics.extend(diags);
-    AgentCheck {
-        dir: dir.to_path_buf(),
-        manifest,
-        tools: tools_file,
-        policy,
-        report,
-    }
+    AgentCheck { dir: dir.to_path_buf(), manifest, tools: tools_file, policy, report }
 }
 
 /// Checks every agent the paths name.

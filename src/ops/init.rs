@@ -19,20 +19,9 @@ pub struct Initialized {
 
 /// A valid agent name derived from a folder name, if one can be.
 pub fn name_from_dir(dir: &Path) -> Option<String> {
-    let raw = std::fs::canonicalize(dir)
-        .ok()
-        .or_else(|| Some(dir.to_path_buf()))?;
+    let raw = std::fs::canonicalize(dir).ok().or_else(|| Some(dir.to_path_buf()))?;
     let base = raw.file_name()?.to_string_lossy().to_lowercase();
-    let mut name: String = base
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || c == '_' {
-                c
-            } else {
-                '-'
-            }
-        })
-        .collect();
+    let mut name: String = base.chars().map(|c| if c.is_ascii_alphanumeric() || c == '_' { c } else { '-' }).collect();
     name = name.trim_matches('-').to_owned();
     check_agent_name(&name).ok().map(|()| name)
 }
@@ -43,15 +32,14 @@ pub fn init(dir: &Path, name: Option<&str>, force: bool) -> Result<Initialized> 
             check_agent_name(n).map_err(Error::Usage)?;
             n.to_owned()
         }
-        None => name_from_dir(dir).ok_or_else(|| {
-            Error::Usage(format!(
-                "cannot derive an agent name from {}; pass --name",
-                dir.display()
-            ))
-        })?,
+        None => name_from_dir(dir)
+            .ok_or_else(|| Error::Usage(format!("cannot derive an agent name from {}; pass --name", dir.display())))?,
     };
     let files = [
-        (tools::FILE_NAME, format!("{{\n  \"$schema\": \"{TOOLS_SCHEMA_URL}\",\n  \"version\": 1,\n  \"tools\": []\n}}\n")),
+        (
+            tools::FILE_NAME,
+            format!("{{\n  \"$schema\": \"{TOOLS_SCHEMA_URL}\",\n  \"version\": 1,\n  \"tools\": []\n}}\n"),
+        ),
         (
             policy::FILE_NAME,
             "# policy.caps: the capabilities this agent is granted, one per line as `family:scope`,\n\
@@ -69,10 +57,7 @@ pub fn init(dir: &Path, name: Option<&str>, force: bool) -> Result<Initialized> 
         ),
     ];
     if !force && let Some((existing, _)) = files.iter().find(|(f, _)| dir.join(f).exists()) {
-        return Err(Error::Usage(format!(
-            "{} already exists; use --force to overwrite",
-            dir.join(existing).display()
-        )));
+        return Err(Error::Usage(format!("{} already exists; use --force to overwrite", dir.join(existing).display())));
     }
     std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
     let mut written = Vec::new();
@@ -81,8 +66,5 @@ pub fn init(dir: &Path, name: Option<&str>, force: bool) -> Result<Initialized> 
         atomic::write(&path, content.as_bytes(), force).map_err(|e| Error::io(&path, e))?;
         written.push(path);
     }
-    Ok(Initialized {
-        name,
-        files: written,
-    })
+    Ok(Initialized { name, files: written })
 }

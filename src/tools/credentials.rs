@@ -20,28 +20,17 @@ pub fn placeholders(value: &str) -> Result<Vec<Placeholder>, String> {
     while let Some(i) = value[rest..].find("${") {
         let start = rest + i;
         let Some(len) = value[start..].find('}') else {
-            return Err(format!(
-                "`{}` opens a placeholder that is never closed",
-                &value[start..]
-            ));
+            return Err(format!("`{}` opens a placeholder that is never closed", &value[start..]));
         };
         let end = start + len + 1;
         let inner = &value[start..end];
-        let Some(secret) = inner
-            .strip_prefix(PLACEHOLDER_PREFIX)
-            .and_then(|s| s.strip_suffix('}'))
-        else {
-            return Err(format!(
-                "`{inner}` is not a secret placeholder; write `${{secret:<secret-id>}}`"
-            ));
+        let Some(secret) = inner.strip_prefix(PLACEHOLDER_PREFIX).and_then(|s| s.strip_suffix('}')) else {
+            return Err(format!("`{inner}` is not a secret placeholder; write `${{secret:<secret-id>}}`"));
         };
         if let Err(why) = check_secret_id(secret) {
             return Err(format!("`{inner}`: {why}"));
         }
-        found.push(Placeholder {
-            secret: secret.to_owned(),
-            range: start..end,
-        });
+        found.push(Placeholder { secret: secret.to_owned(), range: start..end });
         rest = end;
     }
     Ok(found)
@@ -52,14 +41,8 @@ pub fn check_secret_id(id: &str) -> Result<(), String> {
     if id.is_empty() || id.len() > 256 {
         return Err(format!("secret id `{id}` must be 1 to 256 characters long"));
     }
-    if let Some(c) = id
-        .chars()
-        .find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '/' | '-')))
-    {
-        return Err(format!(
-            "secret id `{id}` contains `{}`; allowed are A-Z a-z 0-9 . _ / -",
-            c.escape_debug()
-        ));
+    if let Some(c) = id.chars().find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '/' | '-'))) {
+        return Err(format!("secret id `{id}` contains `{}`; allowed are A-Z a-z 0-9 . _ / -", c.escape_debug()));
     }
     if id.split('/').any(str::is_empty) {
         return Err(format!("secret id `{id}` has an empty `/` segment"));
@@ -67,19 +50,9 @@ pub fn check_secret_id(id: &str) -> Result<(), String> {
     Ok(())
 }
 
-const CREDENTIAL_HEADERS: &[&str] = &[
-    "authorization",
-    "proxy-authorization",
-    "cookie",
-    "x-api-key",
-    "api-key",
-];
-const CREDENTIAL_WORDS: &[&str] = &[
-    "token", "secret", "password", "passwd", "api-key", "apikey", "api_key", "auth",
-];
-const SCHEME_WORDS: &[&str] = &[
-    "bearer", "basic", "token", "digest", "apikey", "key", "bot", "otoken",
-];
+const CREDENTIAL_HEADERS: &[&str] = &["authorization", "proxy-authorization", "cookie", "x-api-key", "api-key"];
+const CREDENTIAL_WORDS: &[&str] = &["token", "secret", "password", "passwd", "api-key", "apikey", "api_key", "auth"];
+const SCHEME_WORDS: &[&str] = &["bearer", "basic", "token", "digest", "apikey", "key", "bot", "otoken"];
 const TOKEN_PREFIXES: &[&str] = &[
     "sk-",
     "sk_live_",
@@ -100,8 +73,7 @@ const TOKEN_PREFIXES: &[&str] = &[
 
 fn is_credential_header(name: &str) -> bool {
     let lower = name.to_ascii_lowercase();
-    CREDENTIAL_HEADERS.contains(&lower.as_str())
-        || CREDENTIAL_WORDS.iter().any(|w| lower.contains(w))
+    CREDENTIAL_HEADERS.contains(&lower.as_str()) || CREDENTIAL_WORDS.iter().any(|w| lower.contains(w))
 }
 
 fn without_placeholders(value: &str, found: &[Placeholder]) -> String {
@@ -117,39 +89,25 @@ fn without_placeholders(value: &str, found: &[Placeholder]) -> String {
 }
 
 fn looks_like_token(word: &str) -> bool {
-    TOKEN_PREFIXES
-        .iter()
-        .any(|p| word.starts_with(p) && word.len() >= p.len() + 8)
+    TOKEN_PREFIXES.iter().any(|p| word.starts_with(p) && word.len() >= p.len() + 8)
 }
 
 /// Why this header value is a literal credential, if it is one.
-pub fn literal_credential_in_header(
-    name: &str,
-    value: &str,
-    found: &[Placeholder],
-) -> Option<String> {
+pub fn literal_credential_in_header(name: &str, value: &str, found: &[Placeholder]) -> Option<String> {
     let literal = without_placeholders(value, found);
     let words: Vec<&str> = literal.split_whitespace().collect();
     if let Some(word) = words.iter().find(|w| looks_like_token(w)) {
-        return Some(format!(
-            "header `{name}` contains what looks like a literal token (`{}…`)",
-            prefix(word)
-        ));
+        return Some(format!("header `{name}` contains what looks like a literal token (`{}…`)", prefix(word)));
     }
     for pair in words.windows(2) {
         let scheme = pair[0].to_ascii_lowercase();
         if (scheme == "bearer" || scheme == "basic") && !pair[1].is_empty() {
-            return Some(format!(
-                "header `{name}` contains a literal `{}` credential",
-                pair[0]
-            ));
+            return Some(format!("header `{name}` contains a literal `{}` credential", pair[0]));
         }
     }
     if is_credential_header(name) {
-        let leftover: Vec<&&str> = words
-            .iter()
-            .filter(|w| !SCHEME_WORDS.contains(&w.to_ascii_lowercase().as_str()))
-            .collect();
+        let leftover: Vec<&&str> =
+            words.iter().filter(|w| !SCHEME_WORDS.contains(&w.to_ascii_lowercase().as_str())).collect();
         if !leftover.is_empty() {
             return Some(format!(
                 "header `{name}` carries a credential written literally (`{}…`)",
@@ -172,19 +130,14 @@ pub fn literal_credential_in_url(url: &str) -> Option<String> {
     if authority.contains('@') {
         return Some("the URL carries credentials in its `user:password@` part".to_owned());
     }
-    let query = url
-        .split_once('?')
-        .map(|(_, q)| q.split('#').next().unwrap_or(q))?;
+    let query = url.split_once('?').map(|(_, q)| q.split('#').next().unwrap_or(q))?;
     for pair in query.split('&') {
         let (key, value) = pair.split_once('=').unwrap_or((pair, ""));
         let lower = key.to_ascii_lowercase();
-        let credential_key =
-            CREDENTIAL_WORDS.iter().any(|w| lower.contains(w)) || lower == "key" || lower == "sig";
+        let credential_key = CREDENTIAL_WORDS.iter().any(|w| lower.contains(w)) || lower == "key" || lower == "sig";
         let templated = value.starts_with('{') && value.ends_with('}');
         if credential_key && !value.is_empty() && !templated {
-            return Some(format!(
-                "query parameter `{key}` carries a credential written literally"
-            ));
+            return Some(format!("query parameter `{key}` carries a credential written literally"));
         }
     }
     None
@@ -197,13 +150,7 @@ mod tests {
     #[test]
     fn finds_placeholders() {
         let p = placeholders("Bearer ${secret:a/b}").unwrap();
-        assert_eq!(
-            p,
-            vec![Placeholder {
-                secret: "a/b".into(),
-                range: 7..20
-            }]
-        );
+        assert_eq!(p, vec![Placeholder { secret: "a/b".into(), range: 7..20 }]);
         assert!(placeholders("${secret:}").is_err());
         assert!(placeholders("${foo}").is_err());
         assert!(placeholders("${secret:a").is_err());
@@ -211,8 +158,7 @@ mod tests {
 
     #[test]
     fn detects_literal_credentials() {
-        let check =
-            |n: &str, v: &str| literal_credential_in_header(n, v, &placeholders(v).unwrap());
+        let check = |n: &str, v: &str| literal_credential_in_header(n, v, &placeholders(v).unwrap());
         assert!(check("Authorization", "Bearer abcdef123456789").is_some());
         assert!(check("Authorization", "Bearer ${secret:x}").is_none());
         assert!(check("X-Api-Key", "sk-live-0123456789abcdef").is_some());

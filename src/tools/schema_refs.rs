@@ -2,7 +2,6 @@
 //! `{"$ref": "schema:<id>"}` through a tool's `schema_refs` or the agent's `schemas/<id>.json`.
 
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
@@ -26,9 +25,7 @@ pub fn check_schema_id(id: &str) -> Result<(), String> {
     let ok = !id.is_empty()
         && id.len() <= 128
         && id.starts_with(|c: char| c.is_ascii_alphanumeric())
-        && id
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'));
+        && id.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'));
     if ok {
         Ok(())
     } else {
@@ -78,10 +75,7 @@ pub fn meta_errors(schema: &Value, base: &JsonPath) -> Vec<(JsonPath, String)> {
         return Vec::new();
     }
     if !schema.is_object() {
-        return vec![(
-            base.clone(),
-            "a JSON Schema must be an object or a boolean".to_owned(),
-        )];
+        return vec![(base.clone(), "a JSON Schema must be an object or a boolean".to_owned())];
     }
     let validator = match jsonschema::meta::validator_for(schema) {
         Ok(v) => v,
@@ -91,12 +85,7 @@ pub fn meta_errors(schema: &Value, base: &JsonPath) -> Vec<(JsonPath, String)> {
     };
     validator
         .iter_errors(schema)
-        .map(|e| {
-            (
-                pointer_to_path(schema, base, &e.instance_path().to_string()),
-                e.to_string(),
-            )
-        })
+        .map(|e| (pointer_to_path(schema, base, &e.instance_path().to_string()), e.to_string()))
         .collect()
 }
 
@@ -122,22 +111,40 @@ fn pointer_to_path(root: &Value, base: &JsonPath, pointer: &str) -> JsonPath {
     path
 }
 
+/// Where the agent's files come from: its folder when checking sources, the bundle's entries
+/// (held in memory) when verifying.
+pub trait AgentFiles {
+    /// The file's bytes, `Ok(None)` when there is no such file.
+    fn read(&self, rel: &str) -> std::io::Result<Option<Vec<u8>>>;
+}
+
+impl AgentFiles for std::path::PathBuf {
+    fn read(&self, rel: &str) -> std::io::Result<Option<Vec<u8>>> {
+        let full = self.join(rel);
+        if !full.is_file() {
+            return Ok(None);
+        }
+        std::fs::read(full).map(Some)
+    }
+}
+
+impl AgentFiles for HashMap<String, Vec<u8>> {
+    fn read(&self, rel: &str) -> std::io::Result<Option<Vec<u8>>> {
+        Ok(self.get(rel).cloned())
+    }
+}
+
 /// Loads, parses and validates schema files of one agent, each once.
 pub struct Resolver<'a> {
-    agent_dir: &'a Path,
+    files_in: &'a dyn AgentFiles,
     display_dir: String,
-    files: HashMap<PathBuf, Option<Value>>,
+    files: HashMap<String, Option<Value>>,
     pub sources: Vec<Source>,
 }
 
 impl<'a> Resolver<'a> {
-    pub fn new(agent_dir: &'a Path, display_dir: String) -> Self {
-        Resolver {
-            agent_dir,
-            display_dir,
-            files: HashMap::new(),
-            sources: Vec::new(),
-        }
+    pub fn new(files_in: &'a dyn AgentFiles, display_dir: String) -> Self {
+        Resolver { files_in, display_dir, files: HashMap::new(), sources: Vec::new() }
     }
 
     /// Resolves `id` through `schema_refs` (inline schema or relative file path), else
@@ -161,10 +168,9 @@ impl<'a> Resolver<'a> {
             return Resolved::Broken;
         }
         let rel = format!("schemas/{id}.json");
-        if self.agent_dir.join(&rel).is_file() {
-            self.load_file(&rel, schema_refs, diags)
-        } else {
-            Resolved::Missing(format!("no `schema_refs` entry `{id}` and no file {rel}"))
+        match self.load_file(&rel, schema_refs, diags) {
+            Resolved::Missing(_) => Resolved::Missing(format!("no `schema_refs` entry `{id}` and no file {rel}")),
+            other => other,
         }
     }
 
@@ -175,22 +181,16 @@ impl<'a> Resolver<'a> {
         schema_refs: Option<&serde_json::Map<String, Value>>,
         diags: &mut Vec<Diagnostic>,
     ) -> Resolved {
-        let full = self.agent_dir.join(rel);
+        let full = rel.to_owned();
         if let Some(cached) = self.files.get(&full) {
             return cached.clone().map_or(Resolved::Broken, Resolved::Schema);
         }
         let display = format!("{}{rel}", self.display_dir);
-        let bytes = match std::fs::read(&full) {
-            Ok(b) => b,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                return Resolved::Missing(format!("file {rel} does not exist"));
-            }
+        let bytes = match self.files_in.read(rel) {
+            Ok(Some(b)) => b,
+            Ok(None) => return Resolved::Missing(format!("file {rel} does not exist")),
             Err(e) => {
-                diags.push(Diagnostic::error(
-                    Code::IoError,
-                    &display,
-                    format!("cannot read: {e}"),
-                ));
+                diags.push(Diagnostic::error(Code::IoError, &display, format!("cannot read: {e}")));
                 self.files.insert(full, None);
                 return Resolved::Broken;
             }
@@ -248,33 +248,16 @@ pub fn schema_diag(source: &Source, doc: &JsonDoc, path: &JsonPath, message: Str
         .with_help("fix the schema so that it validates against its meta-schema (draft 2020-12 unless `$schema` says otherwise)")
 }
 
-pub fn unresolved(
-    source: &Source,
-    doc: &JsonDoc,
-    path: &JsonPath,
-    id: &str,
-    why: &str,
-) -> Diagnostic {
-    Diagnostic::error(
-        Code::UnresolvedSchemaRef,
-        &source.name,
-        format!("`schema:{id}` does not resolve: {why}"),
-    )
-    .at_path(path.to_string())
-    .at_span(source, doc.value_span(path))
-    .with_help(format!(
-        "add schemas/{id}.json to the agent folder, or map `{id}` in the tool's `schema_refs`"
-    ))
+pub fn unresolved(source: &Source, doc: &JsonDoc, path: &JsonPath, id: &str, why: &str) -> Diagnostic {
+    Diagnostic::error(Code::UnresolvedSchemaRef, &source.name, format!("`schema:{id}` does not resolve: {why}"))
+        .at_path(path.to_string())
+        .at_span(source, doc.value_span(path))
+        .with_help(format!("add schemas/{id}.json to the agent folder, or map `{id}` in the tool's `schema_refs`"))
 }
 
 /// A `schema_refs` path: relative, `/`-separated, inside the agent folder, ending in `.json`.
 pub fn check_relative_json_path(rel: &str) -> Result<(), String> {
-    if rel.starts_with('/')
-        || rel.contains('\\')
-        || rel
-            .split('/')
-            .any(|c| c.is_empty() || c == "." || c == "..")
-    {
+    if rel.starts_with('/') || rel.contains('\\') || rel.split('/').any(|c| c.is_empty() || c == "." || c == "..") {
         return Err(format!(
             "`{rel}` must be a relative path inside the agent folder (no leading `/`, no `.` or `..`)"
         ));

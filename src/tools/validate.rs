@@ -2,12 +2,12 @@
 //! problems instead of stopping at the first.
 
 use std::collections::{BTreeMap, HashMap};
-use std::path::Path;
 
 use serde_json::{Map, Value};
 
 use super::credentials;
 use super::model::ToolsFile;
+pub use super::schema_refs::AgentFiles;
 use super::schema_refs::{self, Resolved, Resolver};
 use crate::diagnostic::{Code, Diagnostic, Severity, Source};
 use crate::json::{self, JsonDoc, JsonPath};
@@ -43,11 +43,12 @@ pub struct Validated {
     pub sources: Vec<Source>,
 }
 
-/// Validates tools.json (already read as `source`) of the agent in `agent_dir`. `display_dir`
+/// Validates tools.json (already read as `source`) of an agent whose other files (schemas) come
+/// from `agent_files`. `display_dir`
 /// prefixes file names in diagnostics (e.g. `agents/mailer/`).
 pub fn validate(
     source: &Source,
-    agent_dir: &Path,
+    agent_files: &dyn AgentFiles,
     display_dir: &str,
     policy: &Policy,
     diags: &mut Vec<Diagnostic>,
@@ -57,27 +58,15 @@ pub fn validate(
         Ok(doc) => doc,
         Err(d) => {
             diags.push(d);
-            return Validated {
-                tools: None,
-                sources: Vec::new(),
-            };
+            return Validated { tools: None, sources: Vec::new() };
         }
     };
-    let mut checker = Checker {
-        src: source,
-        doc: &doc,
-        policy,
-        diags,
-        resolver: Resolver::new(agent_dir, display_dir.to_owned()),
-    };
+    let mut checker =
+        Checker { src: source, doc: &doc, policy, diags, resolver: Resolver::new(agent_files, display_dir.to_owned()) };
     checker.file();
     let sources = std::mem::take(&mut checker.resolver.sources);
     let clean = diags[before..].iter().all(|d| !d.is_error());
-    let tools = if clean {
-        serde_json::from_value(doc.value).ok()
-    } else {
-        None
-    };
+    let tools = if clean { serde_json::from_value(doc.value).ok() } else { None };
     Validated { tools, sources }
 }
 
@@ -99,35 +88,18 @@ struct ToolFacts<'v> {
 }
 
 impl<'a> Checker<'a> {
-    fn diag(
-        &self,
-        severity: Severity,
-        code: Code,
-        path: &JsonPath,
-        on_key: bool,
-        message: String,
-    ) -> Diagnostic {
-        let span = if on_key {
-            self.doc.key_span(path)
-        } else {
-            self.doc.value_span(path)
-        };
-        Diagnostic::new(severity, code, &self.src.name, message)
-            .at_path(path.to_string())
-            .at_span(self.src, span)
+    fn diag(&self, severity: Severity, code: Code, path: &JsonPath, on_key: bool, message: String) -> Diagnostic {
+        let span = if on_key { self.doc.key_span(path) } else { self.doc.value_span(path) };
+        Diagnostic::new(severity, code, &self.src.name, message).at_path(path.to_string()).at_span(self.src, span)
     }
 
     fn error(&mut self, code: Code, path: &JsonPath, message: String, help: impl Into<String>) {
-        let d = self
-            .diag(Severity::Error, code, path, false, message)
-            .with_help(help);
+        let d = self.diag(Severity::Error, code, path, false, message).with_help(help);
         self.diags.push(d);
     }
 
     fn warning(&mut self, code: Code, path: &JsonPath, message: String, help: impl Into<String>) {
-        let d = self
-            .diag(Severity::Warning, code, path, false, message)
-            .with_help(help);
+        let d = self.diag(Severity::Warning, code, path, false, message).with_help(help);
         self.diags.push(d);
     }
 
@@ -135,11 +107,7 @@ impl<'a> Checker<'a> {
         self.error(
             Code::WrongType,
             path,
-            format!(
-                "`{}` must be {expected}, found {}",
-                last_key(path),
-                type_name(found)
-            ),
+            format!("`{}` must be {expected}, found {}", last_key(path), type_name(found)),
             format!("write {expected} here"),
         );
     }
@@ -188,26 +156,14 @@ impl<'a> Checker<'a> {
         let value = obj.get(key);
         if value.is_none() {
             let d = self
-                .diag(
-                    Severity::Error,
-                    Code::MissingField,
-                    &path.key(key),
-                    false,
-                    format!("{what} has no `{key}`"),
-                )
+                .diag(Severity::Error, Code::MissingField, &path.key(key), false, format!("{what} has no `{key}`"))
                 .with_help(format!("add `\"{key}\"`: it is required"));
             self.diags.push(d);
         }
         value
     }
 
-    fn known_keys(
-        &mut self,
-        obj: &Map<String, Value>,
-        path: &JsonPath,
-        allowed: &[&str],
-        what: &str,
-    ) {
+    fn known_keys(&mut self, obj: &Map<String, Value>, path: &JsonPath, allowed: &[&str], what: &str) {
         for key in obj.keys() {
             if allowed.contains(&key.as_str()) {
                 continue;
@@ -294,9 +250,7 @@ impl<'a> Checker<'a> {
         self.known_keys(obj, path, TOOL_KEYS, "a tool");
         let mut facts = ToolFacts::default();
 
-        let id = self
-            .required(obj, path, "id", "the tool")
-            .and_then(|v| self.string(v, &path.key("id")));
+        let id = self.required(obj, path, "id", "the tool").and_then(|v| self.string(v, &path.key("id")));
         let id = id.filter(|id| match check_tool_id(id) {
             Ok(()) => true,
             Err(why) => {
@@ -323,12 +277,9 @@ impl<'a> Checker<'a> {
             self.secrets(secrets, &path.key("secrets"), &mut facts);
         }
 
-        let schema_refs = obj
-            .get("schema_refs")
-            .and_then(|v| self.schema_refs(v, &path.key("schema_refs")));
+        let schema_refs = obj.get("schema_refs").and_then(|v| self.schema_refs(v, &path.key("schema_refs")));
         if let Some(schema) = self.required(obj, path, "input_schema", &what) {
-            facts.input_properties =
-                self.schema_slot(schema, &path.key("input_schema"), schema_refs);
+            facts.input_properties = self.schema_slot(schema, &path.key("input_schema"), schema_refs);
         }
         if let Some(schema) = self.required(obj, path, "result_schema", &what) {
             self.schema_slot(schema, &path.key("result_schema"), schema_refs);
@@ -346,11 +297,7 @@ impl<'a> Checker<'a> {
         if let Some(confirm) = obj.get("requires_confirmation")
             && !confirm.is_boolean()
         {
-            self.wrong_type(
-                &path.key("requires_confirmation"),
-                "`true` or `false`",
-                confirm,
-            );
+            self.wrong_type(&path.key("requires_confirmation"), "`true` or `false`", confirm);
         }
         if let Some(obs) = obj.get("observability") {
             self.observability(obs, &path.key("observability"));
@@ -363,12 +310,7 @@ impl<'a> Checker<'a> {
         for (i, secret) in self.string_array(value, path) {
             let item = path.index(i);
             if let Err(why) = credentials::check_secret_id(secret) {
-                self.error(
-                    Code::InvalidSecret,
-                    &item,
-                    why,
-                    "name a secret id such as `runloop/mail/smtp_api_key`",
-                );
+                self.error(Code::InvalidSecret, &item, why, "name a secret id such as `runloop/mail/smtp_api_key`");
             } else if facts.secrets.contains(&secret) {
                 self.error(
                     Code::DuplicateSecret,
@@ -382,23 +324,13 @@ impl<'a> Checker<'a> {
         }
     }
 
-    fn schema_refs<'v>(
-        &mut self,
-        value: &'v Value,
-        path: &JsonPath,
-    ) -> Option<&'v Map<String, Value>> {
+    fn schema_refs<'v>(&mut self, value: &'v Value, path: &JsonPath) -> Option<&'v Map<String, Value>> {
         let map = self.object(value, path)?;
         for (id, entry) in map {
             let entry_path = path.key(id);
             if let Err(why) = schema_refs::check_schema_id(id) {
                 let d = self
-                    .diag(
-                        Severity::Error,
-                        Code::InvalidSchemaRef,
-                        &entry_path,
-                        true,
-                        why,
-                    )
+                    .diag(Severity::Error, Code::InvalidSchemaRef, &entry_path, true, why)
                     .with_help("schema ids use A-Z a-z 0-9 . _ -");
                 self.diags.push(d);
             }
@@ -411,25 +343,12 @@ impl<'a> Checker<'a> {
                             why,
                             "point at a .json file inside the agent folder, e.g. `schemas/x.json`",
                         );
-                    } else if let Resolved::Missing(why) =
-                        self.resolver.load_file(rel, Some(map), self.diags)
-                    {
-                        self.error(
-                            Code::UnresolvedSchemaRef,
-                            &entry_path,
-                            why,
-                            "add the file or fix the path",
-                        );
+                    } else if let Resolved::Missing(why) = self.resolver.load_file(rel, Some(map), self.diags) {
+                        self.error(Code::UnresolvedSchemaRef, &entry_path, why, "add the file or fix the path");
                     }
                 }
-                Value::Object(_) | Value::Bool(_) => {
-                    self.inline_schema(entry, &entry_path, Some(map))
-                }
-                other => self.wrong_type(
-                    &entry_path,
-                    "a schema object or a relative path to a .json file",
-                    other,
-                ),
+                Value::Object(_) | Value::Bool(_) => self.inline_schema(entry, &entry_path, Some(map)),
+                other => self.wrong_type(&entry_path, "a schema object or a relative path to a .json file", other),
             }
         }
         Some(map)
@@ -446,12 +365,7 @@ impl<'a> Checker<'a> {
         if let Some(id) = schema_refs::as_schema_ref(value) {
             let ref_path = path.key("$ref");
             if let Err(why) = schema_refs::check_schema_id(id) {
-                self.error(
-                    Code::InvalidSchemaRef,
-                    &ref_path,
-                    why,
-                    "write `{\"$ref\": \"schema:<schema-id>\"}`",
-                );
+                self.error(Code::InvalidSchemaRef, &ref_path, why, "write `{\"$ref\": \"schema:<schema-id>\"}`");
                 return None;
             }
             return match self.resolver.resolve(id, refs, self.diags) {
@@ -470,22 +384,13 @@ impl<'a> Checker<'a> {
                 Some(property_names(value))
             }
             other => {
-                self.wrong_type(
-                    path,
-                    "a JSON Schema (object or boolean) or {\"$ref\": \"schema:<id>\"}",
-                    other,
-                );
+                self.wrong_type(path, "a JSON Schema (object or boolean) or {\"$ref\": \"schema:<id>\"}", other);
                 None
             }
         }
     }
 
-    fn inline_schema(
-        &mut self,
-        schema: &Value,
-        path: &JsonPath,
-        refs: Option<&Map<String, Value>>,
-    ) {
+    fn inline_schema(&mut self, schema: &Value, path: &JsonPath, refs: Option<&Map<String, Value>>) {
         for (at, message) in schema_refs::meta_errors(schema, path) {
             let d = schema_refs::schema_diag(self.src, self.doc, &at, message);
             self.diags.push(d);
@@ -494,12 +399,7 @@ impl<'a> Checker<'a> {
         schema_refs::nested_refs(schema, path, &mut nested);
         for (at, id) in nested {
             if let Err(why) = schema_refs::check_schema_id(&id) {
-                self.error(
-                    Code::InvalidSchemaRef,
-                    &at,
-                    why,
-                    "write `\"$ref\": \"schema:<schema-id>\"`",
-                );
+                self.error(Code::InvalidSchemaRef, &at, why, "write `\"$ref\": \"schema:<schema-id>\"`");
             } else if let Resolved::Missing(why) = self.resolver.resolve(&id, refs, self.diags) {
                 let d = schema_refs::unresolved(self.src, self.doc, &at, &id, &why);
                 self.diags.push(d);
@@ -524,7 +424,12 @@ impl<'a> Checker<'a> {
                     && let Some(cmd) = self.string(cmd, &path.key("command"))
                     && let Err(why) = check_command(cmd)
                 {
-                    self.error(Code::InvalidCommand, &path.key("command"), why, "use an absolute path such as `/usr/local/bin/tool`; the runtime does not search PATH");
+                    self.error(
+                        Code::InvalidCommand,
+                        &path.key("command"),
+                        why,
+                        "use an absolute path such as `/usr/local/bin/tool`; the runtime does not search PATH",
+                    );
                 }
                 if let Some(args) = obj.get("args") {
                     self.string_array(args, &path.key("args"));
@@ -630,7 +535,9 @@ impl<'a> Checker<'a> {
                 self.error(
                     Code::CapabilityNotGranted,
                     &item,
-                    format!("{what} requires `{cap}`, which policy.caps does not grant; the runtime would deny the tool"),
+                    format!(
+                        "{what} requires `{cap}`, which policy.caps does not grant; the runtime would deny the tool"
+                    ),
                     format!("add the line `{cap}` to policy.caps, or remove the capability from the tool"),
                 );
             }
@@ -698,9 +605,7 @@ impl<'a> Checker<'a> {
                         Code::UnboundUrlTemplate,
                         &tool.key("transport").key("url"),
                         format!("url template `{{{name}}}` is not a property of the input schema"),
-                        format!(
-                            "add `{name}` to input_schema.properties, or fix the template name"
-                        ),
+                        format!("add `{name}` to input_schema.properties, or fix the template name"),
                     );
                 }
             }
@@ -725,13 +630,21 @@ impl<'a> Checker<'a> {
                     self.error(
                         Code::UnknownSecret,
                         &path,
-                        format!("header `{name}` uses secret `{}`, which the tool does not list in `secrets`", p.secret),
+                        format!(
+                            "header `{name}` uses secret `{}`, which the tool does not list in `secrets`",
+                            p.secret
+                        ),
                         format!("add \"{}\" to the tool's `secrets`", p.secret),
                     );
                 }
             }
             if let Some(why) = credentials::literal_credential_in_header(name, value, &found) {
-                self.error(Code::HardcodedCredential, &path, why, "list the secret in `secrets` and write `Bearer ${secret:<secret-id>}`; the runtime injects it");
+                self.error(
+                    Code::HardcodedCredential,
+                    &path,
+                    why,
+                    "list the secret in `secrets` and write `Bearer ${secret:<secret-id>}`; the runtime injects it",
+                );
             }
         }
     }
@@ -742,16 +655,11 @@ const ID_HELP: &str = "ids are 1-64 characters: lowercase letters, digits, `_` a
 /// Tool ids: 1-64 characters, `^[a-z][a-z0-9_-]*(\.[a-z][a-z0-9_-]*)*$`.
 pub fn check_tool_id(id: &str) -> Result<(), String> {
     if id.is_empty() || id.len() > 64 {
-        return Err(format!(
-            "tool id `{id}` must be 1 to 64 characters long (it has {})",
-            id.chars().count()
-        ));
+        return Err(format!("tool id `{id}` must be 1 to 64 characters long (it has {})", id.chars().count()));
     }
     for segment in id.split('.') {
         let ok = segment.starts_with(|c: char| c.is_ascii_lowercase())
-            && segment
-                .chars()
-                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_' || c == '-');
+            && segment.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_' || c == '-');
         if !ok {
             return Err(if segment.is_empty() {
                 format!("tool id `{id}` has an empty segment")
@@ -794,18 +702,14 @@ pub fn check_url(url: &str) -> Result<Vec<String>, String> {
                     && name.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_')
                     && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
                 if !valid {
-                    return Err(format!(
-                        "url `{url}` has a malformed template `{{{name}`; templates are `{{name}}`"
-                    ));
+                    return Err(format!("url `{url}` has a malformed template `{{{name}`; templates are `{{name}}`"));
                 }
                 names.push(name);
                 concrete.push('x');
             }
             '}' => return Err(format!("url `{url}` has a `}}` without a matching `{{`")),
             c if c.is_whitespace() || c.is_control() => {
-                return Err(format!(
-                    "url `{url}` contains whitespace or control characters"
-                ));
+                return Err(format!("url `{url}` contains whitespace or control characters"));
             }
             c => concrete.push(c),
         }
@@ -814,9 +718,7 @@ pub fn check_url(url: &str) -> Result<Vec<String>, String> {
         .map_err(|e| format!("url `{url}` is not a valid absolute URL: {e}"))?;
     let scheme = uri.scheme().as_str();
     if scheme != "http" && scheme != "https" {
-        return Err(format!(
-            "url `{url}` must use http:// or https://, not `{scheme}:`"
-        ));
+        return Err(format!("url `{url}` must use http:// or https://, not `{scheme}:`"));
     }
     match uri.authority() {
         Some(a) if !a.host().is_empty() => Ok(names),
@@ -825,20 +727,12 @@ pub fn check_url(url: &str) -> Result<Vec<String>, String> {
 }
 
 fn property_names(schema: &Value) -> Vec<String> {
-    schema
-        .get("properties")
-        .and_then(Value::as_object)
-        .map(|m| m.keys().cloned().collect())
-        .unwrap_or_default()
+    schema.get("properties").and_then(Value::as_object).map(|m| m.keys().cloned().collect()).unwrap_or_default()
 }
 
 fn last_key(path: &JsonPath) -> String {
     let s = path.to_string();
-    s.rsplit(['.', '['])
-        .next()
-        .unwrap_or(&s)
-        .trim_end_matches(']')
-        .to_owned()
+    s.rsplit(['.', '[']).next().unwrap_or(&s).trim_end_matches(']').to_owned()
 }
 
 fn type_name(v: &Value) -> &'static str {
@@ -878,10 +772,7 @@ mod tests {
 
     #[test]
     fn urls() {
-        assert_eq!(
-            check_url("https://api.x.com/m/{box}/send").unwrap(),
-            vec!["box"]
-        );
+        assert_eq!(check_url("https://api.x.com/m/{box}/send").unwrap(), vec!["box"]);
         assert!(check_url("/send").is_err());
         assert!(check_url("ftp://x.com").is_err());
         assert!(check_url("https://x.com/{a").is_err());
@@ -891,10 +782,7 @@ mod tests {
 
     #[test]
     fn suggestions() {
-        assert_eq!(
-            did_you_mean("requires_confirmaton", TOOL_KEYS),
-            Some("requires_confirmation")
-        );
+        assert_eq!(did_you_mean("requires_confirmaton", TOOL_KEYS), Some("requires_confirmation"));
         assert_eq!(did_you_mean("descripton", TOOL_KEYS), Some("description"));
         assert_eq!(did_you_mean("zzz", TOOL_KEYS), None);
     }

@@ -15,13 +15,7 @@ fn diagnostic_lines(json: &serde_json::Value, agent_prefix: &str) -> BTreeSet<St
             let file = d["file"].as_str().unwrap();
             let file = file.strip_prefix(agent_prefix).unwrap_or(file);
             let location = d["path"].as_str().unwrap_or("-");
-            format!(
-                "{} {} {} {}",
-                d["severity"].as_str().unwrap(),
-                d["code"].as_str().unwrap(),
-                file,
-                location
-            )
+            format!("{} {} {} {}", d["severity"].as_str().unwrap(), d["code"].as_str().unwrap(), file, location)
         })
         .collect()
 }
@@ -39,23 +33,18 @@ fn invalid_cases() -> Vec<String> {
 #[test]
 fn every_invalid_fixture_reports_exactly_its_expected_diagnostics() {
     let cases = invalid_cases();
-    assert!(
-        cases.len() >= 60,
-        "expected the full fixture set, found {}",
-        cases.len()
-    );
+    assert!(cases.len() >= 60, "expected the full fixture set, found {}", cases.len());
     let mut failures = Vec::new();
     for case in &cases {
         let rel = format!("testdata/invalid/{case}");
         let out = run(&["check", "--format", "json", &rel]);
-        let expected: BTreeSet<String> =
-            std::fs::read_to_string(testdata(&format!("invalid/{case}/expected")))
-                .unwrap_or_else(|e| panic!("{case}: no expected file: {e}"))
-                .lines()
-                .map(str::trim)
-                .filter(|l| !l.is_empty() && !l.starts_with('#'))
-                .map(str::to_owned)
-                .collect();
+        let expected: BTreeSet<String> = std::fs::read_to_string(testdata(&format!("invalid/{case}/expected")))
+            .unwrap_or_else(|e| panic!("{case}: no expected file: {e}"))
+            .lines()
+            .map(str::trim)
+            .filter(|l| !l.is_empty() && !l.starts_with('#'))
+            .map(str::to_owned)
+            .collect();
         let found = diagnostic_lines(&out.json(), &format!("{rel}/"));
         let has_error = expected.iter().any(|l| l.starts_with("error "));
         let want_code = if has_error { 1 } else { 0 };
@@ -66,13 +55,7 @@ fn every_invalid_fixture_reports_exactly_its_expected_diagnostics() {
             ));
         }
     }
-    assert!(
-        failures.is_empty(),
-        "{} of {} cases differ:\n{}",
-        failures.len(),
-        cases.len(),
-        failures.join("\n")
-    );
+    assert!(failures.is_empty(), "{} of {} cases differ:\n{}", failures.len(), cases.len(), failures.join("\n"));
 }
 
 #[test]
@@ -93,61 +76,29 @@ fn check_reports_all_problems_of_all_agents_at_once() {
     out.expect_code(1);
     let json = out.json();
     assert_eq!(json["agents"].as_array().unwrap().len(), 2);
-    let codes: Vec<&str> = json["diagnostics"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|d| d["code"].as_str().unwrap())
-        .collect();
-    assert!(
-        codes.contains(&"duplicate_id") && codes.contains(&"hardcoded_credential"),
-        "{codes:?}"
-    );
+    let codes: Vec<&str> =
+        json["diagnostics"].as_array().unwrap().iter().map(|d| d["code"].as_str().unwrap()).collect();
+    assert!(codes.contains(&"duplicate_id") && codes.contains(&"hardcoded_credential"), "{codes:?}");
 }
 
 #[test]
 fn human_output_shows_file_line_source_and_help() {
-    let out = run(&[
-        "check",
-        "--color",
-        "never",
-        "testdata/invalid/unknown_field-tool-typo",
-    ]);
+    let out = run(&["check", "--color", "never", "testdata/invalid/unknown_field-tool-typo"]);
     out.expect_code(1);
     let e = &out.stderr;
     assert!(e.contains("error[unknown_field]"), "{e}");
-    assert!(
-        e.contains("testdata/invalid/unknown_field-tool-typo/tools.json:"),
-        "{e}"
-    );
-    assert!(
-        e.contains("\"requires_confirmaton\""),
-        "shows the source line: {e}"
-    );
+    assert!(e.contains("testdata/invalid/unknown_field-tool-typo/tools.json:"), "{e}");
+    assert!(e.contains("\"requires_confirmaton\""), "shows the source line: {e}");
     assert!(e.contains("did you mean `requires_confirmation`?"), "{e}");
     assert!(e.contains("checked 1 agent: 1 error"), "{e}");
 }
 
 #[test]
 fn github_format_prints_annotations() {
-    let out = run(&[
-        "check",
-        "--format",
-        "github",
-        "testdata/invalid/duplicate_id",
-    ]);
+    let out = run(&["check", "--format", "github", "testdata/invalid/duplicate_id"]);
     out.expect_code(1);
-    assert!(
-        out.stdout
-            .starts_with("::error file=testdata/invalid/duplicate_id/tools.json,line="),
-        "{}",
-        out.stdout
-    );
-    assert!(
-        out.stdout.contains("title=duplicate_id::"),
-        "{}",
-        out.stdout
-    );
+    assert!(out.stdout.starts_with("::error file=testdata/invalid/duplicate_id/tools.json,line="), "{}", out.stdout);
+    assert!(out.stdout.contains("title=duplicate_id::"), "{}", out.stdout);
 }
 
 #[test]
@@ -155,25 +106,13 @@ fn names_from_input_are_sanitised() {
     let env = Env::new();
     let dir = env.copy("agents/minimal", "a");
     // Escaped in JSON: the key's decoded name reaches the message.
-    std::fs::write(
-        dir.join("tools.json"),
-        r#"{"version": 1, "tools": [], "x\u202e\u001b[31m": 1}"#,
-    )
-    .unwrap();
+    std::fs::write(dir.join("tools.json"), r#"{"version": 1, "tools": [], "x\u202e\u001b[31m": 1}"#).unwrap();
     let out = env.run(&["check", "--color", "never", "a"]);
     out.expect_code(1);
-    assert!(
-        !out.stderr.contains('\u{202e}') && !out.stderr.contains('\u{1b}'),
-        "{:?}",
-        out.stderr
-    );
+    assert!(!out.stderr.contains('\u{202e}') && !out.stderr.contains('\u{1b}'), "{:?}", out.stderr);
     assert!(out.stderr.contains("\\u{202e}"), "{}", out.stderr);
     // Raw in the file: the quoted source line must not carry them either.
-    std::fs::write(
-        dir.join("tools.json"),
-        "{\"version\": 1, \"tools\": [], \"x\u{202e}\": 1}",
-    )
-    .unwrap();
+    std::fs::write(dir.join("tools.json"), "{\"version\": 1, \"tools\": [], \"x\u{202e}\": 1}").unwrap();
     let out = env.run(&["check", "--color", "never", "a"]);
     out.expect_code(1);
     assert!(!out.stderr.contains('\u{202e}'), "{:?}", out.stderr);
@@ -190,32 +129,20 @@ fn usage_and_io_errors_exit_2() {
 fn init_scaffolds_an_agent_that_passes_check_and_refuses_to_overwrite() {
     let env = Env::new();
     env.run(&["init", "agents/mail-bot"]).expect_code(0);
-    let manifest =
-        std::fs::read_to_string(env.path().join("agents/mail-bot/manifest.toml")).unwrap();
+    let manifest = std::fs::read_to_string(env.path().join("agents/mail-bot/manifest.toml")).unwrap();
     assert!(manifest.contains("name = \"mail-bot\""), "{manifest}");
-    let tools: serde_json::Value = serde_json::from_str(
-        &std::fs::read_to_string(env.path().join("agents/mail-bot/tools.json")).unwrap(),
-    )
-    .unwrap();
+    let tools: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(env.path().join("agents/mail-bot/tools.json")).unwrap()).unwrap();
     assert_eq!(tools["version"], 1);
-    assert!(
-        tools["$schema"]
-            .as_str()
-            .unwrap()
-            .ends_with("tools.v1.schema.json")
-    );
+    assert!(tools["$schema"].as_str().unwrap().ends_with("tools.v1.schema.json"));
     env.run(&["check"]).expect_code(0);
 
     std::fs::write(env.path().join("agents/mail-bot/tools.json"), "{}").unwrap();
     let out = env.run(&["init", "agents/mail-bot"]);
     out.expect_code(2);
     assert!(out.stderr.contains("--force"), "{}", out.stderr);
-    assert_eq!(
-        std::fs::read_to_string(env.path().join("agents/mail-bot/tools.json")).unwrap(),
-        "{}"
-    );
-    env.run(&["init", "agents/mail-bot", "--force"])
-        .expect_code(0);
+    assert_eq!(std::fs::read_to_string(env.path().join("agents/mail-bot/tools.json")).unwrap(), "{}");
+    env.run(&["init", "agents/mail-bot", "--force"]).expect_code(0);
     env.run(&["init", "x", "--name", "Bad Name"]).expect_code(2);
 }
 
@@ -223,11 +150,7 @@ fn init_scaffolds_an_agent_that_passes_check_and_refuses_to_overwrite() {
 fn non_utf8_tools_json_is_an_error_not_a_panic() {
     let env = Env::new();
     let dir = env.copy("agents/minimal", "a");
-    std::fs::write(
-        dir.join("tools.json"),
-        b"{\"version\": 1, \"tools\": [\"\xff\"]}",
-    )
-    .unwrap();
+    std::fs::write(dir.join("tools.json"), b"{\"version\": 1, \"tools\": [\"\xff\"]}").unwrap();
     let out = env.run(&["check", "--format", "json", "a"]);
     out.expect_code(1);
     assert_eq!(out.json()["diagnostics"][0]["code"], "invalid_utf8");
@@ -256,16 +179,12 @@ fn published_schema_agrees_with_the_validator() {
         "duplicate_secret",
         "invalid_budget",
     ];
-    let schema: serde_json::Value = serde_json::from_str(
-        &std::fs::read_to_string(support::repo().join("schemas/tools.v1.schema.json")).unwrap(),
-    )
-    .unwrap();
+    let schema: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(support::repo().join("schemas/tools.v1.schema.json")).unwrap())
+            .unwrap();
     jsonschema::meta::validate(&schema).expect("the published schema is itself valid");
     let validator = jsonschema::validator_for(&schema).unwrap();
-    let mut dirs: Vec<String> = invalid_cases()
-        .into_iter()
-        .map(|c| format!("invalid/{c}"))
-        .collect();
+    let mut dirs: Vec<String> = invalid_cases().into_iter().map(|c| format!("invalid/{c}")).collect();
     dirs.extend(["agents/mailer".to_owned(), "agents/minimal".to_owned()]);
     let mut disagreements = Vec::new();
     let mut compared = 0;
@@ -277,15 +196,11 @@ fn published_schema_agrees_with_the_validator() {
             continue;
         };
         let out = run(&["check", "--format", "json", &format!("testdata/{dir}")]);
-        let structural = out.json()["diagnostics"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .any(|d| {
-                d["severity"] == "error"
-                    && d["file"].as_str().unwrap().ends_with("/tools.json")
-                    && STRUCTURAL.contains(&d["code"].as_str().unwrap())
-            });
+        let structural = out.json()["diagnostics"].as_array().unwrap().iter().any(|d| {
+            d["severity"] == "error"
+                && d["file"].as_str().unwrap().ends_with("/tools.json")
+                && STRUCTURAL.contains(&d["code"].as_str().unwrap())
+        });
         let schema_ok = validator.is_valid(&instance);
         compared += 1;
         if schema_ok == structural {

@@ -15,9 +15,7 @@ pub fn testdata(rel: &str) -> PathBuf {
 
 pub fn bin() -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_bundle"));
-    c.env_remove("NO_COLOR")
-        .env_remove("BUNDLE_SIGNING_KEY")
-        .env_remove("SOURCE_DATE_EPOCH");
+    c.env_remove("NO_COLOR").env_remove("BUNDLE_SIGNING_KEY").env_remove("SOURCE_DATE_EPOCH");
     c
 }
 
@@ -30,21 +28,13 @@ pub struct Run {
 
 impl Run {
     pub fn json(&self) -> serde_json::Value {
-        serde_json::from_str(&self.stdout).unwrap_or_else(|e| {
-            panic!(
-                "stdout is not JSON ({e}):\n{}\nstderr:\n{}",
-                self.stdout, self.stderr
-            )
-        })
+        serde_json::from_str(&self.stdout)
+            .unwrap_or_else(|e| panic!("stdout is not JSON ({e}):\n{}\nstderr:\n{}", self.stdout, self.stderr))
     }
 
     #[track_caller]
     pub fn expect_code(&self, code: i32) -> &Self {
-        assert_eq!(
-            self.code, code,
-            "exit code\nstdout:\n{}\nstderr:\n{}",
-            self.stdout, self.stderr
-        );
+        assert_eq!(self.code, code, "exit code\nstdout:\n{}\nstderr:\n{}", self.stdout, self.stderr);
         self
     }
 }
@@ -60,12 +50,7 @@ impl From<Output> for Run {
 }
 
 pub fn run_in(dir: &Path, args: &[&str]) -> Run {
-    bin()
-        .current_dir(dir)
-        .args(args)
-        .output()
-        .expect("run bundle")
-        .into()
+    bin().current_dir(dir).args(args).output().expect("run bundle").into()
 }
 
 pub fn run(args: &[&str]) -> Run {
@@ -79,9 +64,7 @@ pub struct Env {
 
 impl Env {
     pub fn new() -> Self {
-        Env {
-            dir: tempfile::tempdir().expect("tempdir"),
-        }
+        Env { dir: tempfile::tempdir().expect("tempdir") }
     }
 
     pub fn path(&self) -> &Path {
@@ -116,16 +99,13 @@ pub fn copy_dir(from: &Path, to: &Path) {
 /// Whether CI demands the outside tools (minisign, bsdtar, b3sum, zstd). Tests that need one
 /// fail loudly when it is missing in CI, and say plainly that they skipped elsewhere.
 pub fn require_tool(name: &str) -> bool {
-    let present = Command::new(name).arg("--version").output().is_ok()
-        || Command::new(name).arg("-v").output().is_ok();
+    let present = Command::new(name).arg("--version").output().is_ok() || Command::new(name).arg("-v").output().is_ok();
     if present {
         return true;
     }
     if std::env::var_os("BUNDLE_REQUIRE_TOOLS").is_some() {
         panic!("`{name}` is required (BUNDLE_REQUIRE_TOOLS is set) but not installed");
     }
-    eprintln!(
-        "SKIPPED: `{name}` is not installed; set BUNDLE_REQUIRE_TOOLS=1 to make this a failure"
-    );
+    eprintln!("SKIPPED: `{name}` is not installed; set BUNDLE_REQUIRE_TOOLS=1 to make this a failure");
     false
 }

@@ -3,7 +3,9 @@
 //! about a bundle must be in it.
 //!
 //! Parsing keeps spans (for `line:column` in diagnostics); editing (`bundle lock`) goes
-//! through `toml_edit::DocumentMut` in `lock`, so the author's comments and layout survive.
+//! through `toml_edit::DocumentMut` in [`edit`], so the author's comments and layout survive.
+
+pub mod edit;
 
 use std::collections::BTreeMap;
 use std::ops::Range;
@@ -44,17 +46,16 @@ pub struct Manifest {
     pub tools: Option<Artifact>,
     pub policy: Option<Artifact>,
     pub files: BTreeMap<String, Option<Digest>>,
+    /// `[bundle] allow_secret_files`: paths that look like secrets but are meant to ship.
+    pub allow_secret_files: Vec<String>,
 }
 
 impl Manifest {
     /// Every file the manifest lists, with its digest when present: the two named artifacts
     /// and `[files]`.
     pub fn entries(&self) -> BTreeMap<&str, Option<&Digest>> {
-        let mut all: BTreeMap<&str, Option<&Digest>> = self
-            .files
-            .iter()
-            .map(|(p, d)| (p.as_str(), d.as_ref()))
-            .collect();
+        let mut all: BTreeMap<&str, Option<&Digest>> =
+            self.files.iter().map(|(p, d)| (p.as_str(), d.as_ref())).collect();
         for a in [&self.tools, &self.policy].into_iter().flatten() {
             all.insert(a.path.as_str(), a.digest.as_ref());
         }
@@ -63,7 +64,7 @@ impl Manifest {
 }
 
 const TOP_KEYS: &[&str] = &["bundle", "agent", "artifacts", "files"];
-const BUNDLE_KEYS: &[&str] = &["format"];
+const BUNDLE_KEYS: &[&str] = &["format", "allow_secret_files"];
 const AGENT_KEYS: &[&str] = &["name", "version"];
 const ARTIFACT_KINDS: &[&str] = &["tools", "policy"];
 const TOOLS_KEYS: &[&str] = &["path", "blake3", "size", "version"];
@@ -76,25 +77,17 @@ pub fn check_agent_name(name: &str) -> Result<(), String> {
     let ok = !name.is_empty()
         && name.len() <= 64
         && name.starts_with(|c: char| c.is_ascii_lowercase())
-        && name
-            .chars()
-            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '_');
+        && name.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '_');
     if ok {
         Ok(())
     } else {
-        Err(format!(
-            "agent name `{name}` must be 1 to 64 characters of a-z, 0-9, `-` and `_`, starting with a letter"
-        ))
+        Err(format!("agent name `{name}` must be 1 to 64 characters of a-z, 0-9, `-` and `_`, starting with a letter"))
     }
 }
 
 /// Parses a digest string: exactly 64 lowercase hex digits.
 pub fn parse_blake3(text: &str) -> Option<blake3::Hash> {
-    if text.len() != 64
-        || !text
-            .bytes()
-            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
-    {
+    if text.len() != 64 || !text.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)) {
         return None;
     }
     blake3::Hash::from_hex(text).ok()
@@ -115,23 +108,14 @@ impl Parser<'_> {
         message: String,
         help: &str,
     ) {
-        let mut d = Diagnostic::new(severity, code, &self.src.name, message)
-            .at_path(key)
-            .with_help(help);
+        let mut d = Diagnostic::new(severity, code, &self.src.name, message).at_path(key).with_help(help);
         if let Some(span) = span {
             d = d.at_span(self.src, span);
         }
         self.diags.push(d);
     }
 
-    fn error(
-        &mut self,
-        code: Code,
-        key: &str,
-        span: Option<Range<usize>>,
-        message: String,
-        help: &str,
-    ) {
+    fn error(&mut self, code: Code, key: &str, span: Option<Range<usize>>, message: String, help: &str) {
         self.push(Severity::Error, code, key, span, message, help);
     }
 
@@ -145,13 +129,7 @@ impl Parser<'_> {
                 Some(near) => format!("did you mean `{near}`?"),
                 None => format!("{what} allows only: {}", allowed.join(", ")),
             };
-            self.error(
-                Code::UnknownField,
-                &join(prefix, key),
-                span,
-                format!("unknown key `{key}` in {what}"),
-                &help,
-            );
+            self.error(Code::UnknownField, &join(prefix, key), span, format!("unknown key `{key}` in {what}"), &help);
         }
     }
 
@@ -192,12 +170,7 @@ impl Parser<'_> {
         }
     }
 
-    fn required<'t>(
-        &mut self,
-        table: &'t dyn TableLike,
-        prefix: &str,
-        key: &str,
-    ) -> Option<&'t Item> {
+    fn required<'t>(&mut self, table: &'t dyn TableLike, prefix: &str, key: &str) -> Option<&'t Item> {
         let item = table.get(key);
         if item.is_none() {
             let full = join(prefix, key);
@@ -215,13 +188,7 @@ impl Parser<'_> {
     fn string<'t>(&mut self, item: &'t Item, key: &str) -> Option<&'t str> {
         let s = item.as_str();
         if s.is_none() {
-            self.error(
-                Code::WrongType,
-                key,
-                item.span(),
-                format!("`{key}` must be a string"),
-                "quote the value",
-            );
+            self.error(Code::WrongType, key, item.span(), format!("`{key}` must be a string"), "quote the value");
         }
         s
     }
@@ -296,30 +263,16 @@ impl Parser<'_> {
                 }
             }
         }
-        Some(Digest {
-            blake3: hash?,
-            size: size?,
-        })
+        Some(Digest { blake3: hash?, size: size? })
     }
 
-    fn artifact(
-        &mut self,
-        artifacts: &dyn TableLike,
-        kind: &str,
-        expected_path: &str,
-    ) -> Option<Artifact> {
+    fn artifact(&mut self, artifacts: &dyn TableLike, kind: &str, expected_path: &str) -> Option<Artifact> {
         let prefix = format!("artifacts.{kind}");
         let table = self.table(artifacts, "artifacts", kind, false)?;
-        let keys = if kind == "tools" {
-            TOOLS_KEYS
-        } else {
-            POLICY_KEYS
-        };
+        let keys = if kind == "tools" { TOOLS_KEYS } else { POLICY_KEYS };
         self.known_keys(table, &prefix, keys, &format!("[{prefix}]"));
         let path_key = join(&prefix, "path");
-        let path = self
-            .required(table, &prefix, "path")
-            .and_then(|i| self.string(i, &path_key).map(|s| (s, i.span())));
+        let path = self.required(table, &prefix, "path").and_then(|i| self.string(i, &path_key).map(|s| (s, i.span())));
         if let Some((path, span)) = path
             && path != expected_path
         {
@@ -351,21 +304,14 @@ impl Parser<'_> {
             }
         }
         let digest = self.digest(table, &prefix);
-        Some(Artifact {
-            path: expected_path.to_owned(),
-            digest,
-            version,
-        })
+        Some(Artifact { path: expected_path.to_owned(), digest, version })
     }
 }
 
 fn join(prefix: &str, key: &str) -> String {
     if prefix.is_empty() {
         key.to_owned()
-    } else if key
-        .chars()
-        .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
-    {
+    } else if key.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-') {
         format!("{prefix}.{key}")
     } else {
         format!("{prefix}.{}", toml_edit::Value::from(key))
@@ -378,12 +324,8 @@ pub fn parse(src: &Source, diags: &mut Vec<Diagnostic>) -> Option<Manifest> {
     let doc = match toml_edit::Document::parse(src.text.to_string()) {
         Ok(doc) => doc,
         Err(e) => {
-            let mut d = Diagnostic::error(
-                Code::InvalidToml,
-                &src.name,
-                format!("not valid TOML: {}", e.message()),
-            )
-            .with_help("see https://toml.io for the syntax");
+            let mut d = Diagnostic::error(Code::InvalidToml, &src.name, format!("not valid TOML: {}", e.message()))
+                .with_help("see https://toml.io for the syntax");
             if let Some(span) = e.span() {
                 d = d.at_span(src, span);
             }
@@ -402,9 +344,8 @@ pub fn parse(src: &Source, diags: &mut Vec<Diagnostic>) -> Option<Manifest> {
             match item.as_integer() {
                 Some(FORMAT) => format = Some(FORMAT),
                 _ => {
-                    let found = item
-                        .as_value()
-                        .map_or_else(|| "a table".to_owned(), |v| v.to_string().trim().to_owned());
+                    let found =
+                        item.as_value().map_or_else(|| "a table".to_owned(), |v| v.to_string().trim().to_owned());
                     p.error(
                         Code::UnsupportedVersion,
                         "bundle.format",
@@ -416,6 +357,22 @@ pub fn parse(src: &Source, diags: &mut Vec<Diagnostic>) -> Option<Manifest> {
                     return None;
                 }
             }
+        }
+    }
+
+    let mut allow_secret_files = Vec::new();
+    if let Some(item) = root.get("bundle").and_then(|b| b.get("allow_secret_files")) {
+        match item.as_array() {
+            Some(list) if list.iter().all(|v| v.as_str().is_some()) => {
+                allow_secret_files = list.iter().filter_map(|v| v.as_str().map(str::to_owned)).collect();
+            }
+            _ => p.error(
+                Code::WrongType,
+                "bundle.allow_secret_files",
+                item.span(),
+                "`bundle.allow_secret_files` must be an array of file paths".to_owned(),
+                "write e.g. `allow_secret_files = [\"certs/public-ca.pem\"]`",
+            ),
         }
     }
 
@@ -520,14 +477,7 @@ pub fn parse(src: &Source, diags: &mut Vec<Diagnostic>) -> Option<Manifest> {
         }
     }
 
-    Some(Manifest {
-        format: format?,
-        name: name?,
-        version: version?,
-        tools,
-        policy,
-        files,
-    })
+    Some(Manifest { format: format?, name: name?, version: version?, tools, policy, files, allow_secret_files })
 }
 
 #[cfg(test)]
@@ -542,8 +492,7 @@ mod tests {
 
     #[test]
     fn minimal_manifest_parses() {
-        let (m, d) =
-            parse_text("[bundle]\nformat = 1\n\n[agent]\nname = \"mailer\"\nversion = \"1.4.0\"\n");
+        let (m, d) = parse_text("[bundle]\nformat = 1\n\n[agent]\nname = \"mailer\"\nversion = \"1.4.0\"\n");
         assert!(d.is_empty(), "{d:?}");
         let m = m.unwrap();
         assert_eq!(m.name, "mailer");
@@ -552,16 +501,10 @@ mod tests {
 
     #[test]
     fn reports_keys_and_versions() {
-        let (_, d) =
-            parse_text("[bundle]\nformat = 2\n[agent]\nname = \"x\"\nversion = \"1.0.0\"\n");
+        let (_, d) = parse_text("[bundle]\nformat = 2\n[agent]\nname = \"x\"\nversion = \"1.0.0\"\n");
         assert_eq!(d[0].code, Code::UnsupportedVersion);
-        let (_, d) = parse_text(
-            "[bundle]\nformat = 1\n[agent]\nname = \"Mail Bot\"\nversion = \"1.0\"\nnmae = 1\n",
-        );
-        let codes: Vec<_> = d
-            .iter()
-            .map(|d| (d.code, d.path.clone().unwrap()))
-            .collect();
+        let (_, d) = parse_text("[bundle]\nformat = 1\n[agent]\nname = \"Mail Bot\"\nversion = \"1.0\"\nnmae = 1\n");
+        let codes: Vec<_> = d.iter().map(|d| (d.code, d.path.clone().unwrap())).collect();
         assert!(codes.contains(&(Code::UnknownField, "agent.nmae".into())));
         assert!(codes.contains(&(Code::InvalidName, "agent.name".into())));
         assert!(codes.contains(&(Code::InvalidVersion, "agent.version".into())));

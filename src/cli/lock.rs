@@ -1,0 +1,63 @@
+//! `bundle lock [PATH]...`: write current digests into manifest.toml.
+
+use std::path::PathBuf;
+
+use agent_bundle::diagnostic::Report;
+use agent_bundle::ops::{check, lock};
+
+use super::{Format, Global, Outcome, output};
+
+/// Write the BLAKE3 digest and size of every file into manifest.toml.
+///
+/// Comments, key order and formatting are kept; stale entries are removed and new files added
+/// in sorted order. An up-to-date manifest is not rewritten. The write is atomic.
+#[derive(Debug, clap::Args)]
+#[command(
+    after_help = "Examples:\n  bundle lock                  # the agent in ., or every agents/*/\n  bundle lock agents/mailer && git add agents/mailer/manifest.toml"
+)]
+pub struct Args {
+    /// Agent folders, or folders with agents/*/ (default: .)
+    #[arg(value_name = "PATH")]
+    paths: Vec<PathBuf>,
+
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = Format::Human)]
+    format: Format,
+}
+
+pub fn run(args: Args, global: Global) -> anyhow::Result<Outcome> {
+    let paths = if args.paths.is_empty() { vec![PathBuf::from(".")] } else { args.paths };
+    let mut dirs = Vec::new();
+    for p in &paths {
+        dirs.extend(check::find_agents(p)?);
+    }
+    let mut all = Report::default();
+    let mut agents = Vec::new();
+    for dir in dirs {
+        let locked = lock::lock_agent(&dir);
+        if args.format == Format::Human {
+            let ok = !locked.report.has_errors();
+            let what = if !ok {
+                "not locked".to_owned()
+            } else if locked.written {
+                let c = &locked.changes;
+                format!("updated ({} added, {} changed, {} removed)", c.added.len(), c.updated.len(), c.removed.len())
+            } else {
+                "up to date".to_owned()
+            };
+            output::status(global, &format!("{}: {what}", locked.manifest_path.display()));
+        }
+        agents.push(serde_json::json!({
+            "dir": dir.display().to_string(),
+            "manifest": locked.manifest_path.display().to_string(),
+            "written": locked.written,
+            "added": locked.changes.added,
+            "updated": locked.changes.updated,
+            "removed": locked.changes.removed,
+            "ok": !locked.report.has_errors(),
+        }));
+        all.extend(locked.report);
+    }
+    super::check::render(&all, agents, args.format, global)?;
+    Ok(super::check::outcome(&all))
+}

@@ -1,0 +1,203 @@
+//! Which files of an agent folder go into its bundle.
+//!
+//! Every regular file is included except what `.bundleignore` (gitignore syntax) or the
+//! default ignore list excludes. Symlinks and special files are errors (never followed);
+//! paths must obey `paths::check` and not collide when case is folded; files that look like
+//! secrets are refused unless the manifest's `[bundle] allow_secret_files` names them.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use ignore::gitignore::{Gitignore, GitignoreBuilder};
+
+use crate::diagnostic::{Code, Diagnostic};
+use crate::paths;
+
+/// Excluded without being listed in `.bundleignore`: version control, editor droppings,
+/// built bundles, and our own temp files.
+pub const DEFAULT_IGNORES: &[&str] = &[
+    ".git/",
+    ".hg/",
+    ".svn/",
+    ".jj/",
+    ".bundleignore",
+    ".DS_Store",
+    "Thumbs.db",
+    "desktop.ini",
+    "*~",
+    "*.swp",
+    "*.swo",
+    ".#*",
+    "#*#",
+    ".idea/",
+    ".vscode/",
+    "__pycache__/",
+    "*.pyc",
+    "*.agent.bundle",
+    ".*.tmp",
+    "manifest.toml.minisig",
+];
+
+/// Names that look like secrets: refused unless explicitly allowed.
+pub const SECRET_PATTERNS: &[&str] = &[
+    ".env",
+    ".env.*",
+    "*.pem",
+    "*.key",
+    "*.p12",
+    "*.pfx",
+    "*.jks",
+    "*.keystore",
+    "id_*",
+    ".netrc",
+    ".npmrc",
+    ".pypirc",
+    "credentials.json",
+    "*.kdbx",
+];
+
+/// One file that belongs in the bundle.
+#[derive(Debug, Clone)]
+pub struct AgentFile {
+    /// Relative, `/`-separated path inside the agent folder.
+    pub path: String,
+    pub full: PathBuf,
+    pub size: u64,
+    pub executable: bool,
+}
+
+fn matcher(root: &Path, lines: &[&str]) -> Gitignore {
+    let mut b = GitignoreBuilder::new(root);
+    for line in lines {
+        // The patterns are constants known to be valid.
+        let _ = b.add_line(None, line);
+    }
+    b.build().unwrap_or_else(|_| Gitignore::empty())
+}
+
+/// Lists the agent's files (sorted by path), reporting every problem. `manifest.toml` itself
+/// is not listed: it is the bundle's first entry, not an artifact.
+pub fn collect(dir: &Path, prefix: &str, allowed_secrets: &[String], diags: &mut Vec<Diagnostic>) -> Vec<AgentFile> {
+    let defaults = matcher(dir, DEFAULT_IGNORES);
+    let secrets = matcher(dir, SECRET_PATTERNS);
+    let mut user = GitignoreBuilder::new(dir);
+    let ignore_file = dir.join(".bundleignore");
+    if ignore_file.exists()
+        && let Some(e) = user.add(&ignore_file)
+    {
+        diags.push(Diagnostic::error(
+            Code::IoError,
+            format!("{prefix}.bundleignore"),
+            format!("cannot use .bundleignore: {e}"),
+        ));
+    }
+    let user = user.build().unwrap_or_else(|_| Gitignore::empty());
+
+    let mut files = Vec::new();
+    let mut walker = walkdir::WalkDir::new(dir).follow_links(false).sort_by_file_name().min_depth(1).into_iter();
+    while let Some(entry) = walker.next() {
+        let entry = match entry {
+            Ok(e) => e,
+            Err(e) => {
+                let at = e.path().map(|p| p.display().to_string()).unwrap_or_else(|| dir.display().to_string());
+                diags.push(Diagnostic::error(Code::IoError, at, format!("cannot read the agent folder: {e}")));
+                continue;
+            }
+        };
+        let rel_path = entry.path().strip_prefix(dir).unwrap_or(entry.path());
+        let is_dir = entry.file_type().is_dir();
+        if defaults.matched(rel_path, is_dir).is_ignore() || user.matched(rel_path, is_dir).is_ignore() {
+            if is_dir {
+                walker.skip_current_dir();
+            }
+            continue;
+        }
+        if is_dir {
+            continue;
+        }
+        let Some(rel) = rel_path.to_str().map(|s| s.replace(std::path::MAIN_SEPARATOR, "/")) else {
+            diags.push(
+                Diagnostic::error(
+                    Code::UnsafePath,
+                    format!("{prefix}{}", rel_path.display()),
+                    "the file name is not valid UTF-8",
+                )
+                .with_help("rename the file"),
+            );
+            continue;
+        };
+        let display = format!("{prefix}{rel}");
+        let file_type = entry.file_type();
+        if !file_type.is_file() {
+            let what = if file_type.is_symlink() { "a symbolic link" } else { "not a regular file" };
+            diags.push(
+                Diagnostic::error(
+                    Code::UnsupportedFileType,
+                    &display,
+                    format!("{rel} is {what}; bundles hold only regular files"),
+                )
+                .with_help("replace it with a copy of the file, or exclude it in .bundleignore"),
+            );
+            continue;
+        }
+        if rel == crate::manifest::FILE_NAME {
+            continue;
+        }
+        if let Err(why) = paths::check(&rel) {
+            diags.push(
+                Diagnostic::error(Code::UnsafePath, &display, format!("{rel} cannot be packed: {why}"))
+                    .with_help("rename the file"),
+            );
+            continue;
+        }
+        if secrets.matched(rel_path, false).is_ignore() && !allowed_secrets.iter().any(|a| a == &rel) {
+            diags.push(
+                Diagnostic::error(Code::SecretFile, &display, format!("{rel} looks like a secret and would be shipped in the bundle"))
+                    .with_help(format!(
+                        "exclude it in .bundleignore, or if it is meant to ship, list it in manifest.toml: [bundle] allow_secret_files = [\"{rel}\"]"
+                    )),
+            );
+            continue;
+        }
+        let meta = match entry.metadata() {
+            Ok(m) => m,
+            Err(e) => {
+                diags.push(Diagnostic::error(Code::IoError, &display, format!("cannot read {rel}: {e}")));
+                continue;
+            }
+        };
+        files.push(AgentFile {
+            path: rel,
+            full: entry.path().to_path_buf(),
+            size: meta.len(),
+            executable: is_executable(&meta),
+        });
+    }
+    files.sort_by(|a, b| a.path.as_bytes().cmp(b.path.as_bytes()));
+
+    let mut folded: BTreeMap<String, &str> = BTreeMap::new();
+    for f in &files {
+        if let Some(first) = folded.insert(paths::fold_key(&f.path), &f.path) {
+            diags.push(
+                Diagnostic::error(
+                    Code::UnsafePath,
+                    format!("{prefix}{}", f.path),
+                    format!("{} and {first} differ only in case", f.path),
+                )
+                .with_help("rename one: they collide on case-insensitive file systems"),
+            );
+        }
+    }
+    files
+}
+
+#[cfg(unix)]
+fn is_executable(meta: &std::fs::Metadata) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    meta.permissions().mode() & 0o111 != 0
+}
+
+#[cfg(not(unix))]
+fn is_executable(_: &std::fs::Metadata) -> bool {
+    false
+}

@@ -1,0 +1,161 @@
+//! `bundle lock`: write the BLAKE3 digest and size of every file into manifest.toml, and the
+//! comparison `check` uses to report a manifest whose digests are stale.
+
+use std::path::{Path, PathBuf};
+
+use crate::diagnostic::{Code, Diagnostic, Report, Severity};
+use crate::digest;
+use crate::fileset::{self, AgentFile};
+use crate::manifest::edit::{self, Changes, Digests};
+use crate::manifest::{self, Digest, Manifest};
+use crate::ops::check::{display_prefix, read_source};
+use crate::{atomic, policy, tools};
+
+/// The agent's files and their current digests.
+pub struct Current {
+    pub files: Vec<AgentFile>,
+    pub digests: Digests,
+}
+
+/// Lists and hashes the agent's files; problems (symlinks, secrets, bad names, unreadable
+/// files) are reported and the affected files left out.
+pub fn current_digests(dir: &Path, prefix: &str, manifest: &Manifest, diags: &mut Vec<Diagnostic>) -> Current {
+    let files = fileset::collect(dir, prefix, &manifest.allow_secret_files, diags);
+    let mut digests = Digests::default();
+    for f in &files {
+        let (hash, size) = match digest::hash_file(&f.full) {
+            Ok(x) => x,
+            Err(e) => {
+                diags.push(Diagnostic::error(
+                    Code::IoError,
+                    format!("{prefix}{}", f.path),
+                    format!("cannot read {}: {e}", f.path),
+                ));
+                continue;
+            }
+        };
+        let d = Digest { blake3: hash, size };
+        match f.path.as_str() {
+            tools::FILE_NAME => digests.tools = Some(d),
+            policy::FILE_NAME => digests.policy = Some(d),
+            other => {
+                digests.files.insert(other.to_owned(), d);
+            }
+        }
+    }
+    Current { files, digests }
+}
+
+/// Where the manifest's digests differ from the files: `(manifest key, message)`.
+pub fn stale_entries(manifest: &Manifest, current: &Digests) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    let named = [
+        ("artifacts.tools", tools::FILE_NAME, manifest.tools.as_ref(), current.tools.as_ref()),
+        ("artifacts.policy", policy::FILE_NAME, manifest.policy.as_ref(), current.policy.as_ref()),
+    ];
+    for (key, file, listed, actual) in named {
+        match (listed.map(|a| a.digest.as_ref()), actual) {
+            (None, Some(_)) => out.push((key.to_owned(), format!("manifest.toml has no [{key}] digest for {file}"))),
+            (Some(None), Some(_)) => out.push((key.to_owned(), format!("[{key}] has no digest for {file}"))),
+            (Some(Some(l)), Some(a)) if l != a => {
+                out.push((key.to_owned(), format!("{file} changed since the manifest was locked")))
+            }
+            (Some(_), None) => {
+                out.push((key.to_owned(), format!("[{key}] lists {file}, which is not in the agent folder")))
+            }
+            _ => {}
+        }
+    }
+    for (path, actual) in &current.files {
+        let key = format!("files.{}", toml_edit::Value::from(path.as_str()));
+        match manifest.files.get(path) {
+            None => out.push((key, format!("{path} is not listed in [files]"))),
+            Some(Some(listed)) if listed != actual => {
+                out.push((key, format!("{path} changed since the manifest was locked")))
+            }
+            Some(None) => out.push((key, format!("{path} has no digest in [files]"))),
+            _ => {}
+        }
+    }
+    for path in manifest.files.keys() {
+        if !current.files.contains_key(path) {
+            let key = format!("files.{}", toml_edit::Value::from(path.as_str()));
+            out.push((key, format!("[files] lists {path}, which is not in the agent folder (or is ignored)")));
+        }
+    }
+    out
+}
+
+/// What `lock` did to one agent.
+#[derive(Debug)]
+pub struct Locked {
+    pub dir: PathBuf,
+    pub manifest_path: PathBuf,
+    pub changes: Changes,
+    /// False when the manifest was already current (and left untouched, mtime included).
+    pub written: bool,
+    pub report: Report,
+}
+
+/// Codes `lock` repairs rather than refuses.
+fn lock_can_fix(d: &Diagnostic) -> bool {
+    let in_digests = d.path.as_deref().is_some_and(|p| p.starts_with("files") || p.starts_with("artifacts"));
+    d.severity == Severity::Warning
+        || d.code == Code::InvalidDigest
+        || (in_digests && matches!(d.code, Code::MissingField | Code::WrongType))
+}
+
+/// Locks one agent folder. Problems that lock cannot repair (a broken manifest, symlinks,
+/// secret-looking files) leave the manifest untouched and are returned in the report.
+pub fn lock_agent(dir: &Path) -> Locked {
+    let prefix = display_prefix(dir);
+    let manifest_path = dir.join(manifest::FILE_NAME);
+    let mut report = Report::default();
+    let mut result = Locked {
+        dir: dir.to_path_buf(),
+        manifest_path: manifest_path.clone(),
+        changes: Changes::default(),
+        written: false,
+        report: Report::default(),
+    };
+    let Some(source) = read_source(dir, &prefix, manifest::FILE_NAME, true, &mut report) else {
+        result.report = report;
+        return result;
+    };
+    let mut diags = Vec::new();
+    let parsed = manifest::parse(&source, &mut diags);
+    let blocking: Vec<Diagnostic> = diags.into_iter().filter(|d| !lock_can_fix(d)).collect();
+    let Some(parsed) = parsed.filter(|_| blocking.is_empty()) else {
+        report.diagnostics.extend(blocking);
+        result.report = report;
+        return result;
+    };
+    let mut diags = Vec::new();
+    let current = current_digests(dir, &prefix, &parsed, &mut diags);
+    if diags.iter().any(Diagnostic::is_error) {
+        report.diagnostics.extend(diags);
+        result.report = report;
+        return result;
+    }
+    match edit::apply(&source.text, &current.digests) {
+        Ok((text, changes)) => {
+            if text != *source.text {
+                if let Err(e) = atomic::write(&manifest_path, text.as_bytes(), true) {
+                    report.push(Diagnostic::error(
+                        Code::IoError,
+                        &source.name,
+                        format!("cannot write manifest.toml: {e}"),
+                    ));
+                } else {
+                    result.written = true;
+                }
+            }
+            result.changes = changes;
+        }
+        Err(e) => {
+            report.push(Diagnostic::error(Code::InvalidToml, &source.name, format!("not valid TOML: {}", e.message())))
+        }
+    }
+    result.report = report;
+    result
+}
