@@ -39,7 +39,7 @@ pub fn run(args: Args, global: Global) -> anyhow::Result<Outcome> {
         }));
         all.extend(c.report);
     }
-    render(&all, agents, args.format, global)?;
+    render(&all, agents, args.format, global, "check")?;
     Ok(outcome(&all))
 }
 
@@ -54,7 +54,13 @@ pub fn outcome(report: &Report) -> Outcome {
     }
 }
 
-pub fn render(report: &Report, agents: Vec<serde_json::Value>, format: Format, global: Global) -> std::io::Result<()> {
+pub fn render(
+    report: &Report,
+    agents: Vec<serde_json::Value>,
+    format: Format,
+    global: Global,
+    verb: &str,
+) -> std::io::Result<()> {
     match format {
         Format::Json => output::print_json(&serde_json::json!({
             "ok": !report.has_errors(),
@@ -66,14 +72,20 @@ pub fn render(report: &Report, agents: Vec<serde_json::Value>, format: Format, g
         Format::Github => output::github(report),
         Format::Human => {
             output::human(report, global)?;
-            let n = agents.len();
             let (e, w) = (report.errors(), report.warnings());
-            let summary = format!(
-                "checked {n} agent{}: {e} error{}, {w} warning{}",
-                if n == 1 { "" } else { "s" },
-                if e == 1 { "" } else { "s" },
-                if w == 1 { "" } else { "s" }
-            );
+            let plural = |n: usize| if n == 1 { "" } else { "s" };
+            let summary = match verb {
+                "check" => format!(
+                    "checked {} agent{}: {e} error{}, {w} warning{}",
+                    agents.len(),
+                    plural(agents.len()),
+                    plural(e),
+                    plural(w)
+                ),
+                _ if e > 0 => format!("{verb} failed: {e} error{}, {w} warning{}", plural(e), plural(w)),
+                _ if w > 0 => format!("{w} warning{}", plural(w)),
+                _ => return Ok(()),
+            };
             if e > 0 {
                 output::print_error_line(global, &summary);
             } else {

@@ -58,6 +58,6 @@ pub fn run(args: Args, global: Global) -> anyhow::Result<Outcome> {
         }));
         all.extend(locked.report);
     }
-    super::check::render(&all, agents, args.format, global)?;
+    super::check::render(&all, agents, args.format, global, "lock")?;
     Ok(super::check::outcome(&all))
 }

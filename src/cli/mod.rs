@@ -3,8 +3,13 @@
 
 mod check;
 mod init;
+mod keygen;
+mod keys;
 mod lock;
 pub mod output;
+mod pack;
+mod unpack;
+mod verify;
 
 use std::process::ExitCode;
 
@@ -50,6 +55,10 @@ enum Command {
     Init(init::Args),
     Check(check::Args),
     Lock(lock::Args),
+    Keygen(keygen::Args),
+    Pack(pack::Args),
+    Verify(verify::Args),
+    Unpack(unpack::Args),
 }
 
 /// Global settings every command's renderer needs.
@@ -81,6 +90,10 @@ pub fn main() -> ExitCode {
         Command::Init(args) => init::run(args, global),
         Command::Check(args) => check::run(args, global),
         Command::Lock(args) => lock::run(args, global),
+        Command::Keygen(args) => keygen::run(args, global),
+        Command::Pack(args) => pack::run(args, global),
+        Command::Verify(args) => verify::run(args, global),
+        Command::Unpack(args) => unpack::run(args, global),
     };
     match result {
         Ok(Outcome::Ok) => ExitCode::SUCCESS,

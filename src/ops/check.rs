@@ -18,6 +18,10 @@ pub struct AgentCheck {
     pub tools: Option<ToolsFile>,
     pub policy: Policy,
     pub report: Report,
+    /// The manifest's text as read, when it parsed.
+    pub manifest_text: Option<std::sync::Arc<str>>,
+    /// The files and their digests, when they were compared with the manifest.
+    pub current: Option<lock::Current>,
 }
 
 /// The agent folders a PATH names: the folder itself when it holds manifest.toml or
@@ -91,23 +95,32 @@ pub fn read_source(dir: &Path, prefix: &str, name: &str, required: bool, report:
     }
 }
 
-/// Checks one agent folder.
+/// Checks one agent folder, including whether the manifest's digests are current.
 pub fn check_agent(dir: &Path) -> AgentCheck {
+    check_agent_with(dir, true)
+}
+
+/// Checks one agent folder; `digests` decides whether files are hashed and compared with the
+/// manifest (`pack` without `--locked` skips it, because it locks right after).
+pub fn check_agent_with(dir: &Path, digests: bool) -> AgentCheck {
     let prefix = display_prefix(dir);
     let mut report = Report::default();
     let mut diags = Vec::new();
 
     let manifest = read_source(dir, &prefix, manifest::FILE_NAME, true, &mut report)
         .and_then(|src| manifest::parse(&src, &mut diags).map(|m| (m, src)));
-    if let Some((m, src)) = &manifest {
-        let current = lock::current_digests(dir, &prefix, m, &mut diags);
-        for (key, message) in lock::stale_entries(m, &current.digests) {
+    let mut current = None;
+    let manifest_text = manifest.as_ref().map(|(_, src)| src.text.clone());
+    if let Some((m, src)) = manifest.as_ref().filter(|_| digests) {
+        let found = lock::current_digests(dir, &prefix, m, &mut diags);
+        for (key, message) in lock::stale_entries(m, &found.digests) {
             diags.push(
                 Diagnostic::error(Code::StaleDigest, &src.name, message)
                     .at_path(key)
                     .with_help("run `bundle lock` to update the digests"),
             );
         }
+        current = Some(found);
     }
     let manifest = manifest.map(|(m, _)| m);
 
@@ -124,7 +137,7 @@ pub fn check_agent(dir: &Path) -> AgentCheck {
         tools_file = validated.tools;
     }
     report.diagnostics.extend(diags);
-    AgentCheck { dir: dir.to_path_buf(), manifest, tools: tools_file, policy, report }
+    AgentCheck { dir: dir.to_path_buf(), manifest, tools: tools_file, policy, report, manifest_text, current }
 }
 
 /// Checks every agent the paths name.

@@ -12,9 +12,21 @@ use crate::ops::check::{display_prefix, read_source};
 use crate::{atomic, policy, tools};
 
 /// The agent's files and their current digests.
+#[derive(Debug)]
 pub struct Current {
     pub files: Vec<AgentFile>,
     pub digests: Digests,
+}
+
+impl Current {
+    /// The digest of one file, by relative path.
+    pub fn digest_of(&self, path: &str) -> Option<&Digest> {
+        match path {
+            tools::FILE_NAME => self.digests.tools.as_ref(),
+            policy::FILE_NAME => self.digests.policy.as_ref(),
+            other => self.digests.files.get(other),
+        }
+    }
 }
 
 /// Lists and hashes the agent's files; problems (symlinks, secrets, bad names, unreadable
@@ -95,6 +107,10 @@ pub struct Locked {
     /// False when the manifest was already current (and left untouched, mtime included).
     pub written: bool,
     pub report: Report,
+    /// The files and digests now in the manifest (when locking succeeded).
+    pub current: Option<Current>,
+    /// The manifest's text as written (when locking succeeded).
+    pub manifest_text: Option<String>,
 }
 
 /// Codes `lock` repairs rather than refuses.
@@ -117,6 +133,8 @@ pub fn lock_agent(dir: &Path) -> Locked {
         changes: Changes::default(),
         written: false,
         report: Report::default(),
+        current: None,
+        manifest_text: None,
     };
     let Some(source) = read_source(dir, &prefix, manifest::FILE_NAME, true, &mut report) else {
         result.report = report;
@@ -151,6 +169,10 @@ pub fn lock_agent(dir: &Path) -> Locked {
                 }
             }
             result.changes = changes;
+            if !report.has_errors() {
+                result.manifest_text = Some(text);
+                result.current = Some(current);
+            }
         }
         Err(e) => {
             report.push(Diagnostic::error(Code::InvalidToml, &source.name, format!("not valid TOML: {}", e.message())))

@@ -3,4 +3,8 @@
 
 pub mod check;
 pub mod init;
+pub mod keygen;
 pub mod lock;
+pub mod pack;
+pub mod unpack;
+pub mod verify;

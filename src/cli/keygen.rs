@@ -1,0 +1,60 @@
+//! `bundle keygen <NAME>`: a minisign-compatible key pair.
+
+use std::io::IsTerminal;
+use std::path::PathBuf;
+
+use agent_bundle::ops::keygen;
+
+use super::keys::password_from_env;
+use super::{Global, Outcome, output};
+
+/// Create NAME.key (minisign secret key, mode 0600) and NAME.pub (minisign public key).
+///
+/// The secret key is unencrypted unless a password is given (--password-env, or the prompt on
+/// a terminal with --password); encrypted keys use minisign's scrypt parameters.
+#[derive(Debug, clap::Args)]
+#[command(
+    after_help = "Examples:\n  bundle keygen release                       # release.key + release.pub\n  BUNDLE_KEY_PW=... bundle keygen release --password-env BUNDLE_KEY_PW\n  minisign -V -p release.pub -m manifest.toml # stock minisign reads our keys"
+)]
+pub struct Args {
+    /// Base name of the key files.
+    name: PathBuf,
+    /// Overwrite existing key files.
+    #[arg(long)]
+    force: bool,
+    /// Encrypt the secret key with the password in this environment variable.
+    #[arg(long, value_name = "VAR", conflicts_with = "password")]
+    password_env: Option<String>,
+    /// Encrypt the secret key with a password typed at the terminal.
+    #[arg(long)]
+    password: bool,
+}
+
+pub fn run(args: Args, global: Global) -> anyhow::Result<Outcome> {
+    let password = match (&args.password_env, args.password) {
+        (Some(var), _) => Some(password_from_env(var)?),
+        (None, true) => {
+            if !std::io::stdin().is_terminal() {
+                anyhow::bail!("--password needs a terminal; use --password-env VAR in scripts");
+            }
+            let first = rpassword::prompt_password("Password for the new key: ")?;
+            let again = rpassword::prompt_password("Password (again): ")?;
+            if first != again {
+                anyhow::bail!("the passwords differ");
+            }
+            Some(first.into_bytes())
+        }
+        (None, false) => None,
+    };
+    let done = keygen::keygen(&args.name, password.as_deref(), args.force)?;
+    output::status(
+        global,
+        &format!(
+            "key {}: secret {} (keep it private), public {}",
+            done.key_id,
+            done.secret_path.display(),
+            done.public_path.display()
+        ),
+    );
+    Ok(Outcome::Ok)
+}

@@ -1,0 +1,42 @@
+//! `bundle unpack <BUNDLE> <DIR>`: verify, then extract into a new folder atomically.
+
+use std::path::PathBuf;
+
+use agent_bundle::ops::unpack::{self, Unpacked};
+
+use super::keys::{TrustArgs, load_trust};
+use super::{Format, Global, Outcome};
+
+/// Verify a bundle and extract it into DIR, which must not exist.
+///
+/// Entries are written to a temp folder beside DIR and renamed into place only once the whole
+/// bundle verified; nothing is ever written outside DIR, and a rejected bundle leaves nothing.
+#[derive(Debug, clap::Args)]
+#[command(after_help = "Examples:\n  bundle unpack mailer-1.4.0.agent.bundle /srv/agents/mailer --key release.pub")]
+pub struct Args {
+    /// The bundle file.
+    bundle: PathBuf,
+    /// The folder to create.
+    dir: PathBuf,
+    #[command(flatten)]
+    trust: TrustArgs,
+    /// Also require the bundle to be this agent.
+    #[arg(long, value_name = "NAME")]
+    name: Option<String>,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = Format::Human)]
+    format: Format,
+}
+
+pub fn run(args: Args, global: Global) -> anyhow::Result<Outcome> {
+    let keys = load_trust(&args.trust)?;
+    let result = match unpack::unpack(&args.bundle, &args.dir, &keys, args.name.as_deref())? {
+        Unpacked::Done(v) => Ok(v),
+        Unpacked::Rejected(r) => Err(r),
+    };
+    let outcome = super::verify::report(&args.bundle, result, args.format, global)?;
+    if outcome == Outcome::Ok {
+        super::output::status(global, &format!("unpacked into {}", args.dir.display()));
+    }
+    Ok(outcome)
+}

@@ -1,0 +1,161 @@
+//! `bundle pack`: check, lock, sign and write a reproducible agent.bundle atomically.
+
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::path::{Path, PathBuf};
+
+use crate::archive::ArchiveWriter;
+use crate::diagnostic::{Code, Diagnostic, Report};
+use crate::error::Error;
+use crate::manifest::{self, Digest};
+use crate::minisign::SecretKey;
+use crate::ops::check::{self, display_prefix};
+use crate::ops::lock::{self, Current};
+use crate::{atomic, trust};
+
+/// The name of the signature entry, the bundle's second.
+pub const SIGNATURE_ENTRY: &str = "manifest.toml.minisig";
+/// The untrusted comment of every signature `bundle` writes (fixed, so packs are reproducible).
+pub const UNTRUSTED_COMMENT: &str = "signature from agent-bundle";
+
+#[derive(Debug, Clone)]
+pub struct PackOptions {
+    /// Output file; default `<name>-<version>.agent.bundle` in the working directory.
+    pub output: Option<PathBuf>,
+    /// Refuse a stale manifest instead of locking it (like `cargo --locked`).
+    pub locked: bool,
+    /// zstd level, 1..=19.
+    pub level: i32,
+    /// The mtime written in every header (`SOURCE_DATE_EPOCH`, else 0).
+    pub mtime: u64,
+}
+
+/// A written bundle.
+#[derive(Debug)]
+pub struct Packed {
+    pub path: PathBuf,
+    pub name: String,
+    pub version: String,
+    pub key_id: String,
+    pub files: usize,
+    pub content_bytes: u64,
+    pub bundle_bytes: u64,
+    /// Whether the manifest was (re)locked on the way.
+    pub relocked: bool,
+}
+
+/// Why a pack did not happen.
+#[derive(Debug)]
+pub enum PackFailure {
+    /// The agent has problems (exit 1); nothing was written.
+    Rejected(Report),
+    /// Usage or I/O (exit 2); nothing was written.
+    Error(Error),
+}
+
+impl From<Error> for PackFailure {
+    fn from(e: Error) -> Self {
+        PackFailure::Error(e)
+    }
+}
+
+pub fn default_file_name(name: &str, version: &str) -> String {
+    format!("{name}-{version}.agent.bundle")
+}
+
+pub fn pack(dir: &Path, key: &SecretKey, opts: &PackOptions) -> Result<Packed, PackFailure> {
+    if !crate::archive::LEVELS.contains(&opts.level) {
+        return Err(Error::Usage(format!("--level must be between 1 and 19, not {}", opts.level)).into());
+    }
+    // Validate first (with the digest comparison only under --locked): any error stops here.
+    let checked = check::check_agent_with(dir, opts.locked);
+    if checked.report.has_errors() {
+        return Err(PackFailure::Rejected(checked.report));
+    }
+    let (current, manifest_text, relocked) = if opts.locked {
+        let text = checked.manifest_text.as_deref().unwrap_or_default().to_owned();
+        (checked.current.expect("computed under --locked"), text, false)
+    } else {
+        let locked = lock::lock_agent(dir);
+        if locked.report.has_errors() {
+            return Err(PackFailure::Rejected(locked.report));
+        }
+        let text = locked.manifest_text.expect("present when lock succeeded");
+        (locked.current.expect("present when lock succeeded"), text, locked.written)
+    };
+    let manifest_bytes = manifest_text.into_bytes();
+    let m = checked.manifest.expect("a clean check has a manifest");
+    let comment = trust::trusted_comment(&m.name, &m.version.to_string());
+    let signature = key
+        .sign(&manifest_bytes, &comment, UNTRUSTED_COMMENT)
+        .map_err(|e| Error::Key { message: format!("cannot sign: {e}") })?;
+
+    let output =
+        opts.output.clone().unwrap_or_else(|| PathBuf::from(default_file_name(&m.name, &m.version.to_string())));
+    let temp = atomic::temp_beside(&output).map_err(|e| Error::io(&output, e))?;
+    let content_bytes =
+        write_bundle(temp.as_file(), &manifest_bytes, signature.to_text().as_bytes(), &current, opts, dir)?;
+    let bundle_bytes = temp.as_file().metadata().map_err(|e| Error::io(temp.path(), e))?.len();
+    atomic::commit(temp, &output, true).map_err(|e| Error::io(&output, e))?;
+    Ok(Packed {
+        path: output,
+        name: m.name,
+        version: m.version.to_string(),
+        key_id: key.key_id_hex(),
+        files: current.files.len(),
+        content_bytes,
+        bundle_bytes,
+        relocked,
+    })
+}
+
+fn write_bundle(
+    file: &File,
+    manifest: &[u8],
+    signature: &[u8],
+    current: &Current,
+    opts: &PackOptions,
+    dir: &Path,
+) -> Result<u64, PackFailure> {
+    let archive_err = |e: crate::archive::ArchiveError| {
+        if let crate::archive::ArchiveError::SourceChanged { path, reason } = &e {
+            let d = Diagnostic::error(
+                Code::StaleDigest,
+                format!("{}{path}", display_prefix(dir)),
+                format!("{path} changed while packing: {reason}"),
+            )
+            .with_help("run `bundle pack` again when nothing is writing to the agent folder");
+            let mut report = Report::default();
+            report.push(d);
+            PackFailure::Rejected(report)
+        } else {
+            PackFailure::Error(Error::Io { path: dir.to_path_buf(), source: std::io::Error::other(e.to_string()) })
+        }
+    };
+    let mut writer =
+        ArchiveWriter::new(BufWriter::with_capacity(1 << 20, file), opts.level, opts.mtime).map_err(archive_err)?;
+    writer.append_bytes(manifest::FILE_NAME, manifest).map_err(archive_err)?;
+    writer.append_bytes(SIGNATURE_ENTRY, signature).map_err(archive_err)?;
+    let mut total = 0;
+    for f in &current.files {
+        let expected = current.digest_of(&f.path);
+        let mut source = File::open(&f.full).map_err(|e| Error::io(&f.full, e))?;
+        let hash = writer.append(&f.path, f.size, f.executable, &mut source).map_err(archive_err)?;
+        if expected != Some(&Digest { blake3: hash, size: f.size }) {
+            let mut report = Report::default();
+            report.push(
+                Diagnostic::error(
+                    Code::StaleDigest,
+                    format!("{}{}", display_prefix(dir), f.path),
+                    format!("{} changed between locking and packing", f.path),
+                )
+                .with_help("run `bundle pack` again when nothing is writing to the agent folder"),
+            );
+            return Err(PackFailure::Rejected(report));
+        }
+        total += f.size;
+    }
+    let mut out = writer.finish().map_err(archive_err)?;
+    out.flush().map_err(|e| Error::io(dir, e))?;
+    Ok(total)
+}

@@ -1,0 +1,74 @@
+//! `bundle unpack`: verify and extract into a new folder, atomically. Entries are written into
+//! a temp folder beside the target while the bundle streams; only when the whole bundle has
+//! verified is the temp folder renamed into place. A rejected bundle leaves nothing behind.
+
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, BufReader, Write};
+use std::path::{Path, PathBuf};
+
+use crate::error::{Error, Result};
+use crate::ops::verify::{self, Rejection, Sink, Trust, Verified};
+use crate::trust::TrustedKeys;
+
+struct FolderSink {
+    root: PathBuf,
+}
+
+impl Sink for FolderSink {
+    fn open(&mut self, path: &str, executable: bool) -> io::Result<Box<dyn Write + '_>> {
+        // The archive reader has already rejected absolute paths, `..`, and anything but
+        // regular files, so `path` stays inside `root`; the folder is new, so no link can
+        // redirect a write.
+        let target = self.root.join(path);
+        if let Some(parent) = target.parent() {
+            fs::create_dir_all(parent)?;
+        }
+        let mut options = OpenOptions::new();
+        options.write(true).create_new(true);
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::OpenOptionsExt;
+            options.mode(if executable { 0o755 } else { 0o644 });
+        }
+        #[cfg(not(unix))]
+        let _ = executable;
+        Ok(Box::new(io::BufWriter::new(options.open(target)?)))
+    }
+}
+
+/// The outcome: extracted, or rejected (with nothing left behind).
+pub enum Unpacked {
+    Done(Verified),
+    Rejected(Rejection),
+}
+
+pub fn unpack(bundle: &Path, dest: &Path, keys: &TrustedKeys, expect_name: Option<&str>) -> Result<Unpacked> {
+    if dest.exists() {
+        return Err(Error::Usage(format!("{} already exists; unpack creates a new folder", dest.display())));
+    }
+    let parent = match dest.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    let file = File::open(bundle).map_err(|e| Error::io(bundle, e))?;
+    let temp =
+        tempfile::Builder::new().prefix(".bundle-unpack.").tempdir_in(&parent).map_err(|e| Error::io(&parent, e))?;
+    let mut sink = FolderSink { root: temp.path().to_path_buf() };
+    match verify::verify(BufReader::with_capacity(1 << 20, file), Trust::Keys(keys), expect_name, &mut sink) {
+        Ok(verified) => {
+            let kept = temp.keep();
+            fs::rename(&kept, dest).map_err(|e| {
+                let _ = fs::remove_dir_all(&kept);
+                Error::io(dest, e)
+            })?;
+            #[cfg(unix)]
+            {
+                use std::os::unix::fs::PermissionsExt;
+                fs::set_permissions(dest, fs::Permissions::from_mode(0o755)).map_err(|e| Error::io(dest, e))?;
+            }
+            Ok(Unpacked::Done(verified))
+        }
+        // Dropping `temp` removes everything written so far.
+        Err(r) => Ok(Unpacked::Rejected(r)),
+    }
+}
