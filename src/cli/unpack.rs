@@ -31,7 +31,7 @@ pub struct Args {
 pub fn run(args: Args, global: Global) -> anyhow::Result<Outcome> {
     let keys = load_trust(&args.trust)?;
     let result = match unpack::unpack(&args.bundle, &args.dir, &keys, args.name.as_deref())? {
-        Unpacked::Done(v) => Ok(v),
+        Unpacked::Done(v) => Ok(*v),
         Unpacked::Rejected(r) => Err(r),
     };
     let outcome = super::verify::report(&args.bundle, result, args.format, global)?;

@@ -38,7 +38,7 @@ impl Sink for FolderSink {
 
 /// The outcome: extracted, or rejected (with nothing left behind).
 pub enum Unpacked {
-    Done(Verified),
+    Done(Box<Verified>),
     Rejected(Rejection),
 }
 
@@ -66,7 +66,7 @@ pub fn unpack(bundle: &Path, dest: &Path, keys: &TrustedKeys, expect_name: Optio
                 use std::os::unix::fs::PermissionsExt;
                 fs::set_permissions(dest, fs::Permissions::from_mode(0o755)).map_err(|e| Error::io(dest, e))?;
             }
-            Ok(Unpacked::Done(verified))
+            Ok(Unpacked::Done(Box::new(verified)))
         }
         // Dropping `temp` removes everything written so far.
         Err(r) => Ok(Unpacked::Rejected(r)),
