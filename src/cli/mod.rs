@@ -3,6 +3,7 @@
 
 mod check;
 mod init;
+mod inspect;
 mod keygen;
 mod keys;
 mod lock;
@@ -58,6 +59,7 @@ enum Command {
     Keygen(keygen::Args),
     Pack(pack::Args),
     Verify(verify::Args),
+    Inspect(inspect::Args),
     Unpack(unpack::Args),
 }
 
@@ -93,6 +95,7 @@ pub fn main() -> ExitCode {
         Command::Keygen(args) => keygen::run(args, global),
         Command::Pack(args) => pack::run(args, global),
         Command::Verify(args) => verify::run(args, global),
+        Command::Inspect(args) => inspect::run(args, global),
         Command::Unpack(args) => unpack::run(args, global),
     };
     match result {

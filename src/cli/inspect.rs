@@ -1,0 +1,123 @@
+//! `bundle inspect <BUNDLE>`: what a bundle holds, and whether its signature was checked.
+
+use std::fs::File;
+use std::io::{BufReader, Write};
+use std::path::PathBuf;
+
+use agent_bundle::diagnostic::sanitize;
+use agent_bundle::ops::verify::{self, Discard, Trust, Verified};
+use agent_bundle::tools::Transport;
+use agent_bundle::trust::TrustedKeys;
+
+use super::keys::{load_public_key, load_trust};
+use super::{Format, Global, Outcome};
+
+/// Show a bundle's agent, signer, files and tools.
+///
+/// Without --key the signature is read but NOT checked (the output says so); every digest and
+/// the archive's safety are still checked.
+#[derive(Debug, clap::Args)]
+#[command(after_help = "Examples:\n  bundle inspect mailer-1.4.0.agent.bundle\n  bundle inspect mailer-1.4.0.agent.bundle --key release.pub --format json")]
+pub struct Args {
+    /// The bundle file.
+    bundle: PathBuf,
+    /// Check the signature against this public key (repeatable).
+    #[arg(long = "key", value_name = "PUBLIC_KEY")]
+    keys: Vec<PathBuf>,
+    /// Check the signature against a trusted-keys file.
+    #[arg(long, value_name = "FILE", conflicts_with = "keys")]
+    trusted_keys: Option<PathBuf>,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = Format::Human)]
+    format: Format,
+}
+
+pub fn run(args: Args, global: Global) -> anyhow::Result<Outcome> {
+    let keys: Option<TrustedKeys> = if args.keys.is_empty() && args.trusted_keys.is_none() {
+        None
+    } else if args.trusted_keys.is_some() {
+        Some(load_trust(&super::keys::TrustArgs { keys: Vec::new(), trusted_keys: args.trusted_keys.clone() })?)
+    } else {
+        Some(TrustedKeys::from_keys(args.keys.iter().map(|p| load_public_key(p)).collect::<anyhow::Result<Vec<_>>>()?))
+    };
+    let file = File::open(&args.bundle).map_err(|e| anyhow::anyhow!("cannot open {}: {e}", args.bundle.display()))?;
+    let trust = keys.as_ref().map_or(Trust::Unchecked, Trust::Keys);
+    match verify::verify(BufReader::new(file), trust, None, &mut Discard) {
+        Ok(v) => {
+            match args.format {
+                Format::Json => super::output::print_json(&json(&v))?,
+                _ => human(&v)?,
+            }
+            Ok(Outcome::Ok)
+        }
+        Err(r) => super::verify::report(&args.bundle, Err(r), args.format, global),
+    }
+}
+
+fn json(v: &Verified) -> serde_json::Value {
+    serde_json::json!({
+        "agent": {"name": v.manifest.name, "version": v.manifest.version.to_string()},
+        "key_id": v.key_id,
+        "trusted_comment": sanitize(&v.trusted_comment),
+        "signature_checked": v.signature_checked,
+        "files": v.files,
+        "tools": v.tools.as_ref().map(|t| t.tools.iter().map(|tool| serde_json::json!({
+            "id": tool.id,
+            "transport": tool.transport.kind(),
+            "target": sanitize(&tool.transport.summary()),
+            "capabilities": tool.capabilities,
+            "secrets": tool.secrets,
+            "requires_confirmation": tool.requires_confirmation,
+        })).collect::<Vec<_>>()),
+    })
+}
+
+fn human(v: &Verified) -> std::io::Result<()> {
+    let mut out = std::io::stdout().lock();
+    writeln!(out, "agent      {} {}", v.manifest.name, v.manifest.version)?;
+    writeln!(out, "signer     {}", v.key_id)?;
+    writeln!(out, "comment    {}", sanitize(&v.trusted_comment))?;
+    if v.signature_checked {
+        writeln!(out, "signature  checked: valid, by a trusted key")?;
+    } else {
+        writeln!(out, "signature  NOT CHECKED (pass --key to check it); digests and archive safety were checked")?;
+    }
+    writeln!(out, "\nfiles ({}):", v.files.len())?;
+    for f in &v.files {
+        let x = if f.executable { "x" } else { "-" };
+        writeln!(out, "  {x} {:>10}  {}  {}", f.size, &f.blake3[..16], sanitize(&f.path))?;
+    }
+    let tools = v.tools.as_ref().map(|t| t.tools.as_slice()).unwrap_or_default();
+    writeln!(out, "\ntools ({}):", tools.len())?;
+    let rows: Vec<[String; 5]> = tools
+        .iter()
+        .map(|t| {
+            let transport = match &t.transport {
+                Transport::Exec { command, .. } => format!("exec {command}"),
+                Transport::Http { method, url, .. } => format!("{method} {url}"),
+            };
+            [
+                sanitize(&t.id),
+                sanitize(&transport),
+                t.capabilities.join(","),
+                t.secrets.join(","),
+                if t.requires_confirmation { "yes".into() } else { "no".into() },
+            ]
+        })
+        .collect();
+    let header = ["id", "transport", "capabilities", "secrets", "confirm"];
+    let mut widths = header.map(str::len);
+    for r in &rows {
+        for (w, c) in widths.iter_mut().zip(r) {
+            *w = (*w).max(c.chars().count());
+        }
+    }
+    let line = |cells: [&str; 5]| {
+        cells.iter().zip(widths).map(|(c, w)| format!("{c:<w$}")).collect::<Vec<_>>().join("  ").trim_end().to_owned()
+    };
+    writeln!(out, "  {}", line(header))?;
+    for r in &rows {
+        writeln!(out, "  {}", line([&r[0], &r[1], &r[2], &r[3], &r[4]]))?;
+    }
+    out.flush()
+}
