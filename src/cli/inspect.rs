@@ -17,7 +17,9 @@ use super::{Format, Global, Outcome};
 /// Without --key the signature is read but NOT checked (the output says so); every digest and
 /// the archive's safety are still checked.
 #[derive(Debug, clap::Args)]
-#[command(after_help = "Examples:\n  bundle inspect mailer-1.4.0.agent.bundle\n  bundle inspect mailer-1.4.0.agent.bundle --key release.pub --format json")]
+#[command(
+    after_help = "Examples:\n  bundle inspect mailer-1.4.0.agent.bundle\n  bundle inspect mailer-1.4.0.agent.bundle --key release.pub --format json"
+)]
 pub struct Args {
     /// The bundle file.
     bundle: PathBuf,

@@ -362,6 +362,13 @@ fn run(
         ));
     }
 
+    // The manifest and its signature go to the sink too (an unpacked agent keeps them).
+    for (path, bytes) in [(manifest::FILE_NAME, &manifest_bytes), (SIGNATURE_ENTRY, &signature_text)] {
+        let io_err = |e: io::Error| Rejection::new(Reason::IoError, Some(path), format!("cannot write `{path}`: {e}"));
+        let mut out = sink.open(path, false).map_err(io_err)?;
+        out.write_all(bytes).and_then(|()| out.flush()).map_err(io_err)?;
+    }
+
     // Every other entry, streamed and hashed.
     let listed = manifest.entries();
     let mut seen: Vec<VerifiedFile> = Vec::with_capacity(listed.len());

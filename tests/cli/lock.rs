@@ -12,19 +12,33 @@ fn hex_of(path: &std::path::Path) -> String {
 fn lock_writes_library_digests_then_check_passes_and_relock_is_a_no_op() {
     let env = Env::new();
     let dir = env.copy("agents/mailer", "mailer");
-    std::fs::write(dir.join("manifest.toml"), "[bundle]\nformat = 1\n\n[agent]\nname = \"mailer\"\nversion = \"1.0.0\"\n").unwrap();
+    std::fs::write(
+        dir.join("manifest.toml"),
+        "[bundle]\nformat = 1\n\n[agent]\nname = \"mailer\"\nversion = \"1.0.0\"\n",
+    )
+    .unwrap();
     let out = env.run(&["check", "--format", "json", "mailer"]);
     out.expect_code(1);
-    assert!(out.json()["diagnostics"].as_array().unwrap().iter().all(|d| d["code"] == "stale_digest"), "{}", out.stdout);
+    assert!(
+        out.json()["diagnostics"].as_array().unwrap().iter().all(|d| d["code"] == "stale_digest"),
+        "{}",
+        out.stdout
+    );
 
     env.run(&["lock", "mailer"]).expect_code(0);
     let manifest = std::fs::read_to_string(dir.join("manifest.toml")).unwrap();
     let parsed: toml_edit::DocumentMut = manifest.parse().unwrap();
     assert_eq!(parsed["artifacts"]["tools"]["blake3"].as_str().unwrap(), hex_of(&dir.join("tools.json")));
-    assert_eq!(parsed["artifacts"]["tools"]["size"].as_integer().unwrap() as u64, std::fs::metadata(dir.join("tools.json")).unwrap().len());
+    assert_eq!(
+        parsed["artifacts"]["tools"]["size"].as_integer().unwrap() as u64,
+        std::fs::metadata(dir.join("tools.json")).unwrap().len()
+    );
     assert_eq!(parsed["artifacts"]["tools"]["version"].as_integer(), Some(1));
     assert_eq!(parsed["artifacts"]["policy"]["blake3"].as_str().unwrap(), hex_of(&dir.join("policy.caps")));
-    assert_eq!(parsed["files"]["prompts/system.md"]["blake3"].as_str().unwrap(), hex_of(&dir.join("prompts/system.md")));
+    assert_eq!(
+        parsed["files"]["prompts/system.md"]["blake3"].as_str().unwrap(),
+        hex_of(&dir.join("prompts/system.md"))
+    );
     env.run(&["check", "mailer"]).expect_code(0);
 
     // An unchanged manifest is not rewritten: same bytes, same mtime.
@@ -83,7 +97,10 @@ fn check_reports_each_kind_of_stale_digest() {
         assert!(found.contains(&("stale_digest".into(), key.into())), "{key}: {found:?}");
     }
     // The deleted schema is reported twice over: unresolved by tools.json, and stale.
-    assert!(found.contains(&("stale_digest".into(), "files.\"schemas/shared/mail.draft.v1.json\"".into())), "{found:?}");
+    assert!(
+        found.contains(&("stale_digest".into(), "files.\"schemas/shared/mail.draft.v1.json\"".into())),
+        "{found:?}"
+    );
     assert!(out.stderr.is_empty() || !out.stderr.contains("panicked"));
 }
 
@@ -106,7 +123,11 @@ fn lock_refuses_symlinks_secrets_and_case_collisions_and_changes_nothing() {
     }
     assert_eq!(codes.iter().filter(|c| *c == "secret_file").count(), 2, "{codes:?}");
     assert_eq!(std::fs::read(dir.join("manifest.toml")).unwrap(), before, "manifest must be untouched");
-    let leftovers: Vec<_> = std::fs::read_dir(&dir).unwrap().filter_map(|e| e.ok()).filter(|e| e.file_name().to_string_lossy().ends_with(".tmp")).collect();
+    let leftovers: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .filter(|e| e.file_name().to_string_lossy().ends_with(".tmp"))
+        .collect();
     assert!(leftovers.is_empty());
 }
 
@@ -123,7 +144,11 @@ fn bundleignore_and_default_ignores_exclude_files_and_allow_secret_files_admits_
     std::fs::create_dir_all(dir.join("certs")).unwrap();
     std::fs::write(dir.join("certs/ca.pem"), "-----BEGIN CERTIFICATE-----\n").unwrap();
     let manifest = std::fs::read_to_string(dir.join("manifest.toml")).unwrap();
-    std::fs::write(dir.join("manifest.toml"), manifest.replacen("format = 1", "format = 1\nallow_secret_files = [\"certs/ca.pem\"]", 1)).unwrap();
+    std::fs::write(
+        dir.join("manifest.toml"),
+        manifest.replacen("format = 1", "format = 1\nallow_secret_files = [\"certs/ca.pem\"]", 1),
+    )
+    .unwrap();
     env.run(&["lock", "mailer"]).expect_code(0);
     let after = std::fs::read_to_string(dir.join("manifest.toml")).unwrap();
     assert!(after.contains("\"certs/ca.pem\""), "{after}");
@@ -136,7 +161,8 @@ fn bundleignore_and_default_ignores_exclude_files_and_allow_secret_files_admits_
 fn unknown_manifest_keys_are_errors_with_suggestions() {
     let env = Env::new();
     let dir = env.copy("agents/minimal", "m");
-    std::fs::write(dir.join("manifest.toml"), "[bundle]\nformat = 1\n\n[agent]\nname = \"m\"\nversoin = \"1.0.0\"\n").unwrap();
+    std::fs::write(dir.join("manifest.toml"), "[bundle]\nformat = 1\n\n[agent]\nname = \"m\"\nversoin = \"1.0.0\"\n")
+        .unwrap();
     let out = env.run(&["check", "--format", "json", "m"]);
     out.expect_code(1);
     let d = &out.json()["diagnostics"];

@@ -4,5 +4,6 @@
 
 mod support;
 
+mod bundle;
 mod check;
 mod lock;

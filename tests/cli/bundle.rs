@@ -1,0 +1,351 @@
+//! `bundle pack`, `verify`, `inspect`, `unpack` and `keygen` end to end, including interop
+//! with the stock tools (tar, bsdtar, zstd, b3sum, minisign).
+
+use std::path::Path;
+use std::process::Command;
+
+use crate::support::{Env, require_tool, testdata};
+
+fn key(name: &str) -> String {
+    testdata(&format!("keys/{name}")).display().to_string()
+}
+
+fn pack(env: &Env, agent: &str, out: &str) -> crate::support::Run {
+    env.run(&["pack", agent, "--key", &key("test.key"), "-o", out])
+}
+
+#[test]
+fn pack_then_verify_accepts_and_reports_the_agent() {
+    let env = Env::new();
+    env.copy("agents/mailer", "mailer");
+    env.run(&["pack", "mailer", "--key", &key("test.key")]).expect_code(0);
+    assert!(env.path().join("mailer-1.0.0.agent.bundle").is_file(), "default name");
+    let out = env.run(&["verify", "mailer-1.0.0.agent.bundle", "--key", &key("test.pub"), "--format", "json"]);
+    out.expect_code(0);
+    let j = out.json();
+    assert_eq!(j["ok"], true);
+    assert_eq!(j["agent"]["name"], "mailer");
+    assert_eq!(j["agent"]["version"], "1.0.0");
+    assert!(j["code"].is_null());
+    let pubkey = std::fs::read_to_string(key("test.pub")).unwrap();
+    assert!(pubkey.contains(j["key_id"].as_str().unwrap()), "key id {} not in {pubkey}", j["key_id"]);
+}
+
+#[test]
+fn verify_rejects_an_untrusted_key_and_a_key_scoped_to_other_agents() {
+    let env = Env::new();
+    env.copy("agents/mailer", "mailer");
+    pack(&env, "mailer", "m.agent.bundle").expect_code(0);
+    let out = env.run(&["verify", "m.agent.bundle", "--key", &key("minisign-nopw.pub"), "--format", "json"]);
+    out.expect_code(1);
+    assert_eq!(out.json()["code"], "untrusted_key");
+
+    let b64 = std::fs::read_to_string(key("test.pub")).unwrap().lines().nth(1).unwrap().to_owned();
+    std::fs::write(env.path().join("trusted"), format!("# team keys\n{b64} kb-* search\n")).unwrap();
+    let out = env.run(&["verify", "m.agent.bundle", "--trusted-keys", "trusted", "--format", "json"]);
+    out.expect_code(1);
+    assert_eq!(out.json()["code"], "untrusted_key");
+    assert!(out.json()["message"].as_str().unwrap().contains("kb-*"));
+    std::fs::write(env.path().join("trusted"), format!("{b64} mail*\n")).unwrap();
+    env.run(&["verify", "m.agent.bundle", "--trusted-keys", "trusted"]).expect_code(0);
+    let out =
+        env.run(&["verify", "m.agent.bundle", "--trusted-keys", "trusted", "--name", "other", "--format", "json"]);
+    out.expect_code(1);
+    assert_eq!(out.json()["code"], "name_mismatch");
+}
+
+#[test]
+fn malformed_key_files_are_usage_errors() {
+    let env = Env::new();
+    env.copy("agents/mailer", "mailer");
+    pack(&env, "mailer", "m.agent.bundle").expect_code(0);
+    std::fs::write(env.path().join("bad.pub"), "untrusted comment: x\nnot base64!\n").unwrap();
+    let out = env.run(&["verify", "m.agent.bundle", "--key", "bad.pub"]);
+    out.expect_code(2);
+    assert!(out.stderr.contains("bad.pub"), "{}", out.stderr);
+    std::fs::write(env.path().join("bad.key"), "garbage").unwrap();
+    let out = env.run(&["pack", "mailer", "--key", "bad.key", "-o", "x.agent.bundle"]);
+    out.expect_code(2);
+    assert!(!env.path().join("x.agent.bundle").exists());
+}
+
+#[test]
+fn packs_are_byte_identical_across_mtimes_modes_paths_and_umask() {
+    let env = Env::new();
+    let a = env.copy("agents/mailer", "one/mailer");
+    let b = env.copy("agents/mailer", "elsewhere/deeper/mailer");
+    // Different mtimes and group/world permission bits on the second copy.
+    for entry in walk(&b) {
+        let f = std::fs::File::options().write(true).open(&entry).unwrap();
+        f.set_modified(std::time::SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(1_234_567)).unwrap();
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(&entry, std::fs::Permissions::from_mode(0o664)).unwrap();
+        }
+    }
+    pack(&env, a.to_str().unwrap(), "a.agent.bundle").expect_code(0);
+    pack(&env, b.to_str().unwrap(), "b.agent.bundle").expect_code(0);
+    let (x, y) = (
+        std::fs::read(env.path().join("a.agent.bundle")).unwrap(),
+        std::fs::read(env.path().join("b.agent.bundle")).unwrap(),
+    );
+    assert!(x == y, "bundles differ ({} vs {} bytes)", x.len(), y.len());
+    // And again from the same source: still identical.
+    pack(&env, a.to_str().unwrap(), "c.agent.bundle").expect_code(0);
+    assert!(x == std::fs::read(env.path().join("c.agent.bundle")).unwrap());
+    // SOURCE_DATE_EPOCH is honoured (and so changes the bytes).
+    let out = crate::support::bin()
+        .current_dir(env.path())
+        .env("SOURCE_DATE_EPOCH", "1700000000")
+        .args(["pack", a.to_str().unwrap(), "--key", &key("test.key"), "-o", "d.agent.bundle"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    assert!(x != std::fs::read(env.path().join("d.agent.bundle")).unwrap());
+}
+
+fn walk(dir: &Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).unwrap() {
+        let p = e.unwrap().path();
+        if p.is_dir() { out.extend(walk(&p)) } else { out.push(p) }
+    }
+    out
+}
+
+#[test]
+fn executable_bit_is_kept_and_other_modes_are_normalised() {
+    let env = Env::new();
+    let dir = env.copy("agents/mailer", "mailer");
+    std::fs::create_dir_all(dir.join("bin")).unwrap();
+    std::fs::write(dir.join("bin/run.sh"), "#!/bin/sh\necho hi\n").unwrap();
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(dir.join("bin/run.sh"), std::fs::Permissions::from_mode(0o775)).unwrap();
+    }
+    pack(&env, "mailer", "m.agent.bundle").expect_code(0);
+    env.run(&["unpack", "m.agent.bundle", "out", "--key", &key("test.pub")]).expect_code(0);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = |p: &str| std::fs::metadata(env.path().join("out").join(p)).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode("bin/run.sh"), 0o755);
+        assert_eq!(mode("tools.json"), 0o644);
+    }
+    assert_eq!(
+        std::fs::read(env.path().join("out/tools.json")).unwrap(),
+        std::fs::read(dir.join("tools.json")).unwrap()
+    );
+    assert!(env.path().join("out/manifest.toml").is_file());
+    // unpack never writes into an existing folder.
+    env.run(&["unpack", "m.agent.bundle", "out", "--key", &key("test.pub")]).expect_code(2);
+}
+
+#[test]
+fn locked_pack_refuses_a_stale_manifest_and_plain_pack_relocks() {
+    let env = Env::new();
+    let dir = env.copy("agents/mailer", "mailer");
+    env.run(&["lock", "mailer"]).expect_code(0);
+    std::fs::write(dir.join("prompts/system.md"), "edited after review\n").unwrap();
+    let out =
+        env.run(&["pack", "mailer", "--key", &key("test.key"), "--locked", "-o", "m.agent.bundle", "--format", "json"]);
+    out.expect_code(1);
+    assert!(out.stdout.contains("stale_digest"), "{}", out.stdout);
+    assert!(!env.path().join("m.agent.bundle").exists());
+    let out = env.run(&["pack", "mailer", "--key", &key("test.key"), "-o", "m.agent.bundle", "--format", "json"]);
+    out.expect_code(0);
+    assert_eq!(out.json()["relocked"], true);
+    env.run(&["pack", "mailer", "--key", &key("test.key"), "--locked", "-o", "m2.agent.bundle"]).expect_code(0);
+}
+
+#[test]
+fn an_invalid_agent_writes_nothing() {
+    let env = Env::new();
+    env.copy("invalid/hardcoded_credential-bearer", "bad");
+    let out = pack(&env, "bad", "bad.agent.bundle");
+    out.expect_code(1);
+    assert!(out.stderr.contains("hardcoded_credential"), "{}", out.stderr);
+    let names: Vec<String> =
+        std::fs::read_dir(env.path()).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+    assert_eq!(names, vec!["bad".to_owned()], "nothing but the agent folder");
+}
+
+#[test]
+fn signing_key_from_the_environment() {
+    let env = Env::new();
+    env.copy("agents/mailer", "mailer");
+    let out = crate::support::bin()
+        .current_dir(env.path())
+        .env("BUNDLE_SIGNING_KEY", std::fs::read_to_string(key("test.key")).unwrap())
+        .args(["pack", "mailer", "-o", "m.agent.bundle"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let secret_line = std::fs::read_to_string(key("test.key")).unwrap().lines().nth(1).unwrap().to_owned();
+    assert!(!stderr.contains(&secret_line), "the key must never be printed");
+    env.run(&["verify", "m.agent.bundle", "--key", &key("test.pub")]).expect_code(0);
+    env.run(&["pack", "mailer", "-o", "n.agent.bundle"]).expect_code(2);
+}
+
+#[test]
+fn keys_made_by_minisign_sign_bundles() {
+    let env = Env::new();
+    env.copy("agents/mailer", "mailer");
+    env.run(&["pack", "mailer", "--key", &key("minisign-nopw.key"), "-o", "a.agent.bundle"]).expect_code(0);
+    env.run(&["verify", "a.agent.bundle", "--key", &key("minisign-nopw.pub")]).expect_code(0);
+    let out = crate::support::bin()
+        .current_dir(env.path())
+        .env("PW", "test-password")
+        .args(["pack", "mailer", "--key", &key("minisign-pw.key"), "--password-env", "PW", "-o", "b.agent.bundle"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    env.run(&["verify", "b.agent.bundle", "--key", &key("minisign-pw.pub")]).expect_code(0);
+    // Encrypted key, no password available: a clear usage error.
+    let out = env.run(&["pack", "mailer", "--key", &key("minisign-pw.key"), "-o", "c.agent.bundle"]);
+    out.expect_code(2);
+    assert!(out.stderr.contains("--password-env"), "{}", out.stderr);
+}
+
+#[test]
+fn keygen_writes_a_private_key_and_refuses_to_overwrite() {
+    let env = Env::new();
+    env.run(&["keygen", "release"]).expect_code(0);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(env.path().join("release.key")).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600);
+    }
+    let first = std::fs::read(env.path().join("release.key")).unwrap();
+    let out = env.run(&["keygen", "release"]);
+    out.expect_code(2);
+    assert!(out.stderr.contains("--force"));
+    assert_eq!(std::fs::read(env.path().join("release.key")).unwrap(), first);
+    env.run(&["keygen", "release", "--force"]).expect_code(0);
+    assert_ne!(std::fs::read(env.path().join("release.key")).unwrap(), first);
+    env.copy("agents/mailer", "mailer");
+    env.run(&["pack", "mailer", "--key", "release.key", "-o", "m.agent.bundle"]).expect_code(0);
+    env.run(&["verify", "m.agent.bundle", "--key", "release.pub"]).expect_code(0);
+}
+
+#[test]
+fn inspect_says_whether_the_signature_was_checked() {
+    let env = Env::new();
+    env.copy("agents/mailer", "mailer");
+    pack(&env, "mailer", "m.agent.bundle").expect_code(0);
+    let out = env.run(&["inspect", "m.agent.bundle"]);
+    out.expect_code(0);
+    assert!(out.stdout.contains("NOT CHECKED"), "{}", out.stdout);
+    assert!(out.stdout.contains("mail.smtp_send"), "{}", out.stdout);
+    let out = env.run(&["inspect", "m.agent.bundle", "--key", &key("test.pub"), "--format", "json"]);
+    out.expect_code(0);
+    let j = out.json();
+    assert_eq!(j["signature_checked"], true);
+    let send = j["tools"].as_array().unwrap().iter().find(|t| t["id"] == "mail.smtp_send").unwrap();
+    assert_eq!(send["requires_confirmation"], true);
+    assert_eq!(send["transport"], "http");
+}
+
+// ---- interop with stock tools: required in CI (BUNDLE_REQUIRE_TOOLS=1) ----
+
+fn sh(dir: &Path, cmd: &str, args: &[&str]) -> std::process::Output {
+    let out = Command::new(cmd).current_dir(dir).args(args).output().unwrap_or_else(|e| panic!("{cmd}: {e}"));
+    assert!(
+        out.status.success(),
+        "{cmd} {args:?} failed:\n{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+#[test]
+fn stock_tar_bsdtar_and_zstd_read_bundles_and_b3sum_agrees_with_the_manifest() {
+    let (tar, bsdtar, zstd, b3sum) =
+        (require_tool("tar"), require_tool("bsdtar"), require_tool("zstd"), require_tool("b3sum"));
+    let env = Env::new();
+    env.copy("agents/mailer", "mailer");
+    pack(&env, "mailer", "m.agent.bundle").expect_code(0);
+    let p = env.path();
+    if zstd {
+        sh(p, "zstd", &["-t", "m.agent.bundle"]);
+    }
+    if bsdtar {
+        let list = String::from_utf8(sh(p, "bsdtar", &["-tf", "m.agent.bundle"]).stdout).unwrap();
+        assert_eq!(list.lines().take(2).collect::<Vec<_>>(), ["manifest.toml", "manifest.toml.minisig"]);
+    }
+    if tar {
+        let list = String::from_utf8(sh(p, "tar", &["--zstd", "-tf", "m.agent.bundle"]).stdout).unwrap();
+        assert!(list.lines().any(|l| l == "tools.json"), "{list}");
+        std::fs::create_dir(p.join("x")).unwrap();
+        sh(p, "tar", &["--zstd", "-xf", "m.agent.bundle", "-C", "x"]);
+        if b3sum {
+            let manifest: toml_edit::DocumentMut =
+                std::fs::read_to_string(p.join("x/manifest.toml")).unwrap().parse().unwrap();
+            let mut lines = String::new();
+            lines.push_str(&format!("{}  tools.json\n", manifest["artifacts"]["tools"]["blake3"].as_str().unwrap()));
+            lines.push_str(&format!("{}  policy.caps\n", manifest["artifacts"]["policy"]["blake3"].as_str().unwrap()));
+            for (path, entry) in manifest["files"].as_table_like().unwrap().iter() {
+                lines.push_str(&format!("{}  {path}\n", entry["blake3"].as_str().unwrap()));
+            }
+            std::fs::write(p.join("sums.txt"), lines).unwrap();
+            let out = sh(&p.join("x"), "b3sum", &["--check", "../sums.txt"]);
+            assert!(String::from_utf8_lossy(&out.stdout).contains("tools.json: OK"));
+        }
+    }
+}
+
+#[test]
+fn minisign_verifies_the_extracted_manifest_signature() {
+    if !require_tool("minisign") || !require_tool("tar") {
+        return;
+    }
+    let env = Env::new();
+    env.copy("agents/mailer", "mailer");
+    pack(&env, "mailer", "m.agent.bundle").expect_code(0);
+    let p = env.path();
+    std::fs::create_dir(p.join("x")).unwrap();
+    sh(p, "tar", &["--zstd", "-xf", "m.agent.bundle", "-C", "x"]);
+    let out = sh(&p.join("x"), "minisign", &["-V", "-p", &key("test.pub"), "-m", "manifest.toml"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("Signature and comment signature verified"), "{text}");
+    assert!(text.contains("agent-bundle/1 name=mailer version=1.0.0"), "{text}");
+    // A tampered manifest fails minisign too.
+    let mut m = std::fs::read(p.join("x/manifest.toml")).unwrap();
+    m.push(b'\n');
+    std::fs::write(p.join("x/manifest.toml"), m).unwrap();
+    let out = Command::new("minisign")
+        .current_dir(p.join("x"))
+        .args(["-V", "-p", &key("test.pub"), "-m", "manifest.toml"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+}
+
+#[test]
+fn a_key_made_now_by_minisign_signs_and_verifies() {
+    if !require_tool("minisign") {
+        return;
+    }
+    let env = Env::new();
+    let p = env.path();
+    sh(p, "minisign", &["-G", "-W", "-p", "live.pub", "-s", "live.key"]);
+    env.copy("agents/mailer", "mailer");
+    env.run(&["pack", "mailer", "--key", "live.key", "-o", "m.agent.bundle"]).expect_code(0);
+    env.run(&["verify", "m.agent.bundle", "--key", "live.pub"]).expect_code(0);
+    // And the other way: a key from `bundle keygen` signs with minisign.
+    env.run(&["keygen", "ours"]).expect_code(0);
+    std::fs::write(p.join("file.txt"), "hello\n").unwrap();
+    let out = Command::new("minisign")
+        .current_dir(p)
+        .args(["-S", "-s", "ours.key", "-m", "file.txt"])
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    sh(p, "minisign", &["-V", "-p", "ours.pub", "-m", "file.txt"]);
+}
