@@ -6,4 +6,5 @@ mod support;
 
 mod bundle;
 mod check;
+mod docs;
 mod lock;
