@@ -8,11 +8,23 @@ use std::path::Path;
 
 use tempfile::NamedTempFile;
 
-/// Opens a temp file next to `target` (same folder, so the final rename is atomic).
+/// Opens a temp file next to `target` (same folder, so the final rename is atomic). It gets
+/// the permissions of the file it will replace, or 0644 for a new file (tempfile's own 0600
+/// would silently make manifests and bundles private).
 pub fn temp_beside(target: &Path) -> io::Result<NamedTempFile> {
     let dir = parent_dir(target);
     let name = target.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-    tempfile::Builder::new().prefix(&format!(".{name}.")).suffix(".tmp").tempfile_in(dir)
+    let temp = tempfile::Builder::new().prefix(&format!(".{name}.")).suffix(".tmp").tempfile_in(dir)?;
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let perms = match std::fs::metadata(target) {
+            Ok(m) => m.permissions(),
+            Err(_) => std::fs::Permissions::from_mode(0o644),
+        };
+        temp.as_file().set_permissions(perms)?;
+    }
+    Ok(temp)
 }
 
 /// Flushes `temp` to disk and renames it to `target`; with `overwrite = false`, fails with

@@ -95,6 +95,7 @@ codes! {
     UnsafePath => "unsafe_path": "A file path in the agent folder cannot be packed safely (not NFC, case collision, too long, control characters).",
     UnsupportedFileType => "unsupported_file_type": "A symlink, socket, device or other non-regular file is in the agent folder.",
     SecretFile => "secret_file": "A file that looks like a secret (.env, *.pem, private keys, id_*) would be packed.",
+    LimitExceeded => "limit_exceeded": "manifest.toml, its signature or tools.json is larger than `bundle verify` accepts.",
 }
 
 impl fmt::Display for Code {

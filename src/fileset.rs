@@ -166,12 +166,10 @@ pub fn collect(dir: &Path, prefix: &str, allowed_secrets: &[String], diags: &mut
                 continue;
             }
         };
-        files.push(AgentFile {
-            path: rel,
-            full: entry.path().to_path_buf(),
-            size: meta.len(),
-            executable: is_executable(&meta),
-        });
+        // tools.json and policy.caps are data: always packed 0644.
+        let named = rel == crate::tools::FILE_NAME || rel == crate::policy::FILE_NAME;
+        let executable = !named && is_executable(&meta);
+        files.push(AgentFile { path: rel, full: entry.path().to_path_buf(), size: meta.len(), executable });
     }
     files.sort_by(|a, b| a.path.as_bytes().cmp(b.path.as_bytes()));
 

@@ -91,6 +91,11 @@ fn files(doc: &mut DocumentMut, wanted: &BTreeMap<String, Digest>, changes: &mut
                 if let Some(entry) = item.as_table_like_mut() {
                     let mut changed = set_like(entry, "blake3", Value::from(digest.blake3.to_hex().as_str()));
                     changed |= set_like(entry, "size", Value::from(digest.size as i64));
+                    if digest.executable {
+                        changed |= set_like(entry, "executable", Value::from(true));
+                    } else {
+                        changed |= entry.remove("executable").is_some();
+                    }
                     if changed {
                         changes.updated.push(path.clone());
                     }
@@ -132,6 +137,9 @@ fn file_entry(digest: &Digest) -> InlineTable {
     let mut t = InlineTable::new();
     t.insert("blake3", Value::from(digest.blake3.to_hex().as_str()));
     t.insert("size", Value::from(digest.size as i64));
+    if digest.executable {
+        t.insert("executable", Value::from(true));
+    }
     t.fmt();
     t
 }
@@ -167,6 +175,7 @@ fn same(a: &Value, b: &Value) -> bool {
     match (a, b) {
         (Value::String(x), Value::String(y)) => x.value() == y.value(),
         (Value::Integer(x), Value::Integer(y)) => x.value() == y.value(),
+        (Value::Boolean(x), Value::Boolean(y)) => x.value() == y.value(),
         _ => false,
     }
 }
@@ -176,7 +185,7 @@ mod tests {
     use super::*;
 
     fn d(n: u8) -> Digest {
-        Digest { blake3: blake3::hash(&[n]), size: n as u64 }
+        Digest { blake3: blake3::hash(&[n]), size: n as u64, executable: false }
     }
 
     #[test]

@@ -20,11 +20,13 @@ pub const FILE_NAME: &str = "manifest.toml";
 /// The only bundle format this build understands.
 pub const FORMAT: i64 = 1;
 
-/// A BLAKE3 digest and size, as written in the manifest.
+/// A BLAKE3 digest, size and executable bit, as written in the manifest. The executable bit
+/// is signed too: it decides the mode a deployed file gets.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Digest {
     pub blake3: blake3::Hash,
     pub size: u64,
+    pub executable: bool,
 }
 
 /// A named artifact: `[artifacts.tools]` or `[artifacts.policy]`.
@@ -69,7 +71,7 @@ const AGENT_KEYS: &[&str] = &["name", "version"];
 const ARTIFACT_KINDS: &[&str] = &["tools", "policy"];
 const TOOLS_KEYS: &[&str] = &["path", "blake3", "size", "version"];
 const POLICY_KEYS: &[&str] = &["path", "blake3", "size"];
-const FILE_KEYS: &[&str] = &["blake3", "size"];
+const FILE_KEYS: &[&str] = &["blake3", "size", "executable"];
 
 /// Agent names: 1-64 characters, lowercase ASCII letters, digits, `-` and `_`, starting with a
 /// letter. They name the bundle file and are matched against trusted-key scopes.
@@ -263,7 +265,21 @@ impl Parser<'_> {
                 }
             }
         }
-        Some(Digest { blake3: hash?, size: size? })
+        let mut executable = false;
+        if let Some(item) = table.get("executable") {
+            let key = join(prefix, "executable");
+            match item.as_bool() {
+                Some(b) => executable = b,
+                None => self.error(
+                    Code::WrongType,
+                    &key,
+                    item.span(),
+                    format!("`{key}` must be true or false"),
+                    "run `bundle lock`",
+                ),
+            }
+        }
+        Some(Digest { blake3: hash?, size: size?, executable })
     }
 
     fn artifact(&mut self, artifacts: &dyn TableLike, kind: &str, expected_path: &str) -> Option<Artifact> {
@@ -420,7 +436,11 @@ pub fn parse(src: &Source, diags: &mut Vec<Diagnostic>) -> Option<Manifest> {
 
     let mut files = BTreeMap::new();
     if let Some(table) = p.table(root, "", "files", false) {
-        let mut folded: BTreeMap<String, String> = BTreeMap::new();
+        // The named artifacts take part in the case-collision check too.
+        let mut folded: BTreeMap<String, String> = [crate::tools::FILE_NAME, crate::policy::FILE_NAME, FILE_NAME]
+            .into_iter()
+            .map(|p| (paths::fold_key(p), p.to_owned()))
+            .collect();
         for (path, item) in table.iter() {
             let key = join("files", path);
             let key_span = table.get_key_value(path).and_then(|(k, _)| k.span());
@@ -442,7 +462,7 @@ pub fn parse(src: &Source, diags: &mut Vec<Diagnostic>) -> Option<Manifest> {
                     "rename one: they collide on case-insensitive file systems",
                 );
             }
-            if [crate::tools::FILE_NAME, crate::policy::FILE_NAME, FILE_NAME].contains(&path) {
+            if [crate::tools::FILE_NAME, crate::policy::FILE_NAME, FILE_NAME, "manifest.toml.minisig"].contains(&path) {
                 p.error(
                     Code::UnsafePath,
                     &key,

@@ -111,7 +111,10 @@ pub fn check_agent_with(dir: &Path, digests: bool) -> AgentCheck {
         .and_then(|src| manifest::parse(&src, &mut diags).map(|m| (m, src)));
     let mut current = None;
     let manifest_text = manifest.as_ref().map(|(_, src)| src.text.clone());
-    if let Some((m, src)) = manifest.as_ref().filter(|_| digests) {
+    // Digests are compared only when the manifest itself is sound: lock cannot fix them
+    // before the manifest is fixed, and the noise would hide the real problem.
+    let manifest_sound = !diags.iter().any(|d| d.is_error());
+    if let Some((m, src)) = manifest.as_ref().filter(|_| digests && manifest_sound) {
         let found = lock::current_digests(dir, &prefix, m, &mut diags);
         for (key, message) in lock::stale_entries(m, &found.digests) {
             diags.push(

@@ -66,5 +66,10 @@ pub fn init(dir: &Path, name: Option<&str>, force: bool) -> Result<Initialized> 
         atomic::write(&path, content.as_bytes(), force).map_err(|e| Error::io(&path, e))?;
         written.push(path);
     }
+    // Lock right away, so that the new agent passes `bundle check` as it is.
+    let locked = crate::ops::lock::lock_agent(dir);
+    if let Some(d) = locked.report.diagnostics.iter().find(|d| d.is_error()) {
+        return Err(Error::Usage(format!("created the files, but could not lock them: {}", d.message)));
+    }
     Ok(Initialized { name, files: written })
 }

@@ -46,7 +46,7 @@ pub fn current_digests(dir: &Path, prefix: &str, manifest: &Manifest, diags: &mu
                 continue;
             }
         };
-        let d = Digest { blake3: hash, size };
+        let d = Digest { blake3: hash, size, executable: f.executable };
         match f.path.as_str() {
             tools::FILE_NAME => digests.tools = Some(d),
             policy::FILE_NAME => digests.policy = Some(d),

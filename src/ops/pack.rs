@@ -11,6 +11,7 @@ use crate::manifest::{self, Digest};
 use crate::minisign::SecretKey;
 use crate::ops::check::{self, display_prefix};
 use crate::ops::lock::{self, Current};
+use crate::ops::verify;
 use crate::{atomic, trust};
 
 /// The name of the signature entry, the bundle's second.
@@ -84,17 +85,43 @@ pub fn pack(dir: &Path, key: &SecretKey, opts: &PackOptions) -> Result<Packed, P
         (locked.current.expect("present when lock succeeded"), text, locked.written)
     };
     let manifest_bytes = manifest_text.into_bytes();
+    // Never write a bundle the verifier would refuse for its size.
+    let tools_size = current.digest_of(crate::tools::FILE_NAME).map_or(0, |d| d.size);
+    for (what, size, limit) in [
+        (manifest::FILE_NAME, manifest_bytes.len() as u64, verify::MAX_MANIFEST_BYTES),
+        (crate::tools::FILE_NAME, tools_size, verify::MAX_JSON_BYTES),
+    ] {
+        if size > limit {
+            let mut report = Report::default();
+            report.push(
+                Diagnostic::error(
+                    Code::LimitExceeded,
+                    format!("{}{what}", display_prefix(dir)),
+                    format!("{what} is {size} bytes; `bundle verify` accepts at most {limit}"),
+                )
+                .with_help("split the agent, or move data out of tools.json into files"),
+            );
+            return Err(PackFailure::Rejected(report));
+        }
+    }
     let m = checked.manifest.expect("a clean check has a manifest");
     let comment = trust::trusted_comment(&m.name, &m.version.to_string());
     let signature = key
         .sign(&manifest_bytes, &comment, UNTRUSTED_COMMENT)
         .map_err(|e| Error::Key { message: format!("cannot sign: {e}") })?;
 
+    let signature_text = signature.to_text();
+    if signature_text.len() as u64 > verify::MAX_SIGNATURE_BYTES {
+        return Err(Error::Usage(format!(
+            "the signature would be {} bytes; shorten the agent version",
+            signature_text.len()
+        ))
+        .into());
+    }
     let output =
         opts.output.clone().unwrap_or_else(|| PathBuf::from(default_file_name(&m.name, &m.version.to_string())));
     let temp = atomic::temp_beside(&output).map_err(|e| Error::io(&output, e))?;
-    let content_bytes =
-        write_bundle(temp.as_file(), &manifest_bytes, signature.to_text().as_bytes(), &current, opts, dir)?;
+    let content_bytes = write_bundle(temp.as_file(), &manifest_bytes, signature_text.as_bytes(), &current, opts, dir)?;
     let bundle_bytes = temp.as_file().metadata().map_err(|e| Error::io(temp.path(), e))?.len();
     atomic::commit(temp, &output, true).map_err(|e| Error::io(&output, e))?;
     Ok(Packed {
@@ -141,7 +168,7 @@ fn write_bundle(
         let expected = current.digest_of(&f.path);
         let mut source = File::open(&f.full).map_err(|e| Error::io(&f.full, e))?;
         let hash = writer.append(&f.path, f.size, f.executable, &mut source).map_err(archive_err)?;
-        if expected != Some(&Digest { blake3: hash, size: f.size }) {
+        if expected != Some(&Digest { blake3: hash, size: f.size, executable: f.executable }) {
             let mut report = Report::default();
             report.push(
                 Diagnostic::error(

@@ -20,7 +20,7 @@ use crate::minisign::{Signature, SignatureError};
 use crate::ops::pack::SIGNATURE_ENTRY;
 use crate::policy::{self, Policy};
 use crate::tools::{self, ToolsFile};
-use crate::trust::{self, TrustedKeys};
+use crate::trust::{self, TrustedKey, TrustedKeys};
 
 /// Largest manifest.toml accepted (read into memory before anything is trusted).
 pub const MAX_MANIFEST_BYTES: u64 = 1 << 20;
@@ -50,9 +50,10 @@ reasons! {
     UntrustedKey => "untrusted_key": "The signing key is not trusted, or not trusted for this agent name.",
     NameMismatch => "name_mismatch": "The trusted comment names another agent or version than the manifest (or than --name).",
     UnsupportedVersion => "unsupported_version": "The bundle format or tools.json version is not one this bundle supports.",
-    MalformedManifest => "malformed_manifest": "manifest.toml is missing, not entry 1, too large, or breaks the manifest rules.",
+    MalformedManifest => "malformed_manifest": "manifest.toml is missing, not entry 1, or breaks the manifest rules.",
     DigestMismatch => "digest_mismatch": "An entry's BLAKE3 digest differs from the manifest's.",
     SizeMismatch => "size_mismatch": "An entry's size differs from the manifest's.",
+    ModeMismatch => "mode_mismatch": "An entry's executable bit differs from the manifest's.",
     MissingEntry => "missing_entry": "A file the manifest lists is not in the bundle.",
     UnlistedEntry => "unlisted_entry": "An entry the manifest does not list.",
     DuplicateEntry => "duplicate_entry": "The same path twice in the bundle.",
@@ -284,8 +285,9 @@ fn run(
         })?;
     *signer = Some(signature.key_id_hex());
 
-    // The signature, before anything in the manifest is believed.
-    let trusted_key = match trust {
+    // The signature, before anything in the manifest is believed. A key may appear on several
+    // lines of a trusted-keys file (with different scopes): keep every line that verifies.
+    let verified_by: Option<Vec<&TrustedKey>> = match trust {
         Trust::Keys(keys) => {
             let candidates: Vec<_> = keys.with_id(signature.key_id()).collect();
             if candidates.is_empty() {
@@ -295,30 +297,25 @@ fn run(
                     format!("signed by key {}, which is not among the trusted keys", signature.key_id_hex()),
                 ));
             }
-            let mut last = None;
-            let mut good = None;
+            let mut good = Vec::new();
+            let mut failure = None;
             for k in candidates {
                 match signature.verify(&k.key, &manifest_bytes) {
-                    Ok(()) => {
-                        good = Some(k);
-                        break;
+                    Ok(()) => good.push(k),
+                    Err(e) => failure = Some(e),
+                }
+            }
+            if good.is_empty() {
+                let what = match failure {
+                    Some(SignatureError::BadTrustedComment) => {
+                        "the trusted comment was altered (its signature does not verify)".to_owned()
                     }
-                    Err(e) => last = Some(e),
-                }
+                    Some(other) => format!("the manifest's signature does not verify: {other}"),
+                    None => "the manifest's signature does not verify".to_owned(),
+                };
+                return Err(Rejection::new(Reason::BadSignature, Some(SIGNATURE_ENTRY), what));
             }
-            match (good, last) {
-                (Some(k), _) => Some(k),
-                (None, Some(e)) => {
-                    let what = match e {
-                        SignatureError::BadTrustedComment => {
-                            "the trusted comment was altered (its signature does not verify)".to_owned()
-                        }
-                        other => format!("the manifest's signature does not verify: {other}"),
-                    };
-                    return Err(Rejection::new(Reason::BadSignature, Some(SIGNATURE_ENTRY), what));
-                }
-                (None, None) => unreachable!("candidates is not empty"),
-            }
+            Some(good)
         }
         Trust::Unchecked => None,
     };
@@ -326,28 +323,32 @@ fn run(
     // The manifest, now authenticated (or knowingly unchecked).
     let manifest = parse_manifest(&manifest_bytes)?;
     *agent = Some((manifest.name.clone(), manifest.version.to_string()));
-    let (comment_name, comment_version) = trust::parse_trusted_comment(signature.trusted_comment())
-        .map_err(|why| Rejection::new(Reason::NameMismatch, Some(SIGNATURE_ENTRY), why))?;
-    if comment_name != manifest.name || comment_version != manifest.version.to_string() {
+    let expected_comment = trust::trusted_comment(&manifest.name, &manifest.version.to_string());
+    if signature.trusted_comment() != expected_comment {
+        let signed_for = match trust::parse_trusted_comment(signature.trusted_comment()) {
+            Ok((n, v)) => format!("the signature is for {n} {v}"),
+            Err(why) => why,
+        };
         return Err(Rejection::new(
             Reason::NameMismatch,
             Some(SIGNATURE_ENTRY),
             format!(
-                "the signature is for {comment_name} {comment_version}, the manifest says {} {}",
+                "{signed_for}; the manifest says {} {} (expected the trusted comment `{expected_comment}`)",
                 manifest.name, manifest.version
             ),
         ));
     }
-    if let Some(k) = trusted_key
-        && !k.may_sign(&manifest.name)
+    if let Some(lines) = &verified_by
+        && !lines.iter().any(|k| k.may_sign(&manifest.name))
     {
+        let scopes: Vec<String> = lines.iter().flat_map(|k| k.scopes.iter().cloned()).collect();
         return Err(Rejection::new(
             Reason::UntrustedKey,
             Some(SIGNATURE_ENTRY),
             format!(
                 "key {} is trusted only for agents matching {}, not `{}`",
                 signature.key_id_hex(),
-                k.scopes.join(", "),
+                scopes.join(", "),
                 manifest.name
             ),
         ));
@@ -397,6 +398,17 @@ fn run(
                 format!("`{path}` comes after `{prev}`: entries must be in byte-wise sorted order"),
             ));
         }
+        if entry.executable != expected.executable {
+            return Err(Rejection::new(
+                Reason::ModeMismatch,
+                here,
+                format!(
+                    "`{path}` is {} in the archive, the manifest says {}",
+                    mode_name(entry.executable),
+                    mode_name(expected.executable)
+                ),
+            ));
+        }
         if entry.size != expected.size {
             return Err(Rejection::new(
                 Reason::SizeMismatch,
@@ -404,9 +416,11 @@ fn run(
                 format!("`{path}` is {} bytes in the archive, the manifest says {}", entry.size, expected.size),
             ));
         }
+        // tools.json and policy.caps are always kept (within MAX_JSON_BYTES); other JSON files
+        // (schemas tools.json may reference) share MAX_JSON_TOTAL.
+        let named = path == tools::FILE_NAME || path == policy::FILE_NAME;
         let keep = entry.size <= MAX_JSON_BYTES
-            && kept_total + entry.size <= MAX_JSON_TOTAL
-            && (path.ends_with(".json") || path == policy::FILE_NAME);
+            && (named || (path.ends_with(".json") && kept_total + entry.size <= MAX_JSON_TOTAL));
         let executable = entry.executable;
         let hash = {
             let out = sink
@@ -418,7 +432,9 @@ fn run(
                 .flush()
                 .map_err(|e| Rejection::new(Reason::IoError, here, format!("cannot write `{path}`: {e}")))?;
             if let Some(bytes) = tee.copy {
-                kept_total += bytes.len() as u64;
+                if !named {
+                    kept_total += bytes.len() as u64;
+                }
                 kept.insert(path.clone(), bytes);
             }
             hash
@@ -454,7 +470,7 @@ fn run(
         manifest,
         key_id: signature.key_id_hex(),
         trusted_comment: signature.trusted_comment().to_owned(),
-        signature_checked: trusted_key.is_some(),
+        signature_checked: verified_by.is_some(),
         files: seen,
         tools,
         compressed_bytes: input.count,
@@ -479,13 +495,20 @@ impl<W: Write> Write for Tee<W> {
     }
 }
 
+fn mode_name(executable: bool) -> &'static str {
+    if executable { "executable (0755)" } else { "not executable (0644)" }
+}
+
 fn parse_manifest(bytes: &[u8]) -> Result<Manifest, Rejection> {
     let here = Some(manifest::FILE_NAME);
-    let text = std::str::from_utf8(bytes)
-        .map_err(|_| Rejection::new(Reason::MalformedManifest, here, "manifest.toml is not UTF-8"))?;
+    let text = crate::json::decode_utf8(manifest::FILE_NAME, bytes.to_vec())
+        .map_err(|d| Rejection::new(Reason::MalformedManifest, here, format!("manifest.toml: {}", d.message)))?;
     let mut diags = Vec::new();
     let parsed = manifest::parse(&Source::new(manifest::FILE_NAME, text), &mut diags);
-    if let Some(d) = diags.iter().find(|d| d.is_error()) {
+    // An unsupported version explains every other problem, so it is reported first.
+    let first =
+        diags.iter().find(|d| d.code == Code::UnsupportedVersion).or_else(|| diags.iter().find(|d| d.is_error()));
+    if let Some(d) = first {
         let reason =
             if d.code == Code::UnsupportedVersion { Reason::UnsupportedVersion } else { Reason::MalformedManifest };
         let at = d.path.as_deref().map(|p| format!(" at `{p}`")).unwrap_or_default();

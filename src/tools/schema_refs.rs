@@ -158,7 +158,11 @@ impl<'a> Resolver<'a> {
         if let Some(entry) = schema_refs.and_then(|m| m.get(id)) {
             return match entry {
                 Value::String(rel) => match check_relative_json_path(rel) {
-                    Ok(()) => self.load_file(rel, schema_refs, diags),
+                    // A missing file is reported at the `schema_refs` entry, not again here.
+                    Ok(()) => match self.load_file(rel, schema_refs, diags) {
+                        Resolved::Missing(_) => Resolved::Broken,
+                        other => other,
+                    },
                     Err(_) => Resolved::Broken,
                 },
                 other => Resolved::Schema(other.clone()),

@@ -203,6 +203,11 @@ fn published_schema_agrees_with_the_validator() {
         });
         let schema_ok = validator.is_valid(&instance);
         compared += 1;
+        // JSON Schema treats 1.0 as the integer 1; only the validator sees the raw number.
+        if dir == "invalid/unsupported_version-float" {
+            assert!(schema_ok && structural, "the one known difference changed");
+            continue;
+        }
         if schema_ok == structural {
             disagreements.push(format!(
                 "{dir}: schema says {}, validator structural error: {structural}",
