@@ -8,3 +8,4 @@ mod bundle;
 mod check;
 mod docs;
 mod lock;
+mod schemas;
