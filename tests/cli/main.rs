@@ -7,4 +7,5 @@ mod support;
 mod bundle;
 mod check;
 mod docs;
+mod hostile;
 mod lock;
