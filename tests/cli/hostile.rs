@@ -56,9 +56,9 @@ fn listing(dir: &Path) -> BTreeSet<String> {
     out
 }
 
-/// The agent files of an accepted bundle (every entry after manifest.toml and its signature),
-/// read with the `tar` crate: path, executable, bytes.
-fn agent_files(bundle: &[u8]) -> Vec<(String, bool, Vec<u8>)> {
+/// Every entry of an accepted bundle (manifest.toml, its signature, the agent's files), read
+/// with the `tar` crate: path, executable, bytes. Unpack extracts all of them.
+fn all_entries(bundle: &[u8]) -> Vec<(String, bool, Vec<u8>)> {
     let tar = zstd::stream::decode_all(bundle).unwrap();
     let mut archive = tar::Archive::new(&tar[..]);
     let mut files = Vec::new();
@@ -72,7 +72,7 @@ fn agent_files(bundle: &[u8]) -> Vec<(String, bool, Vec<u8>)> {
     }
     assert_eq!(files[0].0, "manifest.toml");
     assert_eq!(files[1].0, "manifest.toml.minisig");
-    files.split_off(2)
+    files
 }
 
 #[test]
@@ -145,7 +145,7 @@ fn unpack_extracts_only_accepted_bundles_and_leaves_nothing_otherwise() {
             failures.push(format!("{}: unpack exit {} (want 0):\n{}{}", c.name, out.code, out.stdout, out.stderr));
             continue;
         }
-        let files = agent_files(&std::fs::read(&bundle).unwrap());
+        let files = all_entries(&std::fs::read(&bundle).unwrap());
         let mut want: BTreeSet<String> = BTreeSet::from(["out/".to_owned()]);
         for (path, exec, data) in &files {
             let mut parent = Path::new(path).parent();
