@@ -1111,7 +1111,7 @@ pub fn generate() -> Vec<Case> {
         add(
             "unsupported_entry_type-gnu-longname",
             "unsupported_entry_type",
-            "A GNU long-name entry (typeflag 'L', name ././@LongLink, magic \"ustar  \\0\") carrying a 138-byte path, before prompts/system.md.",
+            "A GNU long-name entry (typeflag 'L', name ././@LongLink, magic \"ustar  \\0\") carrying a NUL-terminated 137-byte path, before prompts/system.md.",
             splice(
                 2 + prompt_index,
                 &block(
