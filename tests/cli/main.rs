@@ -7,5 +7,6 @@ mod support;
 mod bundle;
 mod check;
 mod docs;
+mod hostile;
 mod lock;
 mod schemas;

@@ -1,0 +1,195 @@
+//! The hostile-bundle corpus in testdata/hostile/ (made by examples/make-hostile.rs): `bundle
+//! verify` gives every case its expected reason code, `bundle unpack` extracts exactly the
+//! accepted ones and leaves nothing at all behind for the rest, and the committed corpus is
+//! exactly what the generator makes.
+
+use std::collections::BTreeSet;
+use std::io::Read;
+use std::path::Path;
+
+use agent_bundle::ops::verify::Reason;
+
+use crate::support::{Env, run, testdata};
+
+#[allow(dead_code)] // `main` is the example's; the tests use `generate` and `tsv`.
+#[path = "../../examples/make-hostile.rs"]
+mod generator;
+
+struct Case {
+    name: String,
+    code: String,
+}
+
+fn corpus() -> Vec<Case> {
+    let text = std::fs::read_to_string(testdata("hostile/cases.tsv")).expect("testdata/hostile/cases.tsv");
+    let mut lines = text.lines();
+    assert_eq!(lines.next(), Some(generator::TSV_HEADER), "cases.tsv header");
+    lines
+        .map(|line| {
+            let cols: Vec<&str> = line.split('\t').collect();
+            assert!(cols.len() == 3 && cols.iter().all(|c| !c.is_empty()), "cases.tsv line {line:?} needs 3 columns");
+            Case { name: cols[0].to_owned(), code: cols[1].to_owned() }
+        })
+        .collect()
+}
+
+fn bundle_arg(case: &str) -> String {
+    format!("testdata/hostile/{}", generator::file_name(case))
+}
+
+/// Every path under `dir`, relative, directories with a trailing `/`.
+fn listing(dir: &Path) -> BTreeSet<String> {
+    fn walk(root: &Path, dir: &Path, out: &mut BTreeSet<String>) {
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let entry = entry.unwrap();
+            let rel = entry.path().strip_prefix(root).unwrap().to_string_lossy().into_owned();
+            if entry.file_type().unwrap().is_dir() {
+                out.insert(format!("{rel}/"));
+                walk(root, &entry.path(), out);
+            } else {
+                out.insert(rel);
+            }
+        }
+    }
+    let mut out = BTreeSet::new();
+    walk(dir, dir, &mut out);
+    out
+}
+
+/// Every entry of an accepted bundle (manifest.toml, its signature, the agent's files), read
+/// with the `tar` crate: path, executable, bytes. Unpack extracts all of them.
+fn all_entries(bundle: &[u8]) -> Vec<(String, bool, Vec<u8>)> {
+    let tar = zstd::stream::decode_all(bundle).unwrap();
+    let mut archive = tar::Archive::new(&tar[..]);
+    let mut files = Vec::new();
+    for entry in archive.entries().unwrap() {
+        let mut entry = entry.unwrap();
+        let path = entry.path().unwrap().to_string_lossy().into_owned();
+        let exec = entry.header().mode().unwrap() & 0o111 != 0;
+        let mut data = Vec::new();
+        entry.read_to_end(&mut data).unwrap();
+        files.push((path, exec, data));
+    }
+    assert_eq!(files[0].0, "manifest.toml");
+    assert_eq!(files[1].0, "manifest.toml.minisig");
+    files
+}
+
+#[test]
+fn corpus_covers_every_reason() {
+    let cases = corpus();
+    assert!(cases.len() >= 40, "only {} cases", cases.len());
+    let codes: BTreeSet<&str> = cases.iter().map(|c| c.code.as_str()).collect();
+    for reason in Reason::ALL.iter().filter(|r| **r != Reason::IoError) {
+        assert!(codes.contains(reason.as_str()), "no case for {}", reason.as_str());
+    }
+    let known: BTreeSet<&str> = Reason::ALL.iter().map(|r| r.as_str()).chain(["ok"]).collect();
+    for c in &cases {
+        assert!(known.contains(c.code.as_str()), "{}: unknown code {}", c.name, c.code);
+    }
+    let names: BTreeSet<String> = cases.iter().map(|c| generator::file_name(&c.name)).collect();
+    assert_eq!(names.len(), cases.len(), "duplicate case names");
+    let on_disk: BTreeSet<String> =
+        listing(&testdata("hostile")).into_iter().filter(|n| n.ends_with(".agent.bundle")).collect();
+    assert_eq!(on_disk, names, "bundles in testdata/hostile/ and lines of cases.tsv differ");
+}
+
+#[test]
+fn verify_gives_each_case_its_code() {
+    let mut failures = Vec::new();
+    for c in corpus() {
+        let out = run(&["verify", &bundle_arg(&c.name), "--key", "testdata/keys/test.pub", "--format", "json"]);
+        let json = out.json();
+        let code = json["code"].as_str().unwrap_or("ok");
+        let want_exit = if c.code == "ok" { 0 } else { 1 };
+        let consistent = json["ok"].as_bool() == Some(c.code == "ok");
+        if out.code != want_exit || code != c.code || !consistent {
+            failures.push(format!(
+                "{}: exit {} code {code} (want exit {want_exit} code {}): {}",
+                c.name, out.code, c.code, json["message"]
+            ));
+        }
+    }
+    assert!(failures.is_empty(), "{} cases differ:\n{}", failures.len(), failures.join("\n"));
+}
+
+#[test]
+fn unpack_extracts_only_accepted_bundles_and_leaves_nothing_otherwise() {
+    let key = testdata("keys/test.pub");
+    let mut failures = Vec::new();
+    for c in corpus() {
+        let env = Env::new();
+        let bundle = testdata(&format!("hostile/{}", generator::file_name(&c.name)));
+        let out_dir = env.path().join("out");
+        let before = listing(env.path());
+        let out = env.run(&[
+            "unpack",
+            bundle.to_str().unwrap(),
+            out_dir.to_str().unwrap(),
+            "--key",
+            key.to_str().unwrap(),
+            "--format",
+            "json",
+        ]);
+        let after = listing(env.path());
+        if c.code != "ok" {
+            if out.code != 1 || out.json()["code"].as_str() != Some(c.code.as_str()) {
+                failures.push(format!("{}: unpack exit {} (want 1 {}):\n{}", c.name, out.code, c.code, out.stdout));
+            }
+            if out_dir.exists() || after != before {
+                failures.push(format!("{}: rejected, but the folder changed: {before:?} -> {after:?}", c.name));
+            }
+            continue;
+        }
+        if out.code != 0 {
+            failures.push(format!("{}: unpack exit {} (want 0):\n{}{}", c.name, out.code, out.stdout, out.stderr));
+            continue;
+        }
+        let files = all_entries(&std::fs::read(&bundle).unwrap());
+        let mut want: BTreeSet<String> = BTreeSet::from(["out/".to_owned()]);
+        for (path, exec, data) in &files {
+            let mut parent = Path::new(path).parent();
+            while let Some(p) = parent.filter(|p| !p.as_os_str().is_empty()) {
+                want.insert(format!("out/{}/", p.to_str().unwrap()));
+                parent = p.parent();
+            }
+            want.insert(format!("out/{path}"));
+            let target = out_dir.join(path);
+            match std::fs::read(&target) {
+                Ok(got) if got == *data => {}
+                Ok(_) => failures.push(format!("{}: {path} extracted with other bytes", c.name)),
+                Err(e) => failures.push(format!("{}: {path} not extracted: {e}", c.name)),
+            }
+            #[cfg(unix)]
+            {
+                use std::os::unix::fs::PermissionsExt;
+                if let Ok(meta) = std::fs::metadata(&target)
+                    && (meta.permissions().mode() & 0o100 != 0) != *exec
+                {
+                    failures.push(format!("{}: {path} executable bit is not {exec}", c.name));
+                }
+            }
+        }
+        if after != want {
+            failures.push(format!("{}: extracted {after:?}, want {want:?}", c.name));
+        }
+    }
+    assert!(failures.is_empty(), "{} problems:\n{}", failures.len(), failures.join("\n"));
+}
+
+#[test]
+fn committed_corpus_is_what_the_generator_makes() {
+    let cases = generator::generate();
+    let tsv = std::fs::read_to_string(testdata("hostile/cases.tsv")).unwrap();
+    let regenerate = "regenerate with `cargo run --example make-hostile -- testdata/hostile`";
+    assert!(tsv == generator::tsv(&cases), "cases.tsv is stale; {regenerate}");
+    let mut stale = Vec::new();
+    for c in &cases {
+        let committed =
+            std::fs::read(testdata(&format!("hostile/{}", generator::file_name(c.name)))).unwrap_or_default();
+        if committed != c.bytes {
+            stale.push(c.name);
+        }
+    }
+    assert!(stale.is_empty(), "these bundles differ from the generator's output ({regenerate}): {stale:?}");
+}
