@@ -144,6 +144,9 @@ fn manifest_text(files: &[F]) -> String {
             )),
             "policy.caps" => sections
                 .push(format!("[artifacts.policy]\npath = \"policy.caps\"\nblake3 = \"{hash}\"\nsize = {size}\n")),
+            path if x.exec => {
+                listed.push_str(&format!("\"{path}\" = {{ blake3 = \"{hash}\", size = {size}, executable = true }}\n"))
+            }
             path => listed.push_str(&format!("\"{path}\" = {{ blake3 = \"{hash}\", size = {size} }}\n")),
         }
     }
@@ -459,9 +462,9 @@ pub fn generate() -> Vec<Case> {
             })
             .collect();
         add(
-            "ok-exec-bit-flipped",
-            "ok",
-            "The valid bundle rewritten with bin/start.sh as 0644 and prompts/system.md as 0755: the executable bit is not covered by the signed manifest, so verify accepts it.",
+            "mode_mismatch-exec-bit-flipped",
+            "mode_mismatch",
+            "The valid bundle rewritten with bin/start.sh as 0644 and prompts/system.md as 0755: the signed manifest records the executable bit, so the first flipped entry is rejected.",
             write(&entries(&manifest, &sig, &flipped)),
         );
     }
@@ -833,12 +836,19 @@ pub fn generate() -> Vec<Case> {
             big = plus_file(&big, f(&format!("data/pad-{i}.json"), &pad, false));
         }
         add(
-            "limit_exceeded-json-total-16mib",
-            "limit_exceeded",
-            "Four unreferenced data/pad-N.json files of exactly 4 MiB each sort before tools.json and use up the 16 MiB JSON budget, so the 25-byte tools.json is not kept for re-validation.",
+            "ok-json-files-over-16mib",
+            "ok",
+            "Four unreferenced data/pad-N.json files of exactly 4 MiB each sort before tools.json and fill the 16 MiB budget for schema files; tools.json and policy.caps are kept regardless, so the bundle verifies.",
             relocked(&big),
         );
     }
+
+    add(
+        "malformed_manifest-file-and-folder",
+        "malformed_manifest",
+        "A file named `prompts` added beside prompts/system.md and signed: a path cannot be both a file and a folder, so unpack could never extract it.",
+        relocked(&plus_file(&files, f("prompts", "not a folder\n", false))),
+    );
 
     // ---- digest_mismatch ------------------------------------------------------------------
     add(

@@ -495,6 +495,28 @@ pub fn parse(src: &Source, diags: &mut Vec<Diagnostic>) -> Option<Manifest> {
             }
             files.insert(path.to_owned(), digest);
         }
+        // A path may not be both a file and a folder (`prompts` and `prompts/system.md`):
+        // no file system could hold both.
+        let named = [crate::tools::FILE_NAME, crate::policy::FILE_NAME, FILE_NAME, "manifest.toml.minisig"];
+        for path in table.iter().map(|(p, _)| p) {
+            let mut at = 0;
+            while let Some(i) = path[at..].find('/') {
+                let folder = &path[..at + i];
+                if files.contains_key(folder) || named.contains(&folder) {
+                    let key = join("files", path);
+                    let span = table.get_key_value(path).and_then(|(k, _)| k.span());
+                    p.error(
+                        Code::UnsafePath,
+                        &key,
+                        span,
+                        format!("`{folder}` is listed as a file and as a folder of `{path}`"),
+                        "rename one of them",
+                    );
+                    break;
+                }
+                at += i + 1;
+            }
+        }
     }
 
     Some(Manifest { format: format?, name: name?, version: version?, tools, policy, files, allow_secret_files })

@@ -11,9 +11,9 @@ fn toml_to_json(item: &toml_edit::Item) -> serde_json::Value {
         toml_edit::Item::None => J::Null,
         toml_edit::Item::Value(v) => value_to_json(v),
         toml_edit::Item::Table(t) => J::Object(t.iter().map(|(k, v)| (k.to_owned(), toml_to_json(v))).collect()),
-        toml_edit::Item::ArrayOfTables(a) => {
-            J::Array(a.iter().map(|t| J::Object(t.iter().map(|(k, v)| (k.to_owned(), toml_to_json(v))).collect())).collect())
-        }
+        toml_edit::Item::ArrayOfTables(a) => J::Array(
+            a.iter().map(|t| J::Object(t.iter().map(|(k, v)| (k.to_owned(), toml_to_json(v))).collect())).collect(),
+        ),
     }
 }
 
@@ -26,7 +26,9 @@ fn value_to_json(v: &toml_edit::Value) -> serde_json::Value {
         toml_edit::Value::Boolean(b) => J::Bool(*b.value()),
         toml_edit::Value::Datetime(d) => J::String(d.value().to_string()),
         toml_edit::Value::Array(a) => J::Array(a.iter().map(value_to_json).collect()),
-        toml_edit::Value::InlineTable(t) => J::Object(t.iter().map(|(k, v)| (k.to_owned(), value_to_json(v))).collect()),
+        toml_edit::Value::InlineTable(t) => {
+            J::Object(t.iter().map(|(k, v)| (k.to_owned(), value_to_json(v))).collect())
+        }
     }
 }
 
@@ -40,7 +42,10 @@ fn inline_cases() -> Vec<(String, String)> {
         ("executable".into(), swap("size = 1 }", "size = 1, executable = true }")),
         ("executable-string".into(), swap("size = 1 }", "size = 1, executable = \"yes\" }")),
         ("digest-upper".into(), swap("af1349b9f5f9a1a6", "AF1349B9F5F9A1A6")),
-        ("digest-short".into(), swap("= \"af1349b9f5f9a1a6a0404dea36dcc9499bcb25c9adc112b7cc9a93cae41f3262\", size", "= \"af13\", size")),
+        (
+            "digest-short".into(),
+            swap("= \"af1349b9f5f9a1a6a0404dea36dcc9499bcb25c9adc112b7cc9a93cae41f3262\", size", "= \"af13\", size"),
+        ),
         ("size-negative".into(), swap("size = 1 }", "size = -1 }")),
         ("file-unknown-key".into(), swap("size = 1 }", "size = 1, mode = 420 }")),
         ("file-escapes".into(), swap("\"a/b.md\"", "\"../b.md\"")),
@@ -62,7 +67,8 @@ fn inline_cases() -> Vec<(String, String)> {
 #[test]
 fn published_manifest_schema_agrees_with_the_validator() {
     let schema: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(repo().join("schemas/manifest.v1.schema.json")).unwrap()).unwrap();
+        serde_json::from_str(&std::fs::read_to_string(repo().join("schemas/manifest.v1.schema.json")).unwrap())
+            .unwrap();
     jsonschema::meta::validate(&schema).expect("the published schema is itself valid");
     let validator = jsonschema::validator_for(&schema).unwrap();
 
@@ -87,7 +93,8 @@ fn published_manifest_schema_agrees_with_the_validator() {
         let schema_rejects = !validator.is_valid(&instance);
         compared += 1;
         if validator_rejects != schema_rejects {
-            let codes: Vec<_> = diags.iter().map(|d| format!("{} {}", d.code, d.path.clone().unwrap_or_default())).collect();
+            let codes: Vec<_> =
+                diags.iter().map(|d| format!("{} {}", d.code, d.path.clone().unwrap_or_default())).collect();
             disagreements.push(format!("{name}: schema rejects {schema_rejects}, validator {codes:?}"));
         }
     }
