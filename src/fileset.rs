@@ -7,6 +7,7 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
 
 use ignore::gitignore::{Gitignore, GitignoreBuilder};
 
@@ -66,6 +67,15 @@ pub struct AgentFile {
     pub executable: bool,
 }
 
+/// A matcher for built-in patterns, built once per process (building compiles regexes, which
+/// costs more than checking a small agent). Paths are matched relative to the agent folder.
+fn builtin(cell: &'static OnceLock<Gitignore>, lines: &[&str]) -> &'static Gitignore {
+    cell.get_or_init(|| matcher(Path::new(""), lines))
+}
+
+static DEFAULTS: OnceLock<Gitignore> = OnceLock::new();
+static SECRETS: OnceLock<Gitignore> = OnceLock::new();
+
 fn matcher(root: &Path, lines: &[&str]) -> Gitignore {
     let mut b = GitignoreBuilder::new(root);
     for line in lines {
@@ -78,8 +88,8 @@ fn matcher(root: &Path, lines: &[&str]) -> Gitignore {
 /// Lists the agent's files (sorted by path), reporting every problem. `manifest.toml` itself
 /// is not listed: it is the bundle's first entry, not an artifact.
 pub fn collect(dir: &Path, prefix: &str, allowed_secrets: &[String], diags: &mut Vec<Diagnostic>) -> Vec<AgentFile> {
-    let defaults = matcher(dir, DEFAULT_IGNORES);
-    let secrets = matcher(dir, SECRET_PATTERNS);
+    let defaults = builtin(&DEFAULTS, DEFAULT_IGNORES);
+    let secrets = builtin(&SECRETS, SECRET_PATTERNS);
     let mut user = GitignoreBuilder::new(dir);
     let ignore_file = dir.join(".bundleignore");
     if ignore_file.exists()

@@ -4,9 +4,18 @@
 //! the value; jsonc-parser's AST gives the byte range of every key and value so diagnostics can
 //! point at `line:column`, and lets us see duplicate keys, which serde_json silently collapses
 //! (parsers disagree on which duplicate wins, so a duplicate is an error).
+//!
+//! The common case is a clean file, and `bundle check` runs as a pre-commit hook, so the
+//! position map is built lazily: only when a diagnostic needs a position, or when the fast
+//! parse saw a duplicate key (then the AST walk finds where).
 
+use std::cell::{Cell, OnceCell};
 use std::collections::HashMap;
+use std::fmt;
 use std::ops::Range;
+use std::sync::Arc;
+
+use serde::de::{DeserializeSeed, MapAccess, SeqAccess, Visitor};
 
 use jsonc_parser::ast::{ObjectPropName, Value as Ast};
 use jsonc_parser::common::Ranged;
@@ -18,7 +27,8 @@ use crate::diagnostic::{Code, Diagnostic, Source};
 #[derive(Debug)]
 pub struct JsonDoc {
     pub value: Value,
-    spans: HashMap<String, Spans>,
+    text: Arc<str>,
+    spans: OnceCell<HashMap<String, Spans>>,
 }
 
 #[derive(Debug, Clone)]
@@ -42,7 +52,8 @@ impl JsonDoc {
     fn lookup(&self, path: &JsonPath, want_key: bool) -> Range<usize> {
         let mut path = path.clone();
         loop {
-            if let Some(spans) = self.spans.get(&path.to_string()) {
+            let spans = self.spans.get_or_init(|| spans_of(&self.text, None));
+            if let Some(spans) = spans.get(&path.to_string()) {
                 return match (&spans.key, want_key) {
                     (Some(key), true) => key.clone(),
                     _ => spans.value.clone(),
@@ -82,8 +93,16 @@ impl JsonPath {
         p
     }
 
-    fn pop(&mut self) -> bool {
+    pub fn pop(&mut self) -> bool {
         self.0.pop().is_some()
+    }
+
+    pub fn push_key(&mut self, key: &str) {
+        self.0.push(Segment::Key(key.to_owned()));
+    }
+
+    pub fn push_index(&mut self, index: usize) {
+        self.0.push(Segment::Index(index));
     }
 }
 
@@ -139,17 +158,30 @@ pub fn decode_utf8(file: &str, bytes: Vec<u8>) -> Result<String, Diagnostic> {
 /// returned so that the rest of it can be checked); a syntax error fails the parse.
 pub fn parse(source: &Source, diagnostics: &mut Vec<Diagnostic>) -> Result<JsonDoc, Diagnostic> {
     let text: &str = &source.text;
-    let value: Value = serde_json::from_str(text).map_err(|e| {
-        let offset = source.offset_of(e.line(), e.column().max(1));
-        Diagnostic::error(
-            Code::InvalidJson,
-            &source.name,
-            format!("not valid JSON: {}", strip_position(&e.to_string())),
-        )
-        .at_span(source, offset..offset)
-        .with_help("JSON allows no comments, trailing commas or single quotes")
-    })?;
+    let duplicates = Cell::new(false);
+    let mut de = serde_json::Deserializer::from_str(text);
+    let value = StrictValue { duplicates: &duplicates }
+        .deserialize(&mut de)
+        .and_then(|v| de.end().map(|()| v))
+        .map_err(|e| {
+            let offset = source.offset_of(e.line(), e.column().max(1));
+            Diagnostic::error(
+                Code::InvalidJson,
+                &source.name,
+                format!("not valid JSON: {}", strip_position(&e.to_string())),
+            )
+            .at_span(source, offset..offset)
+            .with_help("JSON allows no comments, trailing commas or single quotes")
+        })?;
+    let spans = OnceCell::new();
+    if duplicates.get() {
+        let _ = spans.set(spans_of(text, Some((source, diagnostics))));
+    }
+    Ok(JsonDoc { value, text: source.text.clone(), spans })
+}
 
+/// The spans of every value, keyed by path; with `report`, duplicate keys become diagnostics.
+fn spans_of(text: &str, mut report: Option<(&Source, &mut Vec<Diagnostic>)>) -> HashMap<String, Spans> {
     let strict = jsonc_parser::ParseOptions {
         allow_comments: false,
         allow_loose_object_property_names: false,
@@ -168,9 +200,67 @@ pub fn parse(source: &Source, diagnostics: &mut Vec<Diagnostic>) -> Result<JsonD
     if let Ok(ast) = jsonc_parser::parse_to_ast(text, &Default::default(), &strict)
         && let Some(root) = ast.value
     {
-        collect(&root, JsonPath::root(), None, &mut spans, source, diagnostics);
+        collect(&root, JsonPath::root(), None, &mut spans, &mut report);
     }
-    Ok(JsonDoc { value, spans })
+    spans
+}
+
+/// Deserializes a `serde_json::Value`, noting whether any object repeats a key (which
+/// `Value` itself would silently collapse).
+struct StrictValue<'a> {
+    duplicates: &'a Cell<bool>,
+}
+
+impl<'de> DeserializeSeed<'de> for StrictValue<'_> {
+    type Value = Value;
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<Value, D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for StrictValue<'_> {
+    type Value = Value;
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a JSON value")
+    }
+    fn visit_bool<E>(self, v: bool) -> Result<Value, E> {
+        Ok(Value::Bool(v))
+    }
+    fn visit_i64<E>(self, v: i64) -> Result<Value, E> {
+        Ok(Value::from(v))
+    }
+    fn visit_u64<E>(self, v: u64) -> Result<Value, E> {
+        Ok(Value::from(v))
+    }
+    fn visit_f64<E>(self, v: f64) -> Result<Value, E> {
+        Ok(serde_json::Number::from_f64(v).map_or(Value::Null, Value::Number))
+    }
+    fn visit_str<E>(self, v: &str) -> Result<Value, E> {
+        Ok(Value::String(v.to_owned()))
+    }
+    fn visit_string<E>(self, v: String) -> Result<Value, E> {
+        Ok(Value::String(v))
+    }
+    fn visit_unit<E>(self) -> Result<Value, E> {
+        Ok(Value::Null)
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
+        let mut items = Vec::with_capacity(seq.size_hint().unwrap_or(0));
+        while let Some(v) = seq.next_element_seed(StrictValue { duplicates: self.duplicates })? {
+            items.push(v);
+        }
+        Ok(Value::Array(items))
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
+        let mut obj = serde_json::Map::new();
+        while let Some(key) = map.next_key::<String>()? {
+            let v = map.next_value_seed(StrictValue { duplicates: self.duplicates })?;
+            if obj.insert(key, v).is_some() {
+                self.duplicates.set(true);
+            }
+        }
+        Ok(Value::Object(obj))
+    }
 }
 
 fn strip_position(message: &str) -> String {
@@ -185,8 +275,7 @@ fn collect(
     path: JsonPath,
     key: Option<Range<usize>>,
     spans: &mut HashMap<String, Spans>,
-    source: &Source,
-    diagnostics: &mut Vec<Diagnostic>,
+    report: &mut Option<(&Source, &mut Vec<Diagnostic>)>,
 ) {
     let r = node.range();
     spans.insert(path.to_string(), Spans { key, value: r.start..r.end });
@@ -200,24 +289,26 @@ fn collect(
                 };
                 let child = path.key(name);
                 if seen.insert(name, ()).is_some() {
-                    diagnostics.push(
-                        Diagnostic::error(
-                            Code::DuplicateKey,
-                            &source.name,
-                            format!("duplicate key `{name}`: JSON parsers disagree on which value wins"),
-                        )
-                        .at_path(child.to_string())
-                        .at_span(source, name_range.start..name_range.end)
-                        .with_help("remove one of the two entries"),
-                    );
+                    if let Some((source, diagnostics)) = report.as_mut() {
+                        diagnostics.push(
+                            Diagnostic::error(
+                                Code::DuplicateKey,
+                                &source.name,
+                                format!("duplicate key `{name}`: JSON parsers disagree on which value wins"),
+                            )
+                            .at_path(child.to_string())
+                            .at_span(source, name_range.start..name_range.end)
+                            .with_help("remove one of the two entries"),
+                        );
+                    }
                     continue;
                 }
-                collect(&prop.value, child, Some(name_range.start..name_range.end), spans, source, diagnostics);
+                collect(&prop.value, child, Some(name_range.start..name_range.end), spans, report);
             }
         }
         Ast::Array(arr) => {
             for (i, el) in arr.elements.iter().enumerate() {
-                collect(el, path.index(i), None, spans, source, diagnostics);
+                collect(el, path.index(i), None, spans, report);
             }
         }
         _ => {}

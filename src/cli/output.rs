@@ -32,11 +32,17 @@ pub fn stderr(global: Global) -> StandardStream {
 /// Prints diagnostics rustc-style on stderr (warnings too, unless quiet).
 pub fn human(report: &Report, global: Global) -> io::Result<()> {
     let mut files = SimpleFiles::new();
-    let ids: std::collections::BTreeMap<&str, usize> = report
-        .sources
-        .iter()
-        .map(|(name, s)| (name.as_str(), files.add(sanitize(name), sanitize_source(&s.text))))
-        .collect();
+    // Only the files that diagnostics point into are prepared for display.
+    let mut ids: std::collections::BTreeMap<&str, usize> = std::collections::BTreeMap::new();
+    for d in
+        report.diagnostics.iter().filter(|d| d.span.is_some() && !(global.quiet && d.severity == Severity::Warning))
+    {
+        if let Some(source) = report.sources.get(&d.file)
+            && !ids.contains_key(d.file.as_str())
+        {
+            ids.insert(d.file.as_str(), files.add(sanitize(&source.name), sanitize_source(&source.text)));
+        }
+    }
     let config = term::Config::default();
     let stream = stderr(global);
     let mut out = stream.lock();

@@ -8,14 +8,15 @@ use crate::error::{Error, Result};
 use crate::manifest::{self, Manifest};
 use crate::ops::lock;
 use crate::policy::{self, Policy};
-use crate::tools::{self, ToolsFile};
+use crate::tools;
 
 /// The outcome of checking one agent folder.
 #[derive(Debug)]
 pub struct AgentCheck {
     pub dir: PathBuf,
     pub manifest: Option<Manifest>,
-    pub tools: Option<ToolsFile>,
+    /// tools.json as JSON, when it is valid (`tools::Validated::model` gives the typed view).
+    pub tools: Option<serde_json::Value>,
     pub policy: Policy,
     pub report: Report,
     /// The manifest's text as read, when it parsed.
@@ -137,7 +138,7 @@ pub fn check_agent_with(dir: &Path, digests: bool) -> AgentCheck {
         for s in &validated.sources {
             report.add_source(s);
         }
-        tools_file = validated.tools;
+        tools_file = validated.value;
     }
     report.diagnostics.extend(diags);
     AgentCheck { dir: dir.to_path_buf(), manifest, tools: tools_file, policy, report, manifest_text, current }
@@ -149,5 +150,21 @@ pub fn check_paths(paths: &[PathBuf]) -> Result<Vec<AgentCheck>> {
     for p in paths {
         dirs.extend(find_agents(p)?);
     }
-    Ok(dirs.iter().map(|d| check_agent(d)).collect())
+    Ok(check_all(&dirs))
+}
+
+/// Checks agents on all cores (each agent is independent); results keep the input order.
+fn check_all(dirs: &[PathBuf]) -> Vec<AgentCheck> {
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(dirs.len()).max(1);
+    if threads == 1 {
+        return dirs.iter().map(|d| check_agent(d)).collect();
+    }
+    let chunk = dirs.len().div_ceil(threads);
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = dirs
+            .chunks(chunk)
+            .map(|part| scope.spawn(move || part.iter().map(|d| check_agent(d)).collect::<Vec<_>>()))
+            .collect();
+        handles.into_iter().flat_map(|h| h.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic))).collect()
+    })
 }

@@ -563,7 +563,7 @@ fn validate_tools(kept: &HashMap<String, Vec<u8>>) -> Result<Option<ToolsFile>, 
         r.reason = reason;
         return Err(r);
     }
-    Ok(validated.tools)
+    Ok(validated.model())
 }
 
 /// Files of a verified bundle by path, for display.

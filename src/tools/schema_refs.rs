@@ -46,27 +46,39 @@ pub fn as_schema_ref(schema: &Value) -> Option<&str> {
 
 /// Every `"$ref": "schema:<id>"` nested in a schema, with its path relative to `base`.
 pub fn nested_refs(schema: &Value, base: &JsonPath, out: &mut Vec<(JsonPath, String)>) {
-    match schema {
-        Value::Object(obj) => {
-            for (k, v) in obj {
-                let path = base.key(k);
-                match (k.as_str(), v) {
-                    ("$ref", Value::String(s)) => {
-                        if let Some(id) = s.strip_prefix(REF_PREFIX) {
-                            out.push((path, id.to_owned()));
+    // One path, extended and shortened in place: a path is only cloned for a reference found.
+    fn walk(v: &Value, path: &mut JsonPath, out: &mut Vec<(JsonPath, String)>) {
+        match v {
+            Value::Object(obj) => {
+                for (k, v) in obj {
+                    match (k.as_str(), v) {
+                        ("$ref", Value::String(s)) => {
+                            if let Some(id) = s.strip_prefix(REF_PREFIX) {
+                                out.push((path.key(k), id.to_owned()));
+                            }
                         }
+                        (_, Value::Object(_) | Value::Array(_)) => {
+                            path.push_key(k);
+                            walk(v, path, out);
+                            path.pop();
+                        }
+                        _ => {}
                     }
-                    _ => nested_refs(v, &path, out),
                 }
             }
-        }
-        Value::Array(items) => {
-            for (i, v) in items.iter().enumerate() {
-                nested_refs(v, &base.index(i), out);
+            Value::Array(items) => {
+                for (i, v) in items.iter().enumerate() {
+                    if v.is_object() || v.is_array() {
+                        path.push_index(i);
+                        walk(v, path, out);
+                        path.pop();
+                    }
+                }
             }
+            _ => {}
         }
-        _ => {}
     }
+    walk(schema, &mut base.clone(), out);
 }
 
 /// Meta-schema problems of a schema, as (path below the schema, message).
@@ -83,6 +95,10 @@ pub fn meta_errors(schema: &Value, base: &JsonPath) -> Vec<(JsonPath, String)> {
             return vec![(base.key("$schema"), format!("unsupported `$schema`: {e}"))];
         }
     };
+    // The common case is a valid schema; `is_valid` is cheaper than collecting errors.
+    if validator.is_valid(schema) {
+        return Vec::new();
+    }
     validator
         .iter_errors(schema)
         .map(|e| (pointer_to_path(schema, base, &e.instance_path().to_string()), e.to_string()))

@@ -39,8 +39,16 @@ pub const HTTP_METHODS: &[&str] = &["GET", "HEAD", "POST", "PUT", "PATCH", "DELE
 /// What validation produced: the typed file when there were no errors, and the schema files it
 /// read (so that diagnostics in them can show their lines).
 pub struct Validated {
-    pub tools: Option<ToolsFile>,
+    /// The document, when it had no errors.
+    pub value: Option<Value>,
     pub sources: Vec<Source>,
+}
+
+impl Validated {
+    /// The typed model (built on demand: `check` does not need it).
+    pub fn model(self) -> Option<ToolsFile> {
+        self.value.and_then(|v| serde_json::from_value(v).ok())
+    }
 }
 
 /// Validates tools.json (already read as `source`) of an agent whose other files (schemas) come
@@ -58,7 +66,7 @@ pub fn validate(
         Ok(doc) => doc,
         Err(d) => {
             diags.push(d);
-            return Validated { tools: None, sources: Vec::new() };
+            return Validated { value: None, sources: Vec::new() };
         }
     };
     let mut checker =
@@ -66,8 +74,7 @@ pub fn validate(
     checker.file();
     let sources = std::mem::take(&mut checker.resolver.sources);
     let clean = diags[before..].iter().all(|d| !d.is_error());
-    let tools = if clean { serde_json::from_value(doc.value).ok() } else { None };
-    Validated { tools, sources }
+    Validated { value: clean.then_some(doc.value), sources }
 }
 
 struct Checker<'a> {
