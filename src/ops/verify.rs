@@ -548,10 +548,10 @@ fn validate_tools(kept: &HashMap<String, Vec<u8>>) -> Result<Option<ToolsFile>, 
     let text = crate::json::decode_utf8(tools::FILE_NAME, bytes.clone()).map_err(|d| invalid(&d))?;
     let mut diags = Vec::new();
     let policy = match kept.get(policy::FILE_NAME) {
-        Some(p) => match std::str::from_utf8(p) {
+        Some(p) => match crate::json::decode_utf8(policy::FILE_NAME, p.clone()) {
             Ok(t) => Policy::parse(&Source::new(policy::FILE_NAME, t), &mut diags),
-            Err(_) => {
-                return Err(Rejection::new(Reason::InvalidTools, Some(policy::FILE_NAME), "policy.caps is not UTF-8"));
+            Err(d) => {
+                return Err(Rejection::new(Reason::InvalidTools, Some(policy::FILE_NAME), format!("policy.caps: {}", d.message)));
             }
         },
         None => Policy::default(),
