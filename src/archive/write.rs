@@ -17,7 +17,7 @@ use std::io::{self, Read, Write};
 
 use super::{ArchiveError, BLOCK, LEVELS, MODE_EXECUTABLE, MODE_FILE, check_path, split_ustar_path};
 
-/// zstd worker threads used by every writer, independent of the machine.
+/// zstd worker threads: one per core (at least 1, at most 32).
 ///
 /// zstd's multithreaded ("MT") mode is asynchronous and splits the input
 /// into jobs whose size depends only on the compression parameters. The
@@ -25,11 +25,13 @@ use super::{ArchiveError, BLOCK, LEVELS, MODE_EXECUTABLE, MODE_FILE, check_path,
 /// `nbWorkers >= 1` (facebook/zstd issues #2238 and #2327; the one-shot
 /// `ZSTD_e_end`-on-first-call exception in #2327 does not apply to us, since
 /// we always stream with `ZSTD_e_continue` first). `zstd.h` itself (1.5.7,
-/// `ZSTD_c_nbWorkers`) does not promise it, so we do not rely on it: the
-/// count is a constant, and a test checks that 1, 2 and 4 workers give the
-/// same bytes anyway. Note MT output differs from single-threaded
+/// `ZSTD_c_nbWorkers`) does not promise it, so a test checks that 1, 2 and
+/// 4 workers give the same bytes on a multi-job input; if that test ever
+/// fails, pin this to a constant. MT output differs from single-threaded
 /// (`nbWorkers == 0`) output, so the value must stay >= 1.
-const ZSTD_WORKERS: u32 = 2;
+fn zstd_workers() -> u32 {
+    std::thread::available_parallelism().map_or(1, |n| n.get()).clamp(1, 32) as u32
+}
 
 /// Largest value an 11-digit octal ustar field (size, mtime) can hold.
 const MAX_OCTAL_11: u64 = 0o777_7777_7777;
@@ -60,11 +62,11 @@ impl<W: Write> ArchiveWriter<W> {
     /// fit in 11 octal digits (< 2^33). Both are rejected as
     /// [`ArchiveError::Io`] with kind `InvalidInput`.
     pub fn new(out: W, level: i32, mtime: u64) -> Result<Self, ArchiveError> {
-        Self::with_workers(out, level, mtime, ZSTD_WORKERS)
+        Self::with_workers(out, level, mtime, zstd_workers())
     }
 
     /// [`new`](Self::new) with an explicit worker count; only tests use
-    /// anything but [`ZSTD_WORKERS`].
+    /// anything but [`zstd_workers`].
     fn with_workers(out: W, level: i32, mtime: u64, workers: u32) -> Result<Self, ArchiveError> {
         if !LEVELS.contains(&level) {
             return Err(ArchiveError::invalid_argument(format!("compression level {level} is outside 1..=19")));
@@ -290,7 +292,7 @@ pub(crate) mod tests {
     }
 
     pub(crate) fn write_samples() -> (Vec<u8>, Vec<blake3::Hash>) {
-        write_samples_with(ZSTD_WORKERS, 3)
+        write_samples_with(zstd_workers(), 3)
     }
 
     fn tar_bytes(bundle: &[u8]) -> Vec<u8> {
@@ -381,7 +383,7 @@ pub(crate) mod tests {
         let one = write(1);
         assert_eq!(one, write(2));
         assert_eq!(one, write(4));
-        assert_eq!(one, write(ZSTD_WORKERS));
+        assert_eq!(one, write(zstd_workers()));
         // Single-threaded mode (0 workers) is a different encoder: this shows the
         // comparison above really exercised multithreaded mode.
         assert_ne!(one, write(0));

@@ -32,10 +32,13 @@ impl Current {
 /// Lists and hashes the agent's files; problems (symlinks, secrets, bad names, unreadable
 /// files) are reported and the affected files left out.
 pub fn current_digests(dir: &Path, prefix: &str, manifest: &Manifest, diags: &mut Vec<Diagnostic>) -> Current {
+    use rayon::prelude::*;
     let files = fileset::collect(dir, prefix, &manifest.allow_secret_files, diags);
+    // One file per core; results come back in the files' (sorted) order.
+    let hashed: Vec<_> = files.par_iter().map(|f| digest::hash_file(&f.full)).collect();
     let mut digests = Digests::default();
-    for f in &files {
-        let (hash, size) = match digest::hash_file(&f.full) {
+    for (f, result) in files.iter().zip(hashed) {
+        let (hash, size) = match result {
             Ok(x) => x,
             Err(e) => {
                 diags.push(Diagnostic::error(
@@ -56,6 +59,56 @@ pub fn current_digests(dir: &Path, prefix: &str, manifest: &Manifest, diags: &mu
         }
     }
     Current { files, digests }
+}
+
+/// The agent's files with the digests the manifest claims for them, without reading any file:
+/// paths, sizes and executable bits are compared now (a difference is returned as stale
+/// entries); contents are compared by the caller while it reads the files anyway (`pack
+/// --locked` hashes what it archives).
+pub fn claimed_digests(
+    dir: &Path,
+    prefix: &str,
+    manifest: &Manifest,
+    diags: &mut Vec<Diagnostic>,
+) -> (Current, Vec<(String, String)>) {
+    let files = fileset::collect(dir, prefix, &manifest.allow_secret_files, diags);
+    let listed = manifest.entries();
+    let mut stale = Vec::new();
+    let mut digests = Digests::default();
+    for f in &files {
+        let key = manifest_key(&f.path);
+        match listed.get(f.path.as_str()) {
+            None => stale.push((key, format!("{} is not listed in the manifest", f.path))),
+            Some(None) => stale.push((key, format!("{} has no digest in the manifest", f.path))),
+            Some(Some(d)) if d.size != f.size || d.executable != f.executable => {
+                stale.push((key, format!("{} changed since the manifest was locked", f.path)));
+            }
+            Some(Some(d)) => match f.path.as_str() {
+                tools::FILE_NAME => digests.tools = Some((*d).clone()),
+                policy::FILE_NAME => digests.policy = Some((*d).clone()),
+                other => {
+                    digests.files.insert(other.to_owned(), (*d).clone());
+                }
+            },
+        }
+    }
+    for path in listed.keys() {
+        if !files.iter().any(|f| f.path == *path) {
+            stale.push((
+                manifest_key(path),
+                format!("the manifest lists {path}, which is not in the agent folder (or is ignored)"),
+            ));
+        }
+    }
+    (Current { files, digests }, stale)
+}
+
+fn manifest_key(path: &str) -> String {
+    match path {
+        tools::FILE_NAME => "artifacts.tools".to_owned(),
+        policy::FILE_NAME => "artifacts.policy".to_owned(),
+        other => format!("files.{}", toml_edit::Value::from(other)),
+    }
 }
 
 /// Where the manifest's digests differ from the files: `(manifest key, message)`.

@@ -68,14 +68,35 @@ pub fn pack(dir: &Path, key: &SecretKey, opts: &PackOptions) -> Result<Packed, P
     if !crate::archive::LEVELS.contains(&opts.level) {
         return Err(Error::Usage(format!("--level must be between 1 and 19, not {}", opts.level)).into());
     }
-    // Validate first (with the digest comparison only under --locked): any error stops here.
-    let checked = check::check_agent_with(dir, opts.locked);
+    // Validate first: any error stops here. Digests are not compared yet: under --locked the
+    // archive pass compares every file's hash with the manifest's as it reads it (so each file
+    // is read once); otherwise `lock` hashes everything first (the manifest is entry 1, so its
+    // digests must be known before anything is written).
+    let checked = check::check_agent_with(dir, false);
     if checked.report.has_errors() {
         return Err(PackFailure::Rejected(checked.report));
     }
     let (current, manifest_text, relocked) = if opts.locked {
-        let text = checked.manifest_text.as_deref().unwrap_or_default().to_owned();
-        (checked.current.expect("computed under --locked"), text, false)
+        let m = checked.manifest.as_ref().expect("a clean check has a manifest");
+        let mut diags = Vec::new();
+        let (current, stale) = lock::claimed_digests(dir, &display_prefix(dir), m, &mut diags);
+        let mut report = Report::default();
+        report.diagnostics.extend(diags);
+        for (key, message) in stale {
+            report.push(
+                Diagnostic::error(
+                    Code::StaleDigest,
+                    format!("{}{}", display_prefix(dir), manifest::FILE_NAME),
+                    message,
+                )
+                .at_path(key)
+                .with_help("run `bundle lock`, review, commit, then pack again (--locked ships only what was locked)"),
+            );
+        }
+        if report.has_errors() {
+            return Err(PackFailure::Rejected(report));
+        }
+        (current, checked.manifest_text.as_deref().unwrap_or_default().to_owned(), false)
     } else {
         let locked = lock::lock_agent(dir);
         if locked.report.has_errors() {
@@ -174,7 +195,10 @@ fn write_bundle(
                 Diagnostic::error(
                     Code::StaleDigest,
                     format!("{}{}", display_prefix(dir), f.path),
-                    format!("{} changed between locking and packing", f.path),
+                    format!(
+                        "{} differs from the digest in manifest.toml (changed since it was locked, or while packing)",
+                        f.path
+                    ),
                 )
                 .with_help("run `bundle pack` again when nothing is writing to the agent folder"),
             );

@@ -161,6 +161,23 @@ fn locked_pack_refuses_a_stale_manifest_and_plain_pack_relocks() {
 }
 
 #[test]
+fn locked_pack_catches_a_same_size_edit_while_archiving_and_writes_nothing() {
+    let env = Env::new();
+    let dir = env.copy("agents/mailer", "mailer");
+    let prompt = std::fs::read_to_string(dir.join("prompts/system.md")).unwrap();
+    // Same length, different bytes: only the hash (computed while archiving) can tell.
+    std::fs::write(dir.join("prompts/system.md"), prompt.to_uppercase()).unwrap();
+    assert_eq!(prompt.len(), prompt.to_uppercase().len());
+    let out =
+        env.run(&["pack", "mailer", "--key", &key("test.key"), "--locked", "-o", "m.agent.bundle", "--format", "json"]);
+    out.expect_code(1);
+    assert!(out.stdout.contains("stale_digest") && out.stdout.contains("prompts/system.md"), "{}", out.stdout);
+    let names: Vec<String> =
+        std::fs::read_dir(env.path()).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+    assert_eq!(names, vec!["mailer".to_owned()], "no bundle and no temp file");
+}
+
+#[test]
 fn an_invalid_agent_writes_nothing() {
     let env = Env::new();
     env.copy("invalid/hardcoded_credential-bearer", "bad");
