@@ -6,6 +6,7 @@ pub mod diagnostic;
 pub mod digest;
 pub mod error;
 pub mod fileset;
+pub mod hasher;
 pub mod json;
 pub mod manifest;
 pub mod minisign;

@@ -15,6 +15,7 @@ use serde::Serialize;
 
 use crate::archive::{ArchiveError, ArchiveReader, Limits};
 use crate::diagnostic::{Code, Source};
+use crate::hasher::BackgroundHasher;
 use crate::manifest::{self, Manifest};
 use crate::minisign::{Signature, SignatureError};
 use crate::ops::pack::SIGNATURE_ENTRY;
@@ -376,6 +377,7 @@ fn run(
     let mut kept: HashMap<String, Vec<u8>> = HashMap::new();
     let mut kept_total = 0;
     let mut previous: Option<String> = None;
+    let mut hasher = BackgroundHasher::new();
     while let Some(mut entry) = reader.next_entry()? {
         let path = entry.path.clone();
         let here = Some(path.as_str());
@@ -426,12 +428,21 @@ fn run(
             let out = sink
                 .open(&path, executable)
                 .map_err(|e| Rejection::new(Reason::IoError, here, format!("cannot write `{path}`: {e}")))?;
-            let mut tee = Tee { out, copy: keep.then(Vec::new) };
-            let hash = entry.copy_to(&mut tee)?;
-            tee.out
-                .flush()
-                .map_err(|e| Rejection::new(Reason::IoError, here, format!("cannot write `{path}`: {e}")))?;
-            if let Some(bytes) = tee.copy {
+            let mut out = out;
+            let mut copy = keep.then(Vec::new);
+            let hash = hasher
+                .hash_reader(&mut entry, |chunk| {
+                    if let Some(c) = &mut copy {
+                        c.extend_from_slice(chunk);
+                    }
+                    out.write_all(chunk).map_err(SinkError::wrap)
+                })
+                .map_err(|e| match SinkError::unwrap(e) {
+                    Ok(sink) => Rejection::new(Reason::IoError, here, format!("cannot write `{path}`: {sink}")),
+                    Err(archive) => Rejection::from(ArchiveError::from(archive)),
+                })?;
+            out.flush().map_err(|e| Rejection::new(Reason::IoError, here, format!("cannot write `{path}`: {e}")))?;
+            if let Some(bytes) = copy {
                 if !named {
                     kept_total += bytes.len() as u64;
                 }
@@ -477,21 +488,34 @@ fn run(
     })
 }
 
-struct Tee<W> {
-    out: W,
-    copy: Option<Vec<u8>>,
+/// Tells a failed write to the sink apart from a failed read of the archive, both of which
+/// come back from the hashing pipeline as `io::Error`.
+#[derive(Debug)]
+struct SinkError(io::Error);
+
+impl std::fmt::Display for SinkError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.fmt(f)
+    }
 }
 
-impl<W: Write> Write for Tee<W> {
-    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        let n = self.out.write(buf)?;
-        if let Some(c) = &mut self.copy {
-            c.extend_from_slice(&buf[..n]);
-        }
-        Ok(n)
+impl std::error::Error for SinkError {}
+
+impl SinkError {
+    fn wrap(e: io::Error) -> io::Error {
+        io::Error::other(SinkError(e))
     }
-    fn flush(&mut self) -> io::Result<()> {
-        self.out.flush()
+
+    /// `Ok(sink error)` or `Err(the original error)`.
+    fn unwrap(e: io::Error) -> Result<io::Error, io::Error> {
+        if e.get_ref().is_some_and(|inner| inner.is::<SinkError>()) {
+            match e.into_inner().map(|inner| inner.downcast::<SinkError>()) {
+                Some(Ok(sink)) => Ok(sink.0),
+                _ => Err(io::Error::other("sink error")),
+            }
+        } else {
+            Err(e)
+        }
     }
 }
 

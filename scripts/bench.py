@@ -1,0 +1,121 @@
+#!/usr/bin/env python3
+"""Benchmark bundle pack/verify against the hand-written pipeline and zstd itself.
+
+usage: scripts/bench.py [--runs N] [--mib N] [--work DIR] [--big-mib N]
+
+Builds the release binary, makes the synthetic agent with ../shared/bench/make-agent.py
+(cached in --work), then runs, alternating within each round so that machine noise hits all
+of them alike:
+  hand-pack.sh, bundle pack --locked, zstd -3 -T0 of the same tar   (pack side)
+  hand-verify.sh, bundle verify, zstd -dc of the bundle             (verify side)
+and prints medians, peak memory (max RSS) and the ratios the targets are stated in.
+Small-agent figures: bundle check over 100 copies of the rich example, and bundle verify of
+its bundle. With --big-mib, also verifies a bundle of that size to show memory stays flat.
+Needs: cargo, python3, zstd, tar, b3sum, minisign, /usr/bin/time.
+"""
+import argparse, os, shutil, statistics, subprocess, sys, tempfile, time
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+BENCH = os.path.join(os.path.dirname(REPO), "shared", "bench")
+KEYS = os.path.join(REPO, "testdata", "keys")
+
+
+def sh(cmd, **kw):
+    return subprocess.run(cmd, shell=True, check=True, **kw)
+
+
+def timed(cmd):
+    """Wall seconds and max RSS (KiB) of a shell command, via GNU time."""
+    with tempfile.NamedTemporaryFile(mode="r") as t:
+        start = time.perf_counter()
+        subprocess.run(f"/usr/bin/time -f %M -o {t.name} sh -c '{cmd}'", shell=True, check=True,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        wall = time.perf_counter() - start
+        rss = int(t.read().strip().splitlines()[-1])
+    return wall, rss
+
+
+def make_agent(path, mib, files):
+    if not os.path.exists(os.path.join(path, "tools.json")):
+        print(f"making a {mib} MiB agent in {path} ...", file=sys.stderr)
+        sh(f"python3 {BENCH}/make-agent.py {path} --mib {mib} --files {files}")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--mib", type=int, default=1024)
+    ap.add_argument("--big-mib", type=int, default=0)
+    ap.add_argument("--work", default=os.path.join(REPO, "target", "bench"))
+    a = ap.parse_args()
+
+    sh(f"cd {REPO} && cargo build --release --locked -q")
+    bundle = os.path.join(REPO, "target", "release", "bundle")
+    os.makedirs(a.work, exist_ok=True)
+    agent = os.path.join(a.work, f"agent-{a.mib}")
+    make_agent(agent, a.mib, 256)
+    sh(f"{bundle} lock -q {agent}")
+    w = a.work
+    tar = f"{w}/agent.tar"
+    # hand-pack reads everything except manifest.txt; give it the same folder.
+    sh(f"tar --sort=name --mtime=@0 --owner=0 --group=0 --numeric-owner -C {agent} -cf {tar} .")
+    ops = {
+        "hand-pack.sh": f"{BENCH}/hand-pack.sh {agent} {w}/hand {KEYS}/minisign-nopw.key",
+        "bundle pack --locked": f"{bundle} pack -q {agent} --locked --key {KEYS}/test.key -o {w}/a.agent.bundle",
+        "zstd -3 -T0 (tar)": f"zstd -q -3 -T0 -f {tar} -o {w}/tar.zst",
+        "hand-verify.sh": f"{BENCH}/hand-verify.sh {w}/hand {KEYS}/minisign-nopw.pub",
+        "bundle verify": f"{bundle} verify -q {w}/a.agent.bundle --key {KEYS}/test.pub",
+        "zstd -dc (bundle)": f"zstd -q -dc {w}/a.agent.bundle > /dev/null",
+    }
+    results = {k: [] for k in ops}
+    for r in range(a.runs):
+        for name, cmd in ops.items():
+            results[name].append(timed(cmd))
+        print(f"round {r + 1}/{a.runs} done", file=sys.stderr)
+
+    med = {k: (statistics.median(x[0] for x in v), max(x[1] for x in v)) for k, v in results.items()}
+    print(f"\n{a.mib} MiB agent, {os.cpu_count()} cores, medians of {a.runs} runs\n")
+    print("| command | wall s | peak RSS MiB |")
+    print("| --- | ---: | ---: |")
+    for k, (wall, rss) in med.items():
+        print(f"| {k} | {wall:.2f} | {rss / 1024:.0f} |")
+    r = lambda x, y: med[x][0] / med[y][0]
+    print("\n| ratio | value | target |")
+    print("| --- | ---: | ---: |")
+    print(f"| pack / hand-pack | {r('bundle pack --locked', 'hand-pack.sh'):.2f} | <= 0.80 |")
+    print(f"| pack / zstd -3 -T0 | {r('bundle pack --locked', 'zstd -3 -T0 (tar)'):.2f} | <= 1.15 |")
+    print(f"| verify / hand-verify | {r('bundle verify', 'hand-verify.sh'):.2f} | <= 0.50 |")
+    print(f"| verify / zstd -dc | {r('bundle verify', 'zstd -dc (bundle)'):.2f} | <= 1.20 |")
+
+    # Small agents: the pre-commit hook and the deployment gate on a tool-only agent.
+    small = os.path.join(w, "hundred")
+    if not os.path.exists(small):
+        for i in range(100):
+            shutil.copytree(os.path.join(REPO, "testdata", "agents", "mailer"), f"{small}/agents/mailer{i}")
+    sh(f"{bundle} pack -q {REPO}/testdata/agents/mailer --locked --key {KEYS}/test.key -o {w}/small.agent.bundle")
+    def many(cmd, n=30):
+        walls = []
+        for _ in range(n):
+            s = time.perf_counter()
+            subprocess.run(cmd, shell=True, check=True, stdout=subprocess.DEVNULL)
+            walls.append(time.perf_counter() - s)
+        return statistics.median(walls) * 1000
+    check_ms = many(f"cd {small} && {bundle} check -q")
+    verify_ms = many(f"{bundle} verify -q {w}/small.agent.bundle --key {KEYS}/test.pub")
+    print("\n| small agents | median ms | target |")
+    print("| --- | ---: | ---: |")
+    print(f"| bundle check, 100 copies of the rich example | {check_ms:.1f} | <= 50 |")
+    print(f"| bundle verify, rich example bundle | {verify_ms:.1f} | <= 5 |")
+
+    if a.big_mib:
+        big = os.path.join(a.work, f"agent-{a.big_mib}")
+        make_agent(big, a.big_mib, 1024)
+        sh(f"{bundle} lock -q {big}")
+        sh(f"{bundle} pack -q {big} --locked --key {KEYS}/test.key -o {w}/big.agent.bundle")
+        wall, rss = timed(f"{bundle} verify -q {w}/big.agent.bundle --key {KEYS}/test.pub")
+        pw, prss = timed(f"{bundle} pack -q {big} --locked --key {KEYS}/test.key -o {w}/big2.agent.bundle")
+        print(f"\n{a.big_mib} MiB agent: verify {wall:.2f} s, peak RSS {rss / 1024:.0f} MiB; pack {pw:.2f} s, peak RSS {prss / 1024:.0f} MiB")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,161 @@
+//! BLAKE3 on its own thread, fed by the thread that decompresses: `bundle verify` hashes each
+//! entry beside decompression instead of after it. Buffers are recycled and at most
+//! [`IN_FLIGHT`] of [`CHUNK`] bytes exist at once, so memory stays bounded.
+
+use std::io::{self, Read};
+use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
+use std::thread::JoinHandle;
+
+/// Bytes per hand-over.
+pub const CHUNK: usize = 1 << 20;
+/// Buffers alive at once (being filled, queued, or being hashed).
+pub const IN_FLIGHT: usize = 4;
+
+enum Job {
+    Chunk(Vec<u8>),
+    Finish,
+}
+
+enum Back {
+    Buffer(Vec<u8>),
+    Hash(blake3::Hash),
+}
+
+pub struct BackgroundHasher {
+    to_worker: Option<SyncSender<Job>>,
+    from_worker: Receiver<Back>,
+    pool: Vec<Vec<u8>>,
+    allocated: usize,
+    worker: Option<JoinHandle<()>>,
+}
+
+impl Default for BackgroundHasher {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl BackgroundHasher {
+    pub fn new() -> Self {
+        let (to_worker, jobs) = sync_channel::<Job>(IN_FLIGHT);
+        let (back, from_worker) = sync_channel::<Back>(IN_FLIGHT + 1);
+        let worker = std::thread::spawn(move || {
+            let mut hasher = blake3::Hasher::new();
+            for job in jobs {
+                let reply = match job {
+                    Job::Chunk(buf) => {
+                        hasher.update(&buf);
+                        Back::Buffer(buf)
+                    }
+                    Job::Finish => {
+                        let hash = hasher.finalize();
+                        hasher.reset();
+                        Back::Hash(hash)
+                    }
+                };
+                if back.send(reply).is_err() {
+                    return;
+                }
+            }
+        });
+        BackgroundHasher { to_worker: Some(to_worker), from_worker, pool: Vec::new(), allocated: 0, worker: Some(worker) }
+    }
+
+    fn gone() -> io::Error {
+        io::Error::other("the hashing thread stopped")
+    }
+
+    fn buffer(&mut self) -> io::Result<Vec<u8>> {
+        while let Ok(Back::Buffer(b)) = self.from_worker.try_recv() {
+            self.pool.push(b);
+        }
+        if let Some(b) = self.pool.pop() {
+            return Ok(b);
+        }
+        if self.allocated < IN_FLIGHT {
+            self.allocated += 1;
+            return Ok(Vec::with_capacity(CHUNK));
+        }
+        match self.from_worker.recv() {
+            Ok(Back::Buffer(b)) => Ok(b),
+            _ => Err(Self::gone()),
+        }
+    }
+
+    /// Reads `input` to its end, giving every chunk to `each` (on this thread) and to the
+    /// hashing thread; returns the BLAKE3 hash of all the bytes.
+    pub fn hash_reader(&mut self, input: &mut dyn Read, mut each: impl FnMut(&[u8]) -> io::Result<()>) -> io::Result<blake3::Hash> {
+        let tx = self.to_worker.clone().ok_or_else(Self::gone)?;
+        loop {
+            let mut buf = self.buffer()?;
+            buf.resize(CHUNK, 0);
+            let mut filled = 0;
+            while filled < CHUNK {
+                match input.read(&mut buf[filled..]) {
+                    Ok(0) => break,
+                    Ok(n) => filled += n,
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                    Err(e) => {
+                        // Keep the pipeline consistent: finish this entry's hash and drop it.
+                        self.pool.push(buf);
+                        let _ = self.finish(&tx);
+                        return Err(e);
+                    }
+                }
+            }
+            buf.truncate(filled);
+            if filled > 0 {
+                each(&buf)?;
+                tx.send(Job::Chunk(buf)).map_err(|_| Self::gone())?;
+            } else {
+                self.pool.push(buf);
+            }
+            if filled < CHUNK {
+                return self.finish(&tx);
+            }
+        }
+    }
+
+    fn finish(&mut self, tx: &SyncSender<Job>) -> io::Result<blake3::Hash> {
+        tx.send(Job::Finish).map_err(|_| Self::gone())?;
+        loop {
+            match self.from_worker.recv() {
+                Ok(Back::Buffer(b)) => self.pool.push(b),
+                Ok(Back::Hash(h)) => return Ok(h),
+                Err(_) => return Err(Self::gone()),
+            }
+        }
+    }
+}
+
+impl Drop for BackgroundHasher {
+    fn drop(&mut self) {
+        self.to_worker = None;
+        // Unblock a worker waiting to send, then wait for it.
+        while self.from_worker.try_recv().is_ok() {}
+        if let Some(w) = self.worker.take() {
+            drop(std::mem::replace(&mut self.from_worker, sync_channel(0).1));
+            let _ = w.join();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hashes_like_blake3_across_chunk_boundaries() {
+        let mut h = BackgroundHasher::new();
+        for len in [0, 1, CHUNK - 1, CHUNK, CHUNK + 1, 5 * CHUNK + 7] {
+            let data: Vec<u8> = (0..len).map(|i| (i % 251) as u8).collect();
+            let mut seen = 0;
+            let got = h.hash_reader(&mut data.as_slice(), |c| {
+                seen += c.len();
+                Ok(())
+            });
+            assert_eq!(got.unwrap(), blake3::hash(&data), "len {len}");
+            assert_eq!(seen, len);
+        }
+    }
+}
