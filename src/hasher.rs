@@ -58,7 +58,13 @@ impl BackgroundHasher {
                 }
             }
         });
-        BackgroundHasher { to_worker: Some(to_worker), from_worker, pool: Vec::new(), allocated: 0, worker: Some(worker) }
+        BackgroundHasher {
+            to_worker: Some(to_worker),
+            from_worker,
+            pool: Vec::new(),
+            allocated: 0,
+            worker: Some(worker),
+        }
     }
 
     fn gone() -> io::Error {
@@ -84,7 +90,11 @@ impl BackgroundHasher {
 
     /// Reads `input` to its end, giving every chunk to `each` (on this thread) and to the
     /// hashing thread; returns the BLAKE3 hash of all the bytes.
-    pub fn hash_reader(&mut self, input: &mut dyn Read, mut each: impl FnMut(&[u8]) -> io::Result<()>) -> io::Result<blake3::Hash> {
+    pub fn hash_reader(
+        &mut self,
+        input: &mut dyn Read,
+        mut each: impl FnMut(&[u8]) -> io::Result<()>,
+    ) -> io::Result<blake3::Hash> {
         let tx = self.to_worker.clone().ok_or_else(Self::gone)?;
         loop {
             let mut buf = self.buffer()?;

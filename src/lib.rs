@@ -13,6 +13,7 @@ pub mod minisign;
 pub mod ops;
 pub mod paths;
 pub mod policy;
+pub mod progress;
 pub mod tools;
 pub mod trust;
 

@@ -9,6 +9,7 @@ mod keys;
 mod lock;
 pub mod output;
 mod pack;
+mod progress;
 mod unpack;
 mod verify;
 

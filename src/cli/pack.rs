@@ -48,7 +48,8 @@ fn mtime() -> anyhow::Result<u64> {
 pub fn run(args: Args, global: Global) -> anyhow::Result<Outcome> {
     let key = load_secret_key(&args.key)?;
     let opts = PackOptions { output: args.output, locked: args.locked, level: args.level, mtime: mtime()? };
-    match pack::pack(&args.agent_dir, &key, &opts) {
+    let bar = super::progress::Bar::new(global);
+    match pack::pack(&args.agent_dir, &key, &opts, &bar) {
         Ok(p) => {
             match args.format {
                 Format::Json => output::print_json(&serde_json::json!({

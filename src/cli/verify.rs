@@ -6,6 +6,7 @@ use std::path::PathBuf;
 
 use agent_bundle::diagnostic::sanitize;
 use agent_bundle::ops::verify::{self, Discard, Reason, Rejection, Trust, Verified};
+use agent_bundle::progress::{Progress, ProgressRead};
 
 use super::keys::{TrustArgs, load_trust};
 use super::{Format, Global, Outcome, output};
@@ -34,8 +35,11 @@ pub struct Args {
 pub fn run(args: Args, global: Global) -> anyhow::Result<Outcome> {
     let keys = load_trust(&args.trust)?;
     let file = File::open(&args.bundle).map_err(|e| anyhow::anyhow!("cannot open {}: {e}", args.bundle.display()))?;
-    let result =
-        verify::verify(BufReader::with_capacity(1 << 20, file), Trust::Keys(&keys), args.name.as_deref(), &mut Discard);
+    let bar = super::progress::Bar::new(global);
+    bar.begin("verifying", file.metadata().map_or(0, |m| m.len()));
+    let input = BufReader::with_capacity(1 << 20, ProgressRead { inner: file, progress: &bar });
+    let result = verify::verify(input, Trust::Keys(&keys), args.name.as_deref(), &mut Discard);
+    bar.end();
     report(&args.bundle, result, args.format, global)
 }
 

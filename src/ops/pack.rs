@@ -12,6 +12,7 @@ use crate::minisign::SecretKey;
 use crate::ops::check::{self, display_prefix};
 use crate::ops::lock::{self, Current};
 use crate::ops::verify;
+use crate::progress::{Progress, ProgressRead};
 use crate::{atomic, trust};
 
 /// The name of the signature entry, the bundle's second.
@@ -64,7 +65,7 @@ pub fn default_file_name(name: &str, version: &str) -> String {
     format!("{name}-{version}.agent.bundle")
 }
 
-pub fn pack(dir: &Path, key: &SecretKey, opts: &PackOptions) -> Result<Packed, PackFailure> {
+pub fn pack(dir: &Path, key: &SecretKey, opts: &PackOptions, progress: &dyn Progress) -> Result<Packed, PackFailure> {
     if !crate::archive::LEVELS.contains(&opts.level) {
         return Err(Error::Usage(format!("--level must be between 1 and 19, not {}", opts.level)).into());
     }
@@ -142,7 +143,8 @@ pub fn pack(dir: &Path, key: &SecretKey, opts: &PackOptions) -> Result<Packed, P
     let output =
         opts.output.clone().unwrap_or_else(|| PathBuf::from(default_file_name(&m.name, &m.version.to_string())));
     let temp = atomic::temp_beside(&output).map_err(|e| Error::io(&output, e))?;
-    let content_bytes = write_bundle(temp.as_file(), &manifest_bytes, signature_text.as_bytes(), &current, opts, dir)?;
+    let content_bytes =
+        write_bundle(temp.as_file(), &manifest_bytes, signature_text.as_bytes(), &current, opts, dir, progress)?;
     let bundle_bytes = temp.as_file().metadata().map_err(|e| Error::io(temp.path(), e))?.len();
     atomic::commit(temp, &output, true).map_err(|e| Error::io(&output, e))?;
     Ok(Packed {
@@ -164,6 +166,7 @@ fn write_bundle(
     current: &Current,
     opts: &PackOptions,
     dir: &Path,
+    progress: &dyn Progress,
 ) -> Result<u64, PackFailure> {
     let archive_err = |e: crate::archive::ArchiveError| {
         if let crate::archive::ArchiveError::SourceChanged { path, reason } = &e {
@@ -185,9 +188,10 @@ fn write_bundle(
     writer.append_bytes(manifest::FILE_NAME, manifest).map_err(archive_err)?;
     writer.append_bytes(SIGNATURE_ENTRY, signature).map_err(archive_err)?;
     let mut total = 0;
+    progress.begin("packing", current.files.iter().map(|f| f.size).sum());
     for f in &current.files {
         let expected = current.digest_of(&f.path);
-        let mut source = File::open(&f.full).map_err(|e| Error::io(&f.full, e))?;
+        let mut source = ProgressRead { inner: File::open(&f.full).map_err(|e| Error::io(&f.full, e))?, progress };
         let hash = writer.append(&f.path, f.size, f.executable, &mut source).map_err(archive_err)?;
         if expected != Some(&Digest { blake3: hash, size: f.size, executable: f.executable }) {
             let mut report = Report::default();
@@ -207,6 +211,7 @@ fn write_bundle(
         total += f.size;
     }
     let mut out = writer.finish().map_err(archive_err)?;
+    progress.end();
     out.flush().map_err(|e| Error::io(dir, e))?;
     Ok(total)
 }
