@@ -12,7 +12,9 @@ pub const CHUNK: usize = 1 << 20;
 pub const IN_FLIGHT: usize = 4;
 
 enum Job {
-    Chunk(Vec<u8>),
+    /// A buffer and how many of its bytes are data (buffers stay CHUNK long, so they are
+    /// zeroed once, when allocated).
+    Chunk(Vec<u8>, usize),
     Finish,
 }
 
@@ -43,8 +45,8 @@ impl BackgroundHasher {
             let mut hasher = blake3::Hasher::new();
             for job in jobs {
                 let reply = match job {
-                    Job::Chunk(buf) => {
-                        hasher.update(&buf);
+                    Job::Chunk(buf, len) => {
+                        hasher.update(&buf[..len]);
                         Back::Buffer(buf)
                     }
                     Job::Finish => {
@@ -80,7 +82,7 @@ impl BackgroundHasher {
         }
         if self.allocated < IN_FLIGHT {
             self.allocated += 1;
-            return Ok(Vec::with_capacity(CHUNK));
+            return Ok(vec![0; CHUNK]);
         }
         match self.from_worker.recv() {
             Ok(Back::Buffer(b)) => Ok(b),
@@ -98,7 +100,6 @@ impl BackgroundHasher {
         let tx = self.to_worker.clone().ok_or_else(Self::gone)?;
         loop {
             let mut buf = self.buffer()?;
-            buf.resize(CHUNK, 0);
             let mut filled = 0;
             while filled < CHUNK {
                 match input.read(&mut buf[filled..]) {
@@ -113,10 +114,9 @@ impl BackgroundHasher {
                     }
                 }
             }
-            buf.truncate(filled);
             if filled > 0 {
-                each(&buf)?;
-                tx.send(Job::Chunk(buf)).map_err(|_| Self::gone())?;
+                each(&buf[..filled])?;
+                tx.send(Job::Chunk(buf, filled)).map_err(|_| Self::gone())?;
             } else {
                 self.pool.push(buf);
             }
