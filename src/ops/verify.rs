@@ -551,7 +551,11 @@ fn validate_tools(kept: &HashMap<String, Vec<u8>>) -> Result<Option<ToolsFile>, 
         Some(p) => match crate::json::decode_utf8(policy::FILE_NAME, p.clone()) {
             Ok(t) => Policy::parse(&Source::new(policy::FILE_NAME, t), &mut diags),
             Err(d) => {
-                return Err(Rejection::new(Reason::InvalidTools, Some(policy::FILE_NAME), format!("policy.caps: {}", d.message)));
+                return Err(Rejection::new(
+                    Reason::InvalidTools,
+                    Some(policy::FILE_NAME),
+                    format!("policy.caps: {}", d.message),
+                ));
             }
         },
         None => Policy::default(),
