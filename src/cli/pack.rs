@@ -31,7 +31,7 @@ pub struct Args {
     level: i32,
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Human)]
-    format: Format,
+    pub(super) format: Format,
 }
 
 /// `SOURCE_DATE_EPOCH` when set (reproducible-builds.org), else 0.
@@ -61,7 +61,13 @@ pub fn run(args: Args, global: Global) -> anyhow::Result<Outcome> {
                     "bundle_bytes": p.bundle_bytes,
                     "relocked": p.relocked,
                 }))?,
-                _ => output::status(
+                Format::Github => output::print_line(&output::github_annotation(
+                    "notice",
+                    Some(&p.path.display().to_string()),
+                    "packed",
+                    &format!("packed {} {} (signed by {})", p.name, p.version, p.key_id),
+                ))?,
+                Format::Human => output::status(
                     global,
                     &format!(
                         "packed {} {} -> {} ({} files, {} bytes, {} compressed; signed by {})",
