@@ -9,4 +9,7 @@ mod check;
 mod docs;
 mod hostile;
 mod lock;
+mod pipeline;
+mod precommit;
 mod schemas;
+mod tool;
