@@ -7,7 +7,7 @@ use agent_bundle::ops::unpack::{self, Unpacked};
 use super::keys::{TrustArgs, load_trust};
 use super::{Format, Global, Outcome};
 
-/// Verify a bundle and extract it into DIR, which must not exist.
+/// Verify a bundle and extract it into DIR, which must not exist (missing parents are created).
 ///
 /// Entries are written to a temp folder beside DIR and renamed into place only once the whole
 /// bundle verified; nothing is ever written outside DIR, and a rejected bundle leaves nothing.

@@ -66,7 +66,7 @@ fn every_judging_command_prints_github_annotations() {
     let out = env.run(&[
         "unpack",
         &crate::support::repo().join(&tampered).display().to_string(),
-        "out",
+        "nested/out",
         "--key",
         &key("test.pub"),
         "--format",
@@ -74,7 +74,7 @@ fn every_judging_command_prints_github_annotations() {
     ]);
     out.expect_code(1);
     assert!(first_annotation(&out.stdout).contains(",title=bad_signature::"), "{}", out.stdout);
-    assert!(!env.path().join("out").exists());
+    assert!(!env.path().join("nested").exists(), "a rejected unpack leaves no folder behind");
 
     let out = env.run(&[
         "tool",
@@ -283,4 +283,117 @@ fn every_subcommand_help_has_examples() {
         seen += 1;
     }
     assert!(seen >= 12, "{seen}");
+}
+
+/// The `run:` scripts of each job of a workflow file, in order (a small reader for the plain
+/// block style docs/github-actions.yml uses).
+fn workflow_scripts(yaml: &str) -> Vec<(String, Vec<String>)> {
+    let indent = |l: &str| l.len() - l.trim_start().len();
+    let mut jobs: Vec<(String, Vec<String>)> = Vec::new();
+    let mut in_jobs = false;
+    let lines: Vec<&str> = yaml.lines().collect();
+    let mut i = 0;
+    while i < lines.len() {
+        let line = lines[i];
+        i += 1;
+        if line == "jobs:" {
+            in_jobs = true;
+            continue;
+        }
+        if in_jobs && indent(line) == 2 && line.trim_end().ends_with(':') && !line.trim().starts_with('#') {
+            jobs.push((line.trim().trim_end_matches(':').to_owned(), Vec::new()));
+            continue;
+        }
+        let trimmed = line.trim_start().trim_start_matches("- ");
+        let Some(value) = trimmed.strip_prefix("run: ") else { continue };
+        let key_indent = line.len() - trimmed.len();
+        let script = if value.trim() == "|" {
+            let mut block = Vec::new();
+            while i < lines.len() && (lines[i].trim().is_empty() || indent(lines[i]) > key_indent) {
+                block.push(lines[i].get(key_indent + 2..).unwrap_or("").to_owned());
+                i += 1;
+            }
+            block.join("\n")
+        } else {
+            value.to_owned()
+        };
+        jobs.last_mut().expect("a run: inside a job").1.push(script);
+    }
+    jobs
+}
+
+/// Runs the workflow's scripts as the runner would (bash -e, from the repository root), with
+/// the binary under test as the installed `bundle` and the test key as the secret.
+#[test]
+fn github_actions_workflow_checks_packs_verifies_and_gates_the_deploy() {
+    if !require_tool("bash") {
+        return;
+    }
+    let yaml = std::fs::read_to_string(crate::support::repo().join("docs/github-actions.yml")).unwrap();
+    let jobs = workflow_scripts(&yaml);
+    let names: Vec<&str> = jobs.iter().map(|(n, _)| n.as_str()).collect();
+    assert_eq!(names, ["check", "release", "deploy"]);
+    assert!(yaml.contains("BUNDLE_SIGNING_KEY: ${{ secrets.BUNDLE_SIGNING_KEY }}"));
+
+    let env = Env::new();
+    env.copy("agents/mailer", "agents/mailer");
+    env.copy("agents/minimal", "agents/minimal");
+    std::fs::copy(key("test.pub"), env.path().join("release.pub")).unwrap();
+    let bin_dir = std::path::Path::new(env!("CARGO_BIN_EXE_bundle")).parent().unwrap().to_path_buf();
+    let path = std::env::join_paths(
+        std::iter::once(bin_dir).chain(std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default())),
+    )
+    .unwrap();
+    let signing_key = std::fs::read_to_string(key("test.key")).unwrap();
+    let run_job = |job: &str| -> (bool, String) {
+        let scripts = &jobs.iter().find(|(n, _)| n == job).unwrap().1;
+        let mut all = String::new();
+        for script in scripts {
+            let out = Command::new("bash")
+                .args(["-e", "-c", script])
+                .current_dir(env.path())
+                .env("PATH", &path)
+                .env("BUNDLE_PUBLIC_KEY", "release.pub")
+                .env("BUNDLE_SIGNING_KEY", &signing_key)
+                .env("BUNDLE_GIT", "unused")
+                .env("BUNDLE_TAG", "unused")
+                .output()
+                .unwrap();
+            all.push_str(&String::from_utf8_lossy(&out.stdout));
+            all.push_str(&String::from_utf8_lossy(&out.stderr));
+            if !out.status.success() {
+                return (false, all);
+            }
+        }
+        (true, all)
+    };
+
+    let (ok, out) = run_job("check");
+    assert!(ok, "{out}");
+    let (ok, out) = run_job("release");
+    assert!(ok, "{out}");
+    assert!(out.contains("::notice file=dist/mailer-1.0.0.agent.bundle,title=packed::"), "{out}");
+    assert!(out.contains("title=verified::minimal"), "{out}");
+    let (ok, out) = run_job("deploy");
+    assert!(ok, "{out}");
+    assert!(env.path().join("deploy/mailer-1.0.0/tools.json").is_file(), "{out}");
+
+    // A bundle swapped on the way to the deploy job is stopped at the gate.
+    std::fs::remove_dir_all(env.path().join("deploy")).unwrap();
+    std::fs::copy(
+        crate::support::repo().join(hostile("bad_signature-manifest-tampered")),
+        env.path().join("dist/mailer-1.0.0.agent.bundle"),
+    )
+    .unwrap();
+    let (ok, out) = run_job("deploy");
+    assert!(!ok && out.contains("title=bad_signature::"), "{out}");
+    assert!(!env.path().join("deploy/mailer-1.0.0").exists());
+
+    // On a pull request, a stale manifest fails the check job with an annotation on it.
+    std::fs::write(env.path().join("agents/minimal/notes.md"), "new\n").unwrap();
+    let (ok, out) = run_job("check");
+    assert!(!ok && out.contains("::error file=agents/minimal/manifest.toml,title=stale_digest::"), "{out}");
+    // And a release from it would refuse to pack it (--locked) instead of relocking.
+    let (ok, out) = run_job("release");
+    assert!(!ok && out.contains("title=stale_digest"), "{out}");
 }
