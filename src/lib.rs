@@ -12,6 +12,7 @@ pub mod minisign;
 pub mod ops;
 pub mod paths;
 pub mod policy;
+pub mod schemas;
 pub mod tools;
 pub mod trust;
 

@@ -11,6 +11,7 @@ mod lock;
 mod man;
 pub mod output;
 mod pack;
+mod schema;
 mod tool;
 mod unpack;
 mod verify;
@@ -76,6 +77,7 @@ enum Command {
     Inspect(inspect::Args),
     Unpack(unpack::Args),
     Tool(tool::Args),
+    Schema(schema::Args),
     Completions(completions::Args),
     Man(man::Args),
 }
@@ -91,7 +93,9 @@ impl Command {
             Command::Inspect(a) => a.format,
             Command::Unpack(a) => a.format,
             Command::Tool(a) => a.format(),
-            Command::Init(_) | Command::Keygen(_) | Command::Completions(_) | Command::Man(_) => Format::Human,
+            Command::Init(_) | Command::Keygen(_) | Command::Schema(_) | Command::Completions(_) | Command::Man(_) => {
+                Format::Human
+            }
         }
     }
 }
@@ -160,6 +164,7 @@ pub fn main() -> ExitCode {
         Command::Inspect(args) => inspect::run(args, global),
         Command::Unpack(args) => unpack::run(args, global),
         Command::Tool(args) => tool::run(args, global),
+        Command::Schema(args) => schema::run(args),
         Command::Completions(args) => completions::run(args),
         Command::Man(args) => man::run(args),
     };

@@ -7,6 +7,7 @@ mod support;
 mod bundle;
 mod check;
 mod docs;
+mod editors;
 mod hostile;
 mod lock;
 mod pipeline;
