@@ -52,6 +52,14 @@ fn every_judging_command_prints_github_annotations() {
         first_annotation(&out.stdout),
         "::notice file=stale/manifest.toml,title=locked::manifest.toml was updated; commit it"
     );
+    // From the repository root, file names are as GitHub shows them: `agents/...`, no `./`.
+    let root = Env::new();
+    let stale = root.copy("agents/minimal", "agents/minimal");
+    std::fs::write(stale.join("notes.md"), "new\n").unwrap();
+    let out = root.run(&["check", "--format", "github"]);
+    assert!(first_annotation(&out.stdout).starts_with("::error file=agents/minimal/manifest.toml,"), "{}", out.stdout);
+    let out = root.run(&["lock", "--format", "github"]);
+    assert!(first_annotation(&out.stdout).starts_with("::notice file=agents/minimal/manifest.toml,"), "{}", out.stdout);
 
     let tampered = hostile("bad_signature-manifest-tampered");
     let out = run(&["verify", &tampered, "--key", &key("test.pub"), "--format", "github"]);
