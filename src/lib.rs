@@ -14,6 +14,7 @@ pub mod ops;
 pub mod paths;
 pub mod policy;
 pub mod progress;
+pub mod schemas;
 pub mod tools;
 pub mod trust;
 

@@ -22,7 +22,7 @@ pub struct Args {
 
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Human)]
-    format: Format,
+    pub(super) format: Format,
 }
 
 pub fn run(args: Args, global: Global) -> anyhow::Result<Outcome> {

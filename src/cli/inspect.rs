@@ -31,7 +31,7 @@ pub struct Args {
     trusted_keys: Option<PathBuf>,
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Human)]
-    format: Format,
+    pub(super) format: Format,
 }
 
 pub fn run(args: Args, global: Global) -> anyhow::Result<Outcome> {

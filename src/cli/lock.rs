@@ -22,7 +22,7 @@ pub struct Args {
 
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Human)]
-    format: Format,
+    pub(super) format: Format,
 }
 
 pub fn run(args: Args, global: Global) -> anyhow::Result<Outcome> {
@@ -35,6 +35,14 @@ pub fn run(args: Args, global: Global) -> anyhow::Result<Outcome> {
     let mut agents = Vec::new();
     for dir in dirs {
         let locked = lock::lock_agent(&dir);
+        if args.format == Format::Github && locked.written {
+            output::print_line(&output::github_annotation(
+                "notice",
+                Some(&locked.manifest_path.display().to_string()),
+                "locked",
+                "manifest.toml was updated; commit it",
+            ))?;
+        }
         if args.format == Format::Human {
             let ok = !locked.report.has_errors();
             let what = if !ok {

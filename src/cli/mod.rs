@@ -2,24 +2,39 @@
 //! command's result. Only this layer prints.
 
 mod check;
+mod completions;
 mod init;
 mod inspect;
 mod keygen;
 mod keys;
 mod lock;
+mod man;
 pub mod output;
 mod pack;
 mod progress;
+mod schema;
+mod tool;
 mod unpack;
 mod verify;
 
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand, ValueEnum};
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand, ValueEnum};
+
+const AFTER_HELP: &str = "\
+Examples:
+  bundle init agents/mailer                          # scaffold an agent that passes check
+  bundle tool add agents/mailer                      # add a tool (asks on a terminal)
+  bundle check                                       # the pre-commit hook
+  bundle pack agents/mailer --key release.key --locked   # the release step
+  bundle verify mailer-1.4.0.agent.bundle --key release.pub   # the deployment gate
+  bundle completions bash > ~/.local/share/bash-completion/completions/bundle
+
+Exit status: 0 success, 1 checked and rejected, 2 usage or I/O error.";
 
 /// Turn an AI agent's source folder into a signed, verifiable, reproducible release bundle.
 #[derive(Debug, Parser)]
-#[command(name = "bundle", version, about, long_about = None, propagate_version = true)]
+#[command(name = "bundle", version, about, long_about = None, propagate_version = true, after_help = AFTER_HELP)]
 pub struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -62,6 +77,28 @@ enum Command {
     Verify(verify::Args),
     Inspect(inspect::Args),
     Unpack(unpack::Args),
+    Tool(tool::Args),
+    Schema(schema::Args),
+    Completions(completions::Args),
+    Man(man::Args),
+}
+
+impl Command {
+    /// The output format the command was asked for (human for commands without `--format`).
+    fn format(&self) -> Format {
+        match self {
+            Command::Check(a) => a.format,
+            Command::Lock(a) => a.format,
+            Command::Pack(a) => a.format,
+            Command::Verify(a) => a.format,
+            Command::Inspect(a) => a.format,
+            Command::Unpack(a) => a.format,
+            Command::Tool(a) => a.format(),
+            Command::Init(_) | Command::Keygen(_) | Command::Schema(_) | Command::Completions(_) | Command::Man(_) => {
+                Format::Human
+            }
+        }
+    }
 }
 
 /// Global settings every command's renderer needs.
@@ -80,15 +117,44 @@ pub enum Outcome {
     Failed,
 }
 
+/// The `--color` the command line asks for, read before clap parses it so that clap's own
+/// help and usage errors follow it too (clap itself already honours `NO_COLOR`).
+fn color_from_args(args: &[std::ffi::OsString]) -> Option<clap::ColorChoice> {
+    let mut rest = args.iter().skip(1).map(|a| a.to_str());
+    let mut choice = None;
+    while let Some(arg) = rest.next() {
+        let value = match arg {
+            Some("--") => break,
+            Some("--color") => rest.next().flatten(),
+            Some(a) => a.strip_prefix("--color="),
+            None => None,
+        };
+        choice = match value {
+            Some("always") => Some(clap::ColorChoice::Always),
+            Some("never") => Some(clap::ColorChoice::Never),
+            Some("auto") => Some(clap::ColorChoice::Auto),
+            _ => choice,
+        };
+    }
+    choice
+}
+
 pub fn main() -> ExitCode {
-    let cli = match Cli::try_parse() {
+    let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    let mut command = Cli::command();
+    if let Some(choice) = color_from_args(&args) {
+        command = command.color(choice);
+    }
+    let cli = match command.try_get_matches_from_mut(&args).and_then(|m| Cli::from_arg_matches(&m)) {
         Ok(cli) => cli,
         Err(e) => {
+            let e = e.format(&mut command);
             let _ = e.print();
             return ExitCode::from(if e.use_stderr() { 2 } else { 0 });
         }
     };
     let global = Global { color: cli.color, quiet: cli.quiet };
+    let format = cli.command.format();
     let result = match cli.command {
         Command::Init(args) => init::run(args, global),
         Command::Check(args) => check::run(args, global),
@@ -98,6 +164,10 @@ pub fn main() -> ExitCode {
         Command::Verify(args) => verify::run(args, global),
         Command::Inspect(args) => inspect::run(args, global),
         Command::Unpack(args) => unpack::run(args, global),
+        Command::Tool(args) => tool::run(args, global),
+        Command::Schema(args) => schema::run(args),
+        Command::Completions(args) => completions::run(args),
+        Command::Man(args) => man::run(args),
     };
     match result {
         Ok(Outcome::Ok) => ExitCode::SUCCESS,
@@ -110,6 +180,9 @@ pub fn main() -> ExitCode {
                 return ExitCode::SUCCESS;
             }
             output::print_error(global, &e);
+            if format == Format::Github {
+                output::github_error(&e);
+            }
             ExitCode::from(2)
         }
     }

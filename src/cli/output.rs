@@ -103,6 +103,28 @@ pub fn github_line(d: &Diagnostic) -> String {
     format!("::{level} {}::{}", props.join(","), escape_data(&message))
 }
 
+/// A workflow command of any level (`error`, `warning`, `notice`) with an optional file.
+pub fn github_annotation(level: &str, file: Option<&str>, title: &str, message: &str) -> String {
+    let mut props = Vec::new();
+    if let Some(file) = file {
+        props.push(format!("file={}", escape_property(&sanitize(file))));
+    }
+    props.push(format!("title={}", escape_property(title)));
+    format!("::{level} {}::{}", props.join(","), escape_data(&sanitize(message)))
+}
+
+/// A run-stopping error (exit 2) as an annotation too, so that a missing key or an unreadable
+/// file shows up on the pull request like any finding.
+pub fn github_error(e: &anyhow::Error) {
+    let mut message = e.to_string();
+    for cause in e.chain().skip(1) {
+        message.push_str(&format!("\ncaused by: {cause}"));
+    }
+    let mut out = io::stdout().lock();
+    let _ = writeln!(out, "{}", github_annotation("error", None, "bundle", &message));
+    let _ = out.flush();
+}
+
 fn escape_data(s: &str) -> String {
     s.replace('%', "%25").replace('\r', "%0D").replace('\n', "%0A")
 }
@@ -131,6 +153,13 @@ pub fn json_diagnostic(d: &Diagnostic) -> serde_json::Value {
         "message": sanitize(&d.message),
         "help": d.help.as_deref().map(sanitize),
     })
+}
+
+/// One line on stdout (a closed pipe surfaces as an error, not a panic).
+pub fn print_line(line: &str) -> io::Result<()> {
+    let mut out = io::stdout().lock();
+    writeln!(out, "{line}")?;
+    out.flush()
 }
 
 pub fn print_json(value: &serde_json::Value) -> io::Result<()> {

@@ -13,14 +13,15 @@ use super::{Format, Global, Outcome, output};
 /// temp file and renamed into place, so an interrupted pack never leaves a partial bundle.
 #[derive(Debug, clap::Args)]
 #[command(
-    after_help = "Examples:\n  bundle pack agents/mailer --key release.key\n  bundle pack agents/mailer --key release.key --locked -o dist/mailer.agent.bundle   # CI release step\n  BUNDLE_SIGNING_KEY=\"$(cat release.key)\" bundle pack agents/mailer --locked"
+    after_help = "Examples:\n  bundle pack agents/mailer --key release.key\n  bundle pack agents/mailer --key release.key --locked -o dist/   # CI release step\n  BUNDLE_SIGNING_KEY=\"$(cat release.key)\" bundle pack agents/mailer --locked"
 )]
 pub struct Args {
     /// The agent folder.
     agent_dir: PathBuf,
     #[command(flatten)]
     key: SecretKeyArgs,
-    /// Output file (default: <name>-<version>.agent.bundle).
+    /// Output file, or an existing folder to write <name>-<version>.agent.bundle into
+    /// (default: that name in the working directory).
     #[arg(short, long, value_name = "OUT")]
     output: Option<PathBuf>,
     /// Refuse a stale manifest instead of locking it (ship exactly what was reviewed).
@@ -31,7 +32,7 @@ pub struct Args {
     level: i32,
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Human)]
-    format: Format,
+    pub(super) format: Format,
 }
 
 /// `SOURCE_DATE_EPOCH` when set (reproducible-builds.org), else 0.
@@ -62,7 +63,13 @@ pub fn run(args: Args, global: Global) -> anyhow::Result<Outcome> {
                     "bundle_bytes": p.bundle_bytes,
                     "relocked": p.relocked,
                 }))?,
-                _ => output::status(
+                Format::Github => output::print_line(&output::github_annotation(
+                    "notice",
+                    Some(&p.path.display().to_string()),
+                    "packed",
+                    &format!("packed {} {} (signed by {})", p.name, p.version, p.key_id),
+                ))?,
+                Format::Human => output::status(
                     global,
                     &format!(
                         "packed {} {} -> {} ({} files, {} bytes, {} compressed; signed by {})",

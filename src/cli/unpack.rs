@@ -9,7 +9,7 @@ use super::{Format, Global, Outcome};
 
 /// Verify a bundle and extract it into DIR, which must not exist.
 ///
-/// Entries are written to a temp folder beside DIR and renamed into place only once the whole
+/// Missing parent folders are created (and removed again if the bundle is rejected). Entries are written to a temp folder beside DIR and renamed into place only once the whole
 /// bundle verified; nothing is ever written outside DIR, and a rejected bundle leaves nothing.
 #[derive(Debug, clap::Args)]
 #[command(after_help = "Examples:\n  bundle unpack mailer-1.4.0.agent.bundle /srv/agents/mailer --key release.pub")]
@@ -25,7 +25,7 @@ pub struct Args {
     name: Option<String>,
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Human)]
-    format: Format,
+    pub(super) format: Format,
 }
 
 pub fn run(args: Args, global: Global) -> anyhow::Result<Outcome> {

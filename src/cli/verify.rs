@@ -29,7 +29,7 @@ pub struct Args {
     name: Option<String>,
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Human)]
-    format: Format,
+    pub(super) format: Format,
 }
 
 pub fn run(args: Args, global: Global) -> anyhow::Result<Outcome> {
@@ -63,10 +63,12 @@ pub fn report(
                     "files": v.files.len(),
                     "bytes": bytes,
                 }))?,
-                Format::Github => println!(
-                    "::notice title=verified::{} {} verified (key {})",
-                    v.manifest.name, v.manifest.version, v.key_id
-                ),
+                Format::Github => output::print_line(&output::github_annotation(
+                    "notice",
+                    Some(&bundle.display().to_string()),
+                    "verified",
+                    &format!("{} {} verified (key {})", v.manifest.name, v.manifest.version, v.key_id),
+                ))?,
                 Format::Human => output::status(
                     global,
                     &format!(
@@ -85,12 +87,15 @@ pub fn report(
             let failed = r.reason == Reason::IoError;
             match format {
                 Format::Json => output::print_json(&rejection_json(&r))?,
-                Format::Github => println!(
-                    "::error file={},title={}::{}",
-                    bundle.display(),
-                    r.reason.as_str(),
-                    sanitize(&r.message).replace('\n', "%0A")
-                ),
+                Format::Github => {
+                    let at = r.path.as_deref().map(|p| format!(" (entry {p})")).unwrap_or_default();
+                    output::print_line(&output::github_annotation(
+                        "error",
+                        Some(&bundle.display().to_string()),
+                        r.reason.as_str(),
+                        &format!("{}{at}", r.message),
+                    ))?
+                }
                 Format::Human => {
                     let at = r.path.as_deref().map(|p| format!("\n  entry: {}", sanitize(p))).unwrap_or_default();
                     output::print_error_line(

@@ -38,7 +38,8 @@ pub fn find_agents(path: &Path) -> Result<Vec<PathBuf>> {
     if path.join(manifest::FILE_NAME).exists() || path.join(tools::FILE_NAME).exists() {
         return Ok(vec![path.to_path_buf()]);
     }
-    let agents = path.join("agents");
+    // `agents/mailer`, not `./agents/mailer`: the names reach annotations and JSON output.
+    let agents = if path == Path::new(".") { PathBuf::from("agents") } else { path.join("agents") };
     if agents.is_dir() {
         let mut found: Vec<PathBuf> = std::fs::read_dir(&agents)
             .map_err(|e| Error::io(&agents, e))?

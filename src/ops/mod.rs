@@ -6,5 +6,6 @@ pub mod init;
 pub mod keygen;
 pub mod lock;
 pub mod pack;
+pub mod tool_add;
 pub mod unpack;
 pub mod verify;

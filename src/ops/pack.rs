@@ -22,7 +22,8 @@ pub const UNTRUSTED_COMMENT: &str = "signature from agent-bundle";
 
 #[derive(Debug, Clone)]
 pub struct PackOptions {
-    /// Output file; default `<name>-<version>.agent.bundle` in the working directory.
+    /// Output file, or an existing folder for the default name; default
+    /// `<name>-<version>.agent.bundle` in the working directory.
     pub output: Option<PathBuf>,
     /// Refuse a stale manifest instead of locking it (like `cargo --locked`).
     pub locked: bool,
@@ -140,8 +141,13 @@ pub fn pack(dir: &Path, key: &SecretKey, opts: &PackOptions, progress: &dyn Prog
         ))
         .into());
     }
-    let output =
-        opts.output.clone().unwrap_or_else(|| PathBuf::from(default_file_name(&m.name, &m.version.to_string())));
+    let default_name = default_file_name(&m.name, &m.version.to_string());
+    let output = match &opts.output {
+        // An existing folder (a release job's dist/) gets the bundle under its default name.
+        Some(dir) if dir.is_dir() => dir.join(default_name),
+        Some(file) => file.clone(),
+        None => PathBuf::from(default_name),
+    };
     let temp = atomic::temp_beside(&output).map_err(|e| Error::io(&output, e))?;
     let content_bytes =
         write_bundle(temp.as_file(), &manifest_bytes, signature_text.as_bytes(), &current, opts, dir, progress)?;

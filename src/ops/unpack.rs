@@ -51,8 +51,22 @@ pub fn unpack(bundle: &Path, dest: &Path, keys: &TrustedKeys, expect_name: Optio
         _ => PathBuf::from("."),
     };
     let file = File::open(bundle).map_err(|e| Error::io(bundle, e))?;
-    let temp =
-        tempfile::Builder::new().prefix(".bundle-unpack.").tempdir_in(&parent).map_err(|e| Error::io(&parent, e))?;
+    // Missing parent folders (a deploy job's `deploy/<name>`) are created, and removed again
+    // if the bundle is rejected, so that a rejection still leaves nothing behind.
+    let created = parent.ancestors().take_while(|a| !a.as_os_str().is_empty() && !a.exists()).count();
+    fs::create_dir_all(&parent).map_err(|e| Error::io(&parent, e))?;
+    let remove_created = || {
+        for dir in parent.ancestors().take(created) {
+            let _ = fs::remove_dir(dir);
+        }
+    };
+    let temp = match tempfile::Builder::new().prefix(".bundle-unpack.").tempdir_in(&parent) {
+        Ok(t) => t,
+        Err(e) => {
+            remove_created();
+            return Err(Error::io(&parent, e));
+        }
+    };
     let mut sink = FolderSink { root: temp.path().to_path_buf() };
     match verify::verify(BufReader::with_capacity(1 << 20, file), Trust::Keys(keys), expect_name, &mut sink) {
         Ok(verified) => {
@@ -69,6 +83,10 @@ pub fn unpack(bundle: &Path, dest: &Path, keys: &TrustedKeys, expect_name: Optio
             Ok(Unpacked::Done(Box::new(verified)))
         }
         // Dropping `temp` removes everything written so far.
-        Err(r) => Ok(Unpacked::Rejected(r)),
+        Err(r) => {
+            drop(temp);
+            remove_created();
+            Ok(Unpacked::Rejected(r))
+        }
     }
 }

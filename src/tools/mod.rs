@@ -3,7 +3,7 @@
 //! `validate` walks the raw JSON and reports every broken rule (docs/TOOLS.md); `model` is the
 //! typed view the rest of the program uses once a file has passed.
 
-mod credentials;
+pub mod credentials;
 pub mod model;
 mod schema_refs;
 pub mod validate;

@@ -678,7 +678,8 @@ pub fn check_tool_id(id: &str) -> Result<(), String> {
     Ok(())
 }
 
-fn check_command(cmd: &str) -> Result<(), String> {
+/// Exec commands: an absolute path to a file.
+pub fn check_command(cmd: &str) -> Result<(), String> {
     if !cmd.starts_with('/') {
         return Err(format!("command `{cmd}` is not an absolute path"));
     }
