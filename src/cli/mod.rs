@@ -1,7 +1,9 @@
 //! Command-line definitions (clap) and dispatch; one file per subcommand renders that
 //! command's result. Only this layer prints.
 
+mod baseline;
 mod check;
+mod diff;
 mod init;
 mod inspect;
 mod keygen;
@@ -61,6 +63,8 @@ enum Command {
     Pack(pack::Args),
     Verify(verify::Args),
     Inspect(inspect::Args),
+    Diff(diff::Args),
+    Baseline(baseline::Args),
     Unpack(unpack::Args),
 }
 
@@ -97,6 +101,8 @@ pub fn main() -> ExitCode {
         Command::Pack(args) => pack::run(args, global),
         Command::Verify(args) => verify::run(args, global),
         Command::Inspect(args) => inspect::run(args, global),
+        Command::Diff(args) => diff::run(args, global),
+        Command::Baseline(args) => baseline::run(args, global),
         Command::Unpack(args) => unpack::run(args, global),
     };
     match result {

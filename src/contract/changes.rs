@@ -146,14 +146,14 @@ impl Change {
 pub fn tool_added(new: &Contract) -> Change {
     Change::new(Some(new.id()), ChangeKind::ToolAdded, Impact::Widening, "tools")
         .values(None, Some(new.fingerprint.clone()))
-        .message(format!("tool added ({})", new.risk))
+        .message("tool added")
 }
 
 /// A tool only the old side has.
 pub fn tool_removed(old: &Contract) -> Change {
     Change::new(Some(old.id()), ChangeKind::ToolRemoved, Impact::Breaking, "tools")
         .values(Some(old.fingerprint.clone()), None)
-        .message(format!("tool removed (was {})", old.risk))
+        .message("tool removed")
 }
 
 /// Every change from `old` to `new`, two contracts of the same tool id. Equal fingerprints
