@@ -298,17 +298,22 @@ impl Risk {
         self.union(other) == self
     }
 
-    /// The class names, in a fixed order: `read-only`, or some of `write-capable`, `network`,
-    /// `secret-using`, `destructive`.
-    pub fn names(self) -> Vec<&'static str> {
+    /// The flags set, in a fixed order: some of `write-capable`, `network`, `secret-using`,
+    /// `destructive` (none for a read-only tool).
+    pub fn flags(self) -> Vec<&'static str> {
         let flags = [
             (self.write, "write-capable"),
             (self.network, "network"),
             (self.secrets, "secret-using"),
             (self.destructive, "destructive"),
         ];
-        let names: Vec<&str> = flags.iter().filter(|(on, _)| *on).map(|(_, n)| *n).collect();
-        if names.is_empty() { vec!["read-only"] } else { names }
+        flags.iter().filter(|(on, _)| *on).map(|(_, n)| *n).collect()
+    }
+
+    /// The class names: the flags, or `read-only`.
+    pub fn names(self) -> Vec<&'static str> {
+        let flags = self.flags();
+        if flags.is_empty() { vec!["read-only"] } else { flags }
     }
 }
 

@@ -7,7 +7,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde::Serialize;
 
 use super::schema_changes::{self, Side};
-use super::{Contract, ContractBudget, ContractTransport};
+use super::{Contract, ContractBudget, ContractDoc, ContractTransport, Risk};
 use crate::policy::Capability;
 
 macro_rules! change_kinds {
@@ -27,7 +27,7 @@ macro_rules! change_kinds {
 change_kinds! {
     ToolAdded => "tool_added": "A tool that the old side does not have (widening).",
     ToolRemoved => "tool_removed": "A tool that the new side no longer has (breaking).",
-    RiskRaised => "risk_raised": "The risk class gained a flag, e.g. read-only to network (widening).",
+    RiskRaised => "risk_raised": "The risk class gained a flag, e.g. read-only became network (widening). A change of `requires_confirmation` alone is reported as `confirmation_removed`/`confirmation_added` instead.",
     RiskLowered => "risk_lowered": "The risk class lost a flag (narrowing).",
     DescriptionChanged => "description_changed": "The description the model reads changed (neutral).",
     TransportChanged => "transport_changed": "exec became http or the reverse (widening).",
@@ -167,19 +167,7 @@ pub fn compare(old: &Contract, new: &Contract) -> Vec<Change> {
     let mut out = Vec::new();
     let change = |kind, impact, at: &str| Change::new(tool, kind, impact, at);
 
-    if old.risk != new.risk {
-        let (kind, impact) = if old.risk.covers(new.risk) {
-            (ChangeKind::RiskLowered, Impact::Narrowing)
-        } else {
-            (ChangeKind::RiskRaised, Impact::Widening)
-        };
-        let verb = if impact == Impact::Widening { "raised" } else { "lowered" };
-        out.push(
-            change(kind, impact, "risk")
-                .values(Some(old.risk.to_string()), Some(new.risk.to_string()))
-                .message(format!("risk {verb}: {} -> {}", old.risk, new.risk)),
-        );
-    }
+    risk(tool, old, new, &mut out);
     if o.description != n.description {
         out.push(
             change(ChangeKind::DescriptionChanged, Impact::Neutral, "description")
@@ -229,6 +217,38 @@ pub fn compare(old: &Contract, new: &Contract) -> Vec<Change> {
         );
     }
     out
+}
+
+/// Flags the risk class gained and lost. A change of `requires_confirmation` alone is left out:
+/// it moves `destructive`, but a removed confirmation is a widening (reported as such), not a
+/// lower risk, and an added one is not a higher risk.
+fn risk(tool: Option<&str>, old: &Contract, new: &Contract, out: &mut Vec<Change>) {
+    let same_confirmation = ContractDoc { requires_confirmation: old.doc.requires_confirmation, ..new.doc.clone() };
+    let compared = if same_confirmation.requires_confirmation == new.doc.requires_confirmation {
+        new.risk
+    } else {
+        Risk::of(&same_confirmation)
+    };
+    let (was, now) = (old.risk.flags(), compared.flags());
+    let gained: Vec<&str> = now.iter().filter(|f| !was.contains(f)).copied().collect();
+    let lost: Vec<&str> = was.iter().filter(|f| !now.contains(f)).copied().collect();
+    let values = || (Some(old.risk.to_string()), Some(new.risk.to_string()));
+    if !gained.is_empty() {
+        let (o, n) = values();
+        out.push(Change::new(tool, ChangeKind::RiskRaised, Impact::Widening, "risk").values(o, n).message(format!(
+            "risk raised: +{} (now {})",
+            gained.join(" +"),
+            new.risk
+        )));
+    }
+    if !lost.is_empty() {
+        let (o, n) = values();
+        out.push(Change::new(tool, ChangeKind::RiskLowered, Impact::Narrowing, "risk").values(o, n).message(format!(
+            "risk lowered: -{} (now {})",
+            lost.join(" -"),
+            new.risk
+        )));
+    }
 }
 
 /// 0 for methods that only read, 1 for methods that write, 2 for DELETE.

@@ -6,6 +6,7 @@ mod support;
 
 mod bundle;
 mod check;
+mod diff;
 mod docs;
 mod hostile;
 mod lock;
