@@ -4,6 +4,7 @@
 
 mod support;
 
+mod baseline;
 mod bundle;
 mod check;
 mod diff;
