@@ -293,11 +293,6 @@ impl Risk {
         }
     }
 
-    /// Whether every flag of `other` is also set here.
-    pub fn covers(self, other: Risk) -> bool {
-        self.union(other) == self
-    }
-
     /// The flags set, in a fixed order: some of `write-capable`, `network`, `secret-using`,
     /// `destructive` (none for a read-only tool).
     pub fn flags(self) -> Vec<&'static str> {
