@@ -2,6 +2,7 @@
 
 pub mod archive;
 pub mod atomic;
+pub mod contract;
 pub mod diagnostic;
 pub mod digest;
 pub mod error;

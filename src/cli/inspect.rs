@@ -4,7 +4,9 @@ use std::fs::File;
 use std::io::{BufReader, Write};
 use std::path::PathBuf;
 
+use agent_bundle::contract::{Contract, ContractError};
 use agent_bundle::diagnostic::sanitize;
+use agent_bundle::ops::contracts;
 use agent_bundle::ops::verify::{self, Discard, Trust, Verified};
 use agent_bundle::tools::Transport;
 use agent_bundle::trust::TrustedKeys;
@@ -12,7 +14,8 @@ use agent_bundle::trust::TrustedKeys;
 use super::keys::{load_public_key, load_trust};
 use super::{Format, Global, Outcome};
 
-/// Show a bundle's agent, signer, files and tools.
+/// Show a bundle's agent, signer, files and tools (with each tool's risk class and contract
+/// fingerprint).
 ///
 /// Without --key the signature is read but NOT checked (the output says so); every digest and
 /// the archive's safety are still checked.
@@ -46,9 +49,10 @@ pub fn run(args: Args, global: Global) -> anyhow::Result<Outcome> {
     let trust = keys.as_ref().map_or(Trust::Unchecked, Trust::Keys);
     match verify::verify(BufReader::new(file), trust, None, &mut Discard) {
         Ok(v) => {
+            let contracts = contracts::from_verified(&v, &args.bundle).map(|a| a.contracts);
             match args.format {
-                Format::Json => super::output::print_json(&json(&v))?,
-                _ => human(&v)?,
+                Format::Json => super::output::print_json(&json(&v, &contracts))?,
+                _ => human(&v, &contracts)?,
             }
             Ok(Outcome::Ok)
         }
@@ -56,25 +60,33 @@ pub fn run(args: Args, global: Global) -> anyhow::Result<Outcome> {
     }
 }
 
-fn json(v: &Verified) -> serde_json::Value {
+/// The contract of tool `index`, when contracts could be computed.
+fn contract(contracts: &Result<Vec<Contract>, ContractError>, index: usize) -> Option<&Contract> {
+    contracts.as_ref().ok().and_then(|c| c.get(index))
+}
+
+fn json(v: &Verified, contracts: &Result<Vec<Contract>, ContractError>) -> serde_json::Value {
     serde_json::json!({
         "agent": {"name": v.manifest.name, "version": v.manifest.version.to_string()},
         "key_id": v.key_id,
         "trusted_comment": sanitize(&v.trusted_comment),
         "signature_checked": v.signature_checked,
         "files": v.files,
-        "tools": v.tools.as_ref().map(|t| t.tools.iter().map(|tool| serde_json::json!({
+        "tools": v.tools.as_ref().map(|t| t.tools.iter().enumerate().map(|(i, tool)| serde_json::json!({
             "id": tool.id,
             "transport": tool.transport.kind(),
             "target": sanitize(&tool.transport.summary()),
             "capabilities": tool.capabilities,
             "secrets": tool.secrets,
             "requires_confirmation": tool.requires_confirmation,
+            "risk": contract(contracts, i).map(|c| c.risk),
+            "fingerprint": contract(contracts, i).map(|c| &c.fingerprint),
         })).collect::<Vec<_>>()),
+        "contract_error": contracts.as_ref().err().map(|e| sanitize(&e.to_string())),
     })
 }
 
-fn human(v: &Verified) -> std::io::Result<()> {
+fn human(v: &Verified, contracts: &Result<Vec<Contract>, ContractError>) -> std::io::Result<()> {
     let mut out = std::io::stdout().lock();
     writeln!(out, "agent      {} {}", v.manifest.name, v.manifest.version)?;
     writeln!(out, "signer     {}", v.key_id)?;
@@ -91,9 +103,10 @@ fn human(v: &Verified) -> std::io::Result<()> {
     }
     let tools = v.tools.as_ref().map(|t| t.tools.as_slice()).unwrap_or_default();
     writeln!(out, "\ntools ({}):", tools.len())?;
-    let rows: Vec<[String; 5]> = tools
+    let rows: Vec<[String; 7]> = tools
         .iter()
-        .map(|t| {
+        .enumerate()
+        .map(|(i, t)| {
             let transport = match &t.transport {
                 Transport::Exec { command, .. } => format!("exec {command}"),
                 Transport::Http { method, url, .. } => format!("{method} {url}"),
@@ -104,22 +117,29 @@ fn human(v: &Verified) -> std::io::Result<()> {
                 t.capabilities.join(","),
                 t.secrets.join(","),
                 if t.requires_confirmation { "yes".into() } else { "no".into() },
+                contract(contracts, i).map_or_else(|| "-".into(), |c| c.risk.names().join(",")),
+                contract(contracts, i).map_or_else(|| "-".into(), |c| c.fingerprint[..16].to_owned()),
             ]
         })
         .collect();
-    let header = ["id", "transport", "capabilities", "secrets", "confirm"];
+    let header = ["id", "transport", "capabilities", "secrets", "confirm", "risk", "fingerprint"];
     let mut widths = header.map(str::len);
     for r in &rows {
         for (w, c) in widths.iter_mut().zip(r) {
             *w = (*w).max(c.chars().count());
         }
     }
-    let line = |cells: [&str; 5]| {
+    let line = |cells: [&str; 7]| {
         cells.iter().zip(widths).map(|(c, w)| format!("{c:<w$}")).collect::<Vec<_>>().join("  ").trim_end().to_owned()
     };
     writeln!(out, "  {}", line(header))?;
     for r in &rows {
-        writeln!(out, "  {}", line([&r[0], &r[1], &r[2], &r[3], &r[4]]))?;
+        writeln!(out, "  {}", line([&r[0], &r[1], &r[2], &r[3], &r[4], &r[5], &r[6]]))?;
+    }
+    if let Err(e) = contracts {
+        writeln!(out, "  (no fingerprints: {})", sanitize(&e.to_string()))?;
+    } else if !tools.is_empty() {
+        writeln!(out, "  (fingerprint: the first 16 hex digits; --format json shows all 64)")?;
     }
     out.flush()
 }

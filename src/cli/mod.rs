@@ -1,8 +1,10 @@
 //! Command-line definitions (clap) and dispatch; one file per subcommand renders that
 //! command's result. Only this layer prints.
 
+mod baseline;
 mod check;
 mod completions;
+mod diff;
 mod init;
 mod inspect;
 mod keygen;
@@ -76,6 +78,8 @@ enum Command {
     Pack(pack::Args),
     Verify(verify::Args),
     Inspect(inspect::Args),
+    Diff(diff::Args),
+    Baseline(baseline::Args),
     Unpack(unpack::Args),
     Tool(tool::Args),
     Schema(schema::Args),
@@ -94,6 +98,8 @@ impl Command {
             Command::Inspect(a) => a.format,
             Command::Unpack(a) => a.format,
             Command::Tool(a) => a.format(),
+            Command::Diff(a) => a.format,
+            Command::Baseline(a) => a.format(),
             Command::Init(_) | Command::Keygen(_) | Command::Schema(_) | Command::Completions(_) | Command::Man(_) => {
                 Format::Human
             }
@@ -163,6 +169,8 @@ pub fn main() -> ExitCode {
         Command::Pack(args) => pack::run(args, global),
         Command::Verify(args) => verify::run(args, global),
         Command::Inspect(args) => inspect::run(args, global),
+        Command::Diff(args) => diff::run(args, global),
+        Command::Baseline(args) => baseline::run(args, global),
         Command::Unpack(args) => unpack::run(args, global),
         Command::Tool(args) => tool::run(args, global),
         Command::Schema(args) => schema::run(args),

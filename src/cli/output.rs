@@ -125,11 +125,11 @@ pub fn github_error(e: &anyhow::Error) {
     let _ = out.flush();
 }
 
-fn escape_data(s: &str) -> String {
+pub fn escape_data(s: &str) -> String {
     s.replace('%', "%25").replace('\r', "%0D").replace('\n', "%0A")
 }
 
-fn escape_property(s: &str) -> String {
+pub fn escape_property(s: &str) -> String {
     escape_data(s).replace(':', "%3A").replace(',', "%2C")
 }
 
@@ -198,4 +198,46 @@ pub fn status(global: Global, message: &str) {
     if !global.quiet {
         let _ = writeln!(io::stderr(), "{message}");
     }
+}
+
+/// A JSON value with every string in it sanitised (for JSON output of untrusted text).
+pub fn sanitize_json(value: serde_json::Value) -> serde_json::Value {
+    use serde_json::Value;
+    match value {
+        Value::String(s) => Value::String(sanitize(&s)),
+        Value::Array(items) => Value::Array(items.into_iter().map(sanitize_json).collect()),
+        Value::Object(map) => Value::Object(map.into_iter().map(|(k, v)| (sanitize(&k), sanitize_json(v))).collect()),
+        other => other,
+    }
+}
+
+/// Writes classified changes, one per line: the impact in a fixed-width column (colored), then
+/// the message.
+pub fn write_changes(
+    out: &mut dyn codespan_reporting::term::termcolor::WriteColor,
+    changes: &[&agent_bundle::contract::Change],
+    indent: &str,
+) -> io::Result<()> {
+    use agent_bundle::contract::Impact;
+    use codespan_reporting::term::termcolor::{Color, ColorSpec};
+    for c in changes {
+        let mut spec = ColorSpec::new();
+        match c.impact {
+            Impact::Widening => spec.set_fg(Some(Color::Yellow)).set_bold(true),
+            Impact::Breaking => spec.set_fg(Some(Color::Red)).set_bold(true),
+            Impact::Narrowing | Impact::Compatible => spec.set_fg(Some(Color::Green)),
+            Impact::Neutral => &mut spec,
+        };
+        write!(out, "{indent}")?;
+        out.set_color(&spec)?;
+        write!(out, "{:<10}", c.impact.as_str())?;
+        out.reset()?;
+        writeln!(out, "  {}", sanitize(&c.message))?;
+    }
+    Ok(())
+}
+
+/// stdout as a color-capable stream, following `--color`.
+pub fn stdout(global: Global) -> StandardStream {
+    StandardStream::stdout(color_choice(global.color, io::stdout().is_terminal()))
 }

@@ -1,7 +1,10 @@
 //! Operations: what each subcommand does, as library functions that return results for the
 //! CLI to render. They never print and never exit.
 
+pub mod baseline;
 pub mod check;
+pub mod contracts;
+pub mod diff;
 pub mod init;
 pub mod keygen;
 pub mod lock;

@@ -65,6 +65,7 @@ reasons! {
     TrailingData => "trailing_data": "Bytes after the tar end marker or after the zstd frame.",
     LimitExceeded => "limit_exceeded": "A size, count or compression window beyond the limits.",
     InvalidTools => "invalid_tools": "tools.json in the bundle breaks the tools.json rules.",
+    ContractDrift => "contract_drift": "With --baseline: a write-capable, network, secret-using or destructive tool (or one whose http host moved) differs from its approved contract, or is new.",
     IoError => "io_error": "The bundle could not be read (exit 2).",
 }
 
@@ -86,7 +87,7 @@ pub struct Rejection {
 }
 
 impl Rejection {
-    fn new(reason: Reason, path: Option<&str>, message: impl Into<String>) -> Self {
+    pub fn new(reason: Reason, path: Option<&str>, message: impl Into<String>) -> Self {
         Rejection { reason, path: path.map(str::to_owned), message: message.into(), agent: None, key_id: None }
     }
 }
@@ -142,6 +143,10 @@ pub struct Verified {
     pub signature_checked: bool,
     pub files: Vec<VerifiedFile>,
     pub tools: Option<ToolsFile>,
+    /// The entries held in memory for re-validation (step 13 of docs/FORMAT.md §6): tools.json,
+    /// policy.caps and the JSON files within the limits, so that callers can resolve the
+    /// schemas tools.json references without reading the bundle again.
+    pub held: HashMap<String, Vec<u8>>,
     pub compressed_bytes: u64,
 }
 
@@ -484,6 +489,7 @@ fn run(
         signature_checked: verified_by.is_some(),
         files: seen,
         tools,
+        held: kept,
         compressed_bytes: input.count,
     })
 }

@@ -9,6 +9,7 @@ mod schema_refs;
 pub mod validate;
 
 pub use model::{Tool, ToolsFile, Transport};
+pub use schema_refs::{AgentFiles, REF_PREFIX, Resolved, Resolver};
 pub use validate::{SUPPORTED_VERSION, Validated, validate};
 
 /// Where a tool's tools.json lives inside an agent folder.

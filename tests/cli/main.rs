@@ -4,8 +4,10 @@
 
 mod support;
 
+mod baseline;
 mod bundle;
 mod check;
+mod diff;
 mod docs;
 mod editors;
 mod hostile;

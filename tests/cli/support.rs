@@ -109,3 +109,24 @@ pub fn require_tool(name: &str) -> bool {
     eprintln!("SKIPPED: `{name}` is not installed; set BUNDLE_REQUIRE_TOOLS=1 to make this a failure");
     false
 }
+
+/// Rewrites an agent's tools.json through `edit` (pretty-printed again).
+pub fn edit_tools(agent: &Path, edit: impl FnOnce(&mut serde_json::Value)) {
+    let path = agent.join("tools.json");
+    let mut doc: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    edit(&mut doc);
+    std::fs::write(&path, serde_json::to_string_pretty(&doc).unwrap()).unwrap();
+}
+
+/// The tool `id` inside a tools.json document.
+pub fn tool<'a>(doc: &'a mut serde_json::Value, id: &str) -> &'a mut serde_json::Value {
+    doc["tools"].as_array_mut().unwrap().iter_mut().find(|t| t["id"] == id).unwrap_or_else(|| panic!("no tool {id}"))
+}
+
+/// Sets `[agent] version` in an agent's manifest.toml.
+pub fn set_version(agent: &Path, version: &str) {
+    let path = agent.join("manifest.toml");
+    let mut doc: toml_edit::DocumentMut = std::fs::read_to_string(&path).unwrap().parse().unwrap();
+    doc["agent"]["version"] = toml_edit::value(version);
+    std::fs::write(&path, doc.to_string()).unwrap();
+}

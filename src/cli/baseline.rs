@@ -1,0 +1,160 @@
+//! `bundle baseline snapshot|approve`: record and update the tool contracts a release gate
+//! (`bundle verify --baseline`) accepts.
+
+use std::path::PathBuf;
+
+use agent_bundle::diagnostic::sanitize;
+use agent_bundle::ops::baseline::{self, Approval, ApprovalAction};
+use agent_bundle::ops::contracts;
+
+use super::{Format, Global, Outcome, output};
+
+/// Record and update approved tool contracts (the baseline of `bundle verify --baseline`).
+#[derive(Debug, clap::Args)]
+#[command(
+    after_help = "Examples:\n  bundle baseline snapshot mailer-1.4.0.agent.bundle -o approved.toml\n  bundle baseline approve approved.toml --from mailer-1.5.0.agent.bundle mail.smtp_send\n  bundle verify mailer-1.5.0.agent.bundle --key release.pub --baseline approved.toml"
+)]
+pub struct Args {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, clap::Subcommand)]
+enum Command {
+    Snapshot(SnapshotArgs),
+    Approve(ApproveArgs),
+}
+
+/// Write a baseline approving every tool of a bundle or agent folder as it is.
+///
+/// Each tool's entry holds its contract fingerprint, risk class and canonical contract, so that
+/// later drift can be explained. Exit status: 0 written, 2 usage or I/O error.
+#[derive(Debug, clap::Args)]
+#[command(
+    after_help = "Examples:\n  bundle baseline snapshot mailer-1.4.0.agent.bundle -o approved.toml\n  bundle baseline snapshot agents/mailer -o agents/mailer.approved.toml --force"
+)]
+pub struct SnapshotArgs {
+    /// A bundle or an agent folder.
+    source: PathBuf,
+    /// The baseline file to write.
+    #[arg(short, long, value_name = "FILE", default_value = "approved.toml")]
+    output: PathBuf,
+    /// Replace the file if it exists.
+    #[arg(long)]
+    force: bool,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = Format::Human)]
+    format: Format,
+}
+
+/// Take the named tools' contracts in a bundle or agent folder as approved.
+///
+/// Each TOOL_ID's entry is added or replaced in place (comments and order of the file are
+/// kept); the entry of a tool the source no longer has is removed. Review first with
+/// `bundle diff`. Exit status: 0 done, 2 usage or I/O error.
+#[derive(Debug, clap::Args)]
+#[command(
+    after_help = "Examples:\n  bundle baseline approve approved.toml --from mailer-1.5.0.agent.bundle mail.smtp_send\n  bundle baseline approve approved.toml --from agents/mailer mail.smtp_send contacts.lookup"
+)]
+pub struct ApproveArgs {
+    /// The baseline file to update.
+    baseline: PathBuf,
+    /// The bundle or agent folder whose contracts are approved.
+    #[arg(long, value_name = "BUNDLE|DIR")]
+    from: PathBuf,
+    /// The tools to approve.
+    #[arg(value_name = "TOOL_ID", required = true)]
+    tools: Vec<String>,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = Format::Human)]
+    format: Format,
+}
+
+impl Args {
+    /// The output format the subcommand was asked for.
+    pub fn format(&self) -> Format {
+        match &self.command {
+            Command::Snapshot(a) => a.format,
+            Command::Approve(a) => a.format,
+        }
+    }
+}
+
+pub fn run(args: Args, global: Global) -> anyhow::Result<Outcome> {
+    match args.command {
+        Command::Snapshot(a) => snapshot(a, global),
+        Command::Approve(a) => approve(a, global),
+    }
+}
+
+fn short(fingerprint: &str) -> &str {
+    &fingerprint[..fingerprint.len().min(16)]
+}
+
+fn snapshot(args: SnapshotArgs, global: Global) -> anyhow::Result<Outcome> {
+    let agent = contracts::load(&args.source)?;
+    baseline::snapshot(&agent, &args.output, args.force)?;
+    let mut sorted: Vec<_> = agent.contracts.iter().collect();
+    sorted.sort_by(|a, b| a.id().cmp(b.id()));
+    match args.format {
+        Format::Json => output::print_json(&output::sanitize_json(serde_json::json!({
+            "ok": true,
+            "file": args.output.display().to_string(),
+            "agent": {"name": agent.name, "version": agent.version},
+            "tools": sorted.iter().map(|c| serde_json::json!({
+                "id": c.id(), "fingerprint": c.fingerprint, "risk": c.risk,
+            })).collect::<Vec<_>>(),
+        })))?,
+        _ => {
+            let n = sorted.len();
+            output::status(
+                global,
+                &format!(
+                    "wrote {}: {n} tool{} approved from {}",
+                    args.output.display(),
+                    if n == 1 { "" } else { "s" },
+                    sanitize(&agent.label())
+                ),
+            );
+            let width = sorted.iter().map(|c| c.id().len()).max().unwrap_or(0);
+            for c in sorted {
+                output::status(
+                    global,
+                    &format!("  {:<width$}  {}  {}", sanitize(c.id()), short(&c.fingerprint), c.risk),
+                );
+            }
+        }
+    }
+    Ok(Outcome::Ok)
+}
+
+fn approve(args: ApproveArgs, global: Global) -> anyhow::Result<Outcome> {
+    let from = contracts::load(&args.from)?;
+    let done = baseline::approve(&args.baseline, &from, &args.tools)?;
+    match args.format {
+        Format::Json => output::print_json(&output::sanitize_json(serde_json::json!({
+            "ok": true,
+            "file": args.baseline.display().to_string(),
+            "from": {"path": args.from.display().to_string(), "name": from.name, "version": from.version},
+            "tools": done,
+        })))?,
+        _ => {
+            for a in &done {
+                output::status(global, &format!("{}: {}", args.baseline.display(), describe(a)));
+            }
+        }
+    }
+    Ok(Outcome::Ok)
+}
+
+fn describe(a: &Approval) -> String {
+    let id = sanitize(&a.tool);
+    let risk = a.risk.map(|r| format!(" ({r})")).unwrap_or_default();
+    let (old, new) = (a.old.as_deref().map(short).unwrap_or("-"), a.new.as_deref().map(short).unwrap_or("-"));
+    match a.action {
+        ApprovalAction::Added => format!("approved {id}{risk}: {new}"),
+        ApprovalAction::Updated => format!("approved {id}{risk}: {old} -> {new}"),
+        ApprovalAction::Unchanged => format!("{id}{risk} was already approved: {new}"),
+        ApprovalAction::Removed => format!("removed {id}: it is no longer in the release (was {old})"),
+    }
+}

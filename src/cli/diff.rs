@@ -1,0 +1,220 @@
+//! `bundle diff <OLD> <NEW>`: what a release changes in its tools' contracts and policy.caps.
+
+use std::io::Write;
+use std::path::PathBuf;
+
+use agent_bundle::contract::{Change, Impact};
+use agent_bundle::diagnostic::sanitize;
+use agent_bundle::ops::contracts::AgentContracts;
+use agent_bundle::ops::diff::{self, AgentDiff, FailOn, Status};
+
+use super::{Format, Global, Outcome, output};
+
+/// Compare the tool contracts and policy.caps grants of two releases of an agent.
+///
+/// OLD and NEW are each a bundle or an agent folder (signatures are not checked: that is
+/// `bundle verify`'s job). Every change is classified: widening (a tool may do more), breaking
+/// (callers or consumers of results may fail), narrowing, compatible, neutral.
+///
+/// Exit status: 0 compared (1 when --fail-on matches a change), 2 usage or I/O error, or a
+/// side that is not a valid agent or bundle.
+#[derive(Debug, clap::Args)]
+#[command(
+    after_help = "Examples:\n  bundle diff mailer-1.4.0.agent.bundle agents/mailer        # what the next release changes\n  bundle diff old.agent.bundle new.agent.bundle --fail-on widening,breaking\n  bundle diff old.agent.bundle new.agent.bundle --format json | jq '.summary'"
+)]
+pub struct Args {
+    /// The old release: a bundle or an agent folder.
+    old: PathBuf,
+    /// The new release: a bundle or an agent folder.
+    new: PathBuf,
+    /// Exit 1 when a change of this impact is found: widening, breaking, any (repeat or
+    /// separate with commas).
+    #[arg(long, value_enum, value_delimiter = ',', value_name = "IMPACT")]
+    fail_on: Vec<FailOnArg>,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = Format::Human)]
+    pub(super) format: Format,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum FailOnArg {
+    /// A tool may do more: a capability, secret, host, method, program, budget, or a lost
+    /// confirmation; a new tool; a new policy.caps grant.
+    Widening,
+    /// Callers or consumers may fail: a schema change that rejects old inputs or returns
+    /// unexpected results; a removed tool.
+    Breaking,
+    /// Any change at all.
+    Any,
+}
+
+impl FailOnArg {
+    fn op(self) -> FailOn {
+        match self {
+            FailOnArg::Widening => FailOn::Widening,
+            FailOnArg::Breaking => FailOn::Breaking,
+            FailOnArg::Any => FailOn::Any,
+        }
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            FailOnArg::Widening => "widening",
+            FailOnArg::Breaking => "breaking",
+            FailOnArg::Any => "any",
+        }
+    }
+}
+
+pub fn run(args: Args, global: Global) -> anyhow::Result<Outcome> {
+    let d = diff::diff_paths(&args.old, &args.new)?;
+    let fail_on: Vec<FailOn> = args.fail_on.iter().map(|f| f.op()).collect();
+    let matched = d.matching(&fail_on).count();
+    let names: Vec<&str> = args.fail_on.iter().map(|f| f.name()).collect();
+    match args.format {
+        Format::Json => output::print_json(&json(&d, &names, matched))?,
+        Format::Github => github(&d, &fail_on)?,
+        Format::Human => human(&d, global)?,
+    }
+    if matched > 0 {
+        if args.format == Format::Human {
+            output::print_error_line(
+                global,
+                &format!(
+                    "diff failed: {matched} change{} match{} --fail-on {}",
+                    plural(matched),
+                    if matched == 1 { "es" } else { "" },
+                    names.join(",")
+                ),
+            );
+        }
+        return Ok(Outcome::Rejected);
+    }
+    Ok(Outcome::Ok)
+}
+
+fn plural(n: usize) -> &'static str {
+    if n == 1 { "" } else { "s" }
+}
+
+fn count(d: &AgentDiff, status: Status) -> usize {
+    d.tools.iter().filter(|t| t.status == status).count()
+}
+
+/// `6 changes: 4 widening, 2 breaking; tools: 1 changed, 1 added, 0 removed, 2 unchanged`
+fn summary(d: &AgentDiff) -> String {
+    let total = d.changes().count();
+    let by_impact: Vec<String> = Impact::ALL
+        .iter()
+        .map(|&i| (d.count(i), i.as_str()))
+        .filter(|(n, _)| *n > 0)
+        .map(|(n, name)| format!("{n} {name}"))
+        .collect();
+    let impacts = if by_impact.is_empty() { String::new() } else { format!(": {}", by_impact.join(", ")) };
+    format!(
+        "{total} change{}{impacts}; tools: {} changed, {} added, {} removed, {} unchanged",
+        plural(total),
+        count(d, Status::Changed),
+        count(d, Status::Added),
+        count(d, Status::Removed),
+        count(d, Status::Unchanged)
+    )
+}
+
+fn side_label(a: &AgentContracts) -> String {
+    let path = a.origin.display().to_string();
+    match (&a.name, &a.version) {
+        (Some(n), Some(v)) => format!("{} {} ({})", sanitize(n), sanitize(v), sanitize(&path)),
+        _ => sanitize(&path),
+    }
+}
+
+fn human(d: &AgentDiff, global: Global) -> std::io::Result<()> {
+    let stream = output::stdout(global);
+    let mut out = stream.lock();
+    writeln!(out, "{} -> {}", side_label(&d.old), side_label(&d.new))?;
+    if !d.grants.is_empty() {
+        writeln!(out, "\n  policy.caps")?;
+        output::write_changes(&mut out, &d.grants.iter().collect::<Vec<_>>(), "    ")?;
+    }
+    for t in d.tools.iter().filter(|t| t.status != Status::Unchanged) {
+        let (mark, side) = match t.status {
+            Status::Added => ('+', &t.new),
+            Status::Removed => ('-', &t.old),
+            _ => ('~', &t.new),
+        };
+        let risk = side.as_ref().map(|s| format!(" ({})", s.risk)).unwrap_or_default();
+        writeln!(out, "\n  {mark} {}{risk}", sanitize(&t.id))?;
+        output::write_changes(&mut out, &t.changes.iter().collect::<Vec<_>>(), "    ")?;
+    }
+    writeln!(out, "\n{}", summary(d))?;
+    out.flush()
+}
+
+fn change_json(c: &Change) -> serde_json::Value {
+    output::sanitize_json(serde_json::to_value(c).unwrap_or_default())
+}
+
+fn json(d: &AgentDiff, fail_on: &[&str], matched: usize) -> serde_json::Value {
+    let side = |a: &AgentContracts| {
+        serde_json::json!({
+            "path": sanitize(&a.origin.display().to_string()),
+            "name": a.name.as_deref().map(sanitize),
+            "version": a.version.as_deref().map(sanitize),
+        })
+    };
+    let mut summary = serde_json::Map::new();
+    summary.insert("changes".into(), d.changes().count().into());
+    for &i in Impact::ALL {
+        summary.insert(i.as_str().into(), d.count(i).into());
+    }
+    for (status, name) in [
+        (Status::Changed, "changed"),
+        (Status::Added, "added"),
+        (Status::Removed, "removed"),
+        (Status::Unchanged, "unchanged"),
+    ] {
+        summary.insert(format!("tools_{name}"), count(d, status).into());
+    }
+    serde_json::json!({
+        "ok": matched == 0,
+        "old": side(&d.old),
+        "new": side(&d.new),
+        "fail_on": fail_on,
+        "matched": matched,
+        "summary": summary,
+        "grants": d.grants.iter().map(change_json).collect::<Vec<_>>(),
+        "tools": d.tools.iter().map(|t| serde_json::json!({
+            "id": sanitize(&t.id),
+            "status": t.status,
+            "old": t.old,
+            "new": t.new,
+            "changes": t.changes.iter().map(change_json).collect::<Vec<_>>(),
+        })).collect::<Vec<_>>(),
+        "changes": d.changes().map(change_json).collect::<Vec<_>>(),
+    })
+}
+
+/// One annotation per change: errors for those --fail-on matches, warnings for other widening
+/// or breaking changes, notices for the rest.
+fn github(d: &AgentDiff, fail_on: &[FailOn]) -> std::io::Result<()> {
+    let mut out = std::io::stdout().lock();
+    for c in d.changes() {
+        let level = if fail_on.iter().any(|f| f.matches(c)) {
+            "error"
+        } else if matches!(c.impact, Impact::Widening | Impact::Breaking) {
+            "warning"
+        } else {
+            "notice"
+        };
+        let subject = c.tool.as_deref().unwrap_or("policy.caps");
+        let message = format!("{}: {}", sanitize(subject), sanitize(&c.message));
+        writeln!(
+            out,
+            "::{level} title={}::{}",
+            output::escape_property(&format!("{} {}", c.impact.as_str(), c.kind.as_str())),
+            output::escape_data(&message)
+        )?;
+    }
+    out.flush()
+}

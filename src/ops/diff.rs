@@ -1,0 +1,125 @@
+//! `bundle diff <OLD> <NEW>`: what a release changes in its tools' contracts and its
+//! policy.caps, each change classified (contract::changes), for a reviewer or a pipeline.
+
+use std::path::Path;
+
+use serde::Serialize;
+
+use crate::contract::{self, Change, Contract, Impact, Risk};
+use crate::ops::contracts::{self, AgentContracts, LoadError};
+
+/// What happened to one tool.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Status {
+    Added,
+    Removed,
+    Changed,
+    Unchanged,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct ToolDiff {
+    pub id: String,
+    pub status: Status,
+    /// Fingerprint and risk on each side, when the tool is there.
+    pub old: Option<Side>,
+    pub new: Option<Side>,
+    pub changes: Vec<Change>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Side {
+    pub fingerprint: String,
+    pub risk: Risk,
+}
+
+impl From<&Contract> for Side {
+    fn from(c: &Contract) -> Self {
+        Side { fingerprint: c.fingerprint.clone(), risk: c.risk }
+    }
+}
+
+/// The whole comparison.
+#[derive(Debug, Clone)]
+pub struct AgentDiff {
+    pub old: AgentContracts,
+    pub new: AgentContracts,
+    /// The new side's tools in its order, then the removed ones in the old side's order.
+    pub tools: Vec<ToolDiff>,
+    /// policy.caps grants added and removed.
+    pub grants: Vec<Change>,
+}
+
+/// Which changes make `bundle diff --fail-on` exit 1.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FailOn {
+    Widening,
+    Breaking,
+    Any,
+}
+
+impl FailOn {
+    pub fn matches(self, change: &Change) -> bool {
+        match self {
+            FailOn::Widening => change.impact == Impact::Widening,
+            FailOn::Breaking => change.impact == Impact::Breaking,
+            FailOn::Any => true,
+        }
+    }
+}
+
+impl AgentDiff {
+    /// Every change: policy.caps first, then tool by tool.
+    pub fn changes(&self) -> impl Iterator<Item = &Change> {
+        self.grants.iter().chain(self.tools.iter().flat_map(|t| t.changes.iter()))
+    }
+
+    /// How many changes of each impact.
+    pub fn count(&self, impact: Impact) -> usize {
+        self.changes().filter(|c| c.impact == impact).count()
+    }
+
+    /// The changes any of `fail_on` matches.
+    pub fn matching<'a>(&'a self, fail_on: &'a [FailOn]) -> impl Iterator<Item = &'a Change> {
+        self.changes().filter(|c| fail_on.iter().any(|f| f.matches(c)))
+    }
+}
+
+/// Reads both sides and compares them.
+pub fn diff_paths(old: &Path, new: &Path) -> Result<AgentDiff, LoadError> {
+    Ok(diff(contracts::load(old)?, contracts::load(new)?))
+}
+
+/// Compares two releases of an agent.
+pub fn diff(old: AgentContracts, new: AgentContracts) -> AgentDiff {
+    let mut tools = Vec::new();
+    for n in &new.contracts {
+        let tool = match old.get(n.id()) {
+            None => ToolDiff {
+                id: n.id().to_owned(),
+                status: Status::Added,
+                old: None,
+                new: Some(n.into()),
+                changes: vec![contract::tool_added(n)],
+            },
+            Some(o) => {
+                let changes = contract::compare(o, n);
+                let status = if changes.is_empty() { Status::Unchanged } else { Status::Changed };
+                ToolDiff { id: n.id().to_owned(), status, old: Some(o.into()), new: Some(n.into()), changes }
+            }
+        };
+        tools.push(tool);
+    }
+    for o in old.contracts.iter().filter(|o| new.get(o.id()).is_none()) {
+        tools.push(ToolDiff {
+            id: o.id().to_owned(),
+            status: Status::Removed,
+            old: Some(o.into()),
+            new: None,
+            changes: vec![contract::tool_removed(o)],
+        });
+    }
+    let grants = contract::compare_grants(&old.grants, &new.grants);
+    AgentDiff { old, new, tools, grants }
+}

@@ -1,0 +1,319 @@
+//! `bundle baseline snapshot|approve` and `bundle verify --baseline`: the release gate.
+
+use serde_json::{Value, json};
+
+use crate::support::{Env, Run, edit_tools, set_version, testdata, tool};
+
+fn key(name: &str) -> String {
+    testdata(&format!("keys/{name}")).display().to_string()
+}
+
+fn pack(env: &Env, agent: &str, out: &str) {
+    env.run(&["pack", agent, "--key", &key("test.key"), "-o", out]).expect_code(0);
+}
+
+fn verify(env: &Env, bundle: &str, baseline: &str, extra: &[&str]) -> Run {
+    let pubkey = key("test.pub");
+    let mut args = vec!["verify", bundle, "--key", &pubkey, "--baseline", baseline];
+    args.extend_from_slice(extra);
+    env.run(&args)
+}
+
+/// A read-only tool: GET, no secrets, no capabilities, no confirmation.
+fn docs_search() -> Value {
+    json!({
+        "id": "docs.search",
+        "description": "Search the public product documentation.",
+        "transport": {"kind": "http", "method": "GET", "url": "https://docs.example/search?q={q}"},
+        "input_schema": {"type": "object", "properties": {"q": {"type": "string"}}, "required": ["q"]},
+        "result_schema": {"type": "array", "items": {"type": "string"}}
+    })
+}
+
+/// The README's release story: v1 is approved; v2 adds a secret and an http host to the send
+/// tool; the gate stops it; the change is approved; v2 passes.
+#[test]
+fn release_story_v2_adds_a_secret_and_a_host_and_is_stopped_until_approved() {
+    let env = Env::new();
+    env.copy("agents/mailer", "v1");
+    pack(&env, "v1", "mailer-1.0.0.agent.bundle");
+    let out = env.run(&["baseline", "snapshot", "mailer-1.0.0.agent.bundle", "-o", "approved.toml"]);
+    out.expect_code(0);
+    assert!(out.stderr.contains("wrote approved.toml: 4 tools approved from mailer 1.0.0"), "{}", out.stderr);
+    verify(&env, "mailer-1.0.0.agent.bundle", "approved.toml", &[]).expect_code(0);
+
+    let v2 = env.copy("agents/mailer", "v2");
+    set_version(&v2, "1.1.0");
+    edit_tools(&v2, |doc| {
+        let send = tool(doc, "mail.smtp_send");
+        send["transport"]["url"] = json!("https://relay.mail.example/v2/mailboxes/{mailbox}/send");
+        send["transport"]["headers"]["X-Archive-Key"] = json!("${secret:runloop/mail/archive_key}");
+        send["secrets"] = json!(["runloop/mail/smtp_api_key", "runloop/mail/archive_key"]);
+        send["capabilities"] = json!(["net:relay.mail.example"]);
+    });
+    pack(&env, "v2", "mailer-1.1.0.agent.bundle");
+
+    let out = verify(&env, "mailer-1.1.0.agent.bundle", "approved.toml", &[]);
+    out.expect_code(1);
+    assert!(out.stderr.contains("[contract_drift]"), "{}", out.stderr);
+    assert!(out.stderr.contains("widening    secret runloop/mail/archive_key added"), "{}", out.stderr);
+    assert!(
+        out.stderr.contains("widening    http host https://api.mail.example -> https://relay.mail.example"),
+        "{}",
+        out.stderr
+    );
+    assert!(
+        out.stderr.contains(
+            "help: review the changes with `bundle diff`; to approve them: bundle baseline approve approved.toml --from mailer-1.1.0.agent.bundle mail.smtp_send"
+        ),
+        "{}",
+        out.stderr
+    );
+    let out = verify(&env, "mailer-1.1.0.agent.bundle", "approved.toml", &["--format", "json"]);
+    out.expect_code(1);
+    let j = out.json();
+    assert_eq!(j["code"], "contract_drift");
+    assert_eq!(j["path"], "tools.json");
+    assert_eq!(j["agent"]["version"], "1.1.0");
+    let drift = j["baseline"]["drift"].as_array().unwrap();
+    assert_eq!(drift.len(), 1);
+    assert_eq!(drift[0]["tool"], "mail.smtp_send");
+    assert_eq!(drift[0]["status"], "changed");
+    let kinds: Vec<&str> =
+        drift[0]["changes"].as_array().unwrap().iter().map(|c| c["kind"].as_str().unwrap()).collect();
+    assert!(kinds.contains(&"secret_added") && kinds.contains(&"http_host_changed"), "{kinds:?}");
+
+    let before = std::fs::read_to_string(env.path().join("approved.toml")).unwrap();
+    let out =
+        env.run(&["baseline", "approve", "approved.toml", "--from", "mailer-1.1.0.agent.bundle", "mail.smtp_send"]);
+    out.expect_code(0);
+    assert!(
+        out.stderr
+            .contains("approved.toml: approved mail.smtp_send (write-capable, network, secret-using, destructive)")
+    );
+    let after = std::fs::read_to_string(env.path().join("approved.toml")).unwrap();
+    assert_ne!(before, after);
+    assert!(after.contains("approved_from = \"mailer 1.1.0\""));
+    let out = verify(&env, "mailer-1.1.0.agent.bundle", "approved.toml", &[]);
+    out.expect_code(0);
+    assert!(out.stderr.contains("tool contracts approved in approved.toml"), "{}", out.stderr);
+    // The old release no longer matches the approved send tool.
+    verify(&env, "mailer-1.0.0.agent.bundle", "approved.toml", &[]).expect_code(1);
+}
+
+#[test]
+fn read_only_drift_warns_and_a_moved_host_rejects() {
+    let env = Env::new();
+    let v1 = env.copy("agents/mailer", "v1");
+    edit_tools(&v1, |doc| doc["tools"].as_array_mut().unwrap().push(docs_search()));
+    pack(&env, "v1", "v1.agent.bundle");
+    env.run(&["baseline", "snapshot", "v1", "-o", "approved.toml"]).expect_code(0);
+    let snapshot = std::fs::read_to_string(env.path().join("approved.toml")).unwrap();
+    assert!(snapshot.contains("[tools.\"docs.search\"]\nrisk = [\"read-only\"]"), "{snapshot}");
+
+    // A read-only tool's description and schema change: a warning, exit 0.
+    let v2 = env.copy("agents/mailer", "v2");
+    let mut changed = docs_search();
+    changed["description"] = json!("Search the documentation.");
+    changed["input_schema"]["properties"]["lang"] = json!({"type": "string"});
+    edit_tools(&v2, |doc| doc["tools"].as_array_mut().unwrap().push(changed.clone()));
+    pack(&env, "v2", "v2.agent.bundle");
+    let out = verify(&env, "v2.agent.bundle", "approved.toml", &[]);
+    out.expect_code(0);
+    assert!(
+        out.stderr.contains("warning[contract_drift]: a read-only tool differs from approved.toml"),
+        "{}",
+        out.stderr
+    );
+    assert!(out.stderr.contains("docs.search (read-only)"), "{}", out.stderr);
+    assert!(out.stderr.contains("neutral     description changed"), "{}", out.stderr);
+    let j = verify(&env, "v2.agent.bundle", "approved.toml", &["--format", "json"]).json();
+    assert_eq!(j["ok"], true);
+    assert_eq!(j["baseline"]["warnings"][0]["tool"], "docs.search");
+    assert_eq!(j["baseline"]["drift"], json!([]));
+    let quiet = verify(&env, "v2.agent.bundle", "approved.toml", &["--quiet"]);
+    quiet.expect_code(0);
+    assert!(quiet.stderr.is_empty(), "{}", quiet.stderr);
+
+    // The same tool sending its queries to another host: rejected, read-only or not.
+    let v3 = env.copy("agents/mailer", "v3");
+    changed["transport"]["url"] = json!("https://docs.elsewhere.example/search?q={q}");
+    edit_tools(&v3, |doc| doc["tools"].as_array_mut().unwrap().push(changed.clone()));
+    pack(&env, "v3", "v3.agent.bundle");
+    let out = verify(&env, "v3.agent.bundle", "approved.toml", &["--format", "json"]);
+    out.expect_code(1);
+    let j = out.json();
+    assert_eq!(j["code"], "contract_drift");
+    assert_eq!(j["baseline"]["drift"][0]["reason"], "read-only, but its http host changed");
+
+    // A read-only tool that gains a secret is judged by its new risk.
+    let v4 = env.copy("agents/mailer", "v4");
+    let mut secret = docs_search();
+    secret["secrets"] = json!(["docs/token"]);
+    secret["transport"]["headers"] = json!({"Authorization": "Bearer ${secret:docs/token}"});
+    edit_tools(&v4, |doc| doc["tools"].as_array_mut().unwrap().push(secret));
+    pack(&env, "v4", "v4.agent.bundle");
+    let j = verify(&env, "v4.agent.bundle", "approved.toml", &["--format", "json"]).json();
+    assert_eq!(j["code"], "contract_drift");
+    assert_eq!(j["baseline"]["drift"][0]["risk"], json!(["secret-using"]));
+}
+
+#[test]
+fn new_tools_reject_unless_read_only_and_removed_tools_are_noted() {
+    let env = Env::new();
+    env.copy("agents/mailer", "v1");
+    pack(&env, "v1", "v1.agent.bundle");
+    env.run(&["baseline", "snapshot", "v1.agent.bundle"]).expect_code(0);
+    assert!(env.path().join("approved.toml").is_file(), "default output");
+
+    let v2 = env.copy("agents/mailer", "v2");
+    edit_tools(&v2, |doc| {
+        let tools = doc["tools"].as_array_mut().unwrap();
+        tools.retain(|t| t["id"] != "contacts.lookup");
+        tools.push(docs_search());
+    });
+    pack(&env, "v2", "v2.agent.bundle");
+    let out = verify(&env, "v2.agent.bundle", "approved.toml", &[]);
+    out.expect_code(0);
+    assert!(out.stderr.contains("docs.search (new, read-only)"), "{}", out.stderr);
+    assert!(out.stderr.contains("note: approved tool contacts.lookup is not in the bundle"), "{}", out.stderr);
+
+    let v3 = env.copy("agents/mailer", "v3");
+    edit_tools(&v3, |doc| {
+        let mut wiper = docs_search();
+        wiper["id"] = json!("docs.purge");
+        wiper["transport"]["method"] = json!("DELETE");
+        doc["tools"].as_array_mut().unwrap().push(wiper);
+    });
+    pack(&env, "v3", "v3.agent.bundle");
+    let out = verify(&env, "v3.agent.bundle", "approved.toml", &["--format", "json"]);
+    out.expect_code(1);
+    let j = out.json();
+    assert_eq!(j["baseline"]["drift"][0]["status"], "new");
+    assert_eq!(j["baseline"]["drift"][0]["reason"], "new, write-capable, destructive");
+    assert!(
+        j["message"].as_str().unwrap().contains("docs.purge (new, write-capable, destructive)"),
+        "{}",
+        j["message"]
+    );
+
+    // Approving a tool the release no longer has removes its entry.
+    let out = env.run(&["baseline", "approve", "approved.toml", "--from", "v2", "contacts.lookup", "docs.search"]);
+    out.expect_code(0);
+    assert!(out.stderr.contains("removed contacts.lookup"), "{}", out.stderr);
+    assert!(out.stderr.contains("approved docs.search (read-only)"), "{}", out.stderr);
+    let text = std::fs::read_to_string(env.path().join("approved.toml")).unwrap();
+    assert!(!text.contains("contacts.lookup") && text.contains("docs.search"), "{text}");
+    let out = verify(&env, "v2.agent.bundle", "approved.toml", &[]);
+    out.expect_code(0);
+    assert!(!out.stderr.contains("warning"), "{}", out.stderr);
+}
+
+#[test]
+fn approve_edits_in_place_and_leaves_an_approved_file_alone() {
+    let env = Env::new();
+    env.copy("agents/mailer", "v1");
+    env.run(&["baseline", "snapshot", "v1", "-o", "approved.toml"]).expect_code(0);
+    let path = env.path().join("approved.toml");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let commented = text.replace(
+        "[tools.\"mail.smtp_send\"]",
+        "# Reviewed by the mail team on every change.\n[tools.\"mail.smtp_send\"]",
+    );
+    std::fs::write(&path, &commented).unwrap();
+
+    let out = env.run(&["baseline", "approve", "approved.toml", "--from", "v1", "mail.smtp_send", "--format", "json"]);
+    out.expect_code(0);
+    assert_eq!(out.json()["tools"][0]["action"], "unchanged");
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), commented, "nothing to approve: the file is untouched");
+
+    let v2 = env.copy("agents/mailer", "v2");
+    edit_tools(&v2, |doc| tool(doc, "mail.smtp_send")["budget"] = json!({"tokens": 4000, "usd": 0.05}));
+    let out = env.run(&["baseline", "approve", "approved.toml", "--from", "v2", "mail.smtp_send", "--format", "json"]);
+    out.expect_code(0);
+    let j = out.json();
+    assert_eq!(j["tools"][0]["action"], "updated");
+    let after = std::fs::read_to_string(&path).unwrap();
+    assert!(after.contains("# Reviewed by the mail team on every change.\n[tools.\"mail.smtp_send\"]"), "{after}");
+    assert!(after.contains(&format!("fingerprint = \"{}\"", j["tools"][0]["new"].as_str().unwrap())), "{after}");
+    // The entries kept their places.
+    let positions = ["contacts.lookup", "mail.draft_render", "mail.mailbox_search", "mail.smtp_send"]
+        .map(|id| after.find(&format!("[tools.\"{id}\"]")).unwrap());
+    assert!(positions.windows(2).all(|w| w[0] < w[1]), "{after}");
+
+    let out = env.run(&["baseline", "approve", "approved.toml", "--from", "v2", "no.such_tool"]);
+    out.expect_code(2);
+    assert!(out.stderr.contains("tool `no.such_tool` is neither in v2 nor in approved.toml"), "{}", out.stderr);
+}
+
+#[test]
+fn snapshot_refuses_to_replace_a_baseline_without_force() {
+    let env = Env::new();
+    env.copy("agents/mailer", "v1");
+    env.run(&["baseline", "snapshot", "v1", "-o", "approved.toml"]).expect_code(0);
+    std::fs::write(env.path().join("approved.toml"), "# mine\n").unwrap();
+    let out = env.run(&["baseline", "snapshot", "v1", "-o", "approved.toml"]);
+    out.expect_code(2);
+    assert!(out.stderr.contains("pass --force"), "{}", out.stderr);
+    assert_eq!(std::fs::read_to_string(env.path().join("approved.toml")).unwrap(), "# mine\n");
+    let out = env.run(&["baseline", "snapshot", "v1", "-o", "approved.toml", "--force", "--format", "json"]);
+    out.expect_code(0);
+    let j = out.json();
+    assert_eq!(j["tools"].as_array().unwrap().len(), 4);
+    // The recorded contract is what the fingerprint is the BLAKE3 of.
+    let doc: toml_edit::DocumentMut =
+        std::fs::read_to_string(env.path().join("approved.toml")).unwrap().parse().unwrap();
+    let entry = &doc["tools"]["mail.smtp_send"];
+    let contract = entry["contract"].as_str().unwrap();
+    assert_eq!(entry["fingerprint"].as_str().unwrap(), blake3::hash(contract.as_bytes()).to_hex().as_str());
+    let parsed: Value = serde_json::from_str(contract).unwrap();
+    assert_eq!(parsed["id"], "mail.smtp_send");
+    assert_eq!(parsed["input_schema"]["title"], "Send request", "the schema: reference is inlined");
+}
+
+#[test]
+fn a_broken_baseline_stops_verify_before_judging() {
+    let env = Env::new();
+    env.copy("agents/mailer", "v1");
+    pack(&env, "v1", "v1.agent.bundle");
+    env.run(&["baseline", "snapshot", "v1", "-o", "approved.toml"]).expect_code(0);
+    let good = std::fs::read_to_string(env.path().join("approved.toml")).unwrap();
+    let cases = [
+        ("tampered contract", good.replacen("Send rendered drafts", "Send drafts", 1), "the contract's BLAKE3 is"),
+        ("unknown key", good.replacen("format = 1", "format = 1\nexpires = 3", 1), "unknown key `expires`"),
+        ("future format", good.replacen("format = 1", "format = 2", 1), "baseline format 2 is not supported"),
+        ("other agent", good.replacen("agent = \"mailer\"", "agent = \"billing\"", 1), "baseline of agent `billing`"),
+        ("not toml", "format = \n".to_owned(), "not TOML"),
+    ];
+    for (what, text, expect) in cases {
+        std::fs::write(env.path().join("bad.toml"), &text).unwrap();
+        let out = verify(&env, "v1.agent.bundle", "bad.toml", &[]);
+        assert_eq!(out.code, 2, "{what}: {}", out.stderr);
+        assert!(out.stderr.contains(expect), "{what}: {}", out.stderr);
+    }
+    let out = verify(&env, "v1.agent.bundle", "missing.toml", &[]);
+    out.expect_code(2);
+}
+
+#[test]
+fn github_format_annotates_drift() {
+    let env = Env::new();
+    env.copy("agents/mailer", "v1");
+    env.run(&["baseline", "snapshot", "v1", "-o", "approved.toml"]).expect_code(0);
+    let v2 = env.copy("agents/mailer", "v2");
+    edit_tools(&v2, |doc| tool(doc, "mail.smtp_send")["requires_confirmation"] = json!(false));
+    pack(&env, "v2", "v2.agent.bundle");
+    let out = verify(&env, "v2.agent.bundle", "approved.toml", &["--format", "github"]);
+    out.expect_code(1);
+    let lines: Vec<&str> = out.stdout.lines().collect();
+    assert_eq!(lines.len(), 2, "{}", out.stdout);
+    assert_eq!(
+        lines[0],
+        "::error title=contract_drift::mail.smtp_send (write-capable, network, secret-using, destructive): widening: confirmation removed: calls no longer wait for a person"
+    );
+    assert!(
+        lines[1].starts_with("::error file=v2.agent.bundle,title=contract_drift::1 tool contract is not approved"),
+        "{}",
+        lines[1]
+    );
+}
