@@ -95,6 +95,10 @@ codes! {
     UnsafePath => "unsafe_path": "A file path in the agent folder cannot be packed safely (not NFC, case collision, too long, control characters).",
     UnsupportedFileType => "unsupported_file_type": "A symlink, socket, device or other non-regular file is in the agent folder.",
     SecretFile => "secret_file": "A file that looks like a secret (.env, *.pem, private keys, id_*) would be packed.",
+    InvalidImport => "invalid_import": "`bundle import`: the input breaks its own format's rules (the message is that format's own error text).",
+    NotCarriedOver => "not_carried_over": "`bundle import`/`export`: a field or tool the target format cannot express; reported, never dropped silently (warning).",
+    RenamedTool => "renamed_tool": "`bundle import`/`export`: a tool name was changed to fit the target format's name rules (warning).",
+    NotExportable => "not_exportable": "`bundle export`: the agent's tools cannot be written in the target format.",
     LimitExceeded => "limit_exceeded": "manifest.toml, its signature or tools.json is larger than `bundle verify` accepts.",
 }
 

@@ -7,6 +7,7 @@ pub mod diagnostic;
 pub mod digest;
 pub mod error;
 pub mod fileset;
+pub mod formats;
 pub mod hasher;
 pub mod json;
 pub mod manifest;

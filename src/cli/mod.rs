@@ -5,6 +5,8 @@ mod baseline;
 mod check;
 mod completions;
 mod diff;
+mod export;
+mod import;
 mod init;
 mod inspect;
 mod keygen;
@@ -81,6 +83,8 @@ enum Command {
     Diff(diff::Args),
     Baseline(baseline::Args),
     Unpack(unpack::Args),
+    Import(import::Args),
+    Export(export::Args),
     Tool(tool::Args),
     Schema(schema::Args),
     Completions(completions::Args),
@@ -97,6 +101,8 @@ impl Command {
             Command::Verify(a) => a.format,
             Command::Inspect(a) => a.format,
             Command::Unpack(a) => a.format,
+            Command::Import(a) => a.format,
+            Command::Export(a) => a.format,
             Command::Tool(a) => a.format(),
             Command::Diff(a) => a.format,
             Command::Baseline(a) => a.format(),
@@ -172,6 +178,8 @@ pub fn main() -> ExitCode {
         Command::Diff(args) => diff::run(args, global),
         Command::Baseline(args) => baseline::run(args, global),
         Command::Unpack(args) => unpack::run(args, global),
+        Command::Import(args) => import::run(args, global),
+        Command::Export(args) => export::run(args, global),
         Command::Tool(args) => tool::run(args, global),
         Command::Schema(args) => schema::run(args),
         Command::Completions(args) => completions::run(args),

@@ -5,6 +5,8 @@ pub mod baseline;
 pub mod check;
 pub mod contracts;
 pub mod diff;
+pub mod export;
+pub mod import;
 pub mod init;
 pub mod keygen;
 pub mod lock;

@@ -5,7 +5,7 @@
 
 pub mod credentials;
 pub mod model;
-mod schema_refs;
+pub mod schema_refs;
 pub mod validate;
 
 pub use model::{Tool, ToolsFile, Transport};

@@ -1,0 +1,97 @@
+//! `bundle export`: an agent's tools in a neighbouring format. The agent (a folder, or a
+//! bundle read without checking its signature) must pass validation first; exported schemas
+//! have every `schema:` reference inlined.
+
+use std::collections::HashMap;
+use std::fs::File;
+use std::io::BufReader;
+use std::path::{Path, PathBuf};
+
+use crate::contract;
+use crate::diagnostic::{Code, Diagnostic, Report};
+use crate::error::{Error, Result};
+use crate::formats::{self, ExportTool};
+use crate::ops::check;
+use crate::ops::verify::{self, Discard, Trust};
+use crate::tools::{AgentFiles, Resolver, ToolsFile};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum To {
+    Openai,
+    Rap,
+    Mcp,
+}
+
+#[derive(Debug, Clone)]
+pub struct Options {
+    pub to: To,
+    pub input: PathBuf,
+    /// RAP: the toolset name (default: the agent's name).
+    pub name: Option<String>,
+    /// RAP: the endpoint (default: the one URL all http tools share).
+    pub endpoint: Option<String>,
+}
+
+#[derive(Debug, Default)]
+pub struct Export {
+    pub report: Report,
+    pub document: Option<serde_json::Value>,
+}
+
+pub fn export(opts: &Options) -> Result<Export> {
+    let mut out = Export::default();
+    let display = opts.input.display().to_string();
+    let (tools, files, agent_name): (ToolsFile, Box<dyn AgentFiles>, String) = if opts.input.is_dir() {
+        let c = check::check_agent_with(&opts.input, false);
+        let name = c.manifest.as_ref().map(|m| m.name.clone()).unwrap_or_else(|| "tools".to_owned());
+        match c.tools.clone().and_then(|v| serde_json::from_value(v).ok()) {
+            Some(t) if !c.report.has_errors() => (t, Box::new(opts.input.clone()), name),
+            _ => {
+                out.report = c.report;
+                return Ok(out);
+            }
+        }
+    } else {
+        let file = File::open(&opts.input).map_err(|e| Error::io(&opts.input, e))?;
+        let v = verify::verify(BufReader::with_capacity(1 << 20, file), Trust::Unchecked, None, &mut Discard).map_err(
+            |r| Error::Usage(format!("{display} is not a valid bundle ({}): {}", r.reason.as_str(), r.message)),
+        )?;
+        let held: HashMap<String, Vec<u8>> = v.held;
+        (v.tools.unwrap_or(ToolsFile { schema: None, version: 1, tools: Vec::new() }), Box::new(held), v.manifest.name)
+    };
+    let mut resolver = Resolver::new(files.as_ref(), String::new());
+    let mut ready = Vec::new();
+    for tool in tools.tools {
+        match contract::document(&tool, &mut resolver) {
+            Ok(doc) => ready.push(ExportTool { tool, input_schema: doc.input_schema }),
+            Err(e) => out.report.push(Diagnostic::error(Code::UnresolvedSchemaRef, &display, e.to_string())),
+        }
+    }
+    if out.report.has_errors() {
+        return Ok(out);
+    }
+    let result = match opts.to {
+        To::Openai => formats::openai::export(&ready),
+        To::Mcp => Ok(formats::mcp::export(&ready)),
+        To::Rap => formats::rap::export(&ready, opts.name.as_deref().unwrap_or(&agent_name), opts.endpoint.as_deref()),
+    };
+    match result {
+        Ok((doc, notes)) => {
+            for n in &notes {
+                out.report.push(super::import::note_diagnostic(&display, n));
+            }
+            out.document = Some(doc);
+        }
+        Err(errors) => {
+            for e in errors {
+                out.report.push(Diagnostic::error(Code::NotExportable, &display, e));
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// Whether `path` looks like an agent folder rather than a bundle file.
+pub fn is_agent_dir(path: &Path) -> bool {
+    path.is_dir()
+}

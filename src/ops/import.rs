@@ -1,0 +1,226 @@
+//! `bundle import`: read a neighbouring format, validate it by its own rules, convert it to
+//! tools.json v1 and validate the result by ours. Every field that could not be carried over
+//! comes back as a warning; an input that breaks its own spec comes back as errors.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+use crate::diagnostic::{Code, Diagnostic, Report, Source};
+use crate::error::{Error, Result};
+use crate::formats::{self, Imported, Note, NoteKind};
+use crate::policy::Policy;
+use crate::tools::{self, ToolsFile};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum From {
+    Agentcli,
+    Rap,
+    Rune,
+}
+
+#[derive(Debug, Clone)]
+pub struct Options {
+    pub from: From,
+    /// A manifest file, a Rune agent folder (or its `tools/`), or RAP files / base URLs.
+    pub inputs: Vec<String>,
+    /// Where relative agentcli commands resolve (default: the manifest's folder).
+    pub exec_root: Option<PathBuf>,
+}
+
+/// What an import produced: the tools.json text when the input was valid and the result passed
+/// tools.json validation, and the report (errors, not-carried-over warnings, renames).
+#[derive(Debug, Default)]
+pub struct Import {
+    pub report: Report,
+    pub text: Option<String>,
+    pub tools: Option<ToolsFile>,
+}
+
+pub fn import(opts: &Options) -> Result<Import> {
+    let (display, converted) = match opts.from {
+        From::Agentcli => import_agentcli(opts)?,
+        From::Rap => import_rap(opts)?,
+        From::Rune => import_rune(Path::new(single(opts)?))?,
+    };
+    let mut out = Import::default();
+    let imported = match converted {
+        Ok(i) => i,
+        Err(problems) => {
+            for p in problems {
+                out.report.push(Diagnostic::error(Code::InvalidImport, &display, p));
+            }
+            return Ok(out);
+        }
+    };
+    for note in &imported.notes {
+        out.report.push(note_diagnostic(&display, note));
+    }
+    finish(imported, out)
+}
+
+/// Turns a note into a warning on the input file.
+pub fn note_diagnostic(file: &str, note: &Note) -> Diagnostic {
+    let code = match note.kind {
+        NoteKind::NotCarriedOver => Code::NotCarriedOver,
+        NoteKind::Renamed => Code::RenamedTool,
+    };
+    let d = Diagnostic::warning(code, file, &note.message);
+    match &note.tool {
+        Some(t) => d.at_path(t.clone()),
+        None => d,
+    }
+}
+
+/// Serialises the tools and checks them as `bundle check` would.
+fn finish(imported: Imported, mut out: Import) -> Result<Import> {
+    let file = ToolsFile { schema: None, version: tools::SUPPORTED_VERSION, tools: imported.tools };
+    let text = serde_json::to_string_pretty(&file).map_err(|e| Error::Usage(e.to_string()))? + "\n";
+    let source = Source::new("tools.json (imported)", text.as_str());
+    let mut diags = Vec::new();
+    let no_files: HashMap<String, Vec<u8>> = HashMap::new();
+    let validated = tools::validate(&source, &no_files, "", &Policy::default(), &mut diags);
+    if validated.value.is_none() {
+        out.report.add_source(&source);
+    }
+    out.report.diagnostics.extend(diags);
+    if validated.value.is_some() {
+        out.text = Some(text);
+        out.tools = Some(file);
+    }
+    Ok(out)
+}
+
+fn single(opts: &Options) -> Result<&str> {
+    match opts.inputs.as_slice() {
+        [one] => Ok(one),
+        _ => Err(Error::Usage("this format takes exactly one input".to_owned())),
+    }
+}
+
+type Converted = (String, std::result::Result<Imported, Vec<String>>);
+
+fn import_agentcli(opts: &Options) -> Result<Converted> {
+    let path = Path::new(single(opts)?);
+    let text = std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
+    let root = match &opts.exec_root {
+        Some(r) => r.clone(),
+        None => path.parent().map(Path::to_path_buf).unwrap_or_default(),
+    };
+    let root = absolute(&root)?;
+    let converted = formats::agentcli::parse(&text).map(|specs| formats::agentcli::to_tools(&specs, &root));
+    Ok((path.display().to_string(), converted))
+}
+
+/// An absolute, lexically clean form of `dir` (symlinks kept, so the path is what the user named).
+pub fn absolute(dir: &Path) -> Result<PathBuf> {
+    let dir = if dir.as_os_str().is_empty() { Path::new(".") } else { dir };
+    let abs = std::path::absolute(dir).map_err(|e| Error::io(dir, e))?;
+    let mut clean = PathBuf::new();
+    for c in abs.components() {
+        match c {
+            std::path::Component::CurDir => {}
+            std::path::Component::ParentDir => {
+                clean.pop();
+            }
+            other => clean.push(other),
+        }
+    }
+    Ok(clean)
+}
+
+/// RAP: each input is a file or an `http://` base URL (the well-known path is appended). Every
+/// toolset is validated; any problem anywhere imports nothing.
+fn import_rap(opts: &Options) -> Result<Converted> {
+    if opts.inputs.is_empty() {
+        return Err(Error::Usage("give at least one RAP toolset file or server URL".to_owned()));
+    }
+    let display = opts.inputs.join(", ");
+    let mut toolsets = Vec::new();
+    let mut problems = Vec::new();
+    for input in &opts.inputs {
+        let text = if input.starts_with("http://") || input.starts_with("https://") {
+            fetch_toolset(input)?
+        } else {
+            std::fs::read_to_string(input).map_err(|e| Error::io(input, e))?
+        };
+        match formats::rap::parse(&text) {
+            Ok(ts) => toolsets.push(ts),
+            Err(errs) => problems.extend(errs.into_iter().map(|e| format!("{input}: {e}"))),
+        }
+    }
+    if !problems.is_empty() {
+        return Ok((display, Err(problems)));
+    }
+    Ok((display, formats::rap::to_tools(&toolsets)))
+}
+
+/// The discovery URL of a RAP server: `{base}/.well-known/rap-toolset` (a URL that already ends
+/// with it is used as is).
+pub fn discovery_url(base: &str) -> String {
+    let base = base.trim_end_matches('/');
+    if base.ends_with(formats::rap::WELL_KNOWN) {
+        base.to_owned()
+    } else {
+        format!("{base}{}", formats::rap::WELL_KNOWN)
+    }
+}
+
+/// GETs a toolset with `Accept: application/json`. Plain http only: this build has no TLS.
+pub fn fetch_toolset(base: &str) -> Result<String> {
+    let url = discovery_url(base);
+    if url.starts_with("https://") {
+        return Err(Error::Usage(format!(
+            "{url}: https is not supported by this build (no TLS library); fetch the toolset with curl and import the file"
+        )));
+    }
+    let agent: ureq::Agent =
+        ureq::Agent::config_builder().timeout_global(Some(std::time::Duration::from_secs(30))).build().into();
+    let mut response = agent
+        .get(&url)
+        .header("Accept", "application/json")
+        .call()
+        .map_err(|e| Error::Usage(format!("cannot fetch {url}: {e}")))?;
+    response
+        .body_mut()
+        .with_config()
+        .limit(4 << 20)
+        .read_to_string()
+        .map_err(|e| Error::Usage(format!("cannot read {url}: {e}")))
+}
+
+/// Rune: an agent folder (its `tools/*.yaml`) or the `tools/` folder itself.
+fn import_rune(input: &Path) -> Result<Converted> {
+    let tools_dir = if input.join("tools").is_dir() { input.join("tools") } else { input.to_path_buf() };
+    let agent_dir = absolute(tools_dir.parent().unwrap_or(Path::new(".")))?;
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&tools_dir)
+        .map_err(|e| Error::io(&tools_dir, e))?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "yaml"))
+        .collect();
+    files.sort();
+    let display = tools_dir.display().to_string();
+    if files.is_empty() {
+        return Ok((display, Err(vec!["no *.yaml tool descriptors in this folder".to_owned()])));
+    }
+    let mut descriptors = Vec::new();
+    let mut problems = Vec::new();
+    for f in &files {
+        let text = std::fs::read_to_string(f).map_err(|e| Error::io(f, e))?;
+        let name = f.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        match formats::rune::parse(&name, &text) {
+            Ok(d) => descriptors.push(d),
+            Err(e) => problems.extend(e),
+        }
+    }
+    if !problems.is_empty() {
+        return Ok((display, Err(problems)));
+    }
+    let load = |rel: &str| -> Option<serde_json::Value> {
+        if rel.starts_with('/') || rel.split('/').any(|s| s == "..") {
+            return None;
+        }
+        let text = std::fs::read_to_string(agent_dir.join(rel)).ok()?;
+        serde_json::from_str(&text).ok()
+    };
+    Ok((display, Ok(formats::rune::to_tools(&descriptors, &agent_dir, &load))))
+}

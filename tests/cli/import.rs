@@ -1,0 +1,163 @@
+//! `bundle import`: every example of the seed documents imports, or fails exactly as the
+//! document says it should; the result passes `bundle check`.
+
+use std::io::{Read, Write};
+
+use crate::support::{Env, run, testdata};
+
+fn path(rel: &str) -> String {
+    testdata(rel).display().to_string()
+}
+
+#[test]
+fn import_agentcli_minimal_example_passes_check_and_reports_unmapped_fields() {
+    let env = Env::new();
+    env.run(&["init", "clock"]).expect_code(0);
+    let out = env.run(&[
+        "import",
+        "--from",
+        "agentcli",
+        &path("import/agentcli/minimal.json"),
+        "-o",
+        "clock/tools.json",
+        "--force",
+        "--exec-root",
+        "/opt/clock",
+    ]);
+    out.expect_code(0);
+    assert!(out.stderr.contains("timeoutSec 5 has no tools.json field"), "{}", out.stderr);
+    assert!(out.stderr.contains("envPassthrough [TZ, OAI_HTTP_TIMEOUT]"), "{}", out.stderr);
+    let tools: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(env.path().join("clock/tools.json")).unwrap()).unwrap();
+    assert_eq!(tools["tools"][0]["id"], "get_time");
+    assert_eq!(tools["tools"][0]["transport"]["command"], "/opt/clock/tools/bin/get_time");
+    env.run(&["lock", "clock"]).expect_code(0);
+    env.run(&["check", "clock"]).expect_code(0);
+}
+
+#[test]
+fn import_agentcli_windows_example_resolves_against_the_manifest_folder() {
+    let out = run(&["import", "--from", "agentcli", &path("import/agentcli/windows.json"), "--format", "json"]);
+    out.expect_code(0);
+    let j = out.json();
+    let command = j["document"]["tools"][0]["transport"]["command"].as_str().unwrap().to_owned();
+    assert_eq!(command, path("import/agentcli/tools/bin/get_time.exe"));
+    assert!(out.stdout.contains("no description in agentcli"));
+}
+
+#[test]
+fn import_agentcli_common_mistakes_fail_with_the_documents_own_texts() {
+    let out = run(&["import", "--from", "agentcli", &path("import/agentcli/mistakes.json"), "--format", "json"]);
+    out.expect_code(1);
+    let messages: Vec<String> = out.json()["diagnostics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["message"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(
+        messages,
+        [
+            "tool[0]: name is required",
+            "tool[2] \"a\": duplicate name",
+            "tool[3] \"empty\": command must have at least program name",
+            "tool[4] \"prefix\": relative command[0] must start with ./tools/bin/",
+            "tool[5] \"escape\": command[0] escapes ./tools/bin after normalization (got \"./tools/bin/../hack\" -> \"./tools/hack\")",
+            "tool[6] \"env1\": envPassthrough[0]: invalid name \"OAI-API-KEY\" (must match [A-Z_][A-Z0-9_]*)",
+            "tool[7] \"env2\": envPassthrough[1]: invalid name \"1BAD\" (must match [A-Z_][A-Z0-9_]*)",
+        ]
+    );
+}
+
+#[test]
+fn import_rap_toolsets_map_endpoint_destructive_and_annotations() {
+    let out = run(&[
+        "import",
+        "--from",
+        "rap",
+        &path("import/rap/github-tools.json"),
+        &path("import/rap/time-tools.json"),
+        "--format",
+        "json",
+    ]);
+    out.expect_code(0);
+    let doc = &out.json()["document"];
+    let tools = doc["tools"].as_array().unwrap();
+    assert_eq!(tools.len(), 3);
+    assert_eq!(tools[0]["transport"]["url"], "https://tool.example.com/invoke");
+    assert_eq!(tools[0]["observability"]["tags"], serde_json::json!(["rap.readOnly", "rap.requiresAuth=github"]));
+    assert_eq!(tools[1]["id"], "delete-branch");
+    assert_eq!(tools[1]["requires_confirmation"], true);
+    assert_eq!(tools[2]["transport"]["url"], "https://time.example.com/invoke");
+}
+
+#[test]
+fn import_rap_invalid_toolset_loads_nothing_and_lists_every_problem() {
+    let out = run(&["import", "--from", "rap", &path("import/rap/invalid.json"), &path("import/rap/empty.json")]);
+    out.expect_code(1);
+    assert!(out.stdout.is_empty(), "no partial loading: {}", out.stdout);
+    for text in [
+        "toolset name MUST be between 1 and 128 characters",
+        "endpoint MUST be a valid URL",
+        "MUST NOT contain spaces",
+        "MUST be unique within a toolset",
+        "inputSchema is required",
+        "inputSchema MUST be a valid JSON Schema object",
+        "tools MUST contain at least one tool",
+    ] {
+        assert!(out.stderr.contains(text), "missing {text:?} in\n{}", out.stderr);
+    }
+}
+
+#[test]
+fn import_rap_same_tool_name_in_two_toolsets_loads_neither() {
+    let out = run(&["import", "--from", "rap", &path("import/rap/time-tools.json"), &path("import/rap/clash.json")]);
+    out.expect_code(1);
+    assert!(out.stderr.contains("\"get_current_time\" is defined by more than one toolset"), "{}", out.stderr);
+}
+
+#[test]
+fn import_rap_over_http_from_the_well_known_path() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let body = std::fs::read_to_string(testdata("import/rap/time-tools.json")).unwrap();
+    let server = std::thread::spawn(move || {
+        let (mut stream, _) = listener.accept().unwrap();
+        let mut request = Vec::new();
+        let mut buf = [0u8; 1024];
+        while !request.windows(4).any(|w| w == b"\r\n\r\n") {
+            let n = stream.read(&mut buf).unwrap();
+            if n == 0 {
+                break;
+            }
+            request.extend_from_slice(&buf[..n]);
+        }
+        let response = format!(
+            "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+            body.len()
+        );
+        stream.write_all(response.as_bytes()).unwrap();
+        String::from_utf8_lossy(&request).into_owned()
+    });
+    let out = run(&["import", "--from", "rap", &format!("http://127.0.0.1:{port}"), "--format", "json"]);
+    let request = server.join().unwrap();
+    out.expect_code(0);
+    assert!(request.starts_with("GET /.well-known/rap-toolset HTTP/1.1"), "{request}");
+    assert!(request.to_ascii_lowercase().contains("accept: application/json"), "{request}");
+    assert_eq!(out.json()["document"]["tools"][0]["id"], "get_current_time");
+}
+
+#[test]
+fn import_rune_process_maps_to_exec_and_other_runtimes_are_reported() {
+    let out = run(&["import", "--from", "rune", &path("import/rune"), "--format", "json"]);
+    out.expect_code(0);
+    let j = out.json();
+    let tools = j["document"]["tools"].as_array().unwrap();
+    assert_eq!(tools.len(), 1);
+    assert_eq!(tools[0]["id"], "search_kb");
+    assert_eq!(tools[0]["transport"]["command"], path("import/rune/tools/search_kb.py"));
+    let text = out.stdout;
+    assert!(text.contains("runtime `agent` has no tools.json transport"), "{text}");
+    assert!(text.contains("runtime `mcp` has no tools.json transport"), "{text}");
+    assert!(text.contains("timeout_ms 8000"), "{text}");
+}
