@@ -47,7 +47,8 @@ fn mtime() -> anyhow::Result<u64> {
 
 pub fn run(args: Args, global: Global) -> anyhow::Result<Outcome> {
     let key = load_secret_key(&args.key)?;
-    let opts = PackOptions { output: args.output, locked: args.locked, level: args.level, mtime: mtime()? };
+    let opts =
+        PackOptions { output: args.output, locked: args.locked, level: args.level, mtime: mtime()?, now: global.now() };
     match pack::pack(&args.agent_dir, &key, &opts) {
         Ok(p) => {
             match args.format {

@@ -12,6 +12,7 @@ use crate::minisign::SecretKey;
 use crate::ops::check::{self, display_prefix};
 use crate::ops::lock::{self, Current};
 use crate::ops::verify;
+use crate::timestamp::Timestamp;
 use crate::{atomic, trust};
 
 /// The name of the signature entry, the bundle's second.
@@ -29,6 +30,8 @@ pub struct PackOptions {
     pub level: i32,
     /// The mtime written in every header (`SOURCE_DATE_EPOCH`, else 0).
     pub mtime: u64,
+    /// The time `[bundle] expires` is judged against: pack refuses an already expired manifest.
+    pub now: Timestamp,
 }
 
 /// A written bundle.
@@ -72,6 +75,24 @@ pub fn pack(dir: &Path, key: &SecretKey, opts: &PackOptions) -> Result<Packed, P
     let checked = check::check_agent_with(dir, opts.locked);
     if checked.report.has_errors() {
         return Err(PackFailure::Rejected(checked.report));
+    }
+    if let Some(expires) = checked.manifest.as_ref().and_then(|m| m.expires)
+        && opts.now >= expires
+    {
+        let mut report = Report::default();
+        report.push(
+            Diagnostic::error(
+                Code::Expired,
+                format!("{}{}", display_prefix(dir), manifest::FILE_NAME),
+                format!(
+                    "`[bundle] expires` is {expires}, which is past (now {}): every verifier would reject the bundle",
+                    opts.now
+                ),
+            )
+            .at_path("bundle.expires")
+            .with_help("set a later `expires`, or remove it"),
+        );
+        return Err(PackFailure::Rejected(report));
     }
     let (current, manifest_text, relocked) = if opts.locked {
         let text = checked.manifest_text.as_deref().unwrap_or_default().to_owned();
