@@ -12,6 +12,8 @@ pub mod minisign;
 pub mod ops;
 pub mod paths;
 pub mod policy;
+pub mod state;
+pub mod timestamp;
 pub mod tools;
 pub mod trust;
 

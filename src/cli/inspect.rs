@@ -5,7 +5,8 @@ use std::io::{BufReader, Write};
 use std::path::PathBuf;
 
 use agent_bundle::diagnostic::sanitize;
-use agent_bundle::ops::verify::{self, Discard, Trust, Verified};
+use agent_bundle::ops::verify::{self, Discard, Expect, Trust, Verified};
+use agent_bundle::timestamp::Timestamp;
 use agent_bundle::tools::Transport;
 use agent_bundle::trust::TrustedKeys;
 
@@ -44,11 +45,13 @@ pub fn run(args: Args, global: Global) -> anyhow::Result<Outcome> {
     };
     let file = File::open(&args.bundle).map_err(|e| anyhow::anyhow!("cannot open {}: {e}", args.bundle.display()))?;
     let trust = keys.as_ref().map_or(Trust::Unchecked, Trust::Keys);
-    match verify::verify(BufReader::new(file), trust, None, &mut Discard) {
+    // Expiry is shown, not enforced: inspecting an expired bundle is how one finds out why.
+    match verify::verify(BufReader::new(file), trust, &Expect::default(), &mut Discard) {
         Ok(v) => {
+            let now = global.now();
             match args.format {
-                Format::Json => super::output::print_json(&json(&v))?,
-                _ => human(&v)?,
+                Format::Json => super::output::print_json(&json(&v, now))?,
+                _ => human(&v, now)?,
             }
             Ok(Outcome::Ok)
         }
@@ -56,9 +59,11 @@ pub fn run(args: Args, global: Global) -> anyhow::Result<Outcome> {
     }
 }
 
-fn json(v: &Verified) -> serde_json::Value {
+fn json(v: &Verified, now: Timestamp) -> serde_json::Value {
     serde_json::json!({
         "agent": {"name": v.manifest.name, "version": v.manifest.version.to_string()},
+        "expires": v.manifest.expires.map(|t| t.to_string()),
+        "expired": v.manifest.expires.is_some_and(|t| now >= t),
         "key_id": v.key_id,
         "trusted_comment": sanitize(&v.trusted_comment),
         "signature_checked": v.signature_checked,
@@ -74,9 +79,14 @@ fn json(v: &Verified) -> serde_json::Value {
     })
 }
 
-fn human(v: &Verified) -> std::io::Result<()> {
+fn human(v: &Verified, now: Timestamp) -> std::io::Result<()> {
     let mut out = std::io::stdout().lock();
     writeln!(out, "agent      {} {}", v.manifest.name, v.manifest.version)?;
+    match v.manifest.expires {
+        Some(t) if now >= t => writeln!(out, "expires    {t} (EXPIRED: verify rejects it)")?,
+        Some(t) => writeln!(out, "expires    {t}")?,
+        None => writeln!(out, "expires    never")?,
+    }
     writeln!(out, "signer     {}", v.key_id)?;
     writeln!(out, "comment    {}", sanitize(&v.trusted_comment))?;
     if v.signature_checked {

@@ -16,6 +16,8 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand, ValueEnum};
 
+use agent_bundle::timestamp::Timestamp;
+
 /// Turn an AI agent's source folder into a signed, verifiable, reproducible release bundle.
 #[derive(Debug, Parser)]
 #[command(name = "bundle", version, about, long_about = None, propagate_version = true)]
@@ -30,6 +32,11 @@ pub struct Cli {
     /// Print nothing but errors.
     #[arg(short, long, global = true)]
     quiet: bool,
+
+    /// Judge `[bundle] expires` against this RFC 3339 instant instead of the system clock.
+    /// For tests and for re-checking a past decision; hidden because a gate must use the clock.
+    #[arg(long, global = true, hide = true, value_name = "RFC3339", value_parser = Timestamp::parse)]
+    now: Option<Timestamp>,
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -68,6 +75,15 @@ enum Command {
 pub struct Global {
     pub color: ColorWhen,
     pub quiet: bool,
+    /// `--now`, the injected clock.
+    pub now: Option<Timestamp>,
+}
+
+impl Global {
+    /// The time expiry is judged against: `--now`, else the system clock.
+    pub fn now(&self) -> Timestamp {
+        self.now.unwrap_or_else(Timestamp::now)
+    }
 }
 
 /// What a command concluded.
@@ -87,7 +103,7 @@ pub fn main() -> ExitCode {
             return ExitCode::from(if e.use_stderr() { 2 } else { 0 });
         }
     };
-    let global = Global { color: cli.color, quiet: cli.quiet };
+    let global = Global { color: cli.color, quiet: cli.quiet, now: cli.now };
     let result = match cli.command {
         Command::Init(args) => init::run(args, global),
         Command::Check(args) => check::run(args, global),

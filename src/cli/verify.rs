@@ -4,8 +4,11 @@ use std::fs::File;
 use std::io::BufReader;
 use std::path::PathBuf;
 
+use anyhow::Context;
+
 use agent_bundle::diagnostic::sanitize;
-use agent_bundle::ops::verify::{self, Discard, Reason, Rejection, Trust, Verified};
+use agent_bundle::ops::verify::{self, Discard, Expect, Reason, Rejection, Trust, Verified};
+use agent_bundle::state::StateFile;
 
 use super::keys::{TrustArgs, load_trust};
 use super::{Format, Global, Outcome, output};
@@ -16,26 +19,71 @@ use super::{Format, Global, Outcome, output};
 /// Exit status: 0 accepted, 1 rejected (with a stable reason code), 2 usage or I/O error.
 #[derive(Debug, clap::Args)]
 #[command(
-    after_help = "Examples:\n  bundle verify mailer-1.4.0.agent.bundle --key release.pub\n  bundle verify mailer-1.4.0.agent.bundle --trusted-keys trusted-keys.txt --name mailer\n  bundle verify x.agent.bundle --key release.pub --format json | jq -r .code"
+    after_help = "Examples:\n  bundle verify mailer-1.4.0.agent.bundle --key release.pub\n  bundle verify mailer-1.4.0.agent.bundle --trusted-keys trusted-keys.txt --name mailer --state /var/lib/agents/bundle-state.json\n  bundle verify x.agent.bundle --key release.pub --format json | jq -r .code"
 )]
 pub struct Args {
     /// The bundle file.
     bundle: PathBuf,
     #[command(flatten)]
     trust: TrustArgs,
-    /// Also require the bundle to be this agent.
-    #[arg(long, value_name = "NAME")]
-    name: Option<String>,
+    #[command(flatten)]
+    gate: GateArgs,
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Human)]
     format: Format,
 }
 
+/// What a deployment gate requires beyond a trusted signature (verify and unpack).
+#[derive(Debug, clap::Args)]
+pub struct GateArgs {
+    /// Also require the bundle to be this agent.
+    #[arg(long, value_name = "NAME")]
+    pub name: Option<String>,
+    /// Reject a bundle older than one accepted before (`rollback`): FILE records the highest
+    /// version accepted per agent and signing key, and is updated atomically on success.
+    #[arg(long, value_name = "FILE")]
+    pub state: Option<PathBuf>,
+    /// Reject a bundle whose version is lower than this (`rollback`).
+    #[arg(long, value_name = "VERSION", value_parser = semver::Version::parse)]
+    pub min_version: Option<semver::Version>,
+}
+
+impl GateArgs {
+    /// Opens (and locks) the state file, if any; the lock lasts until the result is recorded.
+    pub fn open_state(&self) -> anyhow::Result<Option<StateFile>> {
+        self.state.as_deref().map(StateFile::open).transpose().map_err(anyhow::Error::from)
+    }
+
+    pub fn expect<'a>(&'a self, state: Option<&'a StateFile>, global: Global) -> Expect<'a> {
+        Expect {
+            name: self.name.as_deref(),
+            now: Some(global.now()),
+            state: state.map(|s| &s.state),
+            min_version: self.min_version.as_ref(),
+        }
+    }
+}
+
+/// Records an accepted bundle in the state file. A gate that cannot record what it let
+/// through fails (exit 2) rather than pass silently.
+pub fn record(state: Option<&mut StateFile>, v: &Verified) -> anyhow::Result<()> {
+    if let Some(state) = state {
+        state
+            .record(&v.manifest.name, &v.key_id, &v.manifest.version, &v.manifest_blake3)
+            .context("the bundle verified, but the state file could not be updated")?;
+    }
+    Ok(())
+}
+
 pub fn run(args: Args, global: Global) -> anyhow::Result<Outcome> {
     let keys = load_trust(&args.trust)?;
+    let mut state = args.gate.open_state()?;
     let file = File::open(&args.bundle).map_err(|e| anyhow::anyhow!("cannot open {}: {e}", args.bundle.display()))?;
-    let result =
-        verify::verify(BufReader::with_capacity(1 << 20, file), Trust::Keys(&keys), args.name.as_deref(), &mut Discard);
+    let expect = args.gate.expect(state.as_ref(), global);
+    let result = verify::verify(BufReader::with_capacity(1 << 20, file), Trust::Keys(&keys), &expect, &mut Discard);
+    if let Ok(v) = &result {
+        record(state.as_mut(), v)?;
+    }
     report(&args.bundle, result, args.format, global)
 }
 

@@ -7,6 +7,7 @@ mod support;
 mod bundle;
 mod check;
 mod docs;
+mod freshness;
 mod hostile;
 mod lock;
 mod schemas;
