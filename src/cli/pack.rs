@@ -80,7 +80,8 @@ pub fn run(args: Args, global: Global) -> anyhow::Result<Outcome> {
         }
         Err(PackFailure::Rejected(report)) => {
             super::check::render(&report, Vec::new(), args.format, global, "pack")?;
-            Ok(Outcome::Rejected)
+            // An unwritable manifest is an I/O failure (exit 2), as in `bundle lock`.
+            Ok(super::check::outcome(&report))
         }
         Err(PackFailure::Error(e)) => Err(e.into()),
     }

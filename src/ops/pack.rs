@@ -1,5 +1,6 @@
 //! `bundle pack`: check, lock, sign and write a reproducible agent.bundle atomically.
 
+use std::cell::Cell;
 use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
@@ -142,7 +143,8 @@ pub fn pack(dir: &Path, key: &SecretKey, opts: &PackOptions) -> Result<Packed, P
     let output =
         opts.output.clone().unwrap_or_else(|| PathBuf::from(default_file_name(&m.name, &m.version.to_string())));
     let temp = atomic::temp_beside(&output).map_err(|e| Error::io(&output, e))?;
-    let content_bytes = write_bundle(temp.as_file(), &manifest_bytes, signature_text.as_bytes(), &current, opts, dir)?;
+    let content_bytes =
+        write_bundle(temp.as_file(), &output, &manifest_bytes, signature_text.as_bytes(), &current, opts, dir)?;
     let bundle_bytes = temp.as_file().metadata().map_err(|e| Error::io(temp.path(), e))?.len();
     atomic::commit(temp, &output, true).map_err(|e| Error::io(&output, e))?;
     Ok(Packed {
@@ -157,15 +159,38 @@ pub fn pack(dir: &Path, key: &SecretKey, opts: &PackOptions) -> Result<Packed, P
     })
 }
 
+/// The bundle file being written, remembering whether a write to it failed, so that a full
+/// disk is reported against the bundle rather than the agent file being archived.
+struct Output<'a> {
+    file: &'a File,
+    failed: &'a Cell<bool>,
+}
+
+impl Write for Output<'_> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.file.write(buf).inspect_err(|_| self.failed.set(true))
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.file.flush().inspect_err(|_| self.failed.set(true))
+    }
+}
+
 fn write_bundle(
     file: &File,
+    output: &Path,
     manifest: &[u8],
     signature: &[u8],
     current: &Current,
     opts: &PackOptions,
     dir: &Path,
 ) -> Result<u64, PackFailure> {
+    let failed = Cell::new(false);
     let archive_err = |e: crate::archive::ArchiveError| {
+        if failed.get()
+            && let crate::archive::ArchiveError::Io { source, .. } = e
+        {
+            return PackFailure::Error(Error::io(output, source));
+        }
         if let crate::archive::ArchiveError::SourceChanged { path, reason } = &e {
             let d = Diagnostic::error(
                 Code::StaleDigest,
@@ -180,8 +205,9 @@ fn write_bundle(
             PackFailure::Error(Error::Io { path: dir.to_path_buf(), source: std::io::Error::other(e.to_string()) })
         }
     };
+    let out = Output { file, failed: &failed };
     let mut writer =
-        ArchiveWriter::new(BufWriter::with_capacity(1 << 20, file), opts.level, opts.mtime).map_err(archive_err)?;
+        ArchiveWriter::new(BufWriter::with_capacity(1 << 20, out), opts.level, opts.mtime).map_err(archive_err)?;
     writer.append_bytes(manifest::FILE_NAME, manifest).map_err(archive_err)?;
     writer.append_bytes(SIGNATURE_ENTRY, signature).map_err(archive_err)?;
     let mut total = 0;
@@ -204,6 +230,6 @@ fn write_bundle(
         total += f.size;
     }
     let mut out = writer.finish().map_err(archive_err)?;
-    out.flush().map_err(|e| Error::io(dir, e))?;
+    out.flush().map_err(|e| Error::io(output, e))?;
     Ok(total)
 }

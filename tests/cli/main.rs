@@ -6,6 +6,7 @@ mod support;
 
 mod bundle;
 mod check;
+mod crash;
 mod docs;
 mod freshness;
 mod hostile;
