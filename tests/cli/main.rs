@@ -11,4 +11,5 @@ mod docs;
 mod freshness;
 mod hostile;
 mod lock;
+mod properties;
 mod schemas;
