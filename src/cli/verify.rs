@@ -13,8 +13,8 @@ use agent_bundle::state::StateFile;
 use super::keys::{TrustArgs, load_trust};
 use super::{Format, Global, Outcome, output};
 
-/// Verify a bundle in one streaming pass: trusted signature, versions, every digest, nothing
-/// missing, nothing extra, nothing unsafe.
+/// Verify a bundle in one streaming pass: trusted signature, versions, expiry (and rollback with
+/// --state), every digest, nothing missing, nothing extra, nothing unsafe.
 ///
 /// Exit status: 0 accepted, 1 rejected (with a stable reason code), 2 usage or I/O error.
 #[derive(Debug, clap::Args)]
