@@ -179,8 +179,9 @@ fn killed_pack_leaves_the_old_or_the_complete_new_bundle_and_manifest() {
     // Every one verifies as the old or the new bundle, so a deployment never sees a torn one.
     run_in(&agent, &["verify", out.to_str().unwrap(), "--key", &key("test.pub")]).expect_code(0);
 
-    // Leftovers are ignored by check (they match `.*.tmp`), and the next pack removes them
-    // once they are stale.
+    // Leftovers are ignored by check (they match `.*.tmp`): with the new manifest in place
+    // the agent is clean. The next pack removes them once they are stale.
+    std::fs::write(agent.join("manifest.toml"), &new_manifest).unwrap();
     run_in(&agent, &["check", "."]).expect_code(0);
     std::thread::sleep(Duration::from_millis(2100));
     reset();
