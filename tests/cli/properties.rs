@@ -18,7 +18,7 @@ use proptest::prelude::*;
 
 use crate::support::testdata;
 
-/// An agent: relative path -> (bytes, executable).
+/// An agent, or what verify handed out: relative path -> (bytes, executable).
 type Files = BTreeMap<String, (Vec<u8>, bool)>;
 
 fn keys() -> (SecretKey, TrustedKeys) {
@@ -72,7 +72,7 @@ fn pack_agent(dir: &Path, files: &Files, secret: &SecretKey) -> Vec<u8> {
 
 /// Every entry verify hands out: path -> (bytes, executable).
 #[derive(Default)]
-struct Capture(BTreeMap<String, (Vec<u8>, bool)>);
+struct Capture(Files);
 
 impl Sink for Capture {
     fn open(&mut self, path: &str, executable: bool) -> io::Result<Box<dyn Write + '_>> {
@@ -106,8 +106,8 @@ proptest! {
 }
 
 /// One packed bundle of a fixed agent, and what verifying it yields.
-fn reference() -> &'static (Vec<u8>, BTreeMap<String, (Vec<u8>, bool)>) {
-    static REFERENCE: OnceLock<(Vec<u8>, BTreeMap<String, (Vec<u8>, bool)>)> = OnceLock::new();
+fn reference() -> &'static (Vec<u8>, Files) {
+    static REFERENCE: OnceLock<(Vec<u8>, Files)> = OnceLock::new();
     REFERENCE.get_or_init(|| {
         let (secret, keys) = keys();
         let files: Files = [
