@@ -142,6 +142,17 @@ pub fn pack(dir: &Path, key: &SecretKey, opts: &PackOptions) -> Result<Packed, P
     }
     let output =
         opts.output.clone().unwrap_or_else(|| PathBuf::from(default_file_name(&m.name, &m.version.to_string())));
+    // The bundle replaces the output by a rename; never rename over a device, FIFO or folder
+    // (`-o /dev/null` would replace the device node itself).
+    if let Ok(meta) = std::fs::metadata(&output)
+        && !meta.is_file()
+    {
+        return Err(Error::Usage(format!(
+            "{} exists and is not a regular file; -o must name a bundle file to create or replace",
+            output.display()
+        ))
+        .into());
+    }
     let temp = atomic::temp_beside(&output).map_err(|e| Error::io(&output, e))?;
     let content_bytes =
         write_bundle(temp.as_file(), &output, &manifest_bytes, signature_text.as_bytes(), &current, opts, dir)?;

@@ -433,3 +433,22 @@ fn a_full_disk_gives_a_clear_error_and_no_temp_files() {
     eprintln!("full disk: pack: {}", pack.stderr.trim());
     eprintln!("full disk: lock: {}", lock.stderr.trim());
 }
+
+#[test]
+fn pack_never_renames_over_a_device_fifo_or_folder() {
+    // A FIFO stands in for `-o /dev/null` or `-o /dev/stdout`: the rename that makes the
+    // write atomic would replace the node itself.
+    let env = Env::new();
+    env.copy("agents/minimal", "agent");
+    let fifo = env.path().join("fifo");
+    assert!(Command::new("mkfifo").arg(&fifo).status().unwrap().success());
+    std::fs::create_dir(env.path().join("folder")).unwrap();
+    for out in ["fifo", "folder"] {
+        let run = env.run(&["pack", "agent", "--key", &key("test.key"), "-o", out]);
+        run.expect_code(2);
+        assert!(run.stderr.contains("is not a regular file"), "{}", run.stderr);
+    }
+    use std::os::unix::fs::FileTypeExt;
+    assert!(std::fs::metadata(&fifo).unwrap().file_type().is_fifo());
+    assert_eq!(temp_files(env.path()), Vec::<String>::new());
+}
