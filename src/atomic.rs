@@ -1,12 +1,28 @@
 //! Writing files so that readers see either the old file or the complete new one, never a
 //! half-written one: a temp file in the same folder, fsync, rename over the target, fsync
 //! the folder. A failure at any step leaves the target untouched and removes the temp file.
+//!
+//! A process that is killed (SIGKILL, power loss) cannot remove its temp file. Such leftovers
+//! are recognisable (`.<target name>.<6 random characters>.tmp`, which `bundle lock` and
+//! `check` ignore as `.*.tmp`) and the next atomic write of the same target removes them. A
+//! writer holds an exclusive lock on its temp file while it lives, so a leftover is one that
+//! nobody holds and that has not been touched for [`STALE_AFTER`]: a concurrent writer's
+//! temp file is never taken for one.
 
 use std::fs::File;
 use std::io::{self, Write};
 use std::path::Path;
+use std::time::Duration;
 
 use tempfile::NamedTempFile;
+
+/// How long an unlocked temp file must have been left untouched to count as a leftover. The
+/// lock alone decides in practice; the age only closes the instant between a writer creating
+/// its temp file and locking it.
+pub const STALE_AFTER: Duration = Duration::from_secs(2);
+
+/// Length of the random part of temp file names (tempfile's default).
+const RANDOM_LEN: usize = 6;
 
 /// Opens a temp file next to `target` (same folder, so the final rename is atomic). It gets
 /// the permissions of the file it will replace, or 0644 for a new file (tempfile's own 0600
@@ -14,7 +30,20 @@ use tempfile::NamedTempFile;
 pub fn temp_beside(target: &Path) -> io::Result<NamedTempFile> {
     let dir = parent_dir(target);
     let name = target.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-    let temp = tempfile::Builder::new().prefix(&format!(".{name}.")).suffix(".tmp").tempfile_in(dir)?;
+    remove_leftovers(dir, &name);
+    let temp = tempfile::Builder::new()
+        .prefix(&format!(".{name}."))
+        .suffix(".tmp")
+        .rand_bytes(RANDOM_LEN)
+        .tempfile_in(dir)
+        .map_err(|e| {
+            // tempfile appends ` at path "<its random name>"`, a file that never came to exist
+            // (and the inner error is not reachable); name the target instead.
+            let text = e.to_string();
+            let cause = text.split(" at path ").next().unwrap_or_default();
+            io::Error::new(e.kind(), format!("cannot create a temp file beside {}: {cause}", target.display()))
+        })?;
+    temp.as_file().lock()?;
     #[cfg(unix)]
     {
         use std::os::unix::fs::PermissionsExt;
@@ -44,6 +73,37 @@ pub fn write(target: &Path, bytes: &[u8], overwrite: bool) -> io::Result<()> {
     let mut temp = temp_beside(target)?;
     temp.write_all(bytes)?;
     commit(temp, target, overwrite)
+}
+
+/// Whether `file_name` is the name of a temp file for `target_name`.
+pub fn is_temp_name(file_name: &str, target_name: &str) -> bool {
+    file_name
+        .strip_prefix(&format!(".{target_name}."))
+        .and_then(|rest| rest.strip_suffix(".tmp"))
+        .is_some_and(|random| random.len() == RANDOM_LEN && random.bytes().all(|b| b.is_ascii_alphanumeric()))
+}
+
+/// Removes temp files of `target_name` in `dir` left by killed writers (best effort: a
+/// leftover that cannot be removed stays, and is ignored).
+fn remove_leftovers(dir: &Path, target_name: &str) {
+    let Ok(entries) = std::fs::read_dir(dir) else { return };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        if !name.to_str().is_some_and(|n| is_temp_name(n, target_name)) {
+            continue;
+        }
+        let path = entry.path();
+        // Only regular files (never follow a link), held by no one, untouched for a while.
+        let Ok(meta) = std::fs::symlink_metadata(&path) else { continue };
+        let untouched = meta.modified().ok().and_then(|m| m.elapsed().ok()).is_some_and(|age| age >= STALE_AFTER);
+        if !meta.is_file() || !untouched {
+            continue;
+        }
+        let Ok(file) = File::open(&path) else { continue };
+        if file.try_lock().is_ok() {
+            let _ = std::fs::remove_file(&path);
+        }
+    }
 }
 
 fn parent_dir(target: &Path) -> &Path {

@@ -91,6 +91,8 @@ codes! {
     InvalidName => "invalid_name": "The agent name breaks the name rules.",
     InvalidVersion => "invalid_version": "The agent version is not semantic versioning.",
     InvalidDigest => "invalid_digest": "A digest or size in manifest.toml is malformed.",
+    InvalidExpiry => "invalid_expiry": "`[bundle] expires` in manifest.toml is not an RFC 3339 date-time with an offset.",
+    Expired => "expired": "`[bundle] expires` is already past: `bundle pack` refuses to sign a bundle every verifier would reject.",
     StaleDigest => "stale_digest": "manifest.toml's digests are missing or do not match the files; run `bundle lock`.",
     UnsafePath => "unsafe_path": "A file path in the agent folder cannot be packed safely (not NFC, case collision, too long, control characters).",
     UnsupportedFileType => "unsupported_file_type": "A symlink, socket, device or other non-regular file is in the agent folder.",

@@ -17,6 +17,8 @@ pub mod paths;
 pub mod policy;
 pub mod progress;
 pub mod schemas;
+pub mod state;
+pub mod timestamp;
 pub mod tools;
 pub mod trust;
 

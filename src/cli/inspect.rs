@@ -7,7 +7,8 @@ use std::path::PathBuf;
 use agent_bundle::contract::{Contract, ContractError};
 use agent_bundle::diagnostic::sanitize;
 use agent_bundle::ops::contracts;
-use agent_bundle::ops::verify::{self, Discard, Trust, Verified};
+use agent_bundle::ops::verify::{self, Discard, Expect, Trust, Verified};
+use agent_bundle::timestamp::Timestamp;
 use agent_bundle::tools::Transport;
 use agent_bundle::trust::TrustedKeys;
 
@@ -47,12 +48,14 @@ pub fn run(args: Args, global: Global) -> anyhow::Result<Outcome> {
     };
     let file = File::open(&args.bundle).map_err(|e| anyhow::anyhow!("cannot open {}: {e}", args.bundle.display()))?;
     let trust = keys.as_ref().map_or(Trust::Unchecked, Trust::Keys);
-    match verify::verify(BufReader::new(file), trust, None, &mut Discard) {
+    // Expiry is shown, not enforced: inspecting an expired bundle is how one finds out why.
+    match verify::verify(BufReader::new(file), trust, &Expect::default(), &mut Discard) {
         Ok(v) => {
             let contracts = contracts::from_verified(&v, &args.bundle).map(|a| a.contracts);
+            let now = global.now();
             match args.format {
-                Format::Json => super::output::print_json(&json(&v, &contracts))?,
-                _ => human(&v, &contracts)?,
+                Format::Json => super::output::print_json(&json(&v, &contracts, now))?,
+                _ => human(&v, &contracts, now)?,
             }
             Ok(Outcome::Ok)
         }
@@ -65,9 +68,11 @@ fn contract(contracts: &Result<Vec<Contract>, ContractError>, index: usize) -> O
     contracts.as_ref().ok().and_then(|c| c.get(index))
 }
 
-fn json(v: &Verified, contracts: &Result<Vec<Contract>, ContractError>) -> serde_json::Value {
+fn json(v: &Verified, contracts: &Result<Vec<Contract>, ContractError>, now: Timestamp) -> serde_json::Value {
     serde_json::json!({
         "agent": {"name": v.manifest.name, "version": v.manifest.version.to_string()},
+        "expires": v.manifest.expires.map(|t| t.to_string()),
+        "expired": v.manifest.expires.is_some_and(|t| now >= t),
         "key_id": v.key_id,
         "trusted_comment": sanitize(&v.trusted_comment),
         "signature_checked": v.signature_checked,
@@ -86,9 +91,14 @@ fn json(v: &Verified, contracts: &Result<Vec<Contract>, ContractError>) -> serde
     })
 }
 
-fn human(v: &Verified, contracts: &Result<Vec<Contract>, ContractError>) -> std::io::Result<()> {
+fn human(v: &Verified, contracts: &Result<Vec<Contract>, ContractError>, now: Timestamp) -> std::io::Result<()> {
     let mut out = std::io::stdout().lock();
     writeln!(out, "agent      {} {}", v.manifest.name, v.manifest.version)?;
+    match v.manifest.expires {
+        Some(t) if now >= t => writeln!(out, "expires    {t} (EXPIRED: verify rejects it)")?,
+        Some(t) => writeln!(out, "expires    {t}")?,
+        None => writeln!(out, "expires    never")?,
+    }
     writeln!(out, "signer     {}", v.key_id)?;
     writeln!(out, "comment    {}", sanitize(&v.trusted_comment))?;
     if v.signature_checked {

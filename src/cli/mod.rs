@@ -36,6 +36,8 @@ Examples:
 
 Exit status: 0 success, 1 checked and rejected, 2 usage or I/O error.";
 
+use agent_bundle::timestamp::Timestamp;
+
 /// Turn an AI agent's source folder into a signed, verifiable, reproducible release bundle.
 #[derive(Debug, Parser)]
 #[command(name = "bundle", version, about, long_about = None, propagate_version = true, after_help = AFTER_HELP)]
@@ -50,6 +52,11 @@ pub struct Cli {
     /// Print nothing but errors.
     #[arg(short, long, global = true)]
     quiet: bool,
+
+    /// Judge `[bundle] expires` against this RFC 3339 instant instead of the system clock.
+    /// For tests and for re-checking a past decision; hidden because a gate must use the clock.
+    #[arg(long, global = true, hide = true, value_name = "RFC3339", value_parser = Timestamp::parse)]
+    now: Option<Timestamp>,
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -118,6 +125,15 @@ impl Command {
 pub struct Global {
     pub color: ColorWhen,
     pub quiet: bool,
+    /// `--now`, the injected clock.
+    pub now: Option<Timestamp>,
+}
+
+impl Global {
+    /// The time expiry is judged against: `--now`, else the system clock.
+    pub fn now(&self) -> Timestamp {
+        self.now.unwrap_or_else(Timestamp::now)
+    }
 }
 
 /// What a command concluded.
@@ -165,7 +181,7 @@ pub fn main() -> ExitCode {
             return ExitCode::from(if e.use_stderr() { 2 } else { 0 });
         }
     };
-    let global = Global { color: cli.color, quiet: cli.quiet };
+    let global = Global { color: cli.color, quiet: cli.quiet, now: cli.now };
     let format = cli.command.format();
     let result = match cli.command {
         Command::Init(args) => init::run(args, global),

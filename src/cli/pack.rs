@@ -48,7 +48,8 @@ fn mtime() -> anyhow::Result<u64> {
 
 pub fn run(args: Args, global: Global) -> anyhow::Result<Outcome> {
     let key = load_secret_key(&args.key)?;
-    let opts = PackOptions { output: args.output, locked: args.locked, level: args.level, mtime: mtime()? };
+    let opts =
+        PackOptions { output: args.output, locked: args.locked, level: args.level, mtime: mtime()?, now: global.now() };
     let bar = super::progress::Bar::new(global);
     match pack::pack(&args.agent_dir, &key, &opts, &bar) {
         Ok(p) => {
@@ -87,7 +88,8 @@ pub fn run(args: Args, global: Global) -> anyhow::Result<Outcome> {
         }
         Err(PackFailure::Rejected(report)) => {
             super::check::render(&report, Vec::new(), args.format, global, "pack")?;
-            Ok(Outcome::Rejected)
+            // An unwritable manifest is an I/O failure (exit 2), as in `bundle lock`.
+            Ok(super::check::outcome(&report))
         }
         Err(PackFailure::Error(e)) => Err(e.into()),
     }

@@ -20,9 +20,8 @@ pub struct Args {
     dir: PathBuf,
     #[command(flatten)]
     trust: TrustArgs,
-    /// Also require the bundle to be this agent.
-    #[arg(long, value_name = "NAME")]
-    name: Option<String>,
+    #[command(flatten)]
+    gate: super::verify::GateArgs,
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Human)]
     pub(super) format: Format,
@@ -30,10 +29,15 @@ pub struct Args {
 
 pub fn run(args: Args, global: Global) -> anyhow::Result<Outcome> {
     let keys = load_trust(&args.trust)?;
-    let result = match unpack::unpack(&args.bundle, &args.dir, &keys, args.name.as_deref())? {
+    let mut state = args.gate.open_state()?;
+    let expect = args.gate.expect(state.as_ref(), global);
+    let result = match unpack::unpack(&args.bundle, &args.dir, &keys, &expect)? {
         Unpacked::Done(v) => Ok(*v),
         Unpacked::Rejected(r) => Err(r),
     };
+    if let Ok(v) = &result {
+        super::verify::record(state.as_mut(), v)?;
+    }
     let outcome = super::verify::report(&args.bundle, result, args.format, global)?;
     if outcome == Outcome::Ok {
         super::output::status(global, &format!("unpacked into {}", args.dir.display()));

@@ -4,17 +4,20 @@ use std::fs::File;
 use std::io::{BufReader, Write};
 use std::path::{Path, PathBuf};
 
+use anyhow::Context;
+
 use agent_bundle::diagnostic::sanitize;
 use agent_bundle::ops::baseline::{self, Drift, Gate};
 use agent_bundle::ops::contracts;
-use agent_bundle::ops::verify::{self, Discard, Reason, Rejection, Trust, Verified};
+use agent_bundle::ops::verify::{self, Discard, Expect, Reason, Rejection, Trust, Verified};
 use agent_bundle::progress::{Progress, ProgressRead};
+use agent_bundle::state::StateFile;
 
 use super::keys::{TrustArgs, load_trust};
 use super::{Format, Global, Outcome, output};
 
-/// Verify a bundle in one streaming pass: trusted signature, versions, every digest, nothing
-/// missing, nothing extra, nothing unsafe.
+/// Verify a bundle in one streaming pass: trusted signature, versions, expiry (and rollback with
+/// --state), every digest, nothing missing, nothing extra, nothing unsafe.
 ///
 /// With --baseline, also the release gate: a write-capable, network, secret-using or
 /// destructive tool whose contract is not the approved one rejects (contract_drift); drift of a
@@ -23,16 +26,15 @@ use super::{Format, Global, Outcome, output};
 /// Exit status: 0 accepted, 1 rejected (with a stable reason code), 2 usage or I/O error.
 #[derive(Debug, clap::Args)]
 #[command(
-    after_help = "Examples:\n  bundle verify mailer-1.4.0.agent.bundle --key release.pub\n  bundle verify mailer-1.4.0.agent.bundle --trusted-keys trusted-keys.txt --name mailer\n  bundle verify mailer-1.5.0.agent.bundle --key release.pub --baseline approved.toml   # release gate\n  bundle verify x.agent.bundle --key release.pub --format json | jq -r .code"
+    after_help = "Examples:\n  bundle verify mailer-1.4.0.agent.bundle --key release.pub\n  bundle verify mailer-1.4.0.agent.bundle --trusted-keys trusted-keys.txt --name mailer --state /var/lib/agents/bundle-state.json\n  bundle verify mailer-1.5.0.agent.bundle --key release.pub --baseline approved.toml   # release gate\n  bundle verify x.agent.bundle --key release.pub --format json | jq -r .code"
 )]
 pub struct Args {
     /// The bundle file.
     bundle: PathBuf,
     #[command(flatten)]
     trust: TrustArgs,
-    /// Also require the bundle to be this agent.
-    #[arg(long, value_name = "NAME")]
-    name: Option<String>,
+    #[command(flatten)]
+    gate: GateArgs,
     /// Also require every tool contract to match this approved baseline (see `bundle
     /// baseline`).
     #[arg(long, value_name = "FILE")]
@@ -42,17 +44,64 @@ pub struct Args {
     pub(super) format: Format,
 }
 
+/// What a deployment gate requires beyond a trusted signature (verify and unpack).
+#[derive(Debug, clap::Args)]
+pub struct GateArgs {
+    /// Also require the bundle to be this agent.
+    #[arg(long, value_name = "NAME")]
+    pub name: Option<String>,
+    /// Reject a bundle older than one accepted before (`rollback`): FILE records the highest
+    /// version accepted per agent and signing key, and is updated atomically on success.
+    #[arg(long, value_name = "FILE")]
+    pub state: Option<PathBuf>,
+    /// Reject a bundle whose version is lower than this (`rollback`).
+    #[arg(long, value_name = "VERSION", value_parser = semver::Version::parse)]
+    pub min_version: Option<semver::Version>,
+}
+
+impl GateArgs {
+    /// Opens (and locks) the state file, if any; the lock lasts until the result is recorded.
+    pub fn open_state(&self) -> anyhow::Result<Option<StateFile>> {
+        self.state.as_deref().map(StateFile::open).transpose().map_err(anyhow::Error::from)
+    }
+
+    pub fn expect<'a>(&'a self, state: Option<&'a StateFile>, global: Global) -> Expect<'a> {
+        Expect {
+            name: self.name.as_deref(),
+            now: Some(global.now()),
+            state: state.map(|s| &s.state),
+            min_version: self.min_version.as_ref(),
+        }
+    }
+}
+
+/// Records an accepted bundle in the state file. A gate that cannot record what it let
+/// through fails (exit 2) rather than pass silently.
+pub fn record(state: Option<&mut StateFile>, v: &Verified) -> anyhow::Result<()> {
+    if let Some(state) = state {
+        state
+            .record(&v.manifest.name, &v.key_id, &v.manifest.version, &v.manifest_blake3)
+            .context("the bundle verified, but the state file could not be updated")?;
+    }
+    Ok(())
+}
+
 pub fn run(args: Args, global: Global) -> anyhow::Result<Outcome> {
     let keys = load_trust(&args.trust)?;
-    // A baseline that cannot be read stops the run before the bundle is judged.
+    // A baseline or state file that cannot be read stops the run before the bundle is judged.
     let approved = args.baseline.as_deref().map(|p| baseline::read(p).map(|b| (p, b))).transpose()?;
+    let mut state = args.gate.open_state()?;
     let file = File::open(&args.bundle).map_err(|e| anyhow::anyhow!("cannot open {}: {e}", args.bundle.display()))?;
+    let expect = args.gate.expect(state.as_ref(), global);
     let bar = super::progress::Bar::new(global);
     bar.begin("verifying", file.metadata().map_or(0, |m| m.len()));
     let input = BufReader::with_capacity(1 << 20, ProgressRead { inner: file, progress: &bar });
-    let result = verify::verify(input, Trust::Keys(&keys), args.name.as_deref(), &mut Discard);
+    let result = verify::verify(input, Trust::Keys(&keys), &expect, &mut Discard);
     bar.end();
     let (Some((path, approved)), Ok(v)) = (approved, &result) else {
+        if let Ok(v) = &result {
+            record(state.as_mut(), v)?;
+        }
         return report(&args.bundle, result, args.format, global);
     };
     let gate = match contracts::from_verified(v, &args.bundle) {
@@ -75,7 +124,11 @@ pub fn run(args: Args, global: Global) -> anyhow::Result<Outcome> {
             r.key_id = Some(v.key_id.clone());
             Err(r)
         }
-        None => result,
+        None => {
+            // Only a bundle that passed the gate too is recorded as accepted.
+            record(state.as_mut(), v)?;
+            result
+        }
     };
     report_gated(&args.bundle, result, Some((path, &gate)), args.format, global)
 }

@@ -85,10 +85,10 @@ pub fn parse(text: &str) -> Result<Vec<ToolSpec>, Vec<String>> {
         };
         if command.is_empty() {
             errors.push(format!("{at}: command must have at least program name"));
-        } else if !command[0].is_empty() {
-            if let Err(e) = check_program(&command[0]) {
-                errors.push(format!("{at}: {e}"));
-            }
+        } else if !command[0].is_empty()
+            && let Err(e) = check_program(&command[0])
+        {
+            errors.push(format!("{at}: {e}"));
         }
         let timeout_sec = match obj.get("timeoutSec") {
             None => None,

@@ -14,6 +14,7 @@ use toml_edit::{Item, TableLike};
 
 use crate::diagnostic::{Code, Diagnostic, Severity, Source};
 use crate::paths;
+use crate::timestamp::Timestamp;
 use crate::tools::validate::did_you_mean;
 
 pub const FILE_NAME: &str = "manifest.toml";
@@ -50,6 +51,9 @@ pub struct Manifest {
     pub files: BTreeMap<String, Option<Digest>>,
     /// `[bundle] allow_secret_files`: paths that look like secrets but are meant to ship.
     pub allow_secret_files: Vec<String>,
+    /// `[bundle] expires`: after this instant `bundle verify` rejects the bundle (`expired`),
+    /// so a stale release cannot be replayed forever (a freeze attack).
+    pub expires: Option<Timestamp>,
 }
 
 impl Manifest {
@@ -66,7 +70,7 @@ impl Manifest {
 }
 
 const TOP_KEYS: &[&str] = &["bundle", "agent", "artifacts", "files"];
-const BUNDLE_KEYS: &[&str] = &["format", "allow_secret_files"];
+const BUNDLE_KEYS: &[&str] = &["format", "allow_secret_files", "expires"];
 const AGENT_KEYS: &[&str] = &["name", "version"];
 const ARTIFACT_KINDS: &[&str] = &["tools", "policy"];
 const TOOLS_KEYS: &[&str] = &["path", "blake3", "size", "version"];
@@ -392,6 +396,35 @@ pub fn parse(src: &Source, diags: &mut Vec<Diagnostic>) -> Option<Manifest> {
         }
     }
 
+    let mut expires = None;
+    if let Some(item) = root.get("bundle").and_then(|b| b.get("expires")) {
+        // A string, or a TOML offset date-time (the same RFC 3339 text, unquoted).
+        let text = match item.as_value() {
+            Some(toml_edit::Value::String(s)) => Some(s.value().clone()),
+            Some(toml_edit::Value::Datetime(d)) => Some(d.value().to_string()),
+            _ => None,
+        };
+        match text {
+            Some(text) => match Timestamp::parse(&text) {
+                Ok(t) => expires = Some(t),
+                Err(why) => p.error(
+                    Code::InvalidExpiry,
+                    "bundle.expires",
+                    item.span(),
+                    why,
+                    "write e.g. `expires = \"2027-01-01T00:00:00Z\"` (UTC) or with an offset such as +02:00",
+                ),
+            },
+            None => p.error(
+                Code::WrongType,
+                "bundle.expires",
+                item.span(),
+                "`bundle.expires` must be an RFC 3339 date-time".to_owned(),
+                "write e.g. `expires = \"2027-01-01T00:00:00Z\"`",
+            ),
+        }
+    }
+
     let mut name = None;
     let mut version = None;
     if let Some(agent) = p.table(root, "", "agent", true) {
@@ -519,7 +552,16 @@ pub fn parse(src: &Source, diags: &mut Vec<Diagnostic>) -> Option<Manifest> {
         }
     }
 
-    Some(Manifest { format: format?, name: name?, version: version?, tools, policy, files, allow_secret_files })
+    Some(Manifest {
+        format: format?,
+        name: name?,
+        version: version?,
+        tools,
+        policy,
+        files,
+        allow_secret_files,
+        expires,
+    })
 }
 
 #[cfg(test)]
@@ -539,6 +581,24 @@ mod tests {
         let m = m.unwrap();
         assert_eq!(m.name, "mailer");
         assert!(m.tools.is_none());
+    }
+
+    #[test]
+    fn expires_is_a_string_or_an_offset_date_time() {
+        let head = "[bundle]\nformat = 1\n";
+        let tail = "\n[agent]\nname = \"m\"\nversion = \"1.0.0\"\n";
+        let (m, d) = parse_text(&format!("{head}expires = 2027-01-01T00:00:00Z{tail}"));
+        assert!(d.is_empty(), "{d:?}");
+        assert_eq!(m.unwrap().expires, Some(Timestamp::parse("2027-01-01T00:00:00Z").unwrap()));
+        for (value, code) in [
+            ("2027-01-01T00:00:00", Code::InvalidExpiry),
+            ("2027-01-01", Code::InvalidExpiry),
+            ("\"next year\"", Code::InvalidExpiry),
+            ("1798761600", Code::WrongType),
+        ] {
+            let (_, d) = parse_text(&format!("{head}expires = {value}{tail}"));
+            assert_eq!(d.iter().map(|d| d.code).collect::<Vec<_>>(), [code], "{value}");
+        }
     }
 
     #[test]

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use crate::contract::{self, Contract, ContractError};
 use crate::diagnostic::Source;
 use crate::ops::check;
-use crate::ops::verify::{self, Discard, Trust, Verified};
+use crate::ops::verify::{self, Discard, Expect, Trust, Verified};
 use crate::policy::{self, Policy};
 use crate::tools::{self, ToolsFile};
 
@@ -92,9 +92,12 @@ fn load_folder(dir: &Path) -> Result<AgentContracts, LoadError> {
 fn load_bundle(path: &Path) -> Result<AgentContracts, LoadError> {
     let file = File::open(path).map_err(|e| crate::Error::io(path, e))?;
     let verified =
-        verify::verify(BufReader::with_capacity(1 << 20, file), Trust::Unchecked, None, &mut Discard).map_err(|r| {
-            LoadError::Rejected { path: path.display().to_string(), code: r.reason.as_str(), message: r.message }
-        })?;
+        verify::verify(BufReader::with_capacity(1 << 20, file), Trust::Unchecked, &Expect::default(), &mut Discard)
+            .map_err(|r| LoadError::Rejected {
+                path: path.display().to_string(),
+                code: r.reason.as_str(),
+                message: r.message,
+            })?;
     from_verified(&verified, path).map_err(|source| LoadError::Contract { path: path.display().to_string(), source })
 }
 

@@ -12,7 +12,7 @@ use crate::diagnostic::{Code, Diagnostic, Report};
 use crate::error::{Error, Result};
 use crate::formats::{self, ExportTool};
 use crate::ops::check;
-use crate::ops::verify::{self, Discard, Trust};
+use crate::ops::verify::{self, Discard, Expect, Trust};
 use crate::tools::{AgentFiles, Resolver, ToolsFile};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -53,9 +53,11 @@ pub fn export(opts: &Options) -> Result<Export> {
         }
     } else {
         let file = File::open(&opts.input).map_err(|e| Error::io(&opts.input, e))?;
-        let v = verify::verify(BufReader::with_capacity(1 << 20, file), Trust::Unchecked, None, &mut Discard).map_err(
-            |r| Error::Usage(format!("{display} is not a valid bundle ({}): {}", r.reason.as_str(), r.message)),
-        )?;
+        let v =
+            verify::verify(BufReader::with_capacity(1 << 20, file), Trust::Unchecked, &Expect::default(), &mut Discard)
+                .map_err(|r| {
+                    Error::Usage(format!("{display} is not a valid bundle ({}): {}", r.reason.as_str(), r.message))
+                })?;
         let held: HashMap<String, Vec<u8>> = v.held;
         (v.tools.unwrap_or(ToolsFile { schema: None, version: 1, tools: Vec::new() }), Box::new(held), v.manifest.name)
     };

@@ -1,5 +1,6 @@
 //! `bundle pack`: check, lock, sign and write a reproducible agent.bundle atomically.
 
+use std::cell::Cell;
 use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
@@ -13,6 +14,7 @@ use crate::ops::check::{self, display_prefix};
 use crate::ops::lock::{self, Current};
 use crate::ops::verify;
 use crate::progress::{Progress, ProgressRead};
+use crate::timestamp::Timestamp;
 use crate::{atomic, trust};
 
 /// The name of the signature entry, the bundle's second.
@@ -31,6 +33,8 @@ pub struct PackOptions {
     pub level: i32,
     /// The mtime written in every header (`SOURCE_DATE_EPOCH`, else 0).
     pub mtime: u64,
+    /// The time `[bundle] expires` is judged against: pack refuses an already expired manifest.
+    pub now: Timestamp,
 }
 
 /// A written bundle.
@@ -77,6 +81,24 @@ pub fn pack(dir: &Path, key: &SecretKey, opts: &PackOptions, progress: &dyn Prog
     let checked = check::check_agent_with(dir, false);
     if checked.report.has_errors() {
         return Err(PackFailure::Rejected(checked.report));
+    }
+    if let Some(expires) = checked.manifest.as_ref().and_then(|m| m.expires)
+        && opts.now >= expires
+    {
+        let mut report = Report::default();
+        report.push(
+            Diagnostic::error(
+                Code::Expired,
+                format!("{}{}", display_prefix(dir), manifest::FILE_NAME),
+                format!(
+                    "`[bundle] expires` is {expires}, which is past (now {}): every verifier would reject the bundle",
+                    opts.now
+                ),
+            )
+            .at_path("bundle.expires")
+            .with_help("set a later `expires`, or remove it"),
+        );
+        return Err(PackFailure::Rejected(report));
     }
     let (current, manifest_text, relocked) = if opts.locked {
         let m = checked.manifest.as_ref().expect("a clean check has a manifest");
@@ -148,9 +170,28 @@ pub fn pack(dir: &Path, key: &SecretKey, opts: &PackOptions, progress: &dyn Prog
         Some(file) => file.clone(),
         None => PathBuf::from(default_name),
     };
+    // The bundle replaces the output by a rename; never rename over a device, FIFO or folder
+    // (`-o /dev/null` would replace the device node itself).
+    if let Ok(meta) = std::fs::metadata(&output)
+        && !meta.is_file()
+    {
+        return Err(Error::Usage(format!(
+            "{} exists and is not a regular file; -o must name a bundle file to create or replace",
+            output.display()
+        ))
+        .into());
+    }
     let temp = atomic::temp_beside(&output).map_err(|e| Error::io(&output, e))?;
-    let content_bytes =
-        write_bundle(temp.as_file(), &manifest_bytes, signature_text.as_bytes(), &current, opts, dir, progress)?;
+    let content_bytes = write_bundle(
+        temp.as_file(),
+        &output,
+        &manifest_bytes,
+        signature_text.as_bytes(),
+        &current,
+        opts,
+        dir,
+        progress,
+    )?;
     let bundle_bytes = temp.as_file().metadata().map_err(|e| Error::io(temp.path(), e))?.len();
     atomic::commit(temp, &output, true).map_err(|e| Error::io(&output, e))?;
     Ok(Packed {
@@ -165,8 +206,27 @@ pub fn pack(dir: &Path, key: &SecretKey, opts: &PackOptions, progress: &dyn Prog
     })
 }
 
+/// The bundle file being written, remembering whether a write to it failed, so that a full
+/// disk is reported against the bundle rather than the agent file being archived.
+struct Output<'a> {
+    file: &'a File,
+    failed: &'a Cell<bool>,
+}
+
+impl Write for Output<'_> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.file.write(buf).inspect_err(|_| self.failed.set(true))
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.file.flush().inspect_err(|_| self.failed.set(true))
+    }
+}
+
+// The pieces of one pack, passed once; a struct for them would only be used here.
+#[allow(clippy::too_many_arguments)]
 fn write_bundle(
     file: &File,
+    output: &Path,
     manifest: &[u8],
     signature: &[u8],
     current: &Current,
@@ -174,7 +234,13 @@ fn write_bundle(
     dir: &Path,
     progress: &dyn Progress,
 ) -> Result<u64, PackFailure> {
+    let failed = Cell::new(false);
     let archive_err = |e: crate::archive::ArchiveError| {
+        if failed.get()
+            && let crate::archive::ArchiveError::Io { source, .. } = e
+        {
+            return PackFailure::Error(Error::io(output, source));
+        }
         if let crate::archive::ArchiveError::SourceChanged { path, reason } = &e {
             let d = Diagnostic::error(
                 Code::StaleDigest,
@@ -189,8 +255,9 @@ fn write_bundle(
             PackFailure::Error(Error::Io { path: dir.to_path_buf(), source: std::io::Error::other(e.to_string()) })
         }
     };
+    let out = Output { file, failed: &failed };
     let mut writer =
-        ArchiveWriter::new(BufWriter::with_capacity(1 << 20, file), opts.level, opts.mtime).map_err(archive_err)?;
+        ArchiveWriter::new(BufWriter::with_capacity(1 << 20, out), opts.level, opts.mtime).map_err(archive_err)?;
     writer.append_bytes(manifest::FILE_NAME, manifest).map_err(archive_err)?;
     writer.append_bytes(SIGNATURE_ENTRY, signature).map_err(archive_err)?;
     let mut total = 0;
@@ -218,6 +285,6 @@ fn write_bundle(
     }
     let mut out = writer.finish().map_err(archive_err)?;
     progress.end();
-    out.flush().map_err(|e| Error::io(dir, e))?;
+    out.flush().map_err(|e| Error::io(output, e))?;
     Ok(total)
 }

@@ -7,7 +7,7 @@ use std::io::{self, BufReader, Write};
 use std::path::{Path, PathBuf};
 
 use crate::error::{Error, Result};
-use crate::ops::verify::{self, Rejection, Sink, Trust, Verified};
+use crate::ops::verify::{self, Expect, Rejection, Sink, Trust, Verified};
 use crate::trust::TrustedKeys;
 
 struct FolderSink {
@@ -42,7 +42,7 @@ pub enum Unpacked {
     Rejected(Rejection),
 }
 
-pub fn unpack(bundle: &Path, dest: &Path, keys: &TrustedKeys, expect_name: Option<&str>) -> Result<Unpacked> {
+pub fn unpack(bundle: &Path, dest: &Path, keys: &TrustedKeys, expect: &Expect<'_>) -> Result<Unpacked> {
     if dest.exists() {
         return Err(Error::Usage(format!("{} already exists; unpack creates a new folder", dest.display())));
     }
@@ -68,7 +68,7 @@ pub fn unpack(bundle: &Path, dest: &Path, keys: &TrustedKeys, expect_name: Optio
         }
     };
     let mut sink = FolderSink { root: temp.path().to_path_buf() };
-    match verify::verify(BufReader::with_capacity(1 << 20, file), Trust::Keys(keys), expect_name, &mut sink) {
+    match verify::verify(BufReader::with_capacity(1 << 20, file), Trust::Keys(keys), expect, &mut sink) {
         Ok(verified) => {
             let kept = temp.keep();
             fs::rename(&kept, dest).map_err(|e| {

@@ -20,6 +20,8 @@ use crate::manifest::{self, Manifest};
 use crate::minisign::{Signature, SignatureError};
 use crate::ops::pack::SIGNATURE_ENTRY;
 use crate::policy::{self, Policy};
+use crate::state::State;
+use crate::timestamp::Timestamp;
 use crate::tools::{self, ToolsFile};
 use crate::trust::{self, TrustedKey, TrustedKeys};
 
@@ -64,6 +66,8 @@ reasons! {
     MalformedArchive => "malformed_archive": "Not a single checksummed zstd frame holding a well-formed ustar archive in canonical order.",
     TrailingData => "trailing_data": "Bytes after the tar end marker or after the zstd frame.",
     LimitExceeded => "limit_exceeded": "A size, count or compression window beyond the limits.",
+    Expired => "expired": "The signed manifest's `[bundle] expires` is past: a stale bundle offered again (freeze).",
+    Rollback => "rollback": "Older than a version already accepted (--state, --min-version), or another bundle of an accepted version.",
     InvalidTools => "invalid_tools": "tools.json in the bundle breaks the tools.json rules.",
     ContractDrift => "contract_drift": "With --baseline: a write-capable, network, secret-using or destructive tool (or one whose http host moved) differs from its approved contract, or is new.",
     IoError => "io_error": "The bundle could not be read (exit 2).",
@@ -124,6 +128,22 @@ pub enum Trust<'a> {
     Unchecked,
 }
 
+/// What the caller requires of a bundle beyond a trusted signature and intact content. The
+/// checks run once the manifest is authenticated, before any file's data is read.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct Expect<'a> {
+    /// The agent name the bundle must have (`--name`).
+    pub name: Option<&'a str>,
+    /// The time `[bundle] expires` is judged against: the system clock, or an injected one in
+    /// tests. `None` skips the expiry check; only `inspect`, which shows the expiry instead,
+    /// passes `None`.
+    pub now: Option<Timestamp>,
+    /// The versions accepted before (`--state`): an older one is a rollback.
+    pub state: Option<&'a State>,
+    /// The lowest version accepted (`--min-version`).
+    pub min_version: Option<&'a semver::Version>,
+}
+
 /// One file of a verified bundle.
 #[derive(Debug, Clone, Serialize)]
 pub struct VerifiedFile {
@@ -148,6 +168,8 @@ pub struct Verified {
     /// schemas tools.json references without reading the bundle again.
     pub held: HashMap<String, Vec<u8>>,
     pub compressed_bytes: u64,
+    /// The BLAKE3 of the signed manifest's bytes: what a state file records.
+    pub manifest_blake3: blake3::Hash,
 }
 
 /// Where verified entries go: nowhere (verify), or a folder (unpack).
@@ -194,12 +216,12 @@ impl<R: BufRead> BufRead for Counting<R> {
 pub fn verify(
     input: impl BufRead,
     trust: Trust<'_>,
-    expect_name: Option<&str>,
+    expect: &Expect<'_>,
     sink: &mut dyn Sink,
 ) -> Result<Verified, Rejection> {
     let mut signer = None;
     let mut agent = None;
-    let result = run(input, trust, expect_name, sink, &mut signer, &mut agent);
+    let result = run(input, trust, expect, sink, &mut signer, &mut agent);
     result.map_err(|mut r| {
         r.key_id = signer;
         r.agent = agent;
@@ -216,7 +238,7 @@ fn read_small(entry: &mut dyn Read, size: u64) -> Result<Vec<u8>, Rejection> {
 fn run(
     input: impl BufRead,
     trust: Trust<'_>,
-    expect_name: Option<&str>,
+    expect: &Expect<'_>,
     sink: &mut dyn Sink,
     signer: &mut Option<String>,
     agent: &mut Option<(String, String)>,
@@ -359,7 +381,7 @@ fn run(
             ),
         ));
     }
-    if let Some(want) = expect_name
+    if let Some(want) = expect.name
         && want != manifest.name
     {
         return Err(Rejection::new(
@@ -368,6 +390,8 @@ fn run(
             format!("the bundle is agent `{}`, expected `{want}`", manifest.name),
         ));
     }
+    let manifest_blake3 = blake3::hash(&manifest_bytes);
+    freshness(&manifest, &signature.key_id_hex(), &manifest_blake3, expect)?;
 
     // The manifest and its signature go to the sink too (an unpacked agent keeps them).
     for (path, bytes) in [(manifest::FILE_NAME, &manifest_bytes), (SIGNATURE_ENTRY, &signature_text)] {
@@ -491,7 +515,41 @@ fn run(
         tools,
         held: kept,
         compressed_bytes: input.count,
+        manifest_blake3,
     })
+}
+
+/// Freeze and rollback: the signed expiry is not past, and the version is not older than
+/// what the caller accepted before.
+fn freshness(m: &Manifest, key_id: &str, manifest_blake3: &blake3::Hash, expect: &Expect<'_>) -> Result<(), Rejection> {
+    let here = Some(manifest::FILE_NAME);
+    if let (Some(expires), Some(now)) = (m.expires, expect.now)
+        && now >= expires
+    {
+        return Err(Rejection::new(
+            Reason::Expired,
+            here,
+            format!(
+                "{} {} expired at {expires} (now {now}); ask its publisher for a current release",
+                m.name, m.version
+            ),
+        ));
+    }
+    if let Some(min) = expect.min_version
+        && m.version.cmp_precedence(min).is_lt()
+    {
+        return Err(Rejection::new(
+            Reason::Rollback,
+            here,
+            format!("{} {} is older than the minimum version {min}", m.name, m.version),
+        ));
+    }
+    if let Some(state) = expect.state {
+        state
+            .check(&m.name, key_id, &m.version, manifest_blake3)
+            .map_err(|r| Rejection::new(Reason::Rollback, here, r.message))?;
+    }
+    Ok(())
 }
 
 /// Tells a failed write to the sink apart from a failed read of the archive, both of which

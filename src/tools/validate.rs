@@ -267,17 +267,16 @@ impl<'a> Checker<'a> {
         });
         let what = id.map_or_else(|| "the tool".to_owned(), |id| format!("tool `{id}`"));
 
-        if let Some(desc) = self.required(obj, path, "description", &what) {
-            if let Some(s) = self.string(desc, &path.key("description"))
-                && s.trim().is_empty()
-            {
-                self.error(
-                    Code::EmptyDescription,
-                    &path.key("description"),
-                    format!("{what} has an empty description"),
-                    "describe in one sentence what the tool does; the model and reviewers read it",
-                );
-            }
+        if let Some(desc) = self.required(obj, path, "description", &what)
+            && let Some(s) = self.string(desc, &path.key("description"))
+            && s.trim().is_empty()
+        {
+            self.error(
+                Code::EmptyDescription,
+                &path.key("description"),
+                format!("{what} has an empty description"),
+                "describe in one sentence what the tool does; the model and reviewers read it",
+            );
         }
 
         if let Some(secrets) = obj.get("secrets") {

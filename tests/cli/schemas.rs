@@ -61,6 +61,15 @@ fn inline_cases() -> Vec<(String, String)> {
         ("version-short".into(), swap("\"1.0.0\"", "\"1.0\"")),
         ("name-upper".into(), swap("name = \"m\"", "name = \"M\"")),
         ("format-string".into(), swap("format = 1", "format = \"1\"")),
+        ("expires-utc".into(), swap("format = 1", "format = 1\nexpires = \"2027-01-01T00:00:00Z\"")),
+        ("expires-offset".into(), swap("format = 1", "format = 1\nexpires = \"2027-01-01T02:00:00.25+02:00\"")),
+        ("expires-toml-datetime".into(), swap("format = 1", "format = 1\nexpires = 2027-01-01T00:00:00Z")),
+        ("expires-toml-local".into(), swap("format = 1", "format = 1\nexpires = 2027-01-01T00:00:00")),
+        ("expires-toml-date".into(), swap("format = 1", "format = 1\nexpires = 2027-01-01")),
+        ("expires-no-offset".into(), swap("format = 1", "format = 1\nexpires = \"2027-01-01T00:00:00\"")),
+        ("expires-lowercase".into(), swap("format = 1", "format = 1\nexpires = \"2027-01-01t00:00:00z\"")),
+        ("expires-hour-24".into(), swap("format = 1", "format = 1\nexpires = \"2027-01-01T24:00:00Z\"")),
+        ("expires-integer".into(), swap("format = 1", "format = 1\nexpires = 1798761600")),
     ]
 }
 
