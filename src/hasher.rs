@@ -150,9 +150,61 @@ impl Drop for BackgroundHasher {
     }
 }
 
+/// Hashes small entries on the calling thread (handing a few KiB to another thread costs more
+/// than hashing them) and large ones beside it, starting the hashing thread only when the first
+/// large entry arrives: verifying a small bundle never spawns it.
+#[derive(Default)]
+pub struct EntryHasher {
+    background: Option<BackgroundHasher>,
+    small: Vec<u8>,
+}
+
+impl EntryHasher {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Like [`BackgroundHasher::hash_reader`]; `size` (the entry's declared size) picks the way.
+    pub fn hash_reader(
+        &mut self,
+        size: u64,
+        input: &mut dyn Read,
+        mut each: impl FnMut(&[u8]) -> io::Result<()>,
+    ) -> io::Result<blake3::Hash> {
+        if size > CHUNK as u64 {
+            return self.background.get_or_insert_with(BackgroundHasher::new).hash_reader(input, each);
+        }
+        if self.small.is_empty() {
+            self.small = vec![0; 64 * 1024];
+        }
+        let mut hasher = blake3::Hasher::new();
+        loop {
+            match input.read(&mut self.small) {
+                Ok(0) => return Ok(hasher.finalize()),
+                Ok(n) => {
+                    each(&self.small[..n])?;
+                    hasher.update(&self.small[..n]);
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn entry_hasher_agrees_on_both_paths() {
+        let mut h = EntryHasher::new();
+        for len in [0usize, 10, CHUNK, CHUNK + 1, 3 * CHUNK] {
+            let data: Vec<u8> = (0..len).map(|i| (i % 253) as u8).collect();
+            let got = h.hash_reader(len as u64, &mut data.as_slice(), |_| Ok(())).unwrap();
+            assert_eq!(got, blake3::hash(&data), "len {len}");
+        }
+    }
 
     #[test]
     fn hashes_like_blake3_across_chunk_boundaries() {

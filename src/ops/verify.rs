@@ -15,7 +15,7 @@ use serde::Serialize;
 
 use crate::archive::{ArchiveError, ArchiveReader, Limits};
 use crate::diagnostic::{Code, Source};
-use crate::hasher::BackgroundHasher;
+use crate::hasher::EntryHasher;
 use crate::manifest::{self, Manifest};
 use crate::minisign::{Signature, SignatureError};
 use crate::ops::pack::SIGNATURE_ENTRY;
@@ -406,7 +406,7 @@ fn run(
     let mut kept: HashMap<String, Vec<u8>> = HashMap::new();
     let mut kept_total = 0;
     let mut previous: Option<String> = None;
-    let mut hasher = BackgroundHasher::new();
+    let mut hasher = EntryHasher::new();
     while let Some(mut entry) = reader.next_entry()? {
         let path = entry.path.clone();
         let here = Some(path.as_str());
@@ -459,8 +459,9 @@ fn run(
                 .map_err(|e| Rejection::new(Reason::IoError, here, format!("cannot write `{path}`: {e}")))?;
             let mut out = out;
             let mut copy = keep.then(Vec::new);
+            let size = entry.size;
             let hash = hasher
-                .hash_reader(&mut entry, |chunk| {
+                .hash_reader(size, &mut entry, |chunk| {
                     if let Some(c) = &mut copy {
                         c.extend_from_slice(chunk);
                     }
