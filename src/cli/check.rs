@@ -1,7 +1,5 @@
 //! `bundle check [PATH]...`: validate agent folders; the pre-commit hook.
 
-use std::path::PathBuf;
-
 use agent_bundle::diagnostic::{Code, Report};
 use agent_bundle::ops::check;
 
@@ -16,17 +14,12 @@ use super::{Format, Global, Outcome, output};
     after_help = "Examples:\n  bundle check                 # the agent in ., or every agents/*/\n  bundle check agents/mailer\n  bundle check --format json . | jq '.diagnostics[].code'"
 )]
 pub struct Args {
-    /// Agent folders, or folders with agents/*/ (default: .)
-    #[arg(value_name = "PATH")]
-    paths: Vec<PathBuf>,
-
-    /// Output format.
-    #[arg(long, value_enum, default_value_t = Format::Human)]
-    pub(super) format: Format,
+    #[command(flatten)]
+    pub(super) targets: super::Targets,
 }
 
 pub fn run(args: Args, global: Global) -> anyhow::Result<Outcome> {
-    let paths = if args.paths.is_empty() { vec![PathBuf::from(".")] } else { args.paths };
+    let paths = args.targets.paths();
     let checks = check::check_paths(&paths)?;
     let mut all = Report::default();
     let mut agents = Vec::new();
@@ -39,7 +32,7 @@ pub fn run(args: Args, global: Global) -> anyhow::Result<Outcome> {
         }));
         all.extend(c.report);
     }
-    render(&all, agents, args.format, global, "check")?;
+    render(&all, agents, args.targets.format, global, "check")?;
     Ok(outcome(&all))
 }
 

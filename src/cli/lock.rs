@@ -1,7 +1,5 @@
 //! `bundle lock [PATH]...`: write current digests into manifest.toml.
 
-use std::path::PathBuf;
-
 use agent_bundle::diagnostic::Report;
 use agent_bundle::ops::{check, lock};
 
@@ -16,17 +14,12 @@ use super::{Format, Global, Outcome, output};
     after_help = "Examples:\n  bundle lock                  # the agent in ., or every agents/*/\n  bundle lock agents/mailer && git add agents/mailer/manifest.toml"
 )]
 pub struct Args {
-    /// Agent folders, or folders with agents/*/ (default: .)
-    #[arg(value_name = "PATH")]
-    paths: Vec<PathBuf>,
-
-    /// Output format.
-    #[arg(long, value_enum, default_value_t = Format::Human)]
-    pub(super) format: Format,
+    #[command(flatten)]
+    pub(super) targets: super::Targets,
 }
 
 pub fn run(args: Args, global: Global) -> anyhow::Result<Outcome> {
-    let paths = if args.paths.is_empty() { vec![PathBuf::from(".")] } else { args.paths };
+    let paths = args.targets.paths();
     let mut dirs = Vec::new();
     for p in &paths {
         dirs.extend(check::find_agents(p)?);
@@ -35,7 +28,7 @@ pub fn run(args: Args, global: Global) -> anyhow::Result<Outcome> {
     let mut agents = Vec::new();
     for dir in dirs {
         let locked = lock::lock_agent(&dir);
-        if args.format == Format::Github && locked.written {
+        if args.targets.format == Format::Github && locked.written {
             output::print_line(&output::github_annotation(
                 "notice",
                 Some(&locked.manifest_path.display().to_string()),
@@ -43,7 +36,7 @@ pub fn run(args: Args, global: Global) -> anyhow::Result<Outcome> {
                 "manifest.toml was updated; commit it",
             ))?;
         }
-        if args.format == Format::Human {
+        if args.targets.format == Format::Human {
             let ok = !locked.report.has_errors();
             let what = if !ok {
                 "not locked".to_owned()
@@ -66,6 +59,6 @@ pub fn run(args: Args, global: Global) -> anyhow::Result<Outcome> {
         }));
         all.extend(locked.report);
     }
-    super::check::render(&all, agents, args.format, global, "lock")?;
+    super::check::render(&all, agents, args.targets.format, global, "lock")?;
     Ok(super::check::outcome(&all))
 }

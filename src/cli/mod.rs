@@ -102,8 +102,8 @@ impl Command {
     /// The output format the command was asked for (human for commands without `--format`).
     fn format(&self) -> Format {
         match self {
-            Command::Check(a) => a.format,
-            Command::Lock(a) => a.format,
+            Command::Check(a) => a.targets.format,
+            Command::Lock(a) => a.targets.format,
             Command::Pack(a) => a.format,
             Command::Verify(a) => a.format,
             Command::Inspect(a) => a.format,
@@ -117,6 +117,25 @@ impl Command {
                 Format::Human
             }
         }
+    }
+}
+
+/// The agent folders `check` and `lock` work on, and how they print.
+#[derive(Debug, clap::Args)]
+pub struct Targets {
+    /// Agent folders, or folders with agents/*/ (default: .)
+    #[arg(value_name = "PATH")]
+    paths: Vec<std::path::PathBuf>,
+
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = Format::Human)]
+    pub format: Format,
+}
+
+impl Targets {
+    /// The paths given, or `.`.
+    pub fn paths(&self) -> Vec<std::path::PathBuf> {
+        if self.paths.is_empty() { vec![".".into()] } else { self.paths.clone() }
     }
 }
 
