@@ -106,6 +106,49 @@ fn remove_leftovers(dir: &Path, target_name: &str) {
     }
 }
 
+/// Flushes a file that is still being written on a thread of its own, so that writing it to
+/// disk overlaps producing it instead of following it: [`commit`]'s fsync then waits only for
+/// the tail. For a 728 MB bundle that final fsync took 0.33 s with all the writeback left to
+/// it. Best effort: a failed background flush is ignored, and the fsync in `commit` decides.
+pub struct Writeback {
+    tick: Option<std::sync::mpsc::SyncSender<()>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Writeback {
+    /// Starts the flushing thread for `file` (none if the file cannot be shared with it).
+    pub fn new(file: &File) -> Self {
+        let Ok(file) = file.try_clone() else { return Self { tick: None, thread: None } };
+        let (tick, ticks) = std::sync::mpsc::sync_channel::<()>(1);
+        let thread = std::thread::Builder::new()
+            .name("writeback".into())
+            .spawn(move || {
+                while ticks.recv().is_ok() {
+                    let _ = file.sync_data();
+                }
+            })
+            .ok();
+        Self { tick: thread.as_ref().map(|_| tick), thread }
+    }
+
+    /// Asks for what has been written so far to go to disk, without waiting; a request made
+    /// while one is pending is merged into it.
+    pub fn request(&self) {
+        if let Some(tick) = &self.tick {
+            let _ = tick.try_send(());
+        }
+    }
+}
+
+impl Drop for Writeback {
+    fn drop(&mut self) {
+        self.tick = None;
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
 fn parent_dir(target: &Path) -> &Path {
     match target.parent() {
         Some(p) if !p.as_os_str().is_empty() => p,

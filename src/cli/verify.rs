@@ -94,8 +94,11 @@ pub fn run(args: Args, global: Global) -> anyhow::Result<Outcome> {
     let file = File::open(&args.bundle).map_err(|e| anyhow::anyhow!("cannot open {}: {e}", args.bundle.display()))?;
     let expect = args.gate.expect(state.as_ref(), global);
     let bar = super::progress::Bar::new(global);
-    bar.begin("verifying", file.metadata().map_or(0, |m| m.len()));
-    let input = BufReader::with_capacity(1 << 20, ProgressRead { inner: file, progress: &bar });
+    let size = file.metadata().map_or(0, |m| m.len());
+    bar.begin("verifying", size);
+    // The buffer is zeroed before its first use; a small bundle gets a small one.
+    let capacity = usize::try_from(size).unwrap_or(usize::MAX).clamp(8 << 10, 1 << 20);
+    let input = BufReader::with_capacity(capacity, ProgressRead { inner: file, progress: &bar });
     let result = verify::verify(input, Trust::Keys(&keys), &expect, &mut Discard);
     bar.end();
     let (Some((path, approved)), Ok(v)) = (approved, &result) else {

@@ -206,16 +206,28 @@ pub fn pack(dir: &Path, key: &SecretKey, opts: &PackOptions, progress: &dyn Prog
     })
 }
 
+/// How much written bundle to gather before asking for it to go to disk.
+const WRITEBACK_CHUNK: u64 = 32 << 20;
+
 /// The bundle file being written, remembering whether a write to it failed, so that a full
-/// disk is reported against the bundle rather than the agent file being archived.
+/// disk is reported against the bundle rather than the agent file being archived. Writeback
+/// starts every [`WRITEBACK_CHUNK`] so that it overlaps compression instead of following it.
 struct Output<'a> {
     file: &'a File,
     failed: &'a Cell<bool>,
+    writeback: atomic::Writeback,
+    unsynced: u64,
 }
 
 impl Write for Output<'_> {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.file.write(buf).inspect_err(|_| self.failed.set(true))
+        let n = self.file.write(buf).inspect_err(|_| self.failed.set(true))?;
+        self.unsynced += n as u64;
+        if self.unsynced >= WRITEBACK_CHUNK {
+            self.writeback.request();
+            self.unsynced = 0;
+        }
+        Ok(n)
     }
     fn flush(&mut self) -> std::io::Result<()> {
         self.file.flush().inspect_err(|_| self.failed.set(true))
@@ -255,7 +267,7 @@ fn write_bundle(
             PackFailure::Error(Error::Io { path: dir.to_path_buf(), source: std::io::Error::other(e.to_string()) })
         }
     };
-    let out = Output { file, failed: &failed };
+    let out = Output { file, failed: &failed, writeback: atomic::Writeback::new(file), unsynced: 0 };
     let mut writer =
         ArchiveWriter::new(BufWriter::with_capacity(1 << 20, out), opts.level, opts.mtime).map_err(archive_err)?;
     writer.append_bytes(manifest::FILE_NAME, manifest).map_err(archive_err)?;

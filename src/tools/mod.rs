@@ -4,6 +4,7 @@
 //! typed view the rest of the program uses once a file has passed.
 
 pub mod credentials;
+pub mod meta_schema;
 pub mod model;
 pub mod schema_refs;
 pub mod validate;
