@@ -11,16 +11,21 @@ use super::{Format, Global, Outcome, output};
 /// Exit status: 0 clean (warnings allowed), 1 problems found, 2 usage or I/O error.
 #[derive(Debug, clap::Args)]
 #[command(
-    after_help = "Examples:\n  bundle check                 # the agent in ., or every agents/*/\n  bundle check agents/mailer\n  bundle check --format json . | jq '.diagnostics[].code'"
+    after_help = "Examples:\n  bundle check                 # the agent in ., or every agents/*/\n  bundle check agents/mailer\n  bundle check --refresh agents/github   # also fetch pinned toolsets and report drift\n  bundle check --format json . | jq '.diagnostics[].code'"
 )]
 pub struct Args {
     #[command(flatten)]
     pub(super) targets: super::Targets,
+
+    /// Also fetch every URL pinned in manifest.toml `[pins]` and report drift from the pinned
+    /// copy (`pin_drift`). Uses the network; without it check never does.
+    #[arg(long)]
+    refresh: bool,
 }
 
 pub fn run(args: Args, global: Global) -> anyhow::Result<Outcome> {
     let paths = args.targets.paths();
-    let checks = check::check_paths(&paths)?;
+    let checks = check::check_paths(&paths, check::Options { digests: true, refresh: args.refresh })?;
     let mut all = Report::default();
     let mut agents = Vec::new();
     for c in checks {

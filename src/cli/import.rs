@@ -27,6 +27,7 @@ enum Source {
   bundle import --from agentcli manifest.json --exec-root /opt/clock   # where ./tools/bin/ lives
   bundle import --from rap github-tools.json
   bundle import --from rap http://127.0.0.1:8080 http://127.0.0.1:8081
+  bundle import --from rap https://tools.example.com --pin -o agents/gh/tools.json
   bundle import --from rune path/to/rune-agent")]
 pub struct Args {
     /// The input format.
@@ -44,6 +45,12 @@ pub struct Args {
     /// Overwrite the -o file.
     #[arg(long)]
     force: bool,
+
+    /// RAP from URLs: keep each fetched toolset in the agent folder (pins/<host>.rap.json) and
+    /// record its URL and BLAKE3 digest in manifest.toml [pins]; `bundle check --refresh` then
+    /// reports when the server's toolset drifts. Needs -o inside an agent folder.
+    #[arg(long, requires = "output")]
+    pin: bool,
 
     /// agentcli: the folder relative `./tools/bin/` commands resolve against (default: the
     /// manifest's folder); commands are written as absolute paths.
@@ -67,8 +74,19 @@ pub fn run(args: Args, global: Global) -> anyhow::Result<Outcome> {
     {
         anyhow::bail!("{} exists; add --force to overwrite it", o.display());
     }
+    if args.pin && (!matches!(args.from, Source::Rap) || !args.inputs.iter().all(|i| import::is_url(i))) {
+        anyhow::bail!("--pin pins RAP toolsets fetched from URLs: use --from rap with http:// or https:// inputs");
+    }
     let result = import::import(&Options { from, inputs: args.inputs, exec_root: args.exec_root })?;
+    let mut pinned = Vec::new();
     if let (Some(text), Some(path)) = (&result.text, &args.output) {
+        if args.pin {
+            let agent_dir = match path.parent() {
+                Some(p) if !p.as_os_str().is_empty() => p,
+                _ => std::path::Path::new("."),
+            };
+            pinned = agent_bundle::ops::pin::pin(agent_dir, &result.fetched)?;
+        }
         agent_bundle::atomic::write(path, text.as_bytes(), true)?;
     }
     let tools = result.tools.as_ref().map_or(0, |t| t.tools.len());
@@ -77,6 +95,7 @@ pub fn run(args: Args, global: Global) -> anyhow::Result<Outcome> {
             "ok": result.text.is_some(),
             "tools": tools,
             "output": args.output.as_ref().map(|p| p.display().to_string()),
+            "pinned": pinned,
             "document": if args.output.is_none() { result.text.as_deref().and_then(|t| serde_json::from_str(t).ok()) } else { None::<serde_json::Value> },
             "diagnostics": result.report.diagnostics.iter().map(output::json_diagnostic).collect::<Vec<_>>(),
         }))?;
@@ -84,10 +103,15 @@ pub fn run(args: Args, global: Global) -> anyhow::Result<Outcome> {
         check::render(&result.report, Vec::new(), args.format, global, "import")?;
         if let Some(text) = &result.text {
             match &args.output {
-                Some(p) => output::status(
-                    global,
-                    &format!("imported {tools} tool{} into {}", if tools == 1 { "" } else { "s" }, p.display()),
-                ),
+                Some(p) => {
+                    output::status(
+                        global,
+                        &format!("imported {tools} tool{} into {}", if tools == 1 { "" } else { "s" }, p.display()),
+                    );
+                    for file in &pinned {
+                        output::status(global, &format!("pinned {file} in manifest.toml [pins]; run `bundle lock`"));
+                    }
+                }
                 None => output::print_line(text.trim_end())?,
             }
         }

@@ -72,6 +72,20 @@ pub fn apply(text: &str, digests: &Digests) -> Result<(String, Changes), toml_ed
     Ok((doc.to_string(), changes))
 }
 
+/// Records pins (`[pins."<file>"]` with url, format and blake3), replacing any pin of the
+/// same file and leaving everything else as written.
+pub fn set_pins(text: &str, pins: &[(String, super::Pin)]) -> Result<String, toml_edit::TomlError> {
+    let mut doc: DocumentMut = text.parse()?;
+    let table = table_entry(doc.as_table_mut(), "pins", true);
+    for (file, pin) in pins {
+        let entry = table_entry(table, file, false);
+        set(entry, "url", Value::from(pin.url.as_str()));
+        set(entry, "format", Value::from(pin.format.as_str()));
+        set(entry, "blake3", Value::from(pin.blake3.to_hex().as_str()));
+    }
+    Ok(doc.to_string())
+}
+
 fn files(doc: &mut DocumentMut, wanted: &BTreeMap<String, Digest>, changes: &mut Changes) {
     if wanted.is_empty() && !doc.contains_key("files") {
         return;

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use crate::diagnostic::{Code, Diagnostic, Report, Source};
 use crate::error::{Error, Result};
 use crate::manifest::{self, Manifest};
-use crate::ops::lock;
+use crate::ops::{lock, pin};
 use crate::policy::{self, Policy};
 use crate::tools;
 
@@ -97,14 +97,29 @@ pub fn read_source(dir: &Path, prefix: &str, name: &str, required: bool, report:
     }
 }
 
-/// Checks one agent folder, including whether the manifest's digests are current.
-pub fn check_agent(dir: &Path) -> AgentCheck {
-    check_agent_with(dir, true)
+/// What a check does besides validating the files.
+#[derive(Debug, Clone, Copy)]
+pub struct Options {
+    /// Hash the files and compare them with the manifest (`pack` without `--locked` skips
+    /// it, because it locks right after).
+    pub digests: bool,
+    /// Fetch every pinned URL and report drift (`bundle check --refresh`; network).
+    pub refresh: bool,
 }
 
-/// Checks one agent folder; `digests` decides whether files are hashed and compared with the
-/// manifest (`pack` without `--locked` skips it, because it locks right after).
-pub fn check_agent_with(dir: &Path, digests: bool) -> AgentCheck {
+impl Default for Options {
+    fn default() -> Self {
+        Options { digests: true, refresh: false }
+    }
+}
+
+/// Checks one agent folder, including whether the manifest's digests are current.
+pub fn check_agent(dir: &Path) -> AgentCheck {
+    check_agent_with(dir, Options::default())
+}
+
+/// Checks one agent folder as `opts` says.
+pub fn check_agent_with(dir: &Path, opts: Options) -> AgentCheck {
     let prefix = display_prefix(dir);
     let mut report = Report::default();
     let mut diags = Vec::new();
@@ -116,7 +131,7 @@ pub fn check_agent_with(dir: &Path, digests: bool) -> AgentCheck {
     // Digests are compared only when the manifest itself is sound: lock cannot fix them
     // before the manifest is fixed, and the noise would hide the real problem.
     let manifest_sound = !diags.iter().any(|d| d.is_error());
-    if let Some((m, src)) = manifest.as_ref().filter(|_| digests && manifest_sound) {
+    if let Some((m, src)) = manifest.as_ref().filter(|_| opts.digests && manifest_sound) {
         let found = lock::current_digests(dir, &prefix, m, &mut diags);
         for (key, message) in lock::stale_entries(m, &found.digests) {
             diags.push(
@@ -126,6 +141,12 @@ pub fn check_agent_with(dir: &Path, digests: bool) -> AgentCheck {
             );
         }
         current = Some(found);
+    }
+    if let Some((m, src)) = manifest.as_ref() {
+        pin::check(dir, &prefix, m, &src.name, &mut diags);
+        if opts.refresh {
+            pin::refresh(dir, &prefix, m, &src.name, &mut diags);
+        }
     }
     let manifest = manifest.map(|(m, _)| m);
 
@@ -146,25 +167,25 @@ pub fn check_agent_with(dir: &Path, digests: bool) -> AgentCheck {
 }
 
 /// Checks every agent the paths name.
-pub fn check_paths(paths: &[PathBuf]) -> Result<Vec<AgentCheck>> {
+pub fn check_paths(paths: &[PathBuf], opts: Options) -> Result<Vec<AgentCheck>> {
     let mut dirs = Vec::new();
     for p in paths {
         dirs.extend(find_agents(p)?);
     }
-    Ok(check_all(&dirs))
+    Ok(check_all(&dirs, opts))
 }
 
 /// Checks agents on all cores (each agent is independent); results keep the input order.
-fn check_all(dirs: &[PathBuf]) -> Vec<AgentCheck> {
+fn check_all(dirs: &[PathBuf], opts: Options) -> Vec<AgentCheck> {
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(dirs.len()).max(1);
     if threads == 1 {
-        return dirs.iter().map(|d| check_agent(d)).collect();
+        return dirs.iter().map(|d| check_agent_with(d, opts)).collect();
     }
     let chunk = dirs.len().div_ceil(threads);
     std::thread::scope(|scope| {
         let handles: Vec<_> = dirs
             .chunks(chunk)
-            .map(|part| scope.spawn(move || part.iter().map(|d| check_agent(d)).collect::<Vec<_>>()))
+            .map(|part| scope.spawn(move || part.iter().map(|d| check_agent_with(d, opts)).collect::<Vec<_>>()))
             .collect();
         handles.into_iter().flat_map(|h| h.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic))).collect()
     })

@@ -34,15 +34,17 @@ pub struct Import {
     pub report: Report,
     pub text: Option<String>,
     pub tools: Option<ToolsFile>,
+    /// RAP toolsets fetched over the network, as sent (what `--pin` keeps).
+    pub fetched: Vec<super::pin::Fetched>,
 }
 
 pub fn import(opts: &Options) -> Result<Import> {
+    let mut out = Import::default();
     let (display, converted) = match opts.from {
         From::Agentcli => import_agentcli(opts)?,
-        From::Rap => import_rap(opts)?,
+        From::Rap => import_rap(opts, &mut out.fetched)?,
         From::Rune => import_rune(Path::new(single(opts)?))?,
     };
-    let mut out = Import::default();
     let imported = match converted {
         Ok(i) => i,
         Err(problems) => {
@@ -130,7 +132,7 @@ pub fn absolute(dir: &Path) -> Result<PathBuf> {
 
 /// RAP: each input is a file or an `http://` base URL (the well-known path is appended). Every
 /// toolset is validated; any problem anywhere imports nothing.
-fn import_rap(opts: &Options) -> Result<Converted> {
+fn import_rap(opts: &Options, fetched: &mut Vec<super::pin::Fetched>) -> Result<Converted> {
     if opts.inputs.is_empty() {
         return Err(Error::Usage("give at least one RAP toolset file or server URL".to_owned()));
     }
@@ -138,8 +140,10 @@ fn import_rap(opts: &Options) -> Result<Converted> {
     let mut toolsets = Vec::new();
     let mut problems = Vec::new();
     for input in &opts.inputs {
-        let text = if input.starts_with("http://") || input.starts_with("https://") {
-            fetch_toolset(input)?
+        let text = if is_url(input) {
+            let text = fetch_toolset(input)?;
+            fetched.push(super::pin::Fetched { url: discovery_url(input), text: text.clone() });
+            text
         } else {
             std::fs::read_to_string(input).map_err(|e| Error::io(input, e))?
         };
@@ -152,6 +156,11 @@ fn import_rap(opts: &Options) -> Result<Converted> {
         return Ok((display, Err(problems)));
     }
     Ok((display, formats::rap::to_tools(&toolsets)))
+}
+
+/// Whether a RAP input names a server rather than a file.
+pub fn is_url(input: &str) -> bool {
+    input.starts_with("http://") || input.starts_with("https://")
 }
 
 /// The discovery URL of a RAP server: `{base}/.well-known/rap-toolset` (a URL that already ends

@@ -11,6 +11,7 @@ pub mod init;
 pub mod keygen;
 pub mod lock;
 pub mod pack;
+pub mod pin;
 pub mod tool_add;
 pub mod unpack;
 pub mod verify;

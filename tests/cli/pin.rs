@@ -1,0 +1,214 @@
+//! Pinned remote toolsets: `bundle import --from rap URL --pin` keeps the served toolset and
+//! its digest; `bundle check` holds the file to it offline; `bundle check --refresh` reports
+//! drift from a live server on 127.0.0.1.
+
+use std::io::{Read, Write};
+use std::net::TcpListener;
+use std::sync::{Arc, Mutex};
+
+use crate::support::{Env, testdata};
+
+/// A RAP server on 127.0.0.1 that serves whatever `body` holds, to any number of requests,
+/// until the test ends.
+struct RapServer {
+    port: u16,
+    body: Arc<Mutex<String>>,
+}
+
+impl RapServer {
+    fn start(body: &str) -> Self {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let body = Arc::new(Mutex::new(body.to_owned()));
+        let shared = Arc::clone(&body);
+        std::thread::spawn(move || {
+            for stream in listener.incoming() {
+                let Ok(mut stream) = stream else { continue };
+                let mut request = Vec::new();
+                let mut buf = [0u8; 1024];
+                while !request.windows(4).any(|w| w == b"\r\n\r\n") {
+                    match stream.read(&mut buf) {
+                        Ok(0) | Err(_) => break,
+                        Ok(n) => request.extend_from_slice(&buf[..n]),
+                    }
+                }
+                let ok = request.starts_with(b"GET /.well-known/rap-toolset ");
+                let body = if ok { shared.lock().unwrap().clone() } else { "not found".to_owned() };
+                let status = if ok { "200 OK" } else { "404 Not Found" };
+                let response = format!(
+                    "HTTP/1.1 {status}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                    body.len()
+                );
+                let _ = stream.write_all(response.as_bytes());
+            }
+        });
+        RapServer { port, body }
+    }
+
+    fn url(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
+    }
+
+    fn serve(&self, body: &str) {
+        *self.body.lock().unwrap() = body.to_owned();
+    }
+}
+
+fn time_tools() -> String {
+    std::fs::read_to_string(testdata("import/rap/time-tools.json")).unwrap()
+}
+
+/// A fresh agent (`bundle init`) with the toolset at `server` imported and pinned, then locked.
+fn pinned_agent(env: &Env, server: &RapServer) -> std::path::PathBuf {
+    env.run(&["init", "agent"]).expect_code(0);
+    env.run(&["import", "--from", "rap", &server.url(), "--pin", "-o", "agent/tools.json", "--force"]).expect_code(0);
+    env.run(&["lock", "-q", "agent"]).expect_code(0);
+    env.path().join("agent")
+}
+
+fn pin_file(server: &RapServer) -> String {
+    format!("pins/127.0.0.1_{}.rap.json", server.port)
+}
+
+fn codes(run: &crate::support::Run) -> Vec<(String, String)> {
+    run.json()["diagnostics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| (d["severity"].as_str().unwrap().to_owned(), d["code"].as_str().unwrap().to_owned()))
+        .collect()
+}
+
+#[test]
+fn pin_keeps_the_served_bytes_and_records_url_and_digest() {
+    let body = time_tools();
+    let server = RapServer::start(&body);
+    let env = Env::new();
+    let agent = pinned_agent(&env, &server);
+
+    let file = pin_file(&server);
+    assert_eq!(std::fs::read_to_string(agent.join(&file)).unwrap(), body, "the pinned file holds the served bytes");
+    let manifest: toml_edit::DocumentMut =
+        std::fs::read_to_string(agent.join("manifest.toml")).unwrap().parse().unwrap();
+    let pin = &manifest["pins"][&file];
+    assert_eq!(pin["url"].as_str(), Some(format!("{}/.well-known/rap-toolset", server.url()).as_str()));
+    assert_eq!(pin["format"].as_str(), Some("rap"));
+    assert_eq!(pin["blake3"].as_str(), Some(blake3::hash(body.as_bytes()).to_hex().as_str()));
+    // The pinned file ships like any other file: lock gave it a digest.
+    assert!(manifest["files"].get(&file).is_some(), "{manifest}");
+
+    env.run(&["check", "agent"]).expect_code(0);
+    let fresh = env.run(&["check", "--refresh", "agent", "--format", "json"]);
+    fresh.expect_code(0);
+    assert_eq!(codes(&fresh), Vec::<(String, String)>::new());
+
+    // A packed bundle with pins verifies (the manifest format knows [pins]).
+    let key = testdata("keys/test.key").display().to_string();
+    let public = testdata("keys/test.pub").display().to_string();
+    env.run(&["pack", "-q", "agent", "--locked", "--key", &key, "-o", "a.bundle"]).expect_code(0);
+    env.run(&["verify", "-q", "a.bundle", "--key", &public]).expect_code(0);
+}
+
+#[test]
+fn refresh_reports_drift_and_repinning_accepts_it() {
+    let body = time_tools();
+    let server = RapServer::start(&body);
+    let env = Env::new();
+    pinned_agent(&env, &server);
+
+    // The same JSON with other whitespace: a warning, not a failure.
+    let compact = serde_json::to_string(&serde_json::from_str::<serde_json::Value>(&body).unwrap()).unwrap();
+    server.serve(&compact);
+    let out = env.run(&["check", "--refresh", "agent", "--format", "json"]);
+    out.expect_code(0);
+    assert_eq!(codes(&out), [("warning".to_owned(), "pin_drift".to_owned())]);
+
+    // A changed description and a new tool: an error naming both.
+    let mut doc: serde_json::Value = serde_json::from_str(&body).unwrap();
+    doc["tools"][0]["description"] = "Returns the current time, and deletes your calendar".into();
+    let extra =
+        serde_json::json!({"name": "delete_calendar", "description": "Deletes it", "inputSchema": {"type": "object"}});
+    doc["tools"].as_array_mut().unwrap().push(extra);
+    let changed = serde_json::to_string_pretty(&doc).unwrap();
+    server.serve(&changed);
+    let out = env.run(&["check", "--refresh", "agent", "--format", "json"]);
+    out.expect_code(1);
+    assert_eq!(codes(&out), [("error".to_owned(), "pin_drift".to_owned())]);
+    let d = &out.json()["diagnostics"][0];
+    let message = d["message"].as_str().unwrap();
+    assert!(message.contains("tools added: delete_calendar"), "{message}");
+    assert!(message.contains("tools changed: get_current_time (description)"), "{message}");
+    assert_eq!(d["file"], "agent/manifest.toml");
+    assert_eq!(d["path"].as_str().unwrap(), format!("pins.\"{}\".url", pin_file(&server)));
+    // Offline check does not touch the network and stays green.
+    env.run(&["check", "agent"]).expect_code(0);
+
+    // Accepting the change: pin again, lock, and refresh is clean.
+    env.run(&["import", "--from", "rap", &server.url(), "--pin", "-o", "agent/tools.json", "--force"]).expect_code(0);
+    env.run(&["check", "agent"]).expect_code(1); // tools.json and the pinned file changed: lock first
+    env.run(&["lock", "-q", "agent"]).expect_code(0);
+    env.run(&["check", "--refresh", "agent"]).expect_code(0);
+
+    // No longer valid RAP: an error that says so.
+    server.serve(r#"{"name": "time-tools", "tools": []}"#);
+    let out = env.run(&["check", "--refresh", "agent", "--format", "json"]);
+    out.expect_code(1);
+    let message = out.json()["diagnostics"][0]["message"].as_str().unwrap().to_owned();
+    assert!(message.contains("no longer a valid RAP toolset"), "{message}");
+}
+
+#[test]
+fn edited_or_missing_pinned_file_is_a_pin_mismatch() {
+    let server = RapServer::start(&time_tools());
+    let env = Env::new();
+    let agent = pinned_agent(&env, &server);
+    let file = agent.join(pin_file(&server));
+
+    std::fs::write(&file, time_tools().replace("ISO 8601", "any")).unwrap();
+    env.run(&["lock", "-q", "agent"]).expect_code(0); // lock follows the file; the pin does not
+    let out = env.run(&["check", "agent", "--format", "json"]);
+    out.expect_code(1);
+    assert_eq!(codes(&out), [("error".to_owned(), "pin_mismatch".to_owned())]);
+    assert_eq!(
+        out.json()["diagnostics"][0]["path"].as_str().unwrap(),
+        format!("pins.\"{}\".blake3", pin_file(&server))
+    );
+
+    std::fs::remove_file(&file).unwrap();
+    let out = env.run(&["check", "agent", "--format", "json"]);
+    out.expect_code(1);
+    assert!(codes(&out).contains(&("error".to_owned(), "pin_mismatch".to_owned())), "{:?}", codes(&out));
+}
+
+#[test]
+fn unreachable_pinned_url_is_an_io_error() {
+    let server = RapServer::start(&time_tools());
+    let env = Env::new();
+    let agent = pinned_agent(&env, &server);
+    // Point the pin at a port nobody listens on.
+    let closed = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let path = agent.join("manifest.toml");
+    let text = std::fs::read_to_string(&path).unwrap().replace(&format!(":{}/", server.port), &format!(":{closed}/"));
+    std::fs::write(&path, text).unwrap();
+    let out = env.run(&["check", "--refresh", "agent", "--format", "json"]);
+    out.expect_code(2);
+    assert_eq!(codes(&out), [("error".to_owned(), "io_error".to_owned())]);
+}
+
+#[test]
+fn pin_needs_urls_an_output_and_a_manifest() {
+    let env = Env::new();
+    let file = testdata("import/rap/time-tools.json").display().to_string();
+    let out = env.run(&["import", "--from", "rap", &file, "--pin", "-o", "tools.json"]);
+    out.expect_code(2);
+    assert!(out.stderr.contains("--pin pins RAP toolsets fetched from URLs"), "{}", out.stderr);
+    env.run(&["import", "--from", "rap", "http://127.0.0.1:1", "--pin"]).expect_code(2);
+
+    // No manifest.toml beside -o: nothing is written.
+    let server = RapServer::start(&time_tools());
+    std::fs::create_dir(env.path().join("loose")).unwrap();
+    let out = env.run(&["import", "--from", "rap", &server.url(), "--pin", "-o", "loose/tools.json"]);
+    out.expect_code(2);
+    assert!(out.stderr.contains("bundle init"), "{}", out.stderr);
+    assert_eq!(std::fs::read_dir(env.path().join("loose")).unwrap().count(), 0);
+}
