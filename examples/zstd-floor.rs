@@ -1,14 +1,21 @@
-//! The compression floor for `bundle pack`: compresses stdin to stdout with the same zstd
-//! library and the same frame settings as the bundle writer (level 3, content checksum, no
-//! content size, all cores), and nothing else: no reading of agent files, no tar framing, no
-//! hashing, no signing. `scripts/bench.py` times it beside `zstd -3 -T0`, whose version (the
+//! The floors for `bundle pack` and `bundle verify`: compresses stdin to stdout with the same
+//! zstd library and the same frame settings as the bundle writer (level 3, content checksum, no
+//! content size, all cores), or with `-d` decompresses stdin and discards the output, and
+//! nothing else: no reading of agent files, no tar framing, no hashing, no signing.
+//! `scripts/bench.py` times it beside `zstd -3 -T0` and `zstd -dc`, whose version (the
 //! system's) may differ from the one linked here.
 //!
-//! usage: cargo run --release --example zstd-floor < agent.tar > agent.tar.zst
+//! usage: zstd-floor < agent.tar > agent.tar.zst; zstd-floor -d < agent.bundle
 
 use std::io::{self, BufReader, BufWriter};
 
 fn main() -> io::Result<()> {
+    if std::env::args().nth(1).as_deref() == Some("-d") {
+        let input = BufReader::with_capacity(1 << 20, io::stdin().lock());
+        let mut decoder = zstd::stream::read::Decoder::with_buffer(input)?;
+        io::copy(&mut decoder, &mut io::sink())?;
+        return Ok(());
+    }
     let workers = std::thread::available_parallelism().map_or(1, |n| n.get()) as u32;
     let out = BufWriter::with_capacity(1 << 20, io::stdout().lock());
     let mut encoder = zstd::stream::write::Encoder::new(out, 3)?;

@@ -69,6 +69,7 @@ def main():
         "hand-verify.sh": f"{BENCH}/hand-verify.sh {w}/hand {KEYS}/minisign-nopw.pub",
         "bundle verify": f"{bundle} verify -q {w}/a.agent.bundle --key {KEYS}/test.pub",
         "zstd -dc (bundle)": f"zstd -q -dc {w}/a.agent.bundle > /dev/null",
+        "same zstd library -d (bundle)": f"{floor} -d < {w}/a.agent.bundle",
     }
     results = {k: [] for k in ops}
     for r in range(a.runs):
@@ -90,6 +91,7 @@ def main():
     print(f"| pack / same zstd library | {r('bundle pack --locked', 'same zstd library (tar)'):.2f} | (floor) |")
     print(f"| verify / hand-verify | {r('bundle verify', 'hand-verify.sh'):.2f} | <= 0.50 |")
     print(f"| verify / zstd -dc | {r('bundle verify', 'zstd -dc (bundle)'):.2f} | <= 1.20 |")
+    print(f"| verify / same zstd library -d | {r('bundle verify', 'same zstd library -d (bundle)'):.2f} | (floor) |")
 
     # Small agents: the pre-commit hook and the deployment gate on a tool-only agent.
     small = os.path.join(w, "hundred")

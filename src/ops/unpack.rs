@@ -1,6 +1,11 @@
 //! `bundle unpack`: verify and extract into a new folder, atomically. Entries are written into
 //! a temp folder beside the target while the bundle streams; only when the whole bundle has
 //! verified is the temp folder renamed into place. A rejected bundle leaves nothing behind.
+//!
+//! An unpack killed outright (SIGKILL, power loss) cannot remove its temp folder. While an
+//! unpack runs it holds a lock on its temp folder; the next unpack into the same parent removes
+//! temp folders that nobody holds and that have not been touched for
+//! [`atomic::STALE_AFTER`](crate::atomic::STALE_AFTER).
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, BufReader, Write};
@@ -36,6 +41,30 @@ impl Sink for FolderSink {
     }
 }
 
+const STAGING_PREFIX: &str = ".bundle-unpack.";
+
+/// Removes staging folders of killed unpacks in `parent` (best effort): folders named
+/// `.bundle-unpack.*`, not links, unlocked, untouched for a while.
+fn remove_stale_staging(parent: &Path) {
+    let Ok(entries) = fs::read_dir(parent) else { return };
+    for entry in entries.flatten() {
+        if !entry.file_name().to_str().is_some_and(|n| n.starts_with(STAGING_PREFIX)) {
+            continue;
+        }
+        let path = entry.path();
+        let Ok(meta) = fs::symlink_metadata(&path) else { continue };
+        let untouched =
+            meta.modified().ok().and_then(|m| m.elapsed().ok()).is_some_and(|age| age >= crate::atomic::STALE_AFTER);
+        if !meta.is_dir() || !untouched {
+            continue;
+        }
+        let Ok(dir) = File::open(&path) else { continue };
+        if dir.try_lock().is_ok() {
+            let _ = fs::remove_dir_all(&path);
+        }
+    }
+}
+
 /// The outcome: extracted, or rejected (with nothing left behind).
 pub enum Unpacked {
     Done(Box<Verified>),
@@ -60,7 +89,14 @@ pub fn unpack(bundle: &Path, dest: &Path, keys: &TrustedKeys, expect: &Expect<'_
             let _ = fs::remove_dir(dir);
         }
     };
-    let temp = match tempfile::Builder::new().prefix(".bundle-unpack.").tempdir_in(&parent) {
+    remove_stale_staging(&parent);
+    let staged = tempfile::Builder::new().prefix(STAGING_PREFIX).tempdir_in(&parent).and_then(|t| {
+        let lock = File::open(t.path())?;
+        lock.lock()?;
+        Ok((t, lock))
+    });
+    // `_lock` is held until the process ends (also after the folder became `dest`).
+    let (temp, _lock) = match staged {
         Ok(t) => t,
         Err(e) => {
             remove_created();

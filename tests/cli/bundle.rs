@@ -366,3 +366,35 @@ fn a_key_made_now_by_minisign_signs_and_verifies() {
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     sh(p, "minisign", &["-V", "-p", "ours.pub", "-m", "file.txt"]);
 }
+
+#[test]
+fn unpack_removes_staging_folders_of_killed_unpacks() {
+    let env = Env::new();
+    env.copy("agents/mailer", "mailer");
+    pack(&env, "mailer", "m.agent.bundle").expect_code(0);
+    std::fs::create_dir(env.path().join("deploy")).unwrap();
+    // What a SIGKILLed unpack leaves: a staging folder with part of the agent.
+    let old = env.path().join("deploy/.bundle-unpack.AbC123");
+    std::fs::create_dir_all(old.join("prompts")).unwrap();
+    std::fs::write(old.join("prompts/system.md"), "partial").unwrap();
+    // An old one whose unpack still runs (it holds the lock): it stays.
+    let running = env.path().join("deploy/.bundle-unpack.Run456");
+    std::fs::create_dir(&running).unwrap();
+    let held = std::fs::File::open(&running).unwrap();
+    held.lock().unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(2100));
+    // A fresh one may belong to an unpack still running: it stays.
+    let fresh = env.path().join("deploy/.bundle-unpack.XyZ789");
+    std::fs::create_dir(&fresh).unwrap();
+    env.run(&["unpack", "m.agent.bundle", "deploy/mailer", "--key", &key("test.pub")]).expect_code(0);
+    assert!(!old.exists(), "the stale staging folder is removed");
+    assert!(fresh.exists(), "a recent staging folder is left alone");
+    assert!(running.exists(), "a locked staging folder is left alone");
+    drop(held);
+    let mut left: Vec<String> = std::fs::read_dir(env.path().join("deploy"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    left.sort();
+    assert_eq!(left, [".bundle-unpack.Run456", ".bundle-unpack.XyZ789", "mailer"]);
+}
