@@ -38,6 +38,13 @@ impl Timestamp {
         self.seconds
     }
 
+    /// `self` plus `seconds`, if the result is still a timestamp this module can write and
+    /// read back (years 0000–9999).
+    pub fn checked_add_seconds(self, seconds: i64) -> Option<Timestamp> {
+        let t = Timestamp { seconds: self.seconds.checked_add(seconds)?, nanos: self.nanos };
+        Timestamp::parse(&t.to_string()).ok().filter(|back| *back == t)
+    }
+
     fn plus_nanos(self, nanos: u32) -> Timestamp {
         Timestamp { seconds: self.seconds, nanos: self.nanos + nanos }.normalized()
     }
@@ -99,6 +106,25 @@ impl Timestamp {
         let local = days_from_civil(year, month, day) * 86_400 + hour * 3600 + minute * 60 + second;
         Ok(Timestamp { seconds: local - offset_minutes * 60, nanos })
     }
+}
+
+/// A span of time as `<N><unit>` with unit `s`, `m`, `h`, `d` or `w` (`90d`, `12h`), in seconds.
+pub fn parse_span(text: &str) -> Result<i64, String> {
+    let bad = || format!("`{text}` is not a span of time such as `90d`, `12h` or `2w` (units: s, m, h, d, w)");
+    let unit = match text.chars().last() {
+        Some('s') => 1,
+        Some('m') => 60,
+        Some('h') => 3600,
+        Some('d') => 86_400,
+        Some('w') => 7 * 86_400,
+        _ => return Err(bad()),
+    };
+    let digits = &text[..text.len() - 1];
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(bad());
+    }
+    let n: i64 = digits.parse().map_err(|_| bad())?;
+    n.checked_mul(unit).filter(|s| *s > 0).ok_or_else(bad)
 }
 
 impl std::str::FromStr for Timestamp {

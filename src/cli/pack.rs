@@ -3,6 +3,7 @@
 use std::path::PathBuf;
 
 use agent_bundle::ops::pack::{self, PackFailure, PackOptions};
+use agent_bundle::timestamp::{Timestamp, parse_span};
 
 use super::keys::{SecretKeyArgs, load_secret_key};
 use super::{Format, Global, Outcome, output};
@@ -13,7 +14,7 @@ use super::{Format, Global, Outcome, output};
 /// temp file and renamed into place, so an interrupted pack never leaves a partial bundle.
 #[derive(Debug, clap::Args)]
 #[command(
-    after_help = "Examples:\n  bundle pack agents/mailer --key release.key\n  bundle pack agents/mailer --key release.key --locked -o dist/   # CI release step\n  BUNDLE_SIGNING_KEY=\"$(cat release.key)\" bundle pack agents/mailer --locked"
+    after_help = "Examples:\n  bundle pack agents/mailer --key release.key\n  bundle pack agents/mailer --key release.key --locked -o dist/   # CI release step\n  bundle pack agents/mailer --key release.key --expires-in 90d   # stops verifying in 90 days\n  BUNDLE_SIGNING_KEY=\"$(cat release.key)\" bundle pack agents/mailer --locked"
 )]
 pub struct Args {
     /// The agent folder.
@@ -27,6 +28,15 @@ pub struct Args {
     /// Refuse a stale manifest instead of locking it (ship exactly what was reviewed).
     #[arg(long)]
     locked: bool,
+    /// Bundles stop verifying at this instant (`expired`): an RFC 3339 date-time such as
+    /// 2027-01-01T00:00:00Z, signed into the bundle's manifest as `[bundle] expires`
+    /// (replacing the agent's own; the agent folder is not changed).
+    #[arg(long, value_name = "WHEN", conflicts_with = "expires_in")]
+    expires: Option<String>,
+    /// Like --expires, counted from SOURCE_DATE_EPOCH when set (reproducible), else from now:
+    /// `90d`, `12h`, `2w` (units s, m, h, d, w).
+    #[arg(long, value_name = "SPAN")]
+    expires_in: Option<String>,
     /// zstd compression level, 1-19.
     #[arg(long, value_name = "N", default_value_t = 3)]
     level: i32,
@@ -46,10 +56,33 @@ fn mtime() -> anyhow::Result<u64> {
     }
 }
 
+/// The expiry `--expires` or `--expires-in` asks for.
+fn expires(args: &Args, global: Global) -> anyhow::Result<Option<Timestamp>> {
+    if let Some(text) = &args.expires {
+        return Timestamp::parse(text).map(Some).map_err(|e| anyhow::anyhow!("--expires: {e}"));
+    }
+    let Some(span) = &args.expires_in else { return Ok(None) };
+    let seconds = parse_span(span).map_err(|e| anyhow::anyhow!("--expires-in: {e}"))?;
+    let base = match std::env::var("SOURCE_DATE_EPOCH") {
+        Ok(_) => Timestamp::from_unix(mtime()? as i64, 0),
+        Err(_) => global.now(),
+    };
+    base.checked_add_seconds(seconds)
+        .map(Some)
+        .ok_or_else(|| anyhow::anyhow!("--expires-in {span} reaches beyond the year 9999"))
+}
+
 pub fn run(args: Args, global: Global) -> anyhow::Result<Outcome> {
+    let expires = expires(&args, global)?;
     let key = load_secret_key(&args.key)?;
-    let opts =
-        PackOptions { output: args.output, locked: args.locked, level: args.level, mtime: mtime()?, now: global.now() };
+    let opts = PackOptions {
+        output: args.output,
+        locked: args.locked,
+        level: args.level,
+        mtime: mtime()?,
+        now: global.now(),
+        expires,
+    };
     let bar = super::progress::Bar::new(global);
     match pack::pack(&args.agent_dir, &key, &opts, &bar) {
         Ok(p) => {

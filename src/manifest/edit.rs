@@ -72,6 +72,15 @@ pub fn apply(text: &str, digests: &Digests) -> Result<(String, Changes), toml_ed
     Ok((doc.to_string(), changes))
 }
 
+/// Sets `[bundle] expires` (the copy `bundle pack --expires-in` signs; the author's file is
+/// not touched).
+pub fn set_expires(text: &str, expires: crate::timestamp::Timestamp) -> Result<String, toml_edit::TomlError> {
+    let mut doc: DocumentMut = text.parse()?;
+    let bundle = table_entry(doc.as_table_mut(), "bundle", false);
+    set(bundle, "expires", Value::from(expires.to_string()));
+    Ok(doc.to_string())
+}
+
 /// Records pins (`[pins."<file>"]` with url, format and blake3), replacing any pin of the
 /// same file and leaving everything else as written.
 pub fn set_pins(text: &str, pins: &[(String, super::Pin)]) -> Result<String, toml_edit::TomlError> {

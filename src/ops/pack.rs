@@ -35,6 +35,9 @@ pub struct PackOptions {
     pub mtime: u64,
     /// The time `[bundle] expires` is judged against: pack refuses an already expired manifest.
     pub now: Timestamp,
+    /// `--expires`/`--expires-in`: the `[bundle] expires` written into the bundle's manifest
+    /// (replacing the author's, if any); the agent folder's manifest.toml is not changed.
+    pub expires: Option<Timestamp>,
 }
 
 /// A written bundle.
@@ -82,7 +85,7 @@ pub fn pack(dir: &Path, key: &SecretKey, opts: &PackOptions, progress: &dyn Prog
     if checked.report.has_errors() {
         return Err(PackFailure::Rejected(checked.report));
     }
-    if let Some(expires) = checked.manifest.as_ref().and_then(|m| m.expires)
+    if let Some(expires) = opts.expires.or_else(|| checked.manifest.as_ref().and_then(|m| m.expires))
         && opts.now >= expires
     {
         let mut report = Report::default();
@@ -128,6 +131,10 @@ pub fn pack(dir: &Path, key: &SecretKey, opts: &PackOptions, progress: &dyn Prog
         }
         let text = locked.manifest_text.expect("present when lock succeeded");
         (locked.current.expect("present when lock succeeded"), text, locked.written)
+    };
+    let manifest_text = match opts.expires {
+        Some(t) => manifest::edit::set_expires(&manifest_text, t).map_err(|e| Error::Usage(e.to_string()))?,
+        None => manifest_text,
     };
     let manifest_bytes = manifest_text.into_bytes();
     // Never write a bundle the verifier would refuse for its size.

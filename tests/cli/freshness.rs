@@ -263,3 +263,70 @@ fn concurrent_gates_sharing_a_state_file_keep_the_highest_version() {
         .collect();
     assert!(leftovers.is_empty(), "{leftovers:?}");
 }
+
+#[test]
+fn pack_expires_in_signs_an_expiry_into_the_bundle_only() {
+    let env = Env::new();
+    agent(&env, "1.0.0", "");
+    let source = std::fs::read(env.path().join("minimal/manifest.toml")).unwrap();
+    let key_file = key("test.key");
+    // Counted from SOURCE_DATE_EPOCH (2026-01-01T00:00:00Z), so two packs are identical.
+    let pack_in = |out: &str, span: &str| -> Run {
+        crate::support::bin()
+            .current_dir(env.path())
+            .env("SOURCE_DATE_EPOCH", "1767225600")
+            .args(["pack", "minimal", "--key", &key_file, "-o", out, "--expires-in", span])
+            .args(["--now", "2026-02-01T00:00:00Z"])
+            .output()
+            .unwrap()
+            .into()
+    };
+    pack_in("a.agent.bundle", "90d").expect_code(0);
+    pack_in("b.agent.bundle", "90d").expect_code(0);
+    assert_eq!(
+        std::fs::read(env.path().join("a.agent.bundle")).unwrap(),
+        std::fs::read(env.path().join("b.agent.bundle")).unwrap()
+    );
+    let shown = env.run(&["inspect", "a.agent.bundle", "--format", "json"]);
+    assert_eq!(shown.json()["expires"], "2026-04-01T00:00:00Z");
+    assert_eq!(std::fs::read(env.path().join("minimal/manifest.toml")).unwrap(), source, "the agent is not changed");
+    verify(&env, "a.agent.bundle", &["--now", "2026-03-31T23:59:59Z"]).expect_code(0);
+    assert_eq!(code(&verify(&env, "a.agent.bundle", &["--now", "2026-04-01T00:00:00Z"])), "expired");
+
+    // --expires replaces the agent's own expiry in the bundle.
+    agent(&env, "1.0.0", "expires = \"2026-06-01T00:00:00Z\"   # the author's\n");
+    let out = env.run(&[
+        "pack",
+        "minimal",
+        "--key",
+        &key_file,
+        "-o",
+        "c.agent.bundle",
+        "--expires",
+        "2027-01-01T00:00:00+01:00",
+        "--now",
+        "2026-02-01T00:00:00Z",
+    ]);
+    out.expect_code(0);
+    let shown = env.run(&["inspect", "c.agent.bundle", "--format", "json"]);
+    assert_eq!(shown.json()["expires"], "2026-12-31T23:00:00Z");
+
+    // Past, malformed, zero, both: refused, nothing written.
+    let past = pack(&env, "d.agent.bundle", "2026-02-01T00:00:00Z");
+    past.expect_code(0); // the author's 2026-06-01 is still ahead
+    std::fs::remove_file(env.path().join("d.agent.bundle")).unwrap();
+    for (args, code) in [
+        (vec!["--expires", "2020-01-01T00:00:00Z"], 1),
+        (vec!["--expires", "next year"], 2),
+        (vec!["--expires-in", "0d"], 2),
+        (vec!["--expires-in", "90 days"], 2),
+        (vec!["--expires-in", "99999999w"], 2),
+        (vec!["--expires", "2027-01-01T00:00:00Z", "--expires-in", "9d"], 2),
+    ] {
+        let mut all =
+            vec!["pack", "minimal", "--key", &key_file, "-o", "d.agent.bundle", "--now", "2026-02-01T00:00:00Z"];
+        all.extend(args.iter().copied());
+        env.run(&all).expect_code(code);
+        assert!(!env.path().join("d.agent.bundle").exists(), "{args:?}");
+    }
+}

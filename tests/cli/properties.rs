@@ -62,7 +62,14 @@ fn pack_agent(dir: &Path, files: &Files, secret: &SecretKey) -> Vec<u8> {
         std::fs::set_permissions(&full, std::fs::Permissions::from_mode(if *exec { 0o755 } else { 0o644 })).unwrap();
     }
     let out = dir.join("out.agent.bundle");
-    let opts = PackOptions { output: Some(out.clone()), locked: false, level: 3, mtime: 0, now: Timestamp::now() };
+    let opts = PackOptions {
+        output: Some(out.clone()),
+        locked: false,
+        level: 3,
+        mtime: 0,
+        now: Timestamp::now(),
+        expires: None,
+    };
     match pack::pack(&agent, secret, &opts, &agent_bundle::progress::Silent) {
         Ok(_) => std::fs::read(out).unwrap(),
         Err(pack::PackFailure::Rejected(r)) => panic!("pack rejected {files:?}: {:?}", r.diagnostics),
