@@ -189,6 +189,7 @@ pub fn pack(dir: &Path, key: &SecretKey, opts: &PackOptions, progress: &dyn Prog
         .into());
     }
     let temp = atomic::temp_beside(&output).map_err(|e| Error::io(&output, e))?;
+    atomic::release_cache(&output);
     let content_bytes = write_bundle(
         temp.as_file(),
         &output,
