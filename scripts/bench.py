@@ -26,7 +26,10 @@ def sh(cmd, **kw):
 
 
 def timed(cmd):
-    """Wall seconds and max RSS (KiB) of a shell command, via GNU time."""
+    """Wall seconds and max RSS (KiB) of a shell command, via GNU time. Dirty pages left by the
+    previous command (hand-pack.sh and zstd do not fsync their output; bundle pack does) are
+    flushed first, untimed, so that no command pays for another's writeback."""
+    subprocess.run("sync", check=True)
     with tempfile.NamedTemporaryFile(mode="r") as t:
         start = time.perf_counter()
         subprocess.run(f"/usr/bin/time -f %M -o {t.name} sh -c '{cmd}'", shell=True, check=True,
