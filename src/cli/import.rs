@@ -28,6 +28,7 @@ enum Source {
   bundle import --from rap github-tools.json
   bundle import --from rap http://127.0.0.1:8080 http://127.0.0.1:8081
   bundle import --from rap https://tools.example.com --pin -o agents/gh/tools.json
+  bundle import --from rap https://rap.corp.internal --ca-cert corp-root.pem   # private CA
   bundle import --from rune path/to/rune-agent")]
 pub struct Args {
     /// The input format.
@@ -51,6 +52,11 @@ pub struct Args {
     /// reports when the server's toolset drifts. Needs -o inside an agent folder.
     #[arg(long, requires = "output")]
     pin: bool,
+
+    /// RAP from https URLs: also trust the root certificates in this PEM file (a private CA's),
+    /// in addition to the public (Mozilla) roots. Repeatable.
+    #[arg(long, value_name = "PEM")]
+    ca_cert: Vec<PathBuf>,
 
     /// agentcli: the folder relative `./tools/bin/` commands resolve against (default: the
     /// manifest's folder); commands are written as absolute paths.
@@ -77,7 +83,8 @@ pub fn run(args: Args, global: Global) -> anyhow::Result<Outcome> {
     if args.pin && (!matches!(args.from, Source::Rap) || !args.inputs.iter().all(|i| import::is_url(i))) {
         anyhow::bail!("--pin pins RAP toolsets fetched from URLs: use --from rap with http:// or https:// inputs");
     }
-    let result = import::import(&Options { from, inputs: args.inputs, exec_root: args.exec_root })?;
+    let result =
+        import::import(&Options { from, inputs: args.inputs, exec_root: args.exec_root, ca_certs: args.ca_cert })?;
     let mut pinned = Vec::new();
     if let (Some(text), Some(path)) = (&result.text, &args.output) {
         if args.pin {
@@ -116,5 +123,9 @@ pub fn run(args: Args, global: Global) -> anyhow::Result<Outcome> {
             }
         }
     }
-    Ok(if result.text.is_some() { Outcome::Ok } else { Outcome::Rejected })
+    Ok(match check::outcome(&result.report) {
+        _ if result.text.is_some() => Outcome::Ok,
+        Outcome::Ok => Outcome::Rejected,
+        failed => failed,
+    })
 }

@@ -42,7 +42,7 @@ pub fn export(opts: &Options) -> Result<Export> {
     let mut out = Export::default();
     let display = opts.input.display().to_string();
     let (tools, files, agent_name): (ToolsFile, Box<dyn AgentFiles>, String) = if opts.input.is_dir() {
-        let c = check::check_agent_with(&opts.input, check::Options { digests: false, refresh: false });
+        let c = check::check_agent_with(&opts.input, check::Options { digests: false, refresh: None });
         let name = c.manifest.as_ref().map(|m| m.name.clone()).unwrap_or_else(|| "tools".to_owned());
         match c.tools.clone().and_then(|v| serde_json::from_value(v).ok()) {
             Some(t) if !c.report.has_errors() => (t, Box::new(opts.input.clone()), name),

@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 
 use crate::diagnostic::{Code, Diagnostic, Report, Source};
 use crate::error::{Error, Result};
+use crate::fetch::{FetchError, Fetcher};
 use crate::formats::{self, Imported, Note, NoteKind};
 use crate::policy::Policy;
 use crate::tools::{self, ToolsFile};
@@ -25,6 +26,8 @@ pub struct Options {
     pub inputs: Vec<String>,
     /// Where relative agentcli commands resolve (default: the manifest's folder).
     pub exec_root: Option<PathBuf>,
+    /// RAP from https URLs: PEM files of extra trusted roots (private CAs).
+    pub ca_certs: Vec<PathBuf>,
 }
 
 /// What an import produced: the tools.json text when the input was valid and the result passed
@@ -42,7 +45,7 @@ pub fn import(opts: &Options) -> Result<Import> {
     let mut out = Import::default();
     let (display, converted) = match opts.from {
         From::Agentcli => import_agentcli(opts)?,
-        From::Rap => import_rap(opts, &mut out.fetched)?,
+        From::Rap => import_rap(opts, &mut out.fetched, &mut out.report)?,
         From::Rune => import_rune(Path::new(single(opts)?))?,
     };
     let imported = match converted {
@@ -130,20 +133,34 @@ pub fn absolute(dir: &Path) -> Result<PathBuf> {
     Ok(clean)
 }
 
-/// RAP: each input is a file or an `http://` base URL (the well-known path is appended). Every
-/// toolset is validated; any problem anywhere imports nothing.
-fn import_rap(opts: &Options, fetched: &mut Vec<super::pin::Fetched>) -> Result<Converted> {
+/// RAP: each input is a file or an `http(s)://` base URL (the well-known path is appended).
+/// Every toolset is validated; any problem anywhere imports nothing. A server that cannot be
+/// fetched is an `io_error` or `tls_error` in `report`.
+fn import_rap(opts: &Options, fetched: &mut Vec<super::pin::Fetched>, report: &mut Report) -> Result<Converted> {
     if opts.inputs.is_empty() {
         return Err(Error::Usage("give at least one RAP toolset file or server URL".to_owned()));
     }
     let display = opts.inputs.join(", ");
     let mut toolsets = Vec::new();
     let mut problems = Vec::new();
+    let mut fetcher = None;
     for input in &opts.inputs {
         let text = if is_url(input) {
-            let text = fetch_toolset(input)?;
-            fetched.push(super::pin::Fetched { url: discovery_url(input), text: text.clone() });
-            text
+            let fetcher = match &fetcher {
+                Some(f) => f,
+                None => fetcher.insert(Fetcher::new(&opts.ca_certs)?),
+            };
+            let url = discovery_url(input);
+            match fetcher.get(&url) {
+                Ok(text) => {
+                    fetched.push(super::pin::Fetched { url, text: text.clone() });
+                    text
+                }
+                Err(e) => {
+                    report.push(fetch_diagnostic(&url, &e, "`--ca-cert FILE.pem`"));
+                    continue;
+                }
+            }
         } else {
             std::fs::read_to_string(input).map_err(|e| Error::io(input, e))?
         };
@@ -152,7 +169,7 @@ fn import_rap(opts: &Options, fetched: &mut Vec<super::pin::Fetched>) -> Result<
             Err(errs) => problems.extend(errs.into_iter().map(|e| format!("{input}: {e}"))),
         }
     }
-    if !problems.is_empty() {
+    if !problems.is_empty() || report.has_errors() {
         return Ok((display, Err(problems)));
     }
     Ok((display, formats::rap::to_tools(&toolsets)))
@@ -174,27 +191,18 @@ pub fn discovery_url(base: &str) -> String {
     }
 }
 
-/// GETs a toolset with `Accept: application/json`. Plain http only: this build has no TLS.
-pub fn fetch_toolset(base: &str) -> Result<String> {
-    let url = discovery_url(base);
-    if url.starts_with("https://") {
-        return Err(Error::Usage(format!(
-            "{url}: https is not supported by this build (no TLS library); fetch the toolset with curl and import the file"
-        )));
+/// A failed fetch as a diagnostic on `file` (the URL, or the manifest that pins it):
+/// `tls_error`, with a hint at `ca_hint` (how to trust a private root), or `io_error`. Both
+/// stop the command with exit 2.
+pub fn fetch_diagnostic(file: &str, e: &FetchError, ca_hint: &str) -> Diagnostic {
+    match e {
+        FetchError::Tls { .. } => Diagnostic::error(Code::TlsError, file, format!("nothing was fetched: {e}"))
+            .with_help(format!(
+                "if the server's certificate comes from a private CA, trust its root with {ca_hint}; and check that the URL names the host the certificate is for"
+            )),
+        FetchError::Other { .. } => Diagnostic::error(Code::IoError, file, e.to_string())
+            .with_help("check the URL and the network; the server must answer 200 with the toolset"),
     }
-    let agent: ureq::Agent =
-        ureq::Agent::config_builder().timeout_global(Some(std::time::Duration::from_secs(30))).build().into();
-    let mut response = agent
-        .get(&url)
-        .header("Accept", "application/json")
-        .call()
-        .map_err(|e| Error::Usage(format!("cannot fetch {url}: {e}")))?;
-    response
-        .body_mut()
-        .with_config()
-        .limit(4 << 20)
-        .read_to_string()
-        .map_err(|e| Error::Usage(format!("cannot read {url}: {e}")))
 }
 
 /// Rune: an agent folder (its `tools/*.yaml`) or the `tools/` folder itself.
