@@ -183,11 +183,11 @@ fn drift(pinned: &str, served: &str) -> Drift {
     if old == new {
         return Drift::Formatting;
     }
-    let new_set = match rap::parse(served) {
+    let new_set = match rap::parse_text("served", served) {
         Ok(ts) => ts,
         Err(errs) => return Drift::Changed(format!("it is no longer a valid RAP toolset: {}", errs.join("; "))),
     };
-    let Ok(old_set) = rap::parse(pinned) else {
+    let Ok(old_set) = rap::parse_text("pinned", pinned) else {
         return Drift::Changed("the pinned file is not a valid RAP toolset".to_owned());
     };
     let mut parts = Vec::new();
