@@ -80,6 +80,9 @@ pub fn run(args: Args, global: Global) -> anyhow::Result<Outcome> {
     {
         anyhow::bail!("{} exists; add --force to overwrite it", o.display());
     }
+    if !args.ca_cert.is_empty() && !args.inputs.iter().any(|i| import::is_url(i)) {
+        anyhow::bail!("--ca-cert trusts a root for https servers: use it with --from rap and an https:// input");
+    }
     if args.pin && (!matches!(args.from, Source::Rap) || !args.inputs.iter().all(|i| import::is_url(i))) {
         anyhow::bail!("--pin pins RAP toolsets fetched from URLs: use --from rap with http:// or https:// inputs");
     }

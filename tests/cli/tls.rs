@@ -79,6 +79,11 @@ fn ca_cert_must_hold_a_certificate() {
     let out = crate::support::run(&["import", "--from", "rap", &server.url(), "--ca-cert", "/nonexistent/ca.pem"]);
     out.expect_code(2);
     assert!(out.stderr.contains("/nonexistent/ca.pem"), "{}", out.stderr);
+    // Without a server to trust it for, --ca-cert is a mistake rather than something to ignore.
+    let file = testdata("import/rap/time-tools.json").display().to_string();
+    let out = crate::support::run(&["import", "--from", "rap", &file, "--ca-cert", &ca()]);
+    out.expect_code(2);
+    assert!(out.stderr.contains("--ca-cert trusts a root for https servers"), "{}", out.stderr);
 }
 
 #[test]
