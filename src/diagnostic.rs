@@ -101,7 +101,9 @@ codes! {
     NotCarriedOver => "not_carried_over": "`bundle import`/`export`: a field or tool the target format cannot express; reported, never dropped silently (warning).",
     RenamedTool => "renamed_tool": "`bundle import`/`export`: a tool name was changed to fit the target format's name rules (warning).",
     PinMismatch => "pin_mismatch": "A file pinned in manifest.toml `[pins]` is missing or no longer holds the pinned bytes.",
+    TlsError => "tls_error": "An https server could not be trusted (a certificate from an unknown CA, for another name, or expired) or the TLS handshake failed; nothing was fetched (exit 2). `--ca-cert` trusts a private root.",
     PinDrift => "pin_drift": "`bundle check --refresh`: a pinned URL now serves a different toolset (a warning when only formatting changed).",
+    UncheckedSignature => "unchecked_signature": "`bundle export` from a bundle without `--key`: its signature was not checked (warning).",
     NotExportable => "not_exportable": "`bundle export`: the agent's tools cannot be written in the target format.",
     LimitExceeded => "limit_exceeded": "manifest.toml, its signature or tools.json is larger than `bundle verify` accepts.",
 }

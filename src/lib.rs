@@ -6,6 +6,7 @@ pub mod contract;
 pub mod diagnostic;
 pub mod digest;
 pub mod error;
+pub mod fetch;
 pub mod fileset;
 pub mod formats;
 pub mod hasher;

@@ -1,6 +1,7 @@
 //! `bundle check [PATH]...`: validate agent folders; the pre-commit hook.
 
 use agent_bundle::diagnostic::{Code, Report};
+use agent_bundle::fetch::Fetcher;
 use agent_bundle::ops::check;
 
 use super::{Format, Global, Outcome, output};
@@ -11,7 +12,7 @@ use super::{Format, Global, Outcome, output};
 /// Exit status: 0 clean (warnings allowed), 1 problems found, 2 usage or I/O error.
 #[derive(Debug, clap::Args)]
 #[command(
-    after_help = "Examples:\n  bundle check                 # the agent in ., or every agents/*/\n  bundle check agents/mailer\n  bundle check --refresh agents/github   # also fetch pinned toolsets and report drift\n  bundle check --format json . | jq '.diagnostics[].code'"
+    after_help = "Examples:\n  bundle check                 # the agent in ., or every agents/*/\n  bundle check agents/mailer\n  bundle check --refresh agents/github   # also fetch pinned toolsets and report drift\n  bundle check --refresh --ca-cert corp-root.pem agents/internal   # a private CA's server\n  bundle check --format json . | jq '.diagnostics[].code'"
 )]
 pub struct Args {
     #[command(flatten)]
@@ -21,11 +22,17 @@ pub struct Args {
     /// copy (`pin_drift`). Uses the network; without it check never does.
     #[arg(long)]
     refresh: bool,
+
+    /// With --refresh: also trust the root certificates in this PEM file (a private CA's), in
+    /// addition to the public (Mozilla) roots. Repeatable.
+    #[arg(long, value_name = "PEM", requires = "refresh")]
+    ca_cert: Vec<std::path::PathBuf>,
 }
 
 pub fn run(args: Args, global: Global) -> anyhow::Result<Outcome> {
     let paths = args.targets.paths();
-    let checks = check::check_paths(&paths, check::Options { digests: true, refresh: args.refresh })?;
+    let fetcher = if args.refresh { Some(Fetcher::new(&args.ca_cert)?) } else { None };
+    let checks = check::check_paths(&paths, check::Options { digests: true, refresh: fetcher.as_ref() })?;
     let mut all = Report::default();
     let mut agents = Vec::new();
     for c in checks {
@@ -41,9 +48,10 @@ pub fn run(args: Args, global: Global) -> anyhow::Result<Outcome> {
     Ok(outcome(&all))
 }
 
-/// Exit status for a report: I/O problems are errors of the run (2), others rejections (1).
+/// Exit status for a report: I/O and TLS problems are errors of the run (2), others
+/// rejections (1).
 pub fn outcome(report: &Report) -> Outcome {
-    if report.diagnostics.iter().any(|d| d.code == Code::IoError) {
+    if report.diagnostics.iter().any(|d| matches!(d.code, Code::IoError | Code::TlsError)) {
         Outcome::Failed
     } else if report.has_errors() {
         Outcome::Rejected

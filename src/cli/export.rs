@@ -2,8 +2,9 @@
 
 use std::path::PathBuf;
 
-use agent_bundle::ops::export::{self, Options, To};
+use agent_bundle::ops::export::{self, BundleTrust, Options, To};
 
+use super::keys::{TrustArgs, load_trust};
 use super::{Format, Global, Outcome, check, output};
 
 #[derive(Debug, Clone, Copy, clap::ValueEnum)]
@@ -18,13 +19,14 @@ enum Target {
 
 /// Write an agent's tools in another format, with every `schema:` reference inlined.
 ///
-/// The agent folder must pass `bundle check`'s tools.json rules; a bundle is read without
-/// checking its signature (use `bundle verify` for that). Renamed tools and fields the target
-/// cannot express are reported as warnings.
+/// The agent folder must pass `bundle check`'s tools.json rules. A bundle is verified first:
+/// fully with --key or --trusted-keys (as `bundle verify`; a rejected bundle exports nothing,
+/// exit 1), else every digest but not the signature (an `unchecked_signature` warning).
+/// Renamed tools and fields the target cannot express are reported as warnings.
 #[derive(Debug, clap::Args)]
 #[command(after_help = "Examples:
   bundle export --to openai agents/mailer > openai-tools.json
-  bundle export --to mcp mailer-1.4.0.agent.bundle -o tools-list.json
+  bundle export --to mcp mailer-1.4.0.agent.bundle --key release.pub -o tools-list.json
   bundle export --to rap agents/mailer --endpoint https://tools.example.com/invoke")]
 pub struct Args {
     /// The target format.
@@ -47,6 +49,14 @@ pub struct Args {
     #[arg(long)]
     endpoint: Option<String>,
 
+    /// A bundle: verify it fully against this trusted public key first (repeatable).
+    #[arg(long = "key", value_name = "PUBLIC_KEY")]
+    keys: Vec<PathBuf>,
+
+    /// A bundle: verify it fully against a trusted-keys file first.
+    #[arg(long, value_name = "FILE", conflicts_with = "keys")]
+    trusted_keys: Option<PathBuf>,
+
     /// Output format of the report.
     #[arg(long, value_enum, default_value_t = Format::Human)]
     pub(super) format: Format,
@@ -58,7 +68,31 @@ pub fn run(args: Args, global: Global) -> anyhow::Result<Outcome> {
         Target::Rap => To::Rap,
         Target::Mcp => To::Mcp,
     };
-    let result = export::export(&Options { to, input: args.input, name: args.name, endpoint: args.endpoint })?;
+    let checks_signature = !args.keys.is_empty() || args.trusted_keys.is_some();
+    if checks_signature && args.input.is_dir() {
+        anyhow::bail!(
+            "--key and --trusted-keys verify a bundle; {} is an agent folder, which has no signature",
+            args.input.display()
+        );
+    }
+    let keys = if checks_signature {
+        Some(load_trust(&TrustArgs { keys: args.keys.clone(), trusted_keys: args.trusted_keys.clone() })?)
+    } else {
+        None
+    };
+    let trust = match &keys {
+        Some(keys) => BundleTrust::Keys { keys, now: global.now() },
+        None => BundleTrust::Unchecked,
+    };
+    let input = args.input.clone();
+    let result = export::export(&Options { to, input: args.input, name: args.name, endpoint: args.endpoint }, &trust)?;
+    if let Some(rejection) = result.rejection {
+        // Nothing is exported from a bundle that fails verification; say why as `verify` does.
+        if args.format == Format::Human {
+            output::human(&result.report, global)?;
+        }
+        return super::verify::report(&input, Err(rejection), args.format, global);
+    }
     let text = result.document.as_ref().map(|d| serde_json::to_string_pretty(d).unwrap_or_default() + "\n");
     if let (Some(text), Some(path)) = (&text, &args.output) {
         agent_bundle::atomic::write(path, text.as_bytes(), true)?;

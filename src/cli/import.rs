@@ -28,6 +28,7 @@ enum Source {
   bundle import --from rap github-tools.json
   bundle import --from rap http://127.0.0.1:8080 http://127.0.0.1:8081
   bundle import --from rap https://tools.example.com --pin -o agents/gh/tools.json
+  bundle import --from rap https://rap.corp.internal --ca-cert corp-root.pem   # private CA
   bundle import --from rune path/to/rune-agent")]
 pub struct Args {
     /// The input format.
@@ -52,6 +53,11 @@ pub struct Args {
     #[arg(long, requires = "output")]
     pin: bool,
 
+    /// RAP from https URLs: also trust the root certificates in this PEM file (a private CA's),
+    /// in addition to the public (Mozilla) roots. Repeatable.
+    #[arg(long, value_name = "PEM")]
+    ca_cert: Vec<PathBuf>,
+
     /// agentcli: the folder relative `./tools/bin/` commands resolve against (default: the
     /// manifest's folder); commands are written as absolute paths.
     #[arg(long, value_name = "DIR")]
@@ -74,10 +80,14 @@ pub fn run(args: Args, global: Global) -> anyhow::Result<Outcome> {
     {
         anyhow::bail!("{} exists; add --force to overwrite it", o.display());
     }
+    if !args.ca_cert.is_empty() && !args.inputs.iter().any(|i| import::is_url(i)) {
+        anyhow::bail!("--ca-cert trusts a root for https servers: use it with --from rap and an https:// input");
+    }
     if args.pin && (!matches!(args.from, Source::Rap) || !args.inputs.iter().all(|i| import::is_url(i))) {
         anyhow::bail!("--pin pins RAP toolsets fetched from URLs: use --from rap with http:// or https:// inputs");
     }
-    let result = import::import(&Options { from, inputs: args.inputs, exec_root: args.exec_root })?;
+    let result =
+        import::import(&Options { from, inputs: args.inputs, exec_root: args.exec_root, ca_certs: args.ca_cert })?;
     let mut pinned = Vec::new();
     if let (Some(text), Some(path)) = (&result.text, &args.output) {
         if args.pin {
@@ -116,5 +126,9 @@ pub fn run(args: Args, global: Global) -> anyhow::Result<Outcome> {
             }
         }
     }
-    Ok(if result.text.is_some() { Outcome::Ok } else { Outcome::Rejected })
+    Ok(match check::outcome(&result.report) {
+        _ if result.text.is_some() => Outcome::Ok,
+        Outcome::Ok => Outcome::Rejected,
+        failed => failed,
+    })
 }

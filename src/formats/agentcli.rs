@@ -7,7 +7,9 @@ use std::path::{Component, Path, PathBuf};
 
 use serde_json::Value;
 
-use super::{Imported, Note, any_result, assign_id};
+use super::{Imported, JsonInput, Note, any_result, assign_id};
+use crate::diagnostic::{Diagnostic, Source};
+use crate::json::JsonPath;
 use crate::tools::{Tool, Transport};
 
 const FIELDS: &[&str] = &["name", "description", "schema", "command", "timeoutSec", "envPassthrough"];
@@ -24,44 +26,54 @@ pub struct ToolSpec {
     pub env_passthrough: Vec<String>,
 }
 
-/// Validates a manifest; every problem is reported, in the document's words.
-pub fn parse(text: &str) -> Result<Vec<ToolSpec>, Vec<String>> {
-    let doc: Value = serde_json::from_str(text).map_err(|e| vec![format!("not JSON: {e}")])?;
-    let mut errors = Vec::new();
+/// What an `invalid_import` problem in an agentcli manifest tells the user to do.
+const HELP: &str =
+    "agentcli refuses this manifest too; fix it by the agentcli Tools Manifest Reference, then import again";
+
+/// Validates a manifest; every problem is reported, in the document's words, at its JSON path
+/// and line:column (a duplicate key is `duplicate_key`, which agentcli's own parser would let
+/// through with the last value winning).
+pub fn parse(source: &Source) -> Result<Vec<ToolSpec>, Vec<Diagnostic>> {
+    let mut input = JsonInput::parse(source, HELP)?;
+    let doc = input.doc.value.clone();
+    let root_path = JsonPath::root();
     let Some(root) = doc.as_object() else {
-        return Err(vec!["the manifest must be a JSON object with a `tools` array".to_owned()]);
+        input.at(&root_path, "the manifest must be a JSON object with a `tools` array");
+        return Err(input.problems);
     };
     for key in root.keys().filter(|k| *k != "tools") {
-        errors.push(format!("unknown top-level field {key:?}"));
+        input.at_key(&root_path.key(key), format!("unknown top-level field {key:?}"));
     }
+    let tools_path = root_path.key("tools");
     let Some(items) = root.get("tools").and_then(Value::as_array) else {
-        errors.push("`tools` must be an array".to_owned());
-        return Err(errors);
+        input.at(&tools_path, "`tools` must be an array");
+        return Err(input.problems);
     };
     let mut seen = BTreeSet::new();
     let mut specs = Vec::new();
     for (i, item) in items.iter().enumerate() {
+        let path = tools_path.index(i);
         let Some(obj) = item.as_object() else {
-            errors.push(format!("tool[{i}]: must be an object"));
+            input.at(&path, format!("tool[{i}]: must be an object"));
             continue;
         };
         let name = obj.get("name").and_then(Value::as_str).unwrap_or_default().to_owned();
         if name.is_empty() {
-            errors.push(format!("tool[{i}]: name is required"));
+            input.at(&path.key("name"), format!("tool[{i}]: name is required"));
         }
         let at = if name.is_empty() { format!("tool[{i}]") } else { format!("tool[{i}] {name:?}") };
-        let before = errors.len();
+        let before = input.errors();
         if !name.is_empty() && !seen.insert(name.clone()) {
-            errors.push(format!("{at}: duplicate name"));
+            input.at(&path.key("name"), format!("{at}: duplicate name"));
         }
         for key in obj.keys().filter(|k| !FIELDS.contains(&k.as_str())) {
-            errors.push(format!("{at}: unknown field {key:?}"));
+            input.at_key(&path.key(key), format!("{at}: unknown field {key:?}"));
         }
         let description = match obj.get("description") {
             None => None,
             Some(Value::String(s)) => Some(s.clone()),
             Some(_) => {
-                errors.push(format!("{at}: description must be a string"));
+                input.at(&path.key("description"), format!("{at}: description must be a string"));
                 None
             }
         };
@@ -69,63 +81,66 @@ pub fn parse(text: &str) -> Result<Vec<ToolSpec>, Vec<String>> {
             None => None,
             Some(v @ Value::Object(_)) => Some(v.clone()),
             Some(_) => {
-                errors.push(format!("{at}: schema must be an object"));
+                input.at(&path.key("schema"), format!("{at}: schema must be an object"));
                 None
             }
         };
+        let command_path = path.key("command");
         let command: Vec<String> = match obj.get("command") {
             None => Vec::new(),
             Some(Value::Array(a)) if a.iter().all(Value::is_string) => {
                 a.iter().filter_map(Value::as_str).map(str::to_owned).collect()
             }
             Some(_) => {
-                errors.push(format!("{at}: command must be an array of strings"));
+                input.at(&command_path, format!("{at}: command must be an array of strings"));
                 vec![String::new()]
             }
         };
         if command.is_empty() {
-            errors.push(format!("{at}: command must have at least program name"));
+            input.at(&command_path, format!("{at}: command must have at least program name"));
         } else if !command[0].is_empty()
             && let Err(e) = check_program(&command[0])
         {
-            errors.push(format!("{at}: {e}"));
+            input.at(&command_path.index(0), format!("{at}: {e}"));
         }
         let timeout_sec = match obj.get("timeoutSec") {
             None => None,
             Some(v) => match v.as_u64() {
                 Some(n) => Some(n),
                 None => {
-                    errors.push(format!("{at}: timeoutSec must be a non-negative integer"));
+                    input.at(&path.key("timeoutSec"), format!("{at}: timeoutSec must be a non-negative integer"));
                     None
                 }
             },
         };
         let mut env_passthrough: Vec<String> = Vec::new();
+        let env_path = path.key("envPassthrough");
         match obj.get("envPassthrough") {
             None => {}
             Some(Value::Array(a)) => {
                 for (j, v) in a.iter().enumerate() {
                     let Some(raw) = v.as_str() else {
-                        errors.push(format!("{at}: envPassthrough[{j}]: must be a string"));
+                        input.at(&env_path.index(j), format!("{at}: envPassthrough[{j}]: must be a string"));
                         continue;
                     };
                     let upper = raw.to_ascii_uppercase();
                     if !valid_env_name(&upper) {
-                        errors.push(format!(
-                            "{at}: envPassthrough[{j}]: invalid name {raw:?} (must match [A-Z_][A-Z0-9_]*)"
-                        ));
+                        input.at(
+                            &env_path.index(j),
+                            format!("{at}: envPassthrough[{j}]: invalid name {raw:?} (must match [A-Z_][A-Z0-9_]*)"),
+                        );
                     } else if !env_passthrough.contains(&upper) {
                         env_passthrough.push(upper);
                     }
                 }
             }
-            Some(_) => errors.push(format!("{at}: envPassthrough must be an array of strings")),
+            Some(_) => input.at(&env_path, format!("{at}: envPassthrough must be an array of strings")),
         }
-        if errors.len() == before && !name.is_empty() {
+        if input.errors() == before && !name.is_empty() {
             specs.push(ToolSpec { name, description, schema, command, timeout_sec, env_passthrough });
         }
     }
-    if errors.is_empty() { Ok(specs) } else { Err(errors) }
+    input.finish(specs).map(|(specs, _)| specs)
 }
 
 fn valid_env_name(name: &str) -> bool {

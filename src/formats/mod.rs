@@ -12,8 +12,65 @@ pub mod rune;
 
 use std::collections::BTreeSet;
 
+use crate::diagnostic::{Code, Diagnostic, Source};
+use crate::json::{self, JsonDoc, JsonPath};
 use crate::tools::Tool;
 use crate::tools::validate::check_tool_id;
+
+/// A JSON input being validated by its own format's rules (agentcli, RAP). It is parsed with
+/// the same machinery as tools.json (`crate::json`): a syntax error is `invalid_json` and a
+/// key repeated in one object is `duplicate_key`, both with line:column; every other problem is
+/// `invalid_import` at its JSON path, with the line and column of that value (or key).
+pub struct JsonInput<'a> {
+    pub source: &'a Source,
+    pub doc: JsonDoc,
+    pub problems: Vec<Diagnostic>,
+    help: &'static str,
+}
+
+impl<'a> JsonInput<'a> {
+    /// Parses `source`; `help` is what every `invalid_import` problem tells the user to do.
+    pub fn parse(source: &'a Source, help: &'static str) -> Result<Self, Vec<Diagnostic>> {
+        let mut problems = Vec::new();
+        match json::parse(source, &mut problems) {
+            Ok(doc) => Ok(JsonInput { source, doc, problems, help }),
+            Err(d) => {
+                problems.push(d);
+                Err(problems)
+            }
+        }
+    }
+
+    /// A problem with the value at `path` (for a missing key, the object that lacks it).
+    pub fn at(&mut self, path: &JsonPath, message: impl Into<String>) {
+        let span = self.doc.value_span(path);
+        self.push(path, span, message.into());
+    }
+
+    /// A problem with the key at `path` (an unknown field).
+    pub fn at_key(&mut self, path: &JsonPath, message: impl Into<String>) {
+        let span = self.doc.key_span(path);
+        self.push(path, span, message.into());
+    }
+
+    fn push(&mut self, path: &JsonPath, span: std::ops::Range<usize>, message: String) {
+        let d = Diagnostic::error(Code::InvalidImport, &self.source.name, message)
+            .at_path(path.to_string())
+            .at_span(self.source, span)
+            .with_help(self.help);
+        self.problems.push(d);
+    }
+
+    /// How many errors so far (to tell whether one item added any).
+    pub fn errors(&self) -> usize {
+        self.problems.iter().filter(|d| d.is_error()).count()
+    }
+
+    /// The problems, or `Ok(value)` when there were none.
+    pub fn finish<T>(self, value: T) -> Result<(T, JsonDoc), Vec<Diagnostic>> {
+        if self.errors() == 0 { Ok((value, self.doc)) } else { Err(self.problems) }
+    }
+}
 
 /// Something a conversion could not carry over, or changed on the way (a renamed id). Never
 /// dropped silently: the CLI shows each one.

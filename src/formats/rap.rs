@@ -6,8 +6,9 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::{Map, Value, json};
 
-use super::{ExportTool, Imported, Note, any_result, assign_id, function_names};
-use crate::json::JsonPath;
+use super::{ExportTool, Imported, JsonInput, Note, any_result, assign_id, function_names};
+use crate::diagnostic::{Diagnostic, Source};
+use crate::json::{JsonDoc, JsonPath};
 use crate::tools::model::Observability;
 use crate::tools::schema_refs::meta_errors;
 use crate::tools::validate::check_url;
@@ -37,28 +38,36 @@ pub struct RapTool {
     pub display_script: Option<String>,
 }
 
-/// Validates one toolset document (`origin` names it in messages).
-pub fn parse(text: &str) -> Result<Toolset, Vec<String>> {
-    let doc: Value = serde_json::from_str(text).map_err(|e| vec![format!("not JSON: {e}")])?;
+/// What an `invalid_import` problem in a toolset tells the user to do.
+const HELP: &str =
+    "a runtime refuses this toolset too (no partial loading); fix it by the RAP Toolsets document, then import again";
+
+/// Validates one toolset document; every problem is reported at its JSON path and line:column
+/// (a duplicate key is `duplicate_key`).
+pub fn parse(source: &Source) -> Result<(Toolset, JsonDoc), Vec<Diagnostic>> {
+    let mut input = JsonInput::parse(source, HELP)?;
+    let doc = input.doc.value.clone();
+    let root_path = JsonPath::root();
     let Some(root) = doc.as_object() else {
-        return Err(vec!["a toolset MUST be a JSON object".to_owned()]);
+        input.at(&root_path, "a toolset MUST be a JSON object");
+        return Err(input.problems);
     };
-    let mut errors = Vec::new();
     for key in root.keys().filter(|k| !TOOLSET_FIELDS.contains(&k.as_str())) {
-        errors.push(format!("unknown toolset field {key:?}"));
+        input.at_key(&root_path.key(key), format!("unknown toolset field {key:?}"));
     }
+    let name_path = root_path.key("name");
     let name = match root.get("name") {
         Some(Value::String(s)) if !s.is_empty() && s.chars().count() <= 128 => s.clone(),
         Some(Value::String(_)) => {
-            errors.push("toolset name MUST be between 1 and 128 characters".to_owned());
+            input.at(&name_path, "toolset name MUST be between 1 and 128 characters");
             String::new()
         }
         Some(_) => {
-            errors.push("toolset name MUST be a string".to_owned());
+            input.at(&name_path, "toolset name MUST be a string");
             String::new()
         }
         None => {
-            errors.push("toolset name MUST be present and non-empty".to_owned());
+            input.at(&name_path, "toolset name MUST be present and non-empty");
             String::new()
         }
     };
@@ -66,25 +75,26 @@ pub fn parse(text: &str) -> Result<Toolset, Vec<String>> {
         None => None,
         Some(Value::String(s)) => Some(s.clone()),
         Some(_) => {
-            errors.push("toolset description must be a string".to_owned());
+            input.at(&root_path.key("description"), "toolset description must be a string");
             None
         }
     };
+    let endpoint_path = root_path.key("endpoint");
     let endpoint = match root.get("endpoint") {
         Some(Value::String(s)) => {
             if let Err(e) = check_url(s) {
-                errors.push(format!("endpoint MUST be a valid URL: {e}"));
+                input.at(&endpoint_path, format!("endpoint MUST be a valid URL: {e}"));
             } else if s.contains('{') {
-                errors.push(format!("endpoint MUST be a valid URL: {s:?} has a `{{` template"));
+                input.at(&endpoint_path, format!("endpoint MUST be a valid URL: {s:?} has a `{{` template"));
             }
             s.clone()
         }
         Some(_) => {
-            errors.push("endpoint MUST be a string (a valid URL)".to_owned());
+            input.at(&endpoint_path, "endpoint MUST be a string (a valid URL)");
             String::new()
         }
         None => {
-            errors.push("endpoint is required".to_owned());
+            input.at(&endpoint_path, "endpoint is required");
             String::new()
         }
     };
@@ -92,85 +102,107 @@ pub fn parse(text: &str) -> Result<Toolset, Vec<String>> {
         None => false,
         Some(Value::Bool(b)) => *b,
         Some(_) => {
-            errors.push("needsMigration must be a boolean".to_owned());
+            input.at(&root_path.key("needsMigration"), "needsMigration must be a boolean");
             false
         }
     };
     let mut tools = Vec::new();
+    let tools_path = root_path.key("tools");
     match root.get("tools") {
-        Some(Value::Array(items)) if items.is_empty() => errors.push("tools MUST contain at least one tool".to_owned()),
+        Some(Value::Array(items)) if items.is_empty() => input.at(&tools_path, "tools MUST contain at least one tool"),
         Some(Value::Array(items)) => {
             let mut seen = BTreeSet::new();
             for (i, item) in items.iter().enumerate() {
-                if let Some(t) = parse_tool(i, item, &mut seen, &mut errors) {
+                if let Some(t) = parse_tool(&mut input, &tools_path.index(i), i, item, &mut seen) {
                     tools.push(t);
                 }
             }
         }
-        Some(_) => errors.push("tools MUST be an array".to_owned()),
-        None => errors.push("tools is required".to_owned()),
+        Some(_) => input.at(&tools_path, "tools MUST be an array"),
+        None => input.at(&tools_path, "tools is required"),
     }
-    if errors.is_empty() { Ok(Toolset { name, description, endpoint, tools, needs_migration }) } else { Err(errors) }
+    input.finish(Toolset { name, description, endpoint, tools, needs_migration })
 }
 
-fn parse_tool(i: usize, item: &Value, seen: &mut BTreeSet<String>, errors: &mut Vec<String>) -> Option<RapTool> {
+/// Validates a toolset's text and lists its problems as `path: message` lines (for `bundle
+/// check --refresh`, which compares toolsets rather than reporting on them).
+pub fn parse_text(name: &str, text: &str) -> Result<Toolset, Vec<String>> {
+    parse(&Source::new(name, text)).map(|(ts, _)| ts).map_err(|problems| {
+        problems.iter().map(|d| format!("{}: {}", d.path.as_deref().unwrap_or("$"), d.message)).collect()
+    })
+}
+
+fn parse_tool(
+    input: &mut JsonInput<'_>,
+    path: &JsonPath,
+    i: usize,
+    item: &Value,
+    seen: &mut BTreeSet<String>,
+) -> Option<RapTool> {
     let Some(obj) = item.as_object() else {
-        errors.push(format!("tools[{i}]: MUST be an object"));
+        input.at(path, format!("tools[{i}]: MUST be an object"));
         return None;
     };
-    let before = errors.len();
+    let before = input.errors();
     let name = obj.get("name").and_then(Value::as_str).unwrap_or_default().to_owned();
     let at = if name.is_empty() { format!("tools[{i}]") } else { format!("tools[{i}] {name:?}") };
+    let name_path = path.key("name");
     match obj.get("name") {
         Some(Value::String(n)) => {
             let len = n.chars().count();
             if len == 0 || len > 128 {
-                errors.push(format!("{at}: tool name MUST be between 1 and 128 characters"));
+                input.at(&name_path, format!("{at}: tool name MUST be between 1 and 128 characters"));
             } else if let Some(c) = n.chars().find(|c| !(c.is_ascii_alphanumeric() || *c == '_' || *c == '-')) {
-                errors.push(format!(
-                    "{at}: tool name MUST NOT contain spaces or special characters (found {c:?}; use A-Z, a-z, 0-9, _ and -)"
-                ));
+                input.at(
+                    &name_path,
+                    format!(
+                        "{at}: tool name MUST NOT contain spaces or special characters (found {c:?}; use A-Z, a-z, 0-9, _ and -)"
+                    ),
+                );
             } else if !seen.insert(n.clone()) {
-                errors.push(format!("{at}: tool name MUST be unique within a toolset"));
+                input.at(&name_path, format!("{at}: tool name MUST be unique within a toolset"));
             }
         }
-        Some(_) => errors.push(format!("{at}: name MUST be a string")),
-        None => errors.push(format!("{at}: name is required")),
+        Some(_) => input.at(&name_path, format!("{at}: name MUST be a string")),
+        None => input.at(&name_path, format!("{at}: name is required")),
     }
     for key in obj.keys().filter(|k| !TOOL_FIELDS.contains(&k.as_str())) {
-        errors.push(format!("{at}: unknown tool field {key:?}"));
+        input.at_key(&path.key(key), format!("{at}: unknown tool field {key:?}"));
     }
+    let description_path = path.key("description");
     let description = match obj.get("description") {
         Some(Value::String(s)) if !s.trim().is_empty() => s.clone(),
         Some(Value::String(_)) => {
-            errors.push(format!("{at}: description MUST be a non-empty string"));
+            input.at(&description_path, format!("{at}: description MUST be a non-empty string"));
             String::new()
         }
         Some(_) => {
-            errors.push(format!("{at}: description MUST be a string"));
+            input.at(&description_path, format!("{at}: description MUST be a string"));
             String::new()
         }
         None => {
-            errors.push(format!("{at}: description is required"));
+            input.at(&description_path, format!("{at}: description is required"));
             String::new()
         }
     };
+    let schema_path = path.key("inputSchema");
     let input_schema = match obj.get("inputSchema") {
         Some(v @ Value::Object(_)) => {
-            for (path, message) in meta_errors(v, &JsonPath::root()) {
-                errors.push(format!("{at}: inputSchema MUST be a valid JSON Schema object: {message} (at {path})"));
+            for (at_path, message) in meta_errors(v, &schema_path) {
+                input.at(&at_path, format!("{at}: inputSchema MUST be a valid JSON Schema object: {message}"));
             }
             v.clone()
         }
         Some(_) => {
-            errors.push(format!("{at}: inputSchema MUST be a JSON Schema object"));
+            input.at(&schema_path, format!("{at}: inputSchema MUST be a JSON Schema object"));
             Value::Null
         }
         None => {
-            errors.push(format!("{at}: inputSchema is required"));
+            input.at(&schema_path, format!("{at}: inputSchema is required"));
             Value::Null
         }
     };
+    let annotations_path = path.key("annotations");
     let annotations = match obj.get("annotations") {
         None => Map::new(),
         Some(Value::Object(m)) => {
@@ -181,13 +213,13 @@ fn parse_tool(i: usize, item: &Value, seen: &mut BTreeSet<String>, errors: &mut 
                     _ => true,
                 };
                 if !ok {
-                    errors.push(format!("{at}: annotations.{k} has the wrong type"));
+                    input.at(&annotations_path.key(k), format!("{at}: annotations.{k} has the wrong type"));
                 }
             }
             m.clone()
         }
         Some(_) => {
-            errors.push(format!("{at}: annotations must be an object"));
+            input.at(&annotations_path, format!("{at}: annotations must be an object"));
             Map::new()
         }
     };
@@ -195,27 +227,41 @@ fn parse_tool(i: usize, item: &Value, seen: &mut BTreeSet<String>, errors: &mut 
         None => None,
         Some(Value::String(s)) => Some(s.clone()),
         Some(_) => {
-            errors.push(format!("{at}: displayScript must be a string"));
+            input.at(&path.key("displayScript"), format!("{at}: displayScript must be a string"));
             None
         }
     };
-    (errors.len() == before).then_some(RapTool { name, description, input_schema, annotations, display_script })
+    (input.errors() == before).then_some(RapTool { name, description, input_schema, annotations, display_script })
+}
+
+/// A tool name two or more toolsets define: every occurrence, as (toolset, tool) indices.
+#[derive(Debug, Clone)]
+pub struct Clash {
+    pub message: String,
+    pub at: Vec<(usize, usize)>,
 }
 
 /// Converts several toolsets at once. Tool names MUST be unique across them: a name two
 /// toolsets share makes neither tool available, and (no partial loading) the import fails.
-pub fn to_tools(toolsets: &[Toolset]) -> Result<Imported, Vec<String>> {
-    let mut owners: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
-    for ts in toolsets {
-        for t in &ts.tools {
-            owners.entry(&t.name).or_default().push(&ts.name);
+pub fn to_tools(toolsets: &[Toolset]) -> Result<Imported, Vec<Clash>> {
+    let mut owners: BTreeMap<&str, Vec<(usize, usize)>> = BTreeMap::new();
+    for (i, ts) in toolsets.iter().enumerate() {
+        for (j, t) in ts.tools.iter().enumerate() {
+            owners.entry(&t.name).or_default().push((i, j));
         }
     }
-    let clashes: Vec<String> = owners
+    let clashes: Vec<Clash> = owners
         .iter()
         .filter(|(_, o)| o.len() > 1)
         .map(|(n, o)| {
-            format!("tool name {n:?} is defined by more than one toolset ({}); neither is loaded", o.join(", "))
+            let names: Vec<&str> = o.iter().map(|&(i, _)| toolsets[i].name.as_str()).collect();
+            Clash {
+                message: format!(
+                    "tool name {n:?} is defined by more than one toolset ({}); neither is loaded",
+                    names.join(", ")
+                ),
+                at: o.clone(),
+            }
         })
         .collect();
     if !clashes.is_empty() {

@@ -8,6 +8,7 @@ use std::path::Path;
 use serde::Deserialize;
 
 use super::{Imported, Note, any_result, assign_id};
+use crate::diagnostic::{Code, Diagnostic, Source};
 use crate::tools::{Tool, Transport};
 
 #[derive(Debug, Clone, Deserialize)]
@@ -58,26 +59,109 @@ fn one() -> u64 {
     1
 }
 
-/// Parses and checks one descriptor (`file` names it in messages).
-pub fn parse(file: &str, text: &str) -> Result<Descriptor, Vec<String>> {
-    let d: Descriptor = serde_yaml_ng::from_str(text).map_err(|e| vec![format!("{file}: {e}")])?;
+/// What an `invalid_import` problem in a descriptor tells the user to do.
+const HELP: &str = "Rune refuses this descriptor too; fix it by the Rune tools/*.yaml Reference, then import again";
+
+/// Parses and checks one descriptor. A YAML or schema error (unknown key, wrong type) carries
+/// the line and column serde_yaml_ng reports, and the key path its message starts with; a rule
+/// checked after parsing points at its top-level key (serde_yaml_ng keeps no spans for values,
+/// so the key's line is found in the text when it is written in block style).
+pub fn parse(source: &Source) -> Result<Descriptor, Vec<Diagnostic>> {
+    let d: Descriptor = serde_yaml_ng::from_str(&source.text).map_err(|e| vec![yaml_error(source, &e)])?;
     let mut errors = Vec::new();
+    let mut error = |key: &str, message: String| errors.push(at_key(source, key, message));
     if d.name.trim().is_empty() {
-        errors.push(format!("{file}: name is required"));
+        error("name", "name is required".to_owned());
     }
     if d.runtime == Runtime::Agent && d.agent_ref.as_deref().unwrap_or_default().is_empty() {
-        errors.push(format!("{file}: agent_ref is required when runtime: agent"));
+        error("agent_ref", "agent_ref is required when runtime: agent".to_owned());
     }
     if d.runtime == Runtime::Mcp && d.mcp_server.as_deref().unwrap_or_default().is_empty() {
-        errors.push(format!("{file}: mcp_server is required when runtime: mcp"));
+        error("mcp_server", "mcp_server is required when runtime: mcp".to_owned());
     }
     if d.runtime == Runtime::Process && d.module.is_empty() {
-        errors.push(format!("{file}: a process tool needs a module to run"));
+        error("module", "a process tool needs a module to run".to_owned());
     }
     if d.runtime == Runtime::Process && (d.module.starts_with('/') || d.module.split('/').any(|s| s == "..")) {
-        errors.push(format!("{file}: module {:?} must be relative to the agent folder", d.module));
+        error("module", format!("module {:?} must be relative to the agent folder", d.module));
     }
     if errors.is_empty() { Ok(d) } else { Err(errors) }
+}
+
+fn problem(source: &Source, message: String) -> Diagnostic {
+    Diagnostic::error(Code::InvalidImport, &source.name, message).with_help(HELP)
+}
+
+/// A problem with a top-level key: located at the key's line when the text has it in block
+/// style (`key: ...` at the start of a line), else (a missing key, flow style) by path only.
+fn at_key(source: &Source, key: &str, message: String) -> Diagnostic {
+    let d = problem(source, message).at_path(key);
+    match key_offsets(source, key).first() {
+        Some(&offset) => d.at_span(source, offset..offset + key.len()),
+        None => d,
+    }
+}
+
+/// Where a top-level key is written in block style: each line that starts with `key:`.
+fn key_offsets(source: &Source, key: &str) -> Vec<usize> {
+    let mut found = Vec::new();
+    let mut offset = 0;
+    for line in source.text.split_inclusive('\n') {
+        if let Some(rest) = line.strip_prefix(key)
+            && rest.trim_start_matches([' ', '\t']).starts_with(':')
+        {
+            found.push(offset);
+        }
+        offset += line.len();
+    }
+    found
+}
+
+/// A serde_yaml_ng error: its message without the trailing `at line L column C` (the position
+/// goes to line and column instead), and the key path the message starts with, if any.
+fn yaml_error(source: &Source, e: &serde_yaml_ng::Error) -> Diagnostic {
+    let text = e.to_string();
+    let message = match text.rfind(" at line ") {
+        Some(i) if e.location().is_some() => text[..i].to_owned(),
+        _ => text,
+    };
+    let (prefix, rest) = match message.split_once(": ") {
+        Some((p, r)) if !p.is_empty() && !p.contains(char::is_whitespace) => (Some(p), r),
+        _ => (None, message.as_str()),
+    };
+    let field = ["unknown field `", "duplicate field `", "missing field `"]
+        .iter()
+        .find_map(|p| rest.strip_prefix(p))
+        .and_then(|r| r.split_once('`'))
+        .map(|(field, _)| field);
+    let path = match (prefix, field) {
+        (Some(p), Some(f)) => Some(format!("{p}.{f}")),
+        (Some(p), None) => Some(p.to_owned()),
+        (None, Some(f)) => Some(f.to_owned()),
+        (None, None) => None,
+    };
+    let mut d = problem(source, format!("not a valid tool descriptor: {rest}"));
+    if let Some(p) = &path {
+        d = d.at_path(p);
+    }
+    // serde reports a repeated key at the start of its mapping; point at the second one when
+    // it is a top-level key written in block style, and use the code JSON inputs get.
+    if rest.starts_with("duplicate field `") {
+        d.code = Code::DuplicateKey;
+        d.help = Some("remove one of the two entries".to_owned());
+        if let (None, Some(f)) = (prefix, field)
+            && let Some(&offset) = key_offsets(source, f).get(1)
+        {
+            return d.at_span(source, offset..offset + f.len());
+        }
+    }
+    match e.location() {
+        Some(loc) => {
+            let offset = source.offset_of(loc.line(), loc.column());
+            d.at_span(source, offset..offset)
+        }
+        None => d,
+    }
 }
 
 /// Converts descriptors of the agent at `agent_dir` (absolute). `schema` loads an

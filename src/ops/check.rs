@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 
 use crate::diagnostic::{Code, Diagnostic, Report, Source};
 use crate::error::{Error, Result};
+use crate::fetch::Fetcher;
 use crate::manifest::{self, Manifest};
 use crate::ops::{lock, pin};
 use crate::policy::{self, Policy};
@@ -99,17 +100,18 @@ pub fn read_source(dir: &Path, prefix: &str, name: &str, required: bool, report:
 
 /// What a check does besides validating the files.
 #[derive(Debug, Clone, Copy)]
-pub struct Options {
+pub struct Options<'a> {
     /// Hash the files and compare them with the manifest (`pack` without `--locked` skips
     /// it, because it locks right after).
     pub digests: bool,
-    /// Fetch every pinned URL and report drift (`bundle check --refresh`; network).
-    pub refresh: bool,
+    /// Fetch every pinned URL with this client and report drift (`bundle check --refresh`;
+    /// network).
+    pub refresh: Option<&'a Fetcher>,
 }
 
-impl Default for Options {
+impl Default for Options<'_> {
     fn default() -> Self {
-        Options { digests: true, refresh: false }
+        Options { digests: true, refresh: None }
     }
 }
 
@@ -119,7 +121,7 @@ pub fn check_agent(dir: &Path) -> AgentCheck {
 }
 
 /// Checks one agent folder as `opts` says.
-pub fn check_agent_with(dir: &Path, opts: Options) -> AgentCheck {
+pub fn check_agent_with(dir: &Path, opts: Options<'_>) -> AgentCheck {
     let prefix = display_prefix(dir);
     let mut report = Report::default();
     let mut diags = Vec::new();
@@ -144,8 +146,8 @@ pub fn check_agent_with(dir: &Path, opts: Options) -> AgentCheck {
     }
     if let Some((m, src)) = manifest.as_ref() {
         pin::check(dir, &prefix, m, &src.name, &mut diags);
-        if opts.refresh {
-            pin::refresh(dir, &prefix, m, &src.name, &mut diags);
+        if let Some(fetcher) = opts.refresh {
+            pin::refresh(fetcher, dir, &prefix, m, &src.name, &mut diags);
         }
     }
     let manifest = manifest.map(|(m, _)| m);
@@ -167,7 +169,7 @@ pub fn check_agent_with(dir: &Path, opts: Options) -> AgentCheck {
 }
 
 /// Checks every agent the paths name.
-pub fn check_paths(paths: &[PathBuf], opts: Options) -> Result<Vec<AgentCheck>> {
+pub fn check_paths(paths: &[PathBuf], opts: Options<'_>) -> Result<Vec<AgentCheck>> {
     let mut dirs = Vec::new();
     for p in paths {
         dirs.extend(find_agents(p)?);
@@ -176,7 +178,7 @@ pub fn check_paths(paths: &[PathBuf], opts: Options) -> Result<Vec<AgentCheck>> 
 }
 
 /// Checks agents on all cores (each agent is independent); results keep the input order.
-fn check_all(dirs: &[PathBuf], opts: Options) -> Vec<AgentCheck> {
+fn check_all(dirs: &[PathBuf], opts: Options<'_>) -> Vec<AgentCheck> {
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(dirs.len()).max(1);
     if threads == 1 {
         return dirs.iter().map(|d| check_agent_with(d, opts)).collect();

@@ -68,7 +68,7 @@ fn load_folder(dir: &Path) -> Result<AgentContracts, LoadError> {
         ))
         .into());
     }
-    let checked = check::check_agent_with(dir, check::Options { digests: false, refresh: false });
+    let checked = check::check_agent_with(dir, check::Options { digests: false, refresh: None });
     if let Some(d) = checked.report.diagnostics.iter().find(|d| d.is_error()) {
         let at = d.line.map(|l| format!(":{l}")).unwrap_or_default();
         let message = format!("{}{at}: {} [{}]", d.file, d.message, d.code);

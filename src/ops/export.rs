@@ -1,6 +1,8 @@
 //! `bundle export`: an agent's tools in a neighbouring format. The agent (a folder, or a
-//! bundle read without checking its signature) must pass validation first; exported schemas
-//! have every `schema:` reference inlined.
+//! bundle) must pass validation first; exported schemas have every `schema:` reference inlined.
+//! A bundle is read by `ops::verify`: fully verified against trusted keys when the caller has
+//! them, else with every digest and archive check but the signature unchecked (and a warning
+//! saying so).
 
 use std::collections::HashMap;
 use std::fs::File;
@@ -12,8 +14,10 @@ use crate::diagnostic::{Code, Diagnostic, Report};
 use crate::error::{Error, Result};
 use crate::formats::{self, ExportTool};
 use crate::ops::check;
-use crate::ops::verify::{self, Discard, Expect, Trust};
+use crate::ops::verify::{self, Discard, Expect, Rejection, Trust};
+use crate::timestamp::Timestamp;
 use crate::tools::{AgentFiles, Resolver, ToolsFile};
+use crate::trust::TrustedKeys;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum To {
@@ -36,13 +40,25 @@ pub struct Options {
 pub struct Export {
     pub report: Report,
     pub document: Option<serde_json::Value>,
+    /// A bundle that failed verification (nothing is exported then).
+    pub rejection: Option<Rejection>,
 }
 
-pub fn export(opts: &Options) -> Result<Export> {
+/// How a bundle input is verified before its tools are exported.
+pub enum BundleTrust<'a> {
+    /// Fully, as `bundle verify --key` does: a trusted signature, expiry at `now`, every
+    /// digest.
+    Keys { keys: &'a TrustedKeys, now: Timestamp },
+    /// Every digest and archive check, but not the signature (an `unchecked_signature`
+    /// warning).
+    Unchecked,
+}
+
+pub fn export(opts: &Options, trust: &BundleTrust<'_>) -> Result<Export> {
     let mut out = Export::default();
     let display = opts.input.display().to_string();
     let (tools, files, agent_name): (ToolsFile, Box<dyn AgentFiles>, String) = if opts.input.is_dir() {
-        let c = check::check_agent_with(&opts.input, check::Options { digests: false, refresh: false });
+        let c = check::check_agent_with(&opts.input, check::Options { digests: false, refresh: None });
         let name = c.manifest.as_ref().map(|m| m.name.clone()).unwrap_or_else(|| "tools".to_owned());
         match c.tools.clone().and_then(|v| serde_json::from_value(v).ok()) {
             Some(t) if !c.report.has_errors() => (t, Box::new(opts.input.clone()), name),
@@ -53,11 +69,33 @@ pub fn export(opts: &Options) -> Result<Export> {
         }
     } else {
         let file = File::open(&opts.input).map_err(|e| Error::io(&opts.input, e))?;
-        let v =
-            verify::verify(BufReader::with_capacity(1 << 20, file), Trust::Unchecked, &Expect::default(), &mut Discard)
-                .map_err(|r| {
-                    Error::Usage(format!("{display} is not a valid bundle ({}): {}", r.reason.as_str(), r.message))
-                })?;
+        let reader = BufReader::with_capacity(1 << 20, file);
+        let verified = match trust {
+            BundleTrust::Keys { keys, now } => {
+                let expect = Expect { now: Some(*now), ..Expect::default() };
+                verify::verify(reader, Trust::Keys(keys), &expect, &mut Discard)
+            }
+            BundleTrust::Unchecked => {
+                out.report.push(
+                    Diagnostic::warning(
+                        Code::UncheckedSignature,
+                        &display,
+                        "the bundle's signature was not checked: its tools are exported as found, whoever made it",
+                    )
+                    .with_help(
+                        "pass --key PUBLIC_KEY (or --trusted-keys FILE) to verify the bundle fully before exporting",
+                    ),
+                );
+                verify::verify(reader, Trust::Unchecked, &Expect::default(), &mut Discard)
+            }
+        };
+        let v = match verified {
+            Ok(v) => v,
+            Err(r) => {
+                out.rejection = Some(r);
+                return Ok(out);
+            }
+        };
         let held: HashMap<String, Vec<u8>> = v.held;
         (v.tools.unwrap_or(ToolsFile { schema: None, version: 1, tools: Vec::new() }), Box::new(held), v.manifest.name)
     };

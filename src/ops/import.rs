@@ -7,7 +7,9 @@ use std::path::{Path, PathBuf};
 
 use crate::diagnostic::{Code, Diagnostic, Report, Source};
 use crate::error::{Error, Result};
+use crate::fetch::{FetchError, Fetcher};
 use crate::formats::{self, Imported, Note, NoteKind};
+use crate::json::{self, JsonPath};
 use crate::policy::Policy;
 use crate::tools::{self, ToolsFile};
 
@@ -25,6 +27,8 @@ pub struct Options {
     pub inputs: Vec<String>,
     /// Where relative agentcli commands resolve (default: the manifest's folder).
     pub exec_root: Option<PathBuf>,
+    /// RAP from https URLs: PEM files of extra trusted roots (private CAs).
+    pub ca_certs: Vec<PathBuf>,
 }
 
 /// What an import produced: the tools.json text when the input was valid and the result passed
@@ -41,18 +45,12 @@ pub struct Import {
 pub fn import(opts: &Options) -> Result<Import> {
     let mut out = Import::default();
     let (display, converted) = match opts.from {
-        From::Agentcli => import_agentcli(opts)?,
-        From::Rap => import_rap(opts, &mut out.fetched)?,
-        From::Rune => import_rune(Path::new(single(opts)?))?,
+        From::Agentcli => import_agentcli(opts, &mut out.report)?,
+        From::Rap => import_rap(opts, &mut out.fetched, &mut out.report)?,
+        From::Rune => import_rune(Path::new(single(opts)?), &mut out.report)?,
     };
-    let imported = match converted {
-        Ok(i) => i,
-        Err(problems) => {
-            for p in problems {
-                out.report.push(Diagnostic::error(Code::InvalidImport, &display, p));
-            }
-            return Ok(out);
-        }
+    let Some(imported) = converted else {
+        return Ok(out);
     };
     for note in &imported.notes {
         out.report.push(note_diagnostic(&display, note));
@@ -99,18 +97,48 @@ fn single(opts: &Options) -> Result<&str> {
     }
 }
 
-type Converted = (String, std::result::Result<Imported, Vec<String>>);
+/// The name the report uses for the input, and the converted tools; `None` when the input
+/// broke its own format's rules (the problems are in the report then).
+type Converted = (String, Option<Imported>);
 
-fn import_agentcli(opts: &Options) -> Result<Converted> {
+/// Reads an input file as UTF-8 text. An unreadable file stops the import (exit 2); text that
+/// is not UTF-8 is an `invalid_utf8` problem in `report`.
+fn read_input(path: &Path, report: &mut Report) -> Result<Option<Source>> {
+    let bytes = std::fs::read(path).map_err(|e| Error::io(path, e))?;
+    let name = path.display().to_string();
+    match json::decode_utf8(&name, bytes) {
+        Ok(text) => Ok(Some(Source::new(name, text))),
+        Err(d) => {
+            report.push(d);
+            Ok(None)
+        }
+    }
+}
+
+/// Keeps the problems (and the source they point into, for showing the offending line).
+fn problems(report: &mut Report, source: &Source, problems: Vec<Diagnostic>) {
+    report.add_source(source);
+    report.diagnostics.extend(problems);
+}
+
+fn import_agentcli(opts: &Options, report: &mut Report) -> Result<Converted> {
     let path = Path::new(single(opts)?);
-    let text = std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
+    let display = path.display().to_string();
+    let Some(source) = read_input(path, report)? else {
+        return Ok((display, None));
+    };
     let root = match &opts.exec_root {
         Some(r) => r.clone(),
         None => path.parent().map(Path::to_path_buf).unwrap_or_default(),
     };
     let root = absolute(&root)?;
-    let converted = formats::agentcli::parse(&text).map(|specs| formats::agentcli::to_tools(&specs, &root));
-    Ok((path.display().to_string(), converted))
+    match formats::agentcli::parse(&source) {
+        Ok(specs) => Ok((display, Some(formats::agentcli::to_tools(&specs, &root)))),
+        Err(found) => {
+            problems(report, &source, found);
+            Ok((display, None))
+        }
+    }
 }
 
 /// An absolute, lexically clean form of `dir` (symlinks kept, so the path is what the user named).
@@ -130,32 +158,71 @@ pub fn absolute(dir: &Path) -> Result<PathBuf> {
     Ok(clean)
 }
 
-/// RAP: each input is a file or an `http://` base URL (the well-known path is appended). Every
-/// toolset is validated; any problem anywhere imports nothing.
-fn import_rap(opts: &Options, fetched: &mut Vec<super::pin::Fetched>) -> Result<Converted> {
+/// RAP: each input is a file or an `http(s)://` base URL (the well-known path is appended).
+/// Every toolset is validated; any problem anywhere imports nothing. A server that cannot be
+/// fetched is an `io_error` or `tls_error` in `report`.
+fn import_rap(opts: &Options, fetched: &mut Vec<super::pin::Fetched>, report: &mut Report) -> Result<Converted> {
     if opts.inputs.is_empty() {
         return Err(Error::Usage("give at least one RAP toolset file or server URL".to_owned()));
     }
     let display = opts.inputs.join(", ");
     let mut toolsets = Vec::new();
-    let mut problems = Vec::new();
+    let mut sources = Vec::new();
+    let mut fetcher = None;
     for input in &opts.inputs {
-        let text = if is_url(input) {
-            let text = fetch_toolset(input)?;
-            fetched.push(super::pin::Fetched { url: discovery_url(input), text: text.clone() });
-            text
+        let source = if is_url(input) {
+            let fetcher = match &fetcher {
+                Some(f) => f,
+                None => fetcher.insert(Fetcher::new(&opts.ca_certs)?),
+            };
+            let url = discovery_url(input);
+            match fetcher.get(&url) {
+                Ok(text) => {
+                    fetched.push(super::pin::Fetched { url: url.clone(), text: text.clone() });
+                    Source::new(url, text)
+                }
+                Err(e) => {
+                    report.push(fetch_diagnostic(&url, &e, "`--ca-cert FILE.pem`"));
+                    continue;
+                }
+            }
         } else {
-            std::fs::read_to_string(input).map_err(|e| Error::io(input, e))?
+            match read_input(Path::new(input), report)? {
+                Some(source) => source,
+                None => continue,
+            }
         };
-        match formats::rap::parse(&text) {
-            Ok(ts) => toolsets.push(ts),
-            Err(errs) => problems.extend(errs.into_iter().map(|e| format!("{input}: {e}"))),
+        match formats::rap::parse(&source) {
+            Ok((ts, doc)) => {
+                toolsets.push(ts);
+                sources.push((source, doc));
+            }
+            Err(found) => problems(report, &source, found),
         }
     }
-    if !problems.is_empty() {
-        return Ok((display, Err(problems)));
+    if report.has_errors() {
+        return Ok((display, None));
     }
-    Ok((display, formats::rap::to_tools(&toolsets)))
+    match formats::rap::to_tools(&toolsets) {
+        Ok(imported) => Ok((display, Some(imported))),
+        Err(clashes) => {
+            // Each clash is shown where its name is defined again (the first definition is
+            // named in the message).
+            for clash in clashes {
+                let &(i, j) = clash.at.last().unwrap_or(&(0, 0));
+                let (source, doc) = &sources[i];
+                let path = JsonPath::root().key("tools").index(j).key("name");
+                report.add_source(source);
+                report.push(
+                    Diagnostic::error(Code::InvalidImport, &source.name, clash.message)
+                        .at_path(path.to_string())
+                        .at_span(source, doc.value_span(&path))
+                        .with_help("tool names MUST be unique across the toolsets a runtime loads: import the toolsets separately, or rename one tool on its server"),
+                );
+            }
+            Ok((display, None))
+        }
+    }
 }
 
 /// Whether a RAP input names a server rather than a file.
@@ -174,31 +241,22 @@ pub fn discovery_url(base: &str) -> String {
     }
 }
 
-/// GETs a toolset with `Accept: application/json`. Plain http only: this build has no TLS.
-pub fn fetch_toolset(base: &str) -> Result<String> {
-    let url = discovery_url(base);
-    if url.starts_with("https://") {
-        return Err(Error::Usage(format!(
-            "{url}: https is not supported by this build (no TLS library); fetch the toolset with curl and import the file"
-        )));
+/// A failed fetch as a diagnostic on `file` (the URL, or the manifest that pins it):
+/// `tls_error`, with a hint at `ca_hint` (how to trust a private root), or `io_error`. Both
+/// stop the command with exit 2.
+pub fn fetch_diagnostic(file: &str, e: &FetchError, ca_hint: &str) -> Diagnostic {
+    match e {
+        FetchError::Tls { .. } => Diagnostic::error(Code::TlsError, file, format!("nothing was fetched: {e}"))
+            .with_help(format!(
+                "if the server's certificate comes from a private CA, trust its root with {ca_hint}; and check that the URL names the host the certificate is for"
+            )),
+        FetchError::Other { .. } => Diagnostic::error(Code::IoError, file, e.to_string())
+            .with_help("check the URL and the network; the server must answer 200 with the toolset"),
     }
-    let agent: ureq::Agent =
-        ureq::Agent::config_builder().timeout_global(Some(std::time::Duration::from_secs(30))).build().into();
-    let mut response = agent
-        .get(&url)
-        .header("Accept", "application/json")
-        .call()
-        .map_err(|e| Error::Usage(format!("cannot fetch {url}: {e}")))?;
-    response
-        .body_mut()
-        .with_config()
-        .limit(4 << 20)
-        .read_to_string()
-        .map_err(|e| Error::Usage(format!("cannot read {url}: {e}")))
 }
 
 /// Rune: an agent folder (its `tools/*.yaml`) or the `tools/` folder itself.
-fn import_rune(input: &Path) -> Result<Converted> {
+fn import_rune(input: &Path, report: &mut Report) -> Result<Converted> {
     let tools_dir = if input.join("tools").is_dir() { input.join("tools") } else { input.to_path_buf() };
     let agent_dir = absolute(tools_dir.parent().unwrap_or(Path::new(".")))?;
     let mut files: Vec<PathBuf> = std::fs::read_dir(&tools_dir)
@@ -209,20 +267,22 @@ fn import_rune(input: &Path) -> Result<Converted> {
     files.sort();
     let display = tools_dir.display().to_string();
     if files.is_empty() {
-        return Ok((display, Err(vec!["no *.yaml tool descriptors in this folder".to_owned()])));
+        report.push(
+            Diagnostic::error(Code::InvalidImport, &display, "no *.yaml tool descriptors in this folder")
+                .with_help("give a Rune agent folder (with tools/*.yaml) or its tools/ folder"),
+        );
+        return Ok((display, None));
     }
     let mut descriptors = Vec::new();
-    let mut problems = Vec::new();
     for f in &files {
-        let text = std::fs::read_to_string(f).map_err(|e| Error::io(f, e))?;
-        let name = f.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-        match formats::rune::parse(&name, &text) {
+        let Some(source) = read_input(f, report)? else { continue };
+        match formats::rune::parse(&source) {
             Ok(d) => descriptors.push(d),
-            Err(e) => problems.extend(e),
+            Err(found) => problems(report, &source, found),
         }
     }
-    if !problems.is_empty() {
-        return Ok((display, Err(problems)));
+    if report.has_errors() {
+        return Ok((display, None));
     }
     let load = |rel: &str| -> Option<serde_json::Value> {
         if rel.starts_with('/') || rel.split('/').any(|s| s == "..") {
@@ -231,5 +291,5 @@ fn import_rune(input: &Path) -> Result<Converted> {
         let text = std::fs::read_to_string(agent_dir.join(rel)).ok()?;
         serde_json::from_str(&text).ok()
     };
-    Ok((display, Ok(formats::rune::to_tools(&descriptors, &agent_dir, &load))))
+    Ok((display, Some(formats::rune::to_tools(&descriptors, &agent_dir, &load))))
 }

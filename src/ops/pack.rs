@@ -81,7 +81,7 @@ pub fn pack(dir: &Path, key: &SecretKey, opts: &PackOptions, progress: &dyn Prog
     // archive pass compares every file's hash with the manifest's as it reads it (so each file
     // is read once); otherwise `lock` hashes everything first (the manifest is entry 1, so its
     // digests must be known before anything is written).
-    let checked = check::check_agent_with(dir, check::Options { digests: false, refresh: false });
+    let checked = check::check_agent_with(dir, check::Options { digests: false, refresh: None });
     if checked.report.has_errors() {
         return Err(PackFailure::Rejected(checked.report));
     }

@@ -12,6 +12,7 @@ use serde_json::Value;
 use crate::atomic;
 use crate::diagnostic::{Code, Diagnostic, Source};
 use crate::error::{Error, Result};
+use crate::fetch::Fetcher;
 use crate::formats::rap;
 use crate::manifest::{self, Manifest, Pin, PinFormat};
 
@@ -123,18 +124,24 @@ pub fn check(dir: &Path, prefix: &str, m: &Manifest, manifest_name: &str, diags:
 
 /// Online: fetches every pinned URL and reports drift from the pinned file: an error when the
 /// definition changed (tools added, removed or changed, or no longer valid RAP), a warning when
-/// only the formatting did. A URL that cannot be fetched is an `io_error`.
-pub fn refresh(dir: &Path, prefix: &str, m: &Manifest, manifest_name: &str, diags: &mut Vec<Diagnostic>) {
+/// only the formatting did. A URL that cannot be fetched is an `io_error` (`tls_error` when the
+/// server's certificate is not trusted).
+pub fn refresh(
+    fetcher: &Fetcher,
+    dir: &Path,
+    prefix: &str,
+    m: &Manifest,
+    manifest_name: &str,
+    diags: &mut Vec<Diagnostic>,
+) {
     for (file, pin) in &m.pins {
         let key = format!("{}.url", manifest::join("pins", file));
-        let served = match super::import::fetch_toolset(&pin.url) {
+        let served = match fetcher.get(&pin.url) {
             Ok(text) => text,
             Err(e) => {
-                diags.push(
-                    Diagnostic::error(Code::IoError, manifest_name, format!("cannot refresh the pin: {e}"))
-                        .at_path(key)
-                        .with_help("check the network and the URL; without --refresh, check stays offline"),
-                );
+                let d =
+                    super::import::fetch_diagnostic(manifest_name, &e, "`bundle check --refresh --ca-cert FILE.pem`");
+                diags.push(d.at_path(key));
                 continue;
             }
         };
@@ -176,11 +183,11 @@ fn drift(pinned: &str, served: &str) -> Drift {
     if old == new {
         return Drift::Formatting;
     }
-    let new_set = match rap::parse(served) {
+    let new_set = match rap::parse_text("served", served) {
         Ok(ts) => ts,
         Err(errs) => return Drift::Changed(format!("it is no longer a valid RAP toolset: {}", errs.join("; "))),
     };
-    let Ok(old_set) = rap::parse(pinned) else {
+    let Ok(old_set) = rap::parse_text("pinned", pinned) else {
         return Drift::Changed("the pinned file is not a valid RAP toolset".to_owned());
     };
     let mut parts = Vec::new();

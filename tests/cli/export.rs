@@ -82,3 +82,148 @@ fn import_agentcli_then_export_openai_matches_the_seed_mapping() {
     assert_eq!(f["description"], original["tools"][0]["description"]);
     assert_eq!(f["parameters"], original["tools"][0]["schema"]);
 }
+
+fn key(name: &str) -> String {
+    testdata(&format!("keys/{name}")).display().to_string()
+}
+
+/// A temp dir with the mailer example as `mailer/` and packed, signed with the test key, as
+/// `mailer.agent.bundle`.
+fn packed_mailer(extra: &[&str]) -> Env {
+    let env = Env::new();
+    env.copy("agents/mailer", "mailer");
+    let k = key("test.key");
+    let mut args = vec!["pack", "-q", "mailer", "--key", &k, "-o", "mailer.agent.bundle"];
+    args.extend_from_slice(extra);
+    env.run(&args).expect_code(0);
+    env
+}
+
+fn codes(run: &crate::support::Run) -> Vec<String> {
+    run.json()["diagnostics"].as_array().unwrap().iter().map(|d| d["code"].as_str().unwrap().to_owned()).collect()
+}
+
+#[test]
+fn export_from_a_packed_bundle_matches_the_folder_for_openai_rap_and_mcp() {
+    let env = packed_mailer(&[]);
+    let public = key("test.pub");
+    for (to, extra) in [
+        ("openai", &[][..]),
+        ("mcp", &[][..]),
+        ("rap", &["--endpoint", "https://tools.example.com/invoke", "--name", "mailer-tools"][..]),
+    ] {
+        let export = |input: &str, more: &[&str]| {
+            let mut args = vec!["export", "--to", to, input];
+            args.extend_from_slice(extra);
+            args.extend_from_slice(more);
+            env.run(&args)
+        };
+        let folder = export("mailer", &["--format", "json"]);
+        folder.expect_code(0);
+        let verified = export("mailer.agent.bundle", &["--key", &public, "--format", "json"]);
+        verified.expect_code(0);
+        let unchecked = export("mailer.agent.bundle", &["--format", "json"]);
+        unchecked.expect_code(0);
+        let document = &folder.json()["document"];
+        assert!(document.is_object() || document.is_array(), "{to}: {document}");
+        assert!(no_schema_refs(document), "{to}: {document}");
+        assert_eq!(&verified.json()["document"], document, "{to}: bundle with --key");
+        assert_eq!(&unchecked.json()["document"], document, "{to}: bundle without --key");
+        // The same warnings as from the folder; without --key, one more saying so.
+        assert_eq!(codes(&verified), codes(&folder), "{to}");
+        assert_eq!(codes(&unchecked)[0], "unchecked_signature", "{to}");
+        assert_eq!(codes(&unchecked)[1..], codes(&folder)[..], "{to}");
+
+        // The document a user pipes somewhere is the same bytes.
+        let folder_text = export("mailer", &[]);
+        let bundle_text = export("mailer.agent.bundle", &["--key", &public]);
+        bundle_text.expect_code(0);
+        assert_eq!(bundle_text.stdout, folder_text.stdout, "{to}");
+    }
+}
+
+#[test]
+fn export_without_key_warns_that_the_signature_was_not_checked() {
+    let env = packed_mailer(&[]);
+    let out = env.run(&["export", "--to", "mcp", "mailer.agent.bundle", "-o", "tools-list.json"]);
+    out.expect_code(0);
+    assert!(
+        out.stderr.contains("warning[unchecked_signature]: the bundle's signature was not checked"),
+        "{}",
+        out.stderr
+    );
+    assert!(out.stderr.contains("help: pass --key PUBLIC_KEY"), "{}", out.stderr);
+    assert!(env.path().join("tools-list.json").exists());
+
+    let out = env.run(&["export", "--to", "mcp", "mailer.agent.bundle", "--key", &key("test.pub")]);
+    out.expect_code(0);
+    assert!(!out.stderr.contains("unchecked_signature"), "{}", out.stderr);
+}
+
+#[test]
+fn export_with_key_rejects_a_bundle_signed_by_another_key_and_writes_nothing() {
+    let env = packed_mailer(&[]);
+    let other = key("minisign-nopw.pub");
+    let out = env.run(&["export", "--to", "openai", "mailer.agent.bundle", "--key", &other, "-o", "out.json"]);
+    out.expect_code(1);
+    assert!(out.stderr.contains("[untrusted_key]"), "{}", out.stderr);
+    assert!(!env.path().join("out.json").exists(), "nothing is exported from a rejected bundle");
+    let out = env.run(&["export", "--to", "openai", "mailer.agent.bundle", "--key", &other, "--format", "json"]);
+    out.expect_code(1);
+    assert_eq!(out.json()["code"], "untrusted_key");
+    assert!(out.json().get("document").is_none(), "{}", out.stdout);
+    // Several keys: any trusted one will do, as with verify.
+    env.run(&["export", "--to", "openai", "mailer.agent.bundle", "--key", &other, "--key", &key("test.pub")])
+        .expect_code(0);
+}
+
+#[test]
+fn export_with_key_verifies_fully_including_expiry() {
+    let env = packed_mailer(&["--expires", "2030-01-01T00:00:00Z"]);
+    let public = key("test.pub");
+    let args = ["export", "--to", "openai", "mailer.agent.bundle", "--key", &public, "--format", "json"];
+    let out = env.run(&[&args[..], &["--now", "2029-12-31T00:00:00Z"]].concat());
+    out.expect_code(0);
+    let out = env.run(&[&args[..], &["--now", "2030-01-02T00:00:00Z"]].concat());
+    out.expect_code(1);
+    assert_eq!(out.json()["code"], "expired");
+}
+
+#[test]
+fn export_with_key_rejects_a_tampered_manifest_that_only_the_signature_catches() {
+    // prompts/system.md replaced and its digest updated in the manifest, the old signature kept:
+    // every digest matches, only the signature check can tell.
+    let bundle = testdata("hostile/bad_signature-manifest-tampered.agent.bundle").display().to_string();
+    let out = run(&["export", "--to", "mcp", &bundle, "--key", &key("test.pub"), "--format", "json"]);
+    out.expect_code(1);
+    assert_eq!(out.json()["code"], "bad_signature");
+    // Without --key it is exported, and the warning is the only sign of it.
+    let out = run(&["export", "--to", "mcp", &bundle, "--format", "json"]);
+    out.expect_code(0);
+    assert_eq!(codes(&out), ["unchecked_signature"]);
+}
+
+#[test]
+fn export_from_a_bundle_with_a_wrong_digest_is_rejected_with_or_without_key() {
+    let bundle = testdata("hostile/digest_mismatch-prompt-replaced.agent.bundle").display().to_string();
+    let verify = run(&["verify", &bundle, "--key", &key("test.pub"), "--format", "json"]);
+    verify.expect_code(1);
+    for more in [&[][..], &["--key", &key("test.pub")][..]] {
+        let out = run(&[&["export", "--to", "openai", &bundle, "--format", "json"][..], more].concat());
+        out.expect_code(1);
+        assert_eq!(out.json()["code"], "digest_mismatch", "{more:?}");
+        assert_eq!(out.json()["code"], verify.json()["code"], "the same verdict as bundle verify");
+        let human = run(&[&["export", "--to", "openai", &bundle][..], more].concat());
+        human.expect_code(1);
+        assert!(human.stderr.contains("[digest_mismatch]"), "{}", human.stderr);
+        assert!(human.stdout.is_empty(), "{}", human.stdout);
+    }
+}
+
+#[test]
+fn export_key_on_an_agent_folder_is_a_usage_error() {
+    let out =
+        run(&["export", "--to", "openai", &testdata("agents/mailer").display().to_string(), "--key", &key("test.pub")]);
+    out.expect_code(2);
+    assert!(out.stderr.contains("is an agent folder, which has no signature"), "{}", out.stderr);
+}

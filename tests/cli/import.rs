@@ -161,3 +161,149 @@ fn import_rune_process_maps_to_exec_and_other_runtimes_are_reported() {
     assert!(text.contains("runtime `mcp` has no tools.json transport"), "{text}");
     assert!(text.contains("timeout_ms 8000"), "{text}");
 }
+
+/// (severity, code, file name, path, line, column) of every diagnostic of a `--format json` run.
+type Located = (String, String, String, Option<String>, u64, u64);
+
+fn located(run: &crate::support::Run) -> Vec<Located> {
+    run.json()["diagnostics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| {
+            let file = d["file"].as_str().unwrap();
+            (
+                d["severity"].as_str().unwrap().to_owned(),
+                d["code"].as_str().unwrap().to_owned(),
+                file.rsplit('/').next().unwrap().to_owned(),
+                d["path"].as_str().map(str::to_owned),
+                d["line"].as_u64().unwrap_or(0),
+                d["column"].as_u64().unwrap_or(0),
+            )
+        })
+        .collect()
+}
+
+fn at(code: &str, file: &str, path: Option<&str>, line: u64, column: u64) -> Located {
+    ("error".to_owned(), code.to_owned(), file.to_owned(), path.map(str::to_owned), line, column)
+}
+
+#[test]
+fn import_agentcli_duplicate_key_is_reported_with_path_and_line_column() {
+    // serde_json would keep the second `command` (`/bin/rm -rf /`) silently.
+    let file = path("import/agentcli/duplicate-keys.json");
+    let out = run(&["import", "--from", "agentcli", &file, "--format", "json"]);
+    out.expect_code(1);
+    assert_eq!(located(&out), [at("duplicate_key", "duplicate-keys.json", Some("tools[0].command"), 7, 7)]);
+    assert!(out.json()["document"].is_null());
+
+    let human = run(&["import", "--from", "agentcli", &file]);
+    human.expect_code(1);
+    assert!(human.stderr.contains("error[duplicate_key]: duplicate key `command`"), "{}", human.stderr);
+    assert!(human.stderr.contains("duplicate-keys.json:7:7"), "{}", human.stderr);
+    assert!(human.stderr.contains("tools[0].command"), "{}", human.stderr);
+    assert!(human.stdout.is_empty(), "nothing imported: {}", human.stdout);
+}
+
+#[test]
+fn import_rap_duplicate_key_is_reported_with_path_and_line_column() {
+    let file = path("import/rap/duplicate-keys.json");
+    let out = run(&["import", "--from", "rap", &file, "--format", "json"]);
+    out.expect_code(1);
+    assert_eq!(
+        located(&out),
+        [at("duplicate_key", "duplicate-keys.json", Some("tools[0].annotations.destructive"), 9, 64)]
+    );
+    let human = run(&["import", "--from", "rap", &file]);
+    human.expect_code(1);
+    assert!(human.stderr.contains("duplicate-keys.json:9:64"), "{}", human.stderr);
+}
+
+#[test]
+fn import_agentcli_syntax_error_is_invalid_json_with_line_column() {
+    let out = run(&["import", "--from", "agentcli", &path("import/agentcli/syntax-error.json"), "--format", "json"]);
+    out.expect_code(1);
+    assert_eq!(located(&out), [at("invalid_json", "syntax-error.json", None, 3, 48)]);
+}
+
+#[test]
+fn import_agentcli_problems_carry_json_path_and_line_column() {
+    let file = path("import/agentcli/mistakes.json");
+    let out = run(&["import", "--from", "agentcli", &file, "--format", "json"]);
+    out.expect_code(1);
+    let f = "mistakes.json";
+    assert_eq!(
+        located(&out),
+        [
+            at("invalid_import", f, Some("tools[0].name"), 3, 5), // missing: the tool's object
+            at("invalid_import", f, Some("tools[2].name"), 5, 14),
+            at("invalid_import", f, Some("tools[3].command"), 6, 34),
+            at("invalid_import", f, Some("tools[4].command[0]"), 7, 36),
+            at("invalid_import", f, Some("tools[5].command[0]"), 8, 36),
+            at("invalid_import", f, Some("tools[6].envPassthrough[0]"), 9, 71),
+            at("invalid_import", f, Some("tools[7].envPassthrough[1]"), 10, 82),
+        ]
+    );
+    assert!(out.json()["diagnostics"][1]["help"].as_str().unwrap().contains("agentcli Tools Manifest Reference"));
+    let human = run(&["import", "--from", "agentcli", &file]);
+    human.expect_code(1);
+    assert!(human.stderr.contains("mistakes.json:5:14"), "{}", human.stderr);
+    assert!(human.stderr.contains("^^^ tools[2].name"), "{}", human.stderr);
+}
+
+#[test]
+fn import_rap_problems_carry_json_path_and_line_column() {
+    let out = run(&["import", "--from", "rap", &path("import/rap/invalid.json"), "--format", "json"]);
+    out.expect_code(1);
+    let f = "invalid.json";
+    assert_eq!(
+        located(&out),
+        [
+            at("invalid_import", f, Some("name"), 2, 11),
+            at("invalid_import", f, Some("endpoint"), 3, 15),
+            at("invalid_import", f, Some("tools[1].name"), 6, 15),
+            at("invalid_import", f, Some("tools[2].name"), 7, 15),
+            at("invalid_import", f, Some("tools[3].inputSchema"), 8, 5),
+            at("invalid_import", f, Some("tools[4].inputSchema.type"), 9, 83),
+        ]
+    );
+    let human = run(&["import", "--from", "rap", &path("import/rap/invalid.json")]);
+    assert!(human.stderr.contains("invalid.json:9:83"), "{}", human.stderr);
+    assert!(human.stderr.contains("tools[4].inputSchema.type"), "{}", human.stderr);
+}
+
+#[test]
+fn import_rap_clash_is_located_at_the_second_definition() {
+    let out = run(&[
+        "import",
+        "--from",
+        "rap",
+        &path("import/rap/time-tools.json"),
+        &path("import/rap/clash.json"),
+        "--format",
+        "json",
+    ]);
+    out.expect_code(1);
+    assert_eq!(located(&out), [at("invalid_import", "clash.json", Some("tools[0].name"), 5, 15)]);
+}
+
+#[test]
+fn import_rune_problems_carry_key_path_and_line_column() {
+    let dir = path("import/rune-invalid");
+    let out = run(&["import", "--from", "rune", &dir, "--format", "json"]);
+    out.expect_code(1);
+    assert_eq!(
+        located(&out),
+        [
+            at("duplicate_key", "duplicate.yaml", Some("name"), 3, 1),
+            at("invalid_import", "escape.yaml", Some("module"), 3, 1),
+            at("invalid_import", "typo.yaml", Some("retry_policy.backoff"), 6, 3),
+            at("invalid_import", "wrong-type.yaml", Some("timeout_ms"), 3, 13),
+        ]
+    );
+    let human = run(&["import", "--from", "rune", &dir]);
+    human.expect_code(1);
+    assert!(human.stderr.contains("typo.yaml:6:3"), "{}", human.stderr);
+    assert!(human.stderr.contains("unknown field `backoff`"), "{}", human.stderr);
+    assert!(human.stderr.contains("escape.yaml:3:1"), "{}", human.stderr);
+}

@@ -21,4 +21,5 @@ mod pipeline;
 mod precommit;
 mod properties;
 mod schemas;
+mod tls;
 mod tool;

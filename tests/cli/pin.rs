@@ -2,57 +2,9 @@
 //! its digest; `bundle check` holds the file to it offline; `bundle check --refresh` reports
 //! drift from a live server on 127.0.0.1.
 
-use std::io::{Read, Write};
 use std::net::TcpListener;
-use std::sync::{Arc, Mutex};
 
-use crate::support::{Env, testdata};
-
-/// A RAP server on 127.0.0.1 that serves whatever `body` holds, to any number of requests,
-/// until the test ends.
-struct RapServer {
-    port: u16,
-    body: Arc<Mutex<String>>,
-}
-
-impl RapServer {
-    fn start(body: &str) -> Self {
-        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-        let port = listener.local_addr().unwrap().port();
-        let body = Arc::new(Mutex::new(body.to_owned()));
-        let shared = Arc::clone(&body);
-        std::thread::spawn(move || {
-            for stream in listener.incoming() {
-                let Ok(mut stream) = stream else { continue };
-                let mut request = Vec::new();
-                let mut buf = [0u8; 1024];
-                while !request.windows(4).any(|w| w == b"\r\n\r\n") {
-                    match stream.read(&mut buf) {
-                        Ok(0) | Err(_) => break,
-                        Ok(n) => request.extend_from_slice(&buf[..n]),
-                    }
-                }
-                let ok = request.starts_with(b"GET /.well-known/rap-toolset ");
-                let body = if ok { shared.lock().unwrap().clone() } else { "not found".to_owned() };
-                let status = if ok { "200 OK" } else { "404 Not Found" };
-                let response = format!(
-                    "HTTP/1.1 {status}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-                    body.len()
-                );
-                let _ = stream.write_all(response.as_bytes());
-            }
-        });
-        RapServer { port, body }
-    }
-
-    fn url(&self) -> String {
-        format!("http://127.0.0.1:{}", self.port)
-    }
-
-    fn serve(&self, body: &str) {
-        *self.body.lock().unwrap() = body.to_owned();
-    }
-}
+use crate::support::{Env, RapServer, testdata};
 
 fn time_tools() -> String {
     std::fs::read_to_string(testdata("import/rap/time-tools.json")).unwrap()

@@ -2,8 +2,11 @@
 
 #![allow(dead_code)]
 
+use std::io::{Read, Write};
+use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
+use std::sync::{Arc, Mutex};
 
 pub fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -129,4 +132,91 @@ pub fn set_version(agent: &Path, version: &str) {
     let mut doc: toml_edit::DocumentMut = std::fs::read_to_string(&path).unwrap().parse().unwrap();
     doc["agent"]["version"] = toml_edit::value(version);
     std::fs::write(&path, doc.to_string()).unwrap();
+}
+
+/// A RAP server on 127.0.0.1 that serves whatever `body` holds at the well-known path, to any
+/// number of requests, until the test ends; over plain http, or over https with the test
+/// certificate in testdata/tls (issued by `testdata/tls/ca.pem` for `localhost` and 127.0.0.1).
+pub struct RapServer {
+    pub port: u16,
+    body: Arc<Mutex<String>>,
+    tls: bool,
+    host: String,
+}
+
+impl RapServer {
+    pub fn start(body: &str) -> Self {
+        Self::spawn(body, None, "127.0.0.1")
+    }
+
+    pub fn start_tls(body: &str) -> Self {
+        Self::start_tls_on(body, "127.0.0.1")
+    }
+
+    /// An https server on another loopback address (Linux answers on all of 127/8).
+    pub fn start_tls_on(body: &str, host: &str) -> Self {
+        use rustls::pki_types::pem::PemObject;
+        use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+        let certs: Vec<CertificateDer<'static>> =
+            CertificateDer::pem_file_iter(testdata("tls/server.pem")).unwrap().collect::<Result<_, _>>().unwrap();
+        let key = PrivateKeyDer::from_pem_file(testdata("tls/server.key")).unwrap();
+        let config = rustls::ServerConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
+            .with_safe_default_protocol_versions()
+            .unwrap()
+            .with_no_client_auth()
+            .with_single_cert(certs, key)
+            .unwrap();
+        Self::spawn(body, Some(Arc::new(config)), host)
+    }
+
+    fn spawn(body: &str, tls: Option<Arc<rustls::ServerConfig>>, host: &str) -> Self {
+        let listener = TcpListener::bind((host, 0)).unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let body = Arc::new(Mutex::new(body.to_owned()));
+        let shared = Arc::clone(&body);
+        let is_tls = tls.is_some();
+        std::thread::spawn(move || {
+            for stream in listener.incoming() {
+                let Ok(stream) = stream else { continue };
+                match &tls {
+                    None => Self::answer(stream, &shared),
+                    Some(config) => {
+                        let Ok(conn) = rustls::ServerConnection::new(Arc::clone(config)) else { continue };
+                        // A client that rejects the certificate aborts the handshake; the read
+                        // fails and the connection is dropped.
+                        Self::answer(rustls::StreamOwned::new(conn, stream), &shared);
+                    }
+                }
+            }
+        });
+        RapServer { port, body, tls: is_tls, host: host.to_owned() }
+    }
+
+    fn answer<S: Read + Write>(mut stream: S, body: &Mutex<String>) {
+        let mut request = Vec::new();
+        let mut buf = [0u8; 1024];
+        while !request.windows(4).any(|w| w == b"\r\n\r\n") {
+            match stream.read(&mut buf) {
+                Ok(0) | Err(_) => return,
+                Ok(n) => request.extend_from_slice(&buf[..n]),
+            }
+        }
+        let ok = request.starts_with(b"GET /.well-known/rap-toolset ");
+        let body = if ok { body.lock().unwrap().clone() } else { "not found".to_owned() };
+        let status = if ok { "200 OK" } else { "404 Not Found" };
+        let response = format!(
+            "HTTP/1.1 {status}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+            body.len()
+        );
+        let _ = stream.write_all(response.as_bytes());
+        let _ = stream.flush();
+    }
+
+    pub fn url(&self) -> String {
+        format!("{}://{}:{}", if self.tls { "https" } else { "http" }, self.host, self.port)
+    }
+
+    pub fn serve(&self, body: &str) {
+        *self.body.lock().unwrap() = body.to_owned();
+    }
 }

@@ -1,0 +1,109 @@
+//! Fetching small documents (RAP toolsets) over http and https, for `bundle import --from rap
+//! URL` and `bundle check --refresh`.
+//!
+//! One place decides how `bundle` talks to servers: ureq with rustls (ring), trusting the
+//! Mozilla roots (webpki-roots) plus any private root named with `--ca-cert`, a 30 s overall
+//! timeout, a 4 MiB body limit, `Accept: application/json`. Failures are typed so that callers
+//! can tell a TLS failure (an untrusted or mismatched certificate: `tls_error`) from a server
+//! that cannot be reached or answers with an error (`io_error`).
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use ureq::tls::{Certificate, PemItem, RootCerts, TlsConfig};
+
+use crate::error::{Error, Result};
+
+/// The largest document a fetch accepts.
+pub const BODY_LIMIT: u64 = 4 << 20;
+
+/// A configured HTTP(S) client; cheap to share between threads.
+#[derive(Debug, Clone)]
+pub struct Fetcher {
+    agent: ureq::Agent,
+}
+
+/// Why a fetch failed.
+#[derive(Debug, thiserror::Error)]
+pub enum FetchError {
+    /// The TLS handshake failed: most often a certificate that no trusted root vouches for, or
+    /// one issued for another name.
+    #[error("{url}: TLS failed: {message}")]
+    Tls { url: String, message: String },
+    /// Anything else: no connection, a timeout, an HTTP error status, a body too large.
+    #[error("cannot fetch {url}: {message}")]
+    Other { url: String, message: String },
+}
+
+impl FetchError {
+    pub fn is_tls(&self) -> bool {
+        matches!(self, FetchError::Tls { .. })
+    }
+}
+
+impl Fetcher {
+    /// A client trusting the Mozilla roots and, in addition, every certificate in the PEM
+    /// files `extra_roots` (for servers with a private CA). A file that cannot be read or holds
+    /// no certificate is an error.
+    pub fn new(extra_roots: &[PathBuf]) -> Result<Self> {
+        let mut tls = TlsConfig::builder();
+        if !extra_roots.is_empty() {
+            let mut roots: Vec<Certificate<'static>> =
+                webpki_root_certs::TLS_SERVER_ROOT_CERTS.iter().map(|c| Certificate::from_der(c.as_ref())).collect();
+            for path in extra_roots {
+                roots.extend(read_roots(path)?);
+            }
+            tls = tls.root_certs(RootCerts::new_with_certs(&roots));
+        }
+        let agent = ureq::Agent::config_builder()
+            .timeout_global(Some(Duration::from_secs(30)))
+            .tls_config(tls.build())
+            .build()
+            .into();
+        Ok(Fetcher { agent })
+    }
+
+    /// GETs `url` and returns the body as text.
+    pub fn get(&self, url: &str) -> std::result::Result<String, FetchError> {
+        let mut response =
+            self.agent.get(url).header("Accept", "application/json").call().map_err(|e| classify(url, e))?;
+        response.body_mut().with_config().limit(BODY_LIMIT).read_to_string().map_err(|e| classify(url, e))
+    }
+}
+
+/// The certificates of one PEM file.
+fn read_roots(path: &Path) -> Result<Vec<Certificate<'static>>> {
+    let pem = std::fs::read(path).map_err(|e| Error::io(path, e))?;
+    let mut certs = Vec::new();
+    for item in ureq::tls::parse_pem(&pem) {
+        match item {
+            Ok(PemItem::Certificate(c)) => certs.push(c),
+            Ok(_) => {}
+            Err(e) => return Err(Error::Usage(format!("{}: not a PEM certificate file: {e}", path.display()))),
+        }
+    }
+    if certs.is_empty() {
+        return Err(Error::Usage(format!(
+            "{}: no certificate in it; --ca-cert takes a PEM file with `-----BEGIN CERTIFICATE-----` blocks",
+            path.display()
+        )));
+    }
+    Ok(certs)
+}
+
+fn classify(url: &str, e: ureq::Error) -> FetchError {
+    let tls = match &e {
+        ureq::Error::Tls(_) | ureq::Error::Pem(_) | ureq::Error::Rustls(_) | ureq::Error::TlsRequired => true,
+        ureq::Error::Io(io) => io.get_ref().is_some_and(|inner| inner.is::<rustls::Error>()),
+        _ => false,
+    };
+    let message = match &e {
+        ureq::Error::Io(io) if tls => io.get_ref().map_or_else(|| io.to_string(), ToString::to_string),
+        other => other.to_string(),
+    };
+    if tls {
+        FetchError::Tls { url: url.to_owned(), message }
+    } else {
+        FetchError::Other { url: url.to_owned(), message }
+    }
+}
