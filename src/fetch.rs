@@ -63,10 +63,20 @@ impl Fetcher {
         Ok(Fetcher { agent })
     }
 
-    /// GETs `url` and returns the body as text.
+    /// GETs `url` and returns the body as text. An https fetch stays on https: a redirect to
+    /// a plain-http URL is refused (a `tls_error`), so that no one on the path can answer in
+    /// the server's place.
     pub fn get(&self, url: &str) -> std::result::Result<String, FetchError> {
-        let mut response =
-            self.agent.get(url).header("Accept", "application/json").call().map_err(|e| classify(url, e))?;
+        let https = url.get(..8).is_some_and(|scheme| scheme.eq_ignore_ascii_case("https://"));
+        let mut response = self
+            .agent
+            .get(url)
+            .config()
+            .https_only(https)
+            .build()
+            .header("Accept", "application/json")
+            .call()
+            .map_err(|e| classify(url, e))?;
         response.body_mut().with_config().limit(BODY_LIMIT).read_to_string().map_err(|e| classify(url, e))
     }
 }
@@ -97,6 +107,12 @@ fn classify(url: &str, e: ureq::Error) -> FetchError {
         ureq::Error::Io(io) => io.get_ref().is_some_and(|inner| inner.is::<rustls::Error>()),
         _ => false,
     };
+    if let ureq::Error::RequireHttpsOnly(to) = &e {
+        return FetchError::Tls {
+            url: url.to_owned(),
+            message: format!("the server redirected to a plain-http URL ({to}); an https fetch must stay on https"),
+        };
+    }
     let message = match &e {
         ureq::Error::Io(io) if tls => io.get_ref().map_or_else(|| io.to_string(), ToString::to_string),
         other => other.to_string(),

@@ -137,6 +137,9 @@ pub fn set_version(agent: &Path, version: &str) {
 /// A RAP server on 127.0.0.1 that serves whatever `body` holds at the well-known path, to any
 /// number of requests, until the test ends; over plain http, or over https with the test
 /// certificate in testdata/tls (issued by `testdata/tls/ca.pem` for `localhost` and 127.0.0.1).
+/// A [`RapServer`] body that starts with this answers `302 Found` to the URL after it.
+pub const REDIRECT: &str = "redirect:";
+
 pub struct RapServer {
     pub port: u16,
     body: Arc<Mutex<String>>,
@@ -203,6 +206,13 @@ impl RapServer {
         }
         let ok = request.starts_with(b"GET /.well-known/rap-toolset ");
         let body = if ok { body.lock().unwrap().clone() } else { "not found".to_owned() };
+        if let Some(to) = body.strip_prefix(REDIRECT) {
+            let response =
+                format!("HTTP/1.1 302 Found\r\nLocation: {to}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
+            let _ = stream.write_all(response.as_bytes());
+            let _ = stream.flush();
+            return;
+        }
         let status = if ok { "200 OK" } else { "404 Not Found" };
         let response = format!(
             "HTTP/1.1 {status}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",

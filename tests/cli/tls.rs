@@ -58,6 +58,10 @@ fn import_rap_over_https_without_ca_cert_is_a_tls_error() {
 fn import_rap_over_https_rejects_a_certificate_for_another_name() {
     // The right CA, but the certificate names localhost and 127.0.0.1, not 127.0.0.2.
     if std::net::TcpListener::bind("127.0.0.2:0").is_err() {
+        // Linux routes all of 127.0.0.0/8 to loopback; CI must run this test, never skip it.
+        if std::env::var_os("BUNDLE_REQUIRE_TOOLS").is_some() {
+            panic!("127.0.0.2 is not a local address here (BUNDLE_REQUIRE_TOOLS is set)");
+        }
         eprintln!("SKIPPED: 127.0.0.2 is not a local address here");
         return;
     }
@@ -121,4 +125,24 @@ fn pin_and_refresh_over_https_with_ca_cert() {
 
     // --ca-cert without --refresh is a usage error: check never uses the network without it.
     env.run(&["check", "--ca-cert", &ca(), "agent"]).expect_code(2);
+}
+
+#[test]
+fn an_https_fetch_follows_redirects_only_to_https() {
+    let plain = RapServer::start(&time_tools());
+    let secure = RapServer::start_tls(&time_tools());
+    let to_plain =
+        RapServer::start_tls(&format!("{}{}/.well-known/rap-toolset", crate::support::REDIRECT, plain.url()));
+    let env = Env::new();
+    let out = env.run(&["import", "--from", "rap", &to_plain.url(), "--ca-cert", &ca(), "--format", "json"]);
+    out.expect_code(2);
+    let d = &out.json()["diagnostics"][0];
+    assert_eq!(d["code"], "tls_error", "{d}");
+    assert!(d["message"].as_str().unwrap().contains("redirected to a plain-http URL"), "{d}");
+
+    let to_secure =
+        RapServer::start_tls(&format!("{}{}/.well-known/rap-toolset", crate::support::REDIRECT, secure.url()));
+    let out = env.run(&["import", "--from", "rap", &to_secure.url(), "--ca-cert", &ca(), "--format", "json"]);
+    out.expect_code(0);
+    assert_eq!(out.json()["document"]["tools"][0]["id"], "get_current_time");
 }
