@@ -117,7 +117,7 @@ pub fn github_annotation(level: &str, file: Option<&str>, title: &str, message: 
 /// file shows up on the pull request like any finding.
 pub fn github_error(e: &anyhow::Error) {
     let mut message = e.to_string();
-    for cause in e.chain().skip(1) {
+    for cause in new_causes(e) {
         message.push_str(&format!("\ncaused by: {cause}"));
     }
     let mut out = io::stdout().lock();
@@ -178,9 +178,24 @@ pub fn print_error(global: Global, e: &anyhow::Error) {
     let _ = write!(out, "error");
     let _ = out.reset();
     let _ = writeln!(out, ": {}", sanitize(&e.to_string()));
-    for cause in e.chain().skip(1) {
-        let _ = writeln!(out, "  caused by: {}", sanitize(&cause.to_string()));
+    for cause in new_causes(e) {
+        let _ = writeln!(out, "  caused by: {}", sanitize(&cause));
     }
+}
+
+/// The causes of `e` that its message (or an earlier cause) does not already spell out:
+/// `path: No such file or directory` needs no `caused by: No such file or directory`.
+fn new_causes(e: &anyhow::Error) -> Vec<String> {
+    let mut said = e.to_string();
+    let mut causes = Vec::new();
+    for cause in e.chain().skip(1) {
+        let text = cause.to_string();
+        if !said.contains(&text) {
+            said.push_str(&text);
+            causes.push(text);
+        }
+    }
+    causes
 }
 
 /// A line on stderr in the error color, even when quiet.

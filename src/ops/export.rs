@@ -7,7 +7,7 @@
 use std::collections::HashMap;
 use std::fs::File;
 use std::io::BufReader;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use crate::contract;
 use crate::diagnostic::{Code, Diagnostic, Report};
@@ -129,9 +129,4 @@ pub fn export(opts: &Options, trust: &BundleTrust<'_>) -> Result<Export> {
         }
     }
     Ok(out)
-}
-
-/// Whether `path` looks like an agent folder rather than a bundle file.
-pub fn is_agent_dir(path: &Path) -> bool {
-    path.is_dir()
 }

@@ -218,3 +218,12 @@ fn published_schema_agrees_with_the_validator() {
     assert!(compared >= 50, "compared only {compared} fixtures");
     assert!(disagreements.is_empty(), "{}", disagreements.join("\n"));
 }
+
+#[test]
+fn a_missing_folder_is_an_io_error_said_once() {
+    let out = crate::support::run(&["check", "/nonexistent/agent"]);
+    out.expect_code(2);
+    assert!(out.stderr.contains("/nonexistent/agent"), "{}", out.stderr);
+    assert_eq!(out.stderr.matches("No such file or directory").count(), 1, "{}", out.stderr);
+    assert!(!out.stderr.contains("caused by"), "{}", out.stderr);
+}
