@@ -30,6 +30,9 @@ pub enum FetchError {
     /// one issued for another name.
     #[error("{url}: TLS failed: {message}")]
     Tls { url: String, message: String },
+    /// An https fetch was redirected to a plain-http URL, which it refuses to follow.
+    #[error("{url}: the server redirected to a plain-http URL ({to}); an https fetch must stay on https")]
+    Downgrade { url: String, to: String },
     /// Anything else: no connection, a timeout, an HTTP error status, a body too large.
     #[error("cannot fetch {url}: {message}")]
     Other { url: String, message: String },
@@ -37,7 +40,7 @@ pub enum FetchError {
 
 impl FetchError {
     pub fn is_tls(&self) -> bool {
-        matches!(self, FetchError::Tls { .. })
+        matches!(self, FetchError::Tls { .. } | FetchError::Downgrade { .. })
     }
 }
 
@@ -108,10 +111,7 @@ fn classify(url: &str, e: ureq::Error) -> FetchError {
         _ => false,
     };
     if let ureq::Error::RequireHttpsOnly(to) = &e {
-        return FetchError::Tls {
-            url: url.to_owned(),
-            message: format!("the server redirected to a plain-http URL ({to}); an https fetch must stay on https"),
-        };
+        return FetchError::Downgrade { url: url.to_owned(), to: to.clone() };
     }
     let message = match &e {
         ureq::Error::Io(io) if tls => io.get_ref().map_or_else(|| io.to_string(), ToString::to_string),

@@ -250,6 +250,8 @@ pub fn fetch_diagnostic(file: &str, e: &FetchError, ca_hint: &str) -> Diagnostic
             .with_help(format!(
                 "if the server's certificate comes from a private CA, trust its root with {ca_hint}; and check that the URL names the host the certificate is for"
             )),
+        FetchError::Downgrade { .. } => Diagnostic::error(Code::TlsError, file, format!("nothing was fetched: {e}"))
+            .with_help("fetch the toolset from an https URL that answers without leaving https (ask the server's operator to redirect to https)"),
         FetchError::Other { .. } => Diagnostic::error(Code::IoError, file, e.to_string())
             .with_help("check the URL and the network; the server must answer 200 with the toolset"),
     }

@@ -139,6 +139,7 @@ fn an_https_fetch_follows_redirects_only_to_https() {
     let d = &out.json()["diagnostics"][0];
     assert_eq!(d["code"], "tls_error", "{d}");
     assert!(d["message"].as_str().unwrap().contains("redirected to a plain-http URL"), "{d}");
+    assert!(!d["help"].as_str().unwrap().contains("--ca-cert"), "{d}");
 
     let to_secure =
         RapServer::start_tls(&format!("{}{}/.well-known/rap-toolset", crate::support::REDIRECT, secure.url()));
