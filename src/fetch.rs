@@ -38,12 +38,6 @@ pub enum FetchError {
     Other { url: String, message: String },
 }
 
-impl FetchError {
-    pub fn is_tls(&self) -> bool {
-        matches!(self, FetchError::Tls { .. } | FetchError::Downgrade { .. })
-    }
-}
-
 impl Fetcher {
     /// A client trusting the Mozilla roots and, in addition, every certificate in the PEM
     /// files `extra_roots` (for servers with a private CA). A file that cannot be read or holds

@@ -68,30 +68,28 @@ pub fn run(args: Args, global: Global) -> anyhow::Result<Outcome> {
         Target::Rap => To::Rap,
         Target::Mcp => To::Mcp,
     };
-    let checks_signature = !args.keys.is_empty() || args.trusted_keys.is_some();
-    if checks_signature && args.input.is_dir() {
+    let keys = if args.keys.is_empty() && args.trusted_keys.is_none() {
+        None
+    } else if args.input.is_dir() {
         anyhow::bail!(
             "--key and --trusted-keys verify a bundle; {} is an agent folder, which has no signature",
             args.input.display()
         );
-    }
-    let keys = if checks_signature {
-        Some(load_trust(&TrustArgs { keys: args.keys.clone(), trusted_keys: args.trusted_keys.clone() })?)
     } else {
-        None
+        Some(load_trust(&TrustArgs { keys: args.keys, trusted_keys: args.trusted_keys })?)
     };
     let trust = match &keys {
         Some(keys) => BundleTrust::Keys { keys, now: global.now() },
         None => BundleTrust::Unchecked,
     };
-    let input = args.input.clone();
-    let result = export::export(&Options { to, input: args.input, name: args.name, endpoint: args.endpoint }, &trust)?;
+    let opts = Options { to, input: args.input, name: args.name, endpoint: args.endpoint };
+    let result = export::export(&opts, &trust)?;
     if let Some(rejection) = result.rejection {
         // Nothing is exported from a bundle that fails verification; say why as `verify` does.
         if args.format == Format::Human {
             output::human(&result.report, global)?;
         }
-        return super::verify::report(&input, Err(rejection), args.format, global);
+        return super::verify::report(&opts.input, Err(rejection), args.format, global);
     }
     let text = result.document.as_ref().map(|d| serde_json::to_string_pretty(d).unwrap_or_default() + "\n");
     if let (Some(text), Some(path)) = (&text, &args.output) {
