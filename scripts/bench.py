@@ -1,23 +1,27 @@
 #!/usr/bin/env python3
 """Benchmark bundle pack/verify against the hand-written pipeline and zstd itself.
 
-usage: scripts/bench.py [--runs N] [--mib N] [--work DIR] [--big-mib N]
+usage: scripts/bench.py [--runs N] [--mib N] [--work DIR] [--big-mib N] [--only pack|verify]
 
-Builds the release binary, makes the synthetic agent with ../shared/bench/make-agent.py
-(cached in --work), then runs, alternating within each round so that machine noise hits all
-of them alike:
+Needs only this repository plus: cargo, python3, zstd, GNU tar, b3sum, minisign, taskset
+(util-linux) and GNU time (/usr/bin/time). Builds the release binary (in cargo's target
+directory, CARGO_TARGET_DIR respected), makes the synthetic agent with
+scripts/bench/make-agent.py (cached in --work), then runs, alternating within each round so
+that machine noise hits all of them alike:
   hand-pack.sh, bundle pack --locked, zstd -3 -T0 of the same tar, and the same tar through
-  the zstd library bundle links (examples/zstd-floor.rs)          (pack side)
-  hand-verify.sh, bundle verify, zstd -dc of the bundle             (verify side)
-and prints medians, peak memory (max RSS) and the ratios the targets are stated in.
+  the zstd library bundle links (examples/zstd-floor.rs)                     (pack side)
+  hand-verify.sh, bundle verify, bundle verify pinned to one CPU (taskset), zstd -dc of the
+  bundle, and the same bundle through the linked zstd library                (verify side)
+and prints medians of wall, user and system time, context switches and peak memory, then the
+ratios the targets are stated in, with the CPU model and the load average seen before each
+round (other work on the machine skews wall times; CPU times and context switches less so).
 Small-agent figures: bundle check over 100 copies of the rich example, and bundle verify of
 its bundle. With --big-mib, also verifies a bundle of that size to show memory stays flat.
-Needs: cargo, python3, zstd, tar, b3sum, minisign, /usr/bin/time.
 """
-import argparse, os, shutil, statistics, subprocess, sys, tempfile, time
+import argparse, json, os, shutil, statistics, subprocess, sys, tempfile, time
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-BENCH = os.path.join(os.path.dirname(REPO), "shared", "bench")
+BENCH = os.path.join(REPO, "scripts", "bench")
 KEYS = os.path.join(REPO, "testdata", "keys")
 
 
@@ -26,17 +30,19 @@ def sh(cmd, **kw):
 
 
 def timed(cmd):
-    """Wall seconds and max RSS (KiB) of a shell command, via GNU time. Dirty pages left by the
-    previous command (hand-pack.sh and zstd do not fsync their output; bundle pack does) are
-    flushed first, untimed, so that no command pays for another's writeback."""
+    """Wall, user and system seconds, voluntary and involuntary context switches and max RSS
+    (KiB) of a shell command, via GNU time. Dirty pages left by the previous command
+    (hand-pack.sh and zstd do not fsync their output; bundle pack does) are flushed first,
+    untimed, so that no command pays for another's writeback."""
     subprocess.run("sync", check=True)
     with tempfile.NamedTemporaryFile(mode="r") as t:
         start = time.perf_counter()
-        subprocess.run(f"/usr/bin/time -f %M -o {t.name} sh -c '{cmd}'", shell=True, check=True,
+        subprocess.run(f"/usr/bin/time -f '%U %S %w %c %M' -o {t.name} sh -c '{cmd}'", shell=True, check=True,
                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         wall = time.perf_counter() - start
-        rss = int(t.read().strip().splitlines()[-1])
-    return wall, rss
+        user, system, vol, invol, rss = t.read().strip().splitlines()[-1].split()
+    return {"wall": wall, "user": float(user), "sys": float(system), "vcs": int(vol), "ics": int(invol),
+            "rss": int(rss)}
 
 
 def make_agent(path, mib, files):
@@ -45,56 +51,102 @@ def make_agent(path, mib, files):
         sh(f"python3 {BENCH}/make-agent.py {path} --mib {mib} --files {files}")
 
 
+def cpu_model():
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return "unknown CPU"
+
+
+def load():
+    return "/".join(f"{x:.2f}" for x in os.getloadavg())
+
+
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--mib", type=int, default=1024)
     ap.add_argument("--big-mib", type=int, default=0)
-    ap.add_argument("--work", default=os.path.join(REPO, "target", "bench"))
+    ap.add_argument("--only", choices=["pack", "verify"], help="run only one side of the 1 GiB rows")
+    ap.add_argument("--work")
     a = ap.parse_args()
 
     sh(f"cd {REPO} && cargo build --release --locked -q && cargo build --release --locked -q --example zstd-floor")
-    floor = os.path.join(REPO, "target", "release", "examples", "zstd-floor")
-    bundle = os.path.join(REPO, "target", "release", "bundle")
-    os.makedirs(a.work, exist_ok=True)
-    agent = os.path.join(a.work, f"agent-{a.mib}")
+    meta = json.loads(subprocess.run(["cargo", "metadata", "--format-version", "1", "--no-deps", "--locked"],
+                                     cwd=REPO, check=True, capture_output=True).stdout)
+    release = os.path.join(meta["target_directory"], "release")
+    floor = os.path.join(release, "examples", "zstd-floor")
+    bundle = os.path.join(release, "bundle")
+    w = a.work or os.path.join(meta["target_directory"], "bench")
+    os.makedirs(w, exist_ok=True)
+    agent = os.path.join(w, f"agent-{a.mib}")
     make_agent(agent, a.mib, 256)
     sh(f"{bundle} lock -q {agent}")
-    w = a.work
     tar = f"{w}/agent.tar"
     # hand-pack reads everything except manifest.txt; give it the same folder.
     sh(f"tar --sort=name --mtime=@0 --owner=0 --group=0 --numeric-owner -C {agent} -cf {tar} .")
-    ops = {
+    # The verify side reads the bundle pack writes; make one if only verify is timed.
+    if a.only == "verify":
+        sh(f"{bundle} pack -q {agent} --locked --key {KEYS}/test.key -o {w}/a.agent.bundle")
+        sh(f"{BENCH}/hand-pack.sh {agent} {w}/hand {KEYS}/minisign-nopw.key")
+    cpus = sorted(os.sched_getaffinity(0))
+    pin = f"taskset -c {cpus[0]}"
+    pinned = f"bundle verify ({pin})"
+    pack_ops = {
         "hand-pack.sh": f"{BENCH}/hand-pack.sh {agent} {w}/hand {KEYS}/minisign-nopw.key",
         "bundle pack --locked": f"{bundle} pack -q {agent} --locked --key {KEYS}/test.key -o {w}/a.agent.bundle",
         "zstd -3 -T0 (tar)": f"zstd -q -3 -T0 -f {tar} -o {w}/tar.zst",
         "same zstd library (tar)": f"{floor} < {tar} > {w}/floor.zst",
+    }
+    verify_ops = {
         "hand-verify.sh": f"{BENCH}/hand-verify.sh {w}/hand {KEYS}/minisign-nopw.pub",
         "bundle verify": f"{bundle} verify -q {w}/a.agent.bundle --key {KEYS}/test.pub",
+        pinned: f"{pin} {bundle} verify -q {w}/a.agent.bundle --key {KEYS}/test.pub",
         "zstd -dc (bundle)": f"zstd -q -dc {w}/a.agent.bundle > /dev/null",
         "same zstd library -d (bundle)": f"{floor} -d < {w}/a.agent.bundle",
     }
+    ops = {**({} if a.only == "verify" else pack_ops), **({} if a.only == "pack" else verify_ops)}
     results = {k: [] for k in ops}
+    loads = []
     for r in range(a.runs):
+        loads.append(load())
         for name, cmd in ops.items():
             results[name].append(timed(cmd))
-        print(f"round {r + 1}/{a.runs} done", file=sys.stderr)
+        print(f"round {r + 1}/{a.runs} done (load average before it {loads[-1]})", file=sys.stderr)
 
-    med = {k: (statistics.median(x[0] for x in v), max(x[1] for x in v)) for k, v in results.items()}
-    print(f"\n{a.mib} MiB agent, {os.cpu_count()} cores, medians of {a.runs} runs\n")
-    print("| command | wall s | peak RSS MiB |")
-    print("| --- | ---: | ---: |")
-    for k, (wall, rss) in med.items():
-        print(f"| {k} | {wall:.2f} | {rss / 1024:.0f} |")
-    r = lambda x, y: med[x][0] / med[y][0]
-    print("\n| ratio | value | target |")
-    print("| --- | ---: | ---: |")
-    print(f"| pack / hand-pack | {r('bundle pack --locked', 'hand-pack.sh'):.2f} | <= 0.80 |")
-    print(f"| pack / zstd -3 -T0 | {r('bundle pack --locked', 'zstd -3 -T0 (tar)'):.2f} | <= 1.15 |")
-    print(f"| pack / same zstd library | {r('bundle pack --locked', 'same zstd library (tar)'):.2f} | (floor) |")
-    print(f"| verify / hand-verify | {r('bundle verify', 'hand-verify.sh'):.2f} | <= 0.50 |")
-    print(f"| verify / zstd -dc | {r('bundle verify', 'zstd -dc (bundle)'):.2f} | <= 1.20 |")
-    print(f"| verify / same zstd library -d | {r('bundle verify', 'same zstd library -d (bundle)'):.2f} | (floor) |")
+    med = {k: {f: statistics.median(x[f] for x in v) for f in v[0]} for k, v in results.items()}
+    for k, v in results.items():
+        med[k]["rss"] = max(x["rss"] for x in v)
+    print(f"\n{a.mib} MiB agent; {cpu_model()}, {os.cpu_count()} CPUs ({len(cpus)} usable); medians of {a.runs} runs")
+    print(f"load average (1/5/15 min) before each round: {', '.join(loads)}\n")
+    print("| command | wall s | user s | sys s | voluntary / involuntary ctx switches | peak RSS MiB |")
+    print("| --- | ---: | ---: | ---: | ---: | ---: |")
+    for k, m in med.items():
+        print(f"| {k} | {m['wall']:.2f} | {m['user']:.2f} | {m['sys']:.2f} | {m['vcs']:.0f} / {m['ics']:.0f} "
+              f"| {m['rss'] / 1024:.0f} |")
+
+    def ratio(name, x, y, target):
+        if x not in med or y not in med:
+            return
+        value = med[x]["wall"] / med[y]["wall"]
+        verdict = "(floor)" if target is None else ("met" if value <= target else "NOT met")
+        print(f"| {name} | {value:.2f} | {'' if target is None else f'<= {target:.2f}'} | {verdict} |")
+
+    print("\n| ratio (wall) | value | target | |")
+    print("| --- | ---: | ---: | --- |")
+    ratio("pack / zstd -3 -T0", "bundle pack --locked", "zstd -3 -T0 (tar)", 1.05)
+    ratio("pack / hand-pack", "bundle pack --locked", "hand-pack.sh", 0.80)
+    ratio("pack / same zstd library", "bundle pack --locked", "same zstd library (tar)", None)
+    ratio("verify / zstd -dc", "bundle verify", "zstd -dc (bundle)", 1.05)
+    ratio(f"verify / verify pinned ({pin})", "bundle verify", pinned, 1.00)
+    ratio("verify / hand-verify", "bundle verify", "hand-verify.sh", 0.50)
+    ratio("verify / same zstd library -d", "bundle verify", "same zstd library -d (bundle)", None)
+    if a.only:
+        return
 
     # Small agents: the pre-commit hook and the deployment gate on a tool-only agent.
     small = os.path.join(w, "hundred")
@@ -102,6 +154,7 @@ def main():
         for i in range(100):
             shutil.copytree(os.path.join(REPO, "testdata", "agents", "mailer"), f"{small}/agents/mailer{i}")
     sh(f"{bundle} pack -q {REPO}/testdata/agents/mailer --locked --key {KEYS}/test.key -o {w}/small.agent.bundle")
+
     def many(argv, cwd=None, n=50):
         """Median wall ms of running argv directly (no shell, whose own start would count)."""
         walls = []
@@ -118,13 +171,14 @@ def main():
     print(f"| bundle verify, rich example bundle | {verify_ms:.1f} | <= 5 |")
 
     if a.big_mib:
-        big = os.path.join(a.work, f"agent-{a.big_mib}")
+        big = os.path.join(w, f"agent-{a.big_mib}")
         make_agent(big, a.big_mib, 1024)
         sh(f"{bundle} lock -q {big}")
         sh(f"{bundle} pack -q {big} --locked --key {KEYS}/test.key -o {w}/big.agent.bundle")
-        wall, rss = timed(f"{bundle} verify -q {w}/big.agent.bundle --key {KEYS}/test.pub")
-        pw, prss = timed(f"{bundle} pack -q {big} --locked --key {KEYS}/test.key -o {w}/big2.agent.bundle")
-        print(f"\n{a.big_mib} MiB agent: verify {wall:.2f} s, peak RSS {rss / 1024:.0f} MiB; pack {pw:.2f} s, peak RSS {prss / 1024:.0f} MiB")
+        v = timed(f"{bundle} verify -q {w}/big.agent.bundle --key {KEYS}/test.pub")
+        p = timed(f"{bundle} pack -q {big} --locked --key {KEYS}/test.key -o {w}/big2.agent.bundle")
+        print(f"\n{a.big_mib} MiB agent: verify {v['wall']:.2f} s, peak RSS {v['rss'] / 1024:.0f} MiB; "
+              f"pack {p['wall']:.2f} s, peak RSS {p['rss'] / 1024:.0f} MiB")
 
 
 if __name__ == "__main__":
