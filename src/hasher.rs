@@ -1,37 +1,125 @@
-//! BLAKE3 on its own thread, fed by the thread that decompresses: `bundle verify` hashes each
-//! entry beside decompression instead of after it. Buffers are recycled and at most
+//! BLAKE3 of each entry while `bundle verify` decompresses it, beside decompression when a
+//! second CPU is usable and on the decoding thread when not. Buffers are recycled and at most
 //! [`IN_FLIGHT`] of [`CHUNK`] bytes exist at once, so memory stays bounded.
 //!
-//! Design decisions (measured on the 1 GiB bench agent, 2-core VM; see the README's
-//! Performance section):
-//! - Chunks are small (128 KiB, 1 MiB in flight): they stay in cache between the decoder that
-//!   writes them and the hasher that reads them. 1 MiB chunks cost the decoding thread about
-//!   0.1 s more in `memmove` per GiB.
-//! - The hashing thread is the fast stage, so with a blocking channel it sleeps after every
-//!   chunk and every hand-over pays a futex wake-up; the scheduler also tends to wake it on the
-//!   decoder's CPU, where it preempts the decoder. Verify then ran at 1.2x `zstd -dc`. Instead
-//!   the hasher waits for the next chunk by yielding for up to [`SPIN`] before it parks (only
-//!   when there is more than one CPU): it stays on its own core while chunks keep coming, and
-//!   parks as soon as they stop. That costs the second core while a large bundle verifies.
+//! Design decisions (measured on the 1 GiB bench agent; see the performance page of the book):
+//! - Only one usable CPU (affinity mask or cgroup quota, which `available_parallelism`
+//!   respects): the decoder hashes each piece itself right after reading it, while it is still
+//!   in cache. A second thread could only take turns with the decoder on that CPU, paying a
+//!   wake-up and a context switch per hand-over.
+//! - More than one: a hashing thread beside the decoder. Hashing is the faster stage, so that
+//!   thread runs dry and sleeps, and the next hand-over wakes it (a futex call and, in a VM, an
+//!   inter-processor interrupt). Hand-overs are therefore large ([`CHUNK`]): about a thousand
+//!   wake-ups per GiB, milliseconds in all. Nothing spins or yields while waiting: the earlier
+//!   yield-before-park loop (tuned on a Xeon with 128 KiB hand-overs) spent 1.3 s of system time
+//!   per GiB in `sched_yield` on a 2-vCPU AMD EPYC VM, where verify then ran faster pinned to
+//!   one CPU than on two.
+//! - Every way out of [`EntryHasher::hash_reader`], errors included, ends the entry on the
+//!   hashing thread and takes its buffers back, so the next entry starts from a fresh hash and
+//!   never waits for a buffer that was lost.
 
 use std::io::{self, Read};
-use std::sync::mpsc::{Receiver, SyncSender, TryRecvError, sync_channel};
+use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
 use std::thread::JoinHandle;
-use std::time::{Duration, Instant};
 
-/// Bytes per hand-over.
-pub const CHUNK: usize = 128 << 10;
+/// Bytes per hand-over to the hashing thread.
+pub const CHUNK: usize = 1 << 20;
 /// Buffers alive at once (being filled, queued, or being hashed).
-pub const IN_FLIGHT: usize = 8;
-/// Entries up to this size are hashed on the calling thread.
+pub const IN_FLIGHT: usize = 4;
+/// Entries up to this size are hashed on the calling thread (handing a few KiB to another
+/// thread costs more than hashing them).
 pub const INLINE_UP_TO: u64 = 1 << 20;
-/// How long the hashing thread waits for the next chunk before it parks.
-pub const SPIN: Duration = Duration::from_millis(1);
+/// Bytes per read when hashing on the calling thread: small enough to stay in the L2 cache
+/// between the decoder writing them and BLAKE3 reading them.
+const INLINE_PIECE: usize = 128 << 10;
+
+/// Whether a hashing thread can run beside the decoder: more than one CPU is usable.
+fn second_cpu() -> bool {
+    std::thread::available_parallelism().is_ok_and(|n| n.get() > 1)
+}
+
+/// Hashes entries, choosing per entry between the calling thread and a hashing thread that is
+/// started when the first large entry arrives (verifying a small bundle never spawns it).
+pub struct EntryHasher {
+    threaded: bool,
+    worker: Option<Worker>,
+    piece: Vec<u8>,
+}
+
+impl Default for EntryHasher {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl EntryHasher {
+    /// Uses a hashing thread for large entries if more than one CPU is usable.
+    pub fn new() -> Self {
+        Self::with_thread(second_cpu())
+    }
+
+    /// `threaded: false` hashes everything on the calling thread.
+    pub fn with_thread(threaded: bool) -> Self {
+        EntryHasher { threaded, worker: None, piece: Vec::new() }
+    }
+
+    /// Reads `input` to its end, giving every piece to `each` (on this thread, in order) and
+    /// returns the BLAKE3 hash of all the bytes; `size` (the entry's declared size) picks the
+    /// thread. The first error from `input` or `each` is returned; the hasher stays usable.
+    pub fn hash_reader(
+        &mut self,
+        size: u64,
+        input: &mut dyn Read,
+        each: impl FnMut(&[u8]) -> io::Result<()>,
+    ) -> io::Result<blake3::Hash> {
+        if self.threaded && size > INLINE_UP_TO {
+            return self.worker.get_or_insert_with(Worker::start).hash_reader(input, each);
+        }
+        if self.piece.is_empty() {
+            self.piece = vec![0; INLINE_PIECE];
+        }
+        hash_inline(&mut self.piece, input, each)
+    }
+}
+
+fn hash_inline(
+    piece: &mut [u8],
+    input: &mut dyn Read,
+    mut each: impl FnMut(&[u8]) -> io::Result<()>,
+) -> io::Result<blake3::Hash> {
+    let mut hasher = blake3::Hasher::new();
+    loop {
+        match input.read(piece) {
+            Ok(0) => return Ok(hasher.finalize()),
+            Ok(n) => {
+                each(&piece[..n])?;
+                hasher.update(&piece[..n]);
+            }
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+}
+
+/// Fills `buf` from `input` up to its end or the end of `input`; returns the bytes read.
+fn read_full(input: &mut dyn Read, buf: &mut [u8]) -> io::Result<usize> {
+    let mut filled = 0;
+    while filled < buf.len() {
+        match input.read(&mut buf[filled..]) {
+            Ok(0) => break,
+            Ok(n) => filled += n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(filled)
+}
 
 enum Job {
     /// A buffer and how many of its bytes are data (buffers stay CHUNK long, so they are
     /// zeroed once, when allocated).
     Chunk(Vec<u8>, usize),
+    /// The entry ended: reply with its hash and start the next one.
     Finish,
 }
 
@@ -40,28 +128,23 @@ enum Back {
     Hash(blake3::Hash),
 }
 
-pub struct BackgroundHasher {
+/// The hashing thread and the buffers that travel to it and back.
+struct Worker {
     to_worker: Option<SyncSender<Job>>,
     from_worker: Receiver<Back>,
     pool: Vec<Vec<u8>>,
     allocated: usize,
-    worker: Option<JoinHandle<()>>,
+    thread: Option<JoinHandle<()>>,
 }
 
-impl Default for BackgroundHasher {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
-impl BackgroundHasher {
-    pub fn new() -> Self {
+impl Worker {
+    fn start() -> Self {
         let (to_worker, jobs) = sync_channel::<Job>(IN_FLIGHT);
+        // Room for every buffer and a hash: the hashing thread never waits to reply.
         let (back, from_worker) = sync_channel::<Back>(IN_FLIGHT + 1);
-        let spin = std::thread::available_parallelism().is_ok_and(|n| n.get() > 1);
-        let worker = std::thread::spawn(move || {
+        let thread = std::thread::spawn(move || {
             let mut hasher = blake3::Hasher::new();
-            while let Some(job) = next_job(&jobs, spin) {
+            while let Ok(job) = jobs.recv() {
                 let reply = match job {
                     Job::Chunk(buf, len) => {
                         hasher.update(&buf[..len]);
@@ -78,19 +161,20 @@ impl BackgroundHasher {
                 }
             }
         });
-        BackgroundHasher {
-            to_worker: Some(to_worker),
-            from_worker,
-            pool: Vec::new(),
-            allocated: 0,
-            worker: Some(worker),
-        }
+        Worker { to_worker: Some(to_worker), from_worker, pool: Vec::new(), allocated: 0, thread: Some(thread) }
     }
 
     fn gone() -> io::Error {
         io::Error::other("the hashing thread stopped")
     }
 
+    fn send(&self, job: Job) -> io::Result<()> {
+        let tx = self.to_worker.as_ref().ok_or_else(Self::gone)?;
+        tx.send(job).map_err(|_| Self::gone())
+    }
+
+    /// A buffer from the pool, a new one while fewer than [`IN_FLIGHT`] exist, or else the
+    /// next one the hashing thread gives back.
     fn buffer(&mut self) -> io::Result<Vec<u8>> {
         while let Ok(Back::Buffer(b)) = self.from_worker.try_recv() {
             self.pool.push(b);
@@ -108,44 +192,43 @@ impl BackgroundHasher {
         }
     }
 
-    /// Reads `input` to its end, giving every chunk to `each` (on this thread) and to the
-    /// hashing thread; returns the BLAKE3 hash of all the bytes.
-    pub fn hash_reader(
+    fn hash_reader(
         &mut self,
         input: &mut dyn Read,
-        mut each: impl FnMut(&[u8]) -> io::Result<()>,
+        each: impl FnMut(&[u8]) -> io::Result<()>,
     ) -> io::Result<blake3::Hash> {
-        let tx = self.to_worker.clone().ok_or_else(Self::gone)?;
+        let fed = self.feed(input, each);
+        // Always end the entry, so that an error leaves no partial hash and no buffer behind.
+        let hash = self.finish();
+        fed.and(hash)
+    }
+
+    /// Hands every chunk of `input` to the hashing thread; every buffer not handed over goes
+    /// back to the pool, whatever happens.
+    fn feed(&mut self, input: &mut dyn Read, mut each: impl FnMut(&[u8]) -> io::Result<()>) -> io::Result<()> {
         loop {
             let mut buf = self.buffer()?;
-            let mut filled = 0;
-            while filled < CHUNK {
-                match input.read(&mut buf[filled..]) {
-                    Ok(0) => break,
-                    Ok(n) => filled += n,
-                    Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                    Err(e) => {
-                        // Keep the pipeline consistent: finish this entry's hash and drop it.
-                        self.pool.push(buf);
-                        let _ = self.finish(&tx);
-                        return Err(e);
-                    }
+            let filled = match read_full(input, &mut buf).and_then(|n| each(&buf[..n]).map(|()| n)) {
+                Ok(n) => n,
+                Err(e) => {
+                    self.pool.push(buf);
+                    return Err(e);
                 }
-            }
-            if filled > 0 {
-                each(&buf[..filled])?;
-                tx.send(Job::Chunk(buf, filled)).map_err(|_| Self::gone())?;
-            } else {
+            };
+            if filled == 0 {
                 self.pool.push(buf);
+                return Ok(());
             }
+            self.send(Job::Chunk(buf, filled))?;
             if filled < CHUNK {
-                return self.finish(&tx);
+                return Ok(());
             }
         }
     }
 
-    fn finish(&mut self, tx: &SyncSender<Job>) -> io::Result<blake3::Hash> {
-        tx.send(Job::Finish).map_err(|_| Self::gone())?;
+    /// Ends the entry: the hash of everything handed over since the last one.
+    fn finish(&mut self) -> io::Result<blake3::Hash> {
+        self.send(Job::Finish)?;
         loop {
             match self.from_worker.recv() {
                 Ok(Back::Buffer(b)) => self.pool.push(b),
@@ -156,103 +239,121 @@ impl BackgroundHasher {
     }
 }
 
-/// The next job, waiting for it by yielding for up to [`SPIN`] (if `spin`) before parking;
-/// `None` once the sending side is gone.
-fn next_job(jobs: &Receiver<Job>, spin: bool) -> Option<Job> {
-    if spin {
-        let start = Instant::now();
-        loop {
-            match jobs.try_recv() {
-                Ok(job) => return Some(job),
-                Err(TryRecvError::Disconnected) => return None,
-                Err(TryRecvError::Empty) if start.elapsed() < SPIN => std::thread::yield_now(),
-                Err(TryRecvError::Empty) => break,
-            }
-        }
-    }
-    jobs.recv().ok()
-}
-
-impl Drop for BackgroundHasher {
+impl Drop for Worker {
     fn drop(&mut self) {
+        // Closing the job channel ends the thread's loop; it never waits to reply.
         self.to_worker = None;
-        // Unblock a worker waiting to send, then wait for it.
-        while self.from_worker.try_recv().is_ok() {}
-        if let Some(w) = self.worker.take() {
-            drop(std::mem::replace(&mut self.from_worker, sync_channel(0).1));
-            let _ = w.join();
-        }
-    }
-}
-
-/// Hashes small entries on the calling thread (handing a few KiB to another thread costs more
-/// than hashing them) and large ones beside it, starting the hashing thread only when the first
-/// large entry arrives: verifying a small bundle never spawns it.
-#[derive(Default)]
-pub struct EntryHasher {
-    background: Option<BackgroundHasher>,
-    small: Vec<u8>,
-}
-
-impl EntryHasher {
-    pub fn new() -> Self {
-        Self::default()
-    }
-
-    /// Like [`BackgroundHasher::hash_reader`]; `size` (the entry's declared size) picks the way.
-    pub fn hash_reader(
-        &mut self,
-        size: u64,
-        input: &mut dyn Read,
-        mut each: impl FnMut(&[u8]) -> io::Result<()>,
-    ) -> io::Result<blake3::Hash> {
-        if size > INLINE_UP_TO {
-            return self.background.get_or_insert_with(BackgroundHasher::new).hash_reader(input, each);
-        }
-        if self.small.is_empty() {
-            self.small = vec![0; 64 * 1024];
-        }
-        let mut hasher = blake3::Hasher::new();
-        loop {
-            match input.read(&mut self.small) {
-                Ok(0) => return Ok(hasher.finalize()),
-                Ok(n) => {
-                    each(&self.small[..n])?;
-                    hasher.update(&self.small[..n]);
-                }
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) => return Err(e),
-            }
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
         }
     }
 }
 
 #[cfg(test)]
 mod tests {
+    use std::sync::mpsc;
+    use std::time::Duration;
+
     use super::*;
 
-    #[test]
-    fn entry_hasher_agrees_on_both_paths() {
-        let mut h = EntryHasher::new();
-        for len in [0usize, 10, CHUNK, CHUNK + 1, INLINE_UP_TO as usize, INLINE_UP_TO as usize + 1, 3 << 20] {
-            let data: Vec<u8> = (0..len).map(|i| (i % 253) as u8).collect();
-            let got = h.hash_reader(len as u64, &mut data.as_slice(), |_| Ok(())).unwrap();
-            assert_eq!(got, blake3::hash(&data), "len {len}");
+    fn data(len: usize) -> Vec<u8> {
+        (0..len).map(|i| (i % 251) as u8).collect()
+    }
+
+    /// Runs `f` on its own thread and fails if it takes more than a minute: a hasher that lost
+    /// its buffers waits forever.
+    fn within_a_minute(f: impl FnOnce() + Send + 'static) {
+        let (done, finished) = mpsc::channel();
+        let t = std::thread::spawn(move || {
+            f();
+            let _ = done.send(());
+        });
+        match finished.recv_timeout(Duration::from_secs(60)) {
+            Ok(()) => t.join().unwrap(),
+            Err(mpsc::RecvTimeoutError::Disconnected) => std::panic::resume_unwind(t.join().unwrap_err()),
+            Err(mpsc::RecvTimeoutError::Timeout) => panic!("the hasher deadlocked"),
+        }
+    }
+
+    /// A reader that yields `len` bytes of [`data`] and then fails.
+    struct FailsAfter(io::Cursor<Vec<u8>>);
+
+    impl Read for FailsAfter {
+        fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+            match self.0.read(buf)? {
+                0 => Err(io::Error::other("disk on fire")),
+                n => Ok(n),
+            }
         }
     }
 
     #[test]
-    fn hashes_like_blake3_across_chunk_boundaries() {
-        let mut h = BackgroundHasher::new();
-        for len in [0, 1, CHUNK - 1, CHUNK, CHUNK + 1, 5 * CHUNK + 7] {
-            let data: Vec<u8> = (0..len).map(|i| (i % 251) as u8).collect();
-            let mut seen = 0;
-            let got = h.hash_reader(&mut data.as_slice(), |c| {
-                seen += c.len();
-                Ok(())
-            });
-            assert_eq!(got.unwrap(), blake3::hash(&data), "len {len}");
-            assert_eq!(seen, len);
+    fn inline_and_threaded_agree_with_blake3_and_each_sees_every_byte() {
+        let sizes = [0, 1, INLINE_PIECE - 1, INLINE_PIECE, INLINE_PIECE + 1, CHUNK - 1, CHUNK, CHUNK + 1];
+        let sizes = sizes.into_iter().chain([INLINE_UP_TO as usize + 1, 3 * CHUNK, 5 * CHUNK + 7]);
+        for threaded in [false, true] {
+            let mut h = EntryHasher::with_thread(threaded);
+            for len in sizes.clone() {
+                let data = data(len);
+                let mut seen = Vec::new();
+                let got = h.hash_reader(len as u64, &mut data.as_slice(), |c| {
+                    seen.extend_from_slice(c);
+                    Ok(())
+                });
+                assert_eq!(got.unwrap(), blake3::hash(&data), "threaded {threaded}, len {len}");
+                assert!(seen == data, "threaded {threaded}, len {len}: `each` saw other bytes");
+            }
+            assert_eq!(h.worker.is_some(), threaded, "the hashing thread starts only when threaded");
         }
+    }
+
+    #[test]
+    fn small_entries_never_start_the_hashing_thread() {
+        let mut h = EntryHasher::with_thread(true);
+        let data = data(INLINE_UP_TO as usize);
+        assert_eq!(h.hash_reader(INLINE_UP_TO, &mut data.as_slice(), |_| Ok(())).unwrap(), blake3::hash(&data));
+        assert!(h.worker.is_none());
+    }
+
+    #[test]
+    fn an_error_from_each_returns_the_buffer_and_leaves_no_partial_hash() {
+        within_a_minute(|| {
+            let mut h = EntryHasher::with_thread(true);
+            let big = data(3 * CHUNK);
+            // More failures than there are buffers: a lost buffer per failure would deadlock.
+            for _ in 0..2 * IN_FLIGHT {
+                let mut calls = 0;
+                let got = h.hash_reader(big.len() as u64, &mut big.as_slice(), |_| {
+                    calls += 1;
+                    if calls == 2 { Err(io::Error::other("sink full")) } else { Ok(()) }
+                });
+                assert_eq!(got.unwrap_err().to_string(), "sink full");
+                let worker = h.worker.as_ref().unwrap();
+                assert_eq!(worker.pool.len(), worker.allocated, "every buffer is back in the pool");
+            }
+            let good = data(2 * CHUNK + 3);
+            let got = h.hash_reader(good.len() as u64, &mut good.as_slice(), |_| Ok(())).unwrap();
+            assert_eq!(got, blake3::hash(&good), "the failed entries' chunks leaked into the next hash");
+        });
+    }
+
+    #[test]
+    fn a_read_error_returns_the_buffer_and_leaves_no_partial_hash() {
+        within_a_minute(|| {
+            for threaded in [false, true] {
+                let mut h = EntryHasher::with_thread(threaded);
+                for _ in 0..2 * IN_FLIGHT {
+                    let mut failing = FailsAfter(io::Cursor::new(data(CHUNK + CHUNK / 2)));
+                    let got = h.hash_reader(3 * CHUNK as u64, &mut failing, |_| Ok(()));
+                    assert_eq!(got.unwrap_err().to_string(), "disk on fire");
+                }
+                if let Some(worker) = &h.worker {
+                    assert_eq!(worker.pool.len(), worker.allocated, "every buffer is back in the pool");
+                }
+                let good = data(2 * CHUNK);
+                let got = h.hash_reader(good.len() as u64, &mut good.as_slice(), |_| Ok(())).unwrap();
+                assert_eq!(got, blake3::hash(&good), "threaded {threaded}");
+            }
+        });
     }
 }
