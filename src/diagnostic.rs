@@ -105,6 +105,8 @@ codes! {
     PinDrift => "pin_drift": "`bundle check --refresh`: a pinned URL now serves a different toolset (a warning when only formatting changed).",
     UncheckedSignature => "unchecked_signature": "`bundle export` from a bundle without `--key`: its signature was not checked (warning).",
     NotExportable => "not_exportable": "`bundle export`: the agent's tools cannot be written in the target format.",
+    McpServerFailed => "mcp_server_failed": "`bundle import --from mcp --stdio`: the MCP server could not be started, did not answer in time, exited early, or wrote something that is not the protocol; nothing was imported (exit 2).",
+    LocalPath => "local_path": "`bundle import`: a command was resolved to an absolute path on this machine (the input's folder); the runtime must have the program at that same path (warning; `--exec-root` names where it will be).",
     LimitExceeded => "limit_exceeded": "manifest.toml, its signature or tools.json is larger than `bundle verify` accepts.",
 }
 
