@@ -25,7 +25,7 @@ pub const KNOWN_VERSIONS: &[&str] = &["2024-11-05", "2025-03-26", "2025-06-18", 
 /// At most this many bytes of the server's stderr are kept (the end of it).
 const STDERR_KEEP: usize = 16 * 1024;
 /// How long a server gets to exit after its stdin is closed, and again after SIGTERM.
-const GRACE: Duration = Duration::from_millis(1500);
+const GRACE: Duration = Duration::from_millis(1000);
 
 /// The server to start: a program and its arguments.
 #[derive(Debug, Clone)]
@@ -350,8 +350,15 @@ impl Session {
                 let _ = self.child.wait();
             }
         }
-        // Whatever the server started and left running goes too.
-        signal_group(&mut self.child, Signal::Kill);
+        // Whatever the server started and left running goes too; SIGKILL is delivered
+        // asynchronously, so give the group a moment to be gone (a killed child of an exited
+        // parent may stay a zombie until init reaps it, which is why this is bounded).
+        if signal_group(&mut self.child, Signal::Kill) {
+            let until = Instant::now() + Duration::from_millis(250);
+            while group_alive(&self.child) && Instant::now() < until {
+                thread::sleep(Duration::from_millis(5));
+            }
+        }
         self.stderr.recv_timeout(Duration::from_millis(500)).unwrap_or_default()
     }
 }
@@ -463,7 +470,8 @@ enum Signal {
 }
 
 /// Signals the child's process group (its own, see `start`); elsewhere, kills the child.
-fn signal_group(child: &mut Child, signal: Signal) {
+/// Whether any process received it.
+fn signal_group(child: &mut Child, signal: Signal) -> bool {
     #[cfg(unix)]
     {
         use rustix::process::{Pid, Signal as Sig, kill_process_group};
@@ -472,11 +480,25 @@ fn signal_group(child: &mut Child, signal: Signal) {
             Signal::Kill => Sig::KILL,
         };
         // A group that is already empty is ESRCH: nothing left to stop.
-        let _ = kill_process_group(Pid::from_child(child), sig);
+        kill_process_group(Pid::from_child(child), sig).is_ok()
     }
     #[cfg(not(unix))]
     {
         let _ = signal;
-        let _ = child.kill();
+        child.kill().is_ok()
+    }
+}
+
+/// Whether the child's process group still has members (zombies included).
+fn group_alive(child: &Child) -> bool {
+    #[cfg(unix)]
+    {
+        use rustix::process::{Pid, test_kill_process_group};
+        test_kill_process_group(Pid::from_child(child)).is_ok()
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = child;
+        false
     }
 }
