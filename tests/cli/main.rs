@@ -17,6 +17,7 @@ mod hostile;
 mod import;
 mod lock;
 mod mcp;
+mod openai;
 mod pin;
 mod pipeline;
 mod precommit;
