@@ -1,8 +1,8 @@
 //! The README documents every stable code: diagnostics, verify's reasons, diff's change kinds.
 
+use agent_bundle::bundle::verify::Reason;
 use agent_bundle::contract::ChangeKind;
 use agent_bundle::diagnostic::Code;
-use agent_bundle::ops::verify::Reason;
 
 use crate::support::repo;
 
