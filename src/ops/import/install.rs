@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use crate::diagnostic::Source;
 use crate::error::{Error, Result};
-use crate::ops::lock::{self, Locked};
+use crate::agent::{Locked, lock_agent};
 use crate::policy::{self, Capability, Policy};
 use crate::tools::ToolsFile;
 use crate::{atomic, manifest, tools};
@@ -75,7 +75,7 @@ pub fn install(output: &Path, text: &str, tools: &ToolsFile, grant: bool) -> Res
     }
     atomic::write(output, text.as_bytes(), true).map_err(|e| Error::io(output, e))?;
     if let Some(dir) = &agent {
-        out.lock = Some(lock::lock_agent(dir));
+        out.lock = Some(lock_agent(dir));
     }
     Ok(out)
 }
