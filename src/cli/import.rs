@@ -38,9 +38,9 @@ enum Source {
   bundle import --from rap https://tools.example.com --pin -o agents/gh/tools.json
   bundle import --from rap https://rap.corp.internal --ca-cert corp-root.pem   # private CA
   bundle import --from rune path/to/rune-agent
-  bundle import --from openai functions.json --http POST https://api.example.com/{tool}
-  bundle import --from mcp tools-list.json --exec /opt/mcp/bin/call --arg {tool}
-  bundle import --from mcp --stdio --exec /usr/local/bin/mcp-call --arg {tool} \\
+  bundle import --from openai fns.json --http POST https://fn.example/{tool}
+  bundle import --from mcp tools-list.json --exec /opt/bin/call --arg {tool}
+  bundle import --from mcp --stdio --exec /opt/bin/mcp-call --arg {tool} \\
       -o agents/clock/tools.json --force --grant -- mcp-server-time")]
 pub struct Args {
     /// The input format.

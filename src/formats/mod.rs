@@ -340,3 +340,36 @@ pub fn note_unexpressed(t: &ExportTool, format: &str, carries_result: bool, note
         notes.push(Note::dropped(id, format!("capabilities, secrets and budget have no place in {format}")));
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hosts_of_urls() {
+        assert_eq!(url_host("https://User@API.Example.com:8443/x?y").as_deref(), Some("api.example.com"));
+        assert_eq!(url_host("http://[::1]:8080/").as_deref(), Some("::1"));
+        assert_eq!(url_host("https://{host}/x"), None);
+        assert_eq!(url_host("not a url"), None);
+    }
+
+    #[test]
+    fn the_tool_placeholder_is_filled_everywhere() {
+        let exec = Reach::Exec { command: "/opt/{tool}/run".into(), args: vec!["--tool={tool}".into()] };
+        let Transport::Exec { command, args } = exec.transport("a.b") else { panic!() };
+        assert_eq!((command.as_str(), args[0].as_str()), ("/opt/a.b/run", "--tool=a.b"));
+        let http = Reach::Http { method: "GET".into(), url: "https://gw.example/{tool}?q={query}".into() };
+        let Transport::Http { url, .. } = http.transport("x") else { panic!() };
+        assert_eq!(url, "https://gw.example/x?q={query}", "other templates stay");
+        assert_eq!(http.capabilities(), ["net:gw.example"]);
+    }
+
+    #[test]
+    fn shortened_names_fit_and_differ() {
+        let a = shorten(&"x".repeat(70), "id-a", 64);
+        let b = shorten(&"x".repeat(70), "id-b", 64);
+        assert_eq!(a.len(), 64);
+        assert!(valid_function_name(&a, 64));
+        assert_ne!(a, b);
+    }
+}

@@ -142,6 +142,10 @@ fn export_openai_never_writes_a_name_over_64_characters() {
         assert!(name.starts_with("billing__invoices__reminders__send_the_overdue_"), "{name}");
     }
     assert_ne!(names[0], names[1], "a hash of the id keeps shortened names apart");
+    // As the book shows it: 55 characters, `_`, 8 hex digits of BLAKE3(id).
+    let hash = blake3::hash(long.as_bytes()).to_hex();
+    assert_eq!(names[0], format!("billing__invoices__reminders__send_the_overdue_reminder_{}", &hash[..8]));
+    assert_eq!(names[0], "billing__invoices__reminders__send_the_overdue_reminder_43a0e628");
     // The mapping is reported, and the same every time.
     assert!(j["diagnostics"].to_string().contains(&format!("is exported as `{}`", names[0])));
     let again = env.run(&["export", "--to", "openai", "ag", "--format", "json"]);

@@ -4,9 +4,9 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::agent::{Locked, lock_agent};
 use crate::diagnostic::Source;
 use crate::error::{Error, Result};
-use crate::agent::{Locked, lock_agent};
 use crate::policy::{self, Capability, Policy};
 use crate::tools::ToolsFile;
 use crate::{atomic, manifest, tools};
