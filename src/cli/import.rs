@@ -57,7 +57,8 @@ pub struct Args {
     stdio: bool,
 
     /// --stdio: give up on a server that has not listed its tools after this many seconds.
-    #[arg(long, value_name = "SECS", default_value_t = 30, requires = "stdio")]
+    #[arg(long, value_name = "SECS", default_value_t = 30, requires = "stdio",
+          value_parser = clap::value_parser!(u64).range(1..=3600))]
     timeout: u64,
 
     /// OpenAI, MCP: reach every tool over http with this method and URL (`{tool}` in the URL
@@ -181,7 +182,7 @@ pub fn run(args: Args, global: Global) -> anyhow::Result<Outcome> {
             "pinned": pinned,
             "granted": installed.as_ref().map(|i| i.granted.clone()).unwrap_or_default(),
             "ungranted": installed.as_ref().map(|i| i.ungranted.clone()).unwrap_or_default(),
-            "relocked": installed.as_ref().and_then(|i| i.lock.as_ref()).map(|l| l.written && !l.report.has_errors()),
+            "relocked": installed.as_ref().and_then(|i| i.lock.as_ref()).map(|l| !l.report.has_errors()),
             "document": if args.output.is_none() { result.text.as_deref().and_then(|t| serde_json::from_str(t).ok()) } else { None::<serde_json::Value> },
             "diagnostics": result.report.diagnostics.iter().chain(installed.iter().flat_map(|i| i.lock.iter().flat_map(|l| &l.report.diagnostics))).map(output::json_diagnostic).collect::<Vec<_>>(),
         }))?;

@@ -344,7 +344,7 @@ fn entry(t: &ExportTool, notes: &mut Vec<Note>) -> Value {
         notes.push(Note::dropped(Some(id), "observability tags have no MCP field"));
     }
     entry.insert("description".into(), t.tool.description.as_str().into());
-    entry.insert("inputSchema".into(), t.input_schema.clone());
+    entry.insert("inputSchema".into(), input_schema(t, notes));
     if let Some(output) = output_schema(t, notes) {
         entry.insert("outputSchema".into(), output);
     }
@@ -359,6 +359,28 @@ fn entry(t: &ExportTool, notes: &mut Vec<Note>) -> Value {
         }),
     );
     Value::Object(entry)
+}
+
+/// The input schema as an MCP inputSchema, whose root must be `"type": "object"` (tool
+/// arguments are always an object): added when the schema leaves the type open, reported when
+/// it says something else (MCP clients may refuse the tool then).
+fn input_schema(t: &ExportTool, notes: &mut Vec<Note>) -> Value {
+    let mut schema = t.input_schema.clone();
+    match schema.get("type") {
+        Some(ty) if ty == "object" => {}
+        None if schema.is_object() => {
+            schema["type"] = json!("object");
+            notes.push(Note::dropped(
+                Some(&t.tool.id),
+                "input_schema leaves the type open; MCP's inputSchema is written with \"type\": \"object\"",
+            ));
+        }
+        _ => notes.push(Note::dropped(
+            Some(&t.tool.id),
+            "input_schema is not an object schema, which MCP's inputSchema must be; it is written as it is",
+        )),
+    }
+    schema
 }
 
 /// The result schema as an MCP outputSchema, which must be object-typed at its root: none for

@@ -136,7 +136,7 @@ fn export_agent(env: &Env) {
              "input_schema": {"type": "object"}, "result_schema": {"type": "string"}},
             {"id": "weather.forget", "description": "Delete a stored forecast.",
              "transport": {"kind": "http", "method": "DELETE", "url": "https://api.example.com/weather"},
-             "input_schema": {"type": "object"}, "result_schema": {},
+             "input_schema": {"properties": {"day": {"type": "string"}}}, "result_schema": {},
              "capabilities": ["net:api.example.com"]}
         ]);
     });
@@ -169,6 +169,9 @@ fn export_mcp_writes_contract_annotations_output_schema_and_title() {
     assert_eq!(tools[1]["outputSchema"]["type"], "object");
     // "Any JSON" has no output schema.
     assert!(tools[2].get("outputSchema").is_none());
+    // MCP arguments are an object: an input schema that leaves the type open says so.
+    assert_eq!(tools[2]["inputSchema"]["type"], "object");
+    assert_eq!(tools[2]["inputSchema"]["properties"]["day"]["type"], "string");
     assert!(out.stdout.contains("wrapped as the property `result`"), "{}", out.stdout);
 }
 
