@@ -198,7 +198,8 @@ impl Session {
             });
         }
         let info = init.get("serverInfo");
-        let text = |k: &str| info.and_then(|i| i.get(k)).and_then(Value::as_str).map(str::to_owned);
+        // Names for messages: a server could send megabytes here.
+        let text = |k: &str| info.and_then(|i| i.get(k)).and_then(Value::as_str).map(|s| s.chars().take(80).collect());
         let (server_name, server_version) = (text("name"), text("version"));
         self.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}), "notifications/initialized")?;
 

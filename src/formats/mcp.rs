@@ -316,8 +316,7 @@ fn note_hints(t: &McpTool, tool: &Tool, notes: &mut Vec<Note>) {
             notes.push(Note::dropped(
                 Some(&format!("{}.annotations.{key}", t.path)),
                 format!(
-                    "{key}: {v} does not follow from the tool's transport and capabilities ({}), which give {implied}; tools.json has no field for it",
-                    tool.transport.summary()
+                    "{key}: {v} does not follow from the tool's transport and capabilities, which give {implied}; tools.json has no field for it (an export writes {implied})"
                 ),
             ));
         }
