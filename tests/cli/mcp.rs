@@ -305,7 +305,8 @@ fn import_mcp_stdio_follows_next_cursor_across_pages() {
     let ids: Vec<&str> = j["document"]["tools"].as_array().unwrap().iter().map(|t| t["id"].as_str().unwrap()).collect();
     assert_eq!(ids, ["tool_0_0", "tool_0_1", "tool_1_0", "tool_1_1", "tool_2_0", "tool_2_1"]);
     // Success: the server's stderr is not shown.
-    assert!(!out.stderr.contains("fake server"), "{}", out.stderr);
+    assert!(!out.stderr.contains("fake server: starting"), "{}", out.stderr);
+    assert!(!out.stdout.contains("fake server: starting"), "{}", out.stdout);
 }
 
 #[test]
@@ -343,7 +344,10 @@ fn import_mcp_stdio_server_that_exits_early_shows_its_stderr() {
     }
     let message = failure(&import_fake(&Env::new(), "exit-early", &[]));
     assert!(message.contains("exited before answering `initialize` (exit status 3)"), "{message}");
-    assert!(message.contains("fake server: cannot read config.toml"), "{message}");
+    assert!(
+        message.contains("fake server: starting in mode exit-early ⏎ fake server: cannot read config.toml"),
+        "{message}"
+    );
 }
 
 #[test]

@@ -35,6 +35,10 @@ def tool(name):
     return {"name": name, "description": f"Tool {name}.", "inputSchema": {"type": "object"},
             "annotations": {"readOnlyHint": True}}
 
+# Servers log to stderr freely; the client shows it only when something fails.
+sys.stderr.write(f"fake server: starting in mode {mode}\n")
+sys.stderr.flush()
+
 if mode == "exit-early":
     sys.stderr.write("fake server: cannot read config.toml\n")
     sys.exit(3)
