@@ -124,7 +124,9 @@ enum Line {
 
 struct Session {
     child: Child,
-    stdin: Option<ChildStdin>,
+    /// Messages for the server's stdin, written by a thread of their own: a server that does
+    /// not read its stdin must not block this side past the deadline.
+    stdin: Option<mpsc::Sender<Vec<u8>>>,
     lines: Receiver<Line>,
     stderr: Receiver<String>,
     deadline: Instant,
@@ -146,7 +148,11 @@ impl Session {
         }
         let mut child =
             cmd.spawn().map_err(|e| McpError::Spawn { program: server.program.clone(), message: e.to_string() })?;
-        let stdin = child.stdin.take();
+        let stdin = child.stdin.take().map(|pipe| {
+            let (tx, rx) = mpsc::channel::<Vec<u8>>();
+            thread::spawn(move || write_all(pipe, &rx));
+            tx
+        });
         let stdout = child.stdout.take();
         let stderr_pipe = child.stderr.take();
         let (line_tx, lines) = mpsc::channel();
@@ -201,7 +207,7 @@ impl Session {
         // Names for messages: a server could send megabytes here.
         let text = |k: &str| info.and_then(|i| i.get(k)).and_then(Value::as_str).map(|s| s.chars().take(80).collect());
         let (server_name, server_version) = (text("name"), text("version"));
-        self.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}), "notifications/initialized")?;
+        self.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
 
         let mut tools = Vec::new();
         let mut cursor: Option<String> = None;
@@ -239,7 +245,7 @@ impl Session {
     fn request(&mut self, method: &str, params: Value) -> Result<Value, McpError> {
         let id = self.next_id;
         self.next_id += 1;
-        self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}), method)?;
+        self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
         loop {
             let message = self.receive(method)?;
             let Some(obj) = message.as_object() else {
@@ -254,7 +260,7 @@ impl Session {
                     } else {
                         json!({"jsonrpc": "2.0", "id": rid, "error": {"code": -32601, "message": "Method not found"}})
                     };
-                    self.send(&answer, method)?;
+                    self.send(&answer);
                 }
                 continue;
             }
@@ -284,15 +290,14 @@ impl Session {
         }
     }
 
-    fn send(&mut self, message: &Value, method: &str) -> Result<(), McpError> {
+    fn send(&self, message: &Value) {
         let mut line = message.to_string();
         line.push('\n');
-        let written = match &mut self.stdin {
-            Some(stdin) => stdin.write_all(line.as_bytes()).and_then(|()| stdin.flush()),
-            None => Err(std::io::Error::from(std::io::ErrorKind::BrokenPipe)),
-        };
-        // A server that is gone shows as a broken pipe; say that it exited.
-        written.map_err(|_| McpError::Exited { method: method.to_owned(), status: self.exit_status() })
+        // When the writer has stopped (a broken pipe), the server is gone or not reading; the
+        // next read says which, in the order the server wrote things.
+        if let Some(tx) = &self.stdin {
+            let _ = tx.send(line.into_bytes());
+        }
     }
 
     /// The next JSON-RPC message from stdout.
@@ -428,6 +433,16 @@ fn read_lines(out: impl Read, max: usize, tx: &mpsc::Sender<Line>) {
             if tx.send(Line::Message(text.to_owned())).is_err() {
                 return;
             }
+        }
+    }
+}
+
+/// Writes each message to the server's stdin until the sender is dropped (then stdin is closed)
+/// or the server stops reading for good (a broken pipe).
+fn write_all(mut pipe: ChildStdin, rx: &Receiver<Vec<u8>>) {
+    for message in rx {
+        if pipe.write_all(&message).and_then(|()| pipe.flush()).is_err() {
+            return;
         }
     }
 }

@@ -372,6 +372,18 @@ fn import_mcp_stdio_server_flooding_stdout_stops_at_the_cap() {
 }
 
 #[test]
+fn import_mcp_stdio_server_that_never_reads_its_stdin_cannot_block_the_import() {
+    if !require_tool("python3") {
+        return;
+    }
+    // Pings without end, answers never read: the client's writes must not block it.
+    let started = Instant::now();
+    let message = failure(&import_fake(&Env::new(), "ping-flood", &["--timeout", "5"]));
+    assert!(message.contains("no answer to `initialize` within 5 s"), "{message}");
+    assert!(started.elapsed() < Duration::from_secs(20), "{:?}", started.elapsed());
+}
+
+#[test]
 fn import_mcp_stdio_protocol_breaches_are_failures() {
     if !require_tool("python3") {
         return;

@@ -10,6 +10,7 @@ usage: fake_server.py MODE [PIDFILE]
   flood         writes to stdout without end
   cursor-loop   gives the same nextCursor forever
   old-version   answers with a protocol version no client knows
+  ping-flood    sends 5000 pings, never reads the answers, never exits on its own
 PIDFILE, when given, gets "<own pid> <grandchild pid or 0>".
 """
 import json
@@ -53,6 +54,13 @@ for line in sys.stdin:
     if mode == "silent" or mid is None or method is None:
         continue
     if method == "initialize":
+        if mode == "ping-flood":
+            # More answers than a pipe holds, never read: a client that writes them inline
+            # blocks for good.
+            for n in range(5000):
+                send({"jsonrpc": "2.0", "id": f"p{n}", "method": "ping"})
+            while True:
+                signal.pause()
         if mode == "garbage":
             sys.stdout.write("Server ready on stdio!\n")
             sys.stdout.flush()
