@@ -289,6 +289,17 @@ pub fn sanitize(text: &str) -> String {
     out
 }
 
+/// The closest allowed name, when it is close enough to be a likely typo.
+pub fn did_you_mean<'n>(found: &str, allowed: &[&'n str]) -> Option<&'n str> {
+    let mut best: std::collections::BTreeMap<usize, &str> = std::collections::BTreeMap::new();
+    for &name in allowed {
+        let d = strsim::damerau_levenshtein(&found.to_ascii_lowercase(), name);
+        best.entry(d).or_insert(name);
+    }
+    let (&d, &name) = best.iter().next()?;
+    (d <= (name.len() / 4).max(1) + usize::from(name.len() > 12)).then_some(name)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -10,9 +10,9 @@
 
 use std::path::Path;
 
+use agent_bundle::bundle::verify::Reason;
 use agent_bundle::contract::ChangeKind;
 use agent_bundle::diagnostic::Code;
-use agent_bundle::ops::verify::Reason;
 
 use crate::support::{bin, repo};
 
