@@ -2,6 +2,7 @@
 //!
 //! One test binary (STYLE.md); submodules group the commands.
 
+mod snapshot;
 mod support;
 
 mod baseline;
@@ -18,6 +19,7 @@ mod import;
 mod lock;
 mod mcp;
 mod openai;
+mod output;
 mod pin;
 mod pipeline;
 mod precommit;
