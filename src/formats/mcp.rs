@@ -79,7 +79,7 @@ pub fn parse(source: &Source) -> Result<(Vec<McpTool>, Vec<Note>), Vec<Diagnosti
                     } else {
                         "has no tools.json field"
                     };
-                    notes.push(dropped_at(&p, what));
+                    notes.push(dropped_at(&p, key, what));
                 }
                 (items, result_path.key("tools"))
             }
@@ -141,12 +141,12 @@ fn tool(
     };
     for key in obj.keys().filter(|k| !TOOL_FIELDS.contains(&k.as_str())) {
         let what = match key.as_str() {
-            "icons" => "(icons for display) has no tools.json field",
+            "icons" => "(for display) have no tools.json field",
             "execution" => "(task-augmented execution) has no tools.json field",
             "_meta" => "(protocol metadata) has no tools.json field",
             _ => "is not a Tool field the specification defines; it has no tools.json field",
         };
-        notes.push(dropped_at(&path.key(key), what));
+        notes.push(dropped_at(&path.key(key), key, what));
     }
     let title = optional_string(input, obj, path, "title");
     let description = optional_string(input, obj, path, "description");
@@ -221,7 +221,11 @@ fn annotations(
             continue;
         }
         if !HINTS.contains(&key.as_str()) {
-            notes.push(dropped_at(&at, "is not an annotation the specification defines; it has no tools.json field"));
+            notes.push(dropped_at(
+                &at,
+                key,
+                "is not an annotation the specification defines; it has no tools.json field",
+            ));
             continue;
         }
         let Some(b) = value.as_bool() else {
@@ -240,9 +244,10 @@ fn annotations(
 }
 
 /// A field that is not carried over, reported at its JSON path.
-fn dropped_at(path: &JsonPath, what: &str) -> Note {
-    let p = path.to_string();
-    Note::dropped(Some(&p), format!("{p} {what}"))
+/// The message names the field, not where it is (the path does), so that the same field on
+/// many tools is shown once with a count.
+fn dropped_at(path: &JsonPath, key: &str, what: &str) -> Note {
+    Note::dropped(Some(&path.to_string()), format!("`{key}` {what}"))
 }
 
 /// Converts validated tools; each is reached by `reach`.

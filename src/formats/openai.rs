@@ -52,7 +52,7 @@ pub fn parse(source: &Source) -> Result<(Vec<Function>, Vec<Note>), Vec<Diagnost
             match key.and_then(|k| root.get(k).and_then(Value::as_array).map(|a| (a, k))) {
                 Some((items, k)) => {
                     for other in root.keys().filter(|o| *o != k) {
-                        notes.push(dropped_at(&JsonPath::root().key(other), "is not a function definition"));
+                        notes.push(dropped_at(&JsonPath::root().key(other), other, "is not a function definition"));
                     }
                     (items, JsonPath::root().key(k))
                 }
@@ -80,9 +80,9 @@ pub fn parse(source: &Source) -> Result<(Vec<Function>, Vec<Note>), Vec<Diagnost
         };
         let (fields, at, allowed) = match (obj.get("type"), obj.get("function")) {
             (Some(Value::String(t)), _) if t != "function" => {
-                notes.push(dropped_at(
-                    &path,
-                    &format!("a `{t}` tool is built into OpenAI, not a function; it is not imported"),
+                notes.push(Note::dropped(
+                    Some(&path.to_string()),
+                    format!("a `{t}` tool is built into OpenAI, not a function; it is not imported"),
                 ));
                 continue;
             }
@@ -172,14 +172,15 @@ fn function(
 
 fn unknown(obj: &Map<String, Value>, allowed: &[&str], path: &JsonPath, notes: &mut Vec<Note>) {
     for key in obj.keys().filter(|k| !allowed.contains(&k.as_str())) {
-        notes.push(dropped_at(&path.key(key), "has no tools.json field"));
+        notes.push(dropped_at(&path.key(key), key, "has no tools.json field"));
     }
 }
 
 /// A field that is not carried over, reported at its JSON path.
-fn dropped_at(path: &JsonPath, what: &str) -> Note {
-    let p = path.to_string();
-    Note::dropped(Some(&p), format!("{p} {what}"))
+/// The message names the field, not where it is (the path does), so that the same field on
+/// many tools is shown once with a count.
+fn dropped_at(path: &JsonPath, key: &str, what: &str) -> Note {
+    Note::dropped(Some(&path.to_string()), format!("`{key}` {what}"))
 }
 
 /// Converts validated functions; each tool is reached by `reach`.

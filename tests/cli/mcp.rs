@@ -5,6 +5,7 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
+use crate::snapshot::{bundle_snapshot, in_repo};
 use crate::support::{Env, Run, edit_tools, require_tool, run, testdata};
 
 fn path(rel: &str) -> String {
@@ -404,4 +405,32 @@ fn import_mcp_stdio_protocol_breaches_are_failures() {
         "/nonexistent/server",
     ]);
     assert!(failure(&out).contains("cannot start `/nonexistent/server`"));
+}
+
+#[test]
+fn import_mcp_spec_example_as_a_user_sees_it() {
+    bundle_snapshot!(
+        "import_mcp_spec_example",
+        in_repo(&[
+            "import",
+            "--from",
+            "mcp",
+            "testdata/import/mcp/tools-list-response.json",
+            HTTP[0],
+            HTTP[1],
+            HTTP[2]
+        ])
+    );
+}
+
+#[test]
+fn import_mcp_stdio_failure_as_a_user_sees_it() {
+    if !require_tool("python3") {
+        return;
+    }
+    let fake = "testdata/import/mcp/fake_server.py";
+    bundle_snapshot!(
+        "import_mcp_stdio_exit_early",
+        in_repo(&["import", "--from", "mcp", "--stdio", "--exec", "/opt/call", "--", "python3", fake, "exit-early"])
+    );
 }
