@@ -16,7 +16,7 @@ use super::{Format, Global, Outcome, output};
 )]
 pub struct Args {
     #[command(flatten)]
-    pub(super) targets: super::Targets,
+    pub(super) targets: super::args::Targets,
 
     /// Also fetch every URL pinned in manifest.toml `[pins]` and report drift from the pinned
     /// copy (`pin_drift`). Uses the network; without it check never does.
@@ -32,7 +32,8 @@ pub struct Args {
 pub fn run(args: Args, global: Global) -> anyhow::Result<Outcome> {
     let paths = args.targets.paths();
     let fetcher = if args.refresh { Some(Fetcher::new(&args.ca_cert)?) } else { None };
-    let checks = check::check_paths(&paths, check::Options { digests: true, refresh: fetcher.as_ref() })?;
+    let checks =
+        check::check_paths(&paths, agent_bundle::agent::CheckOptions { digests: true, refresh: fetcher.as_ref() })?;
     let mut all = Report::default();
     let mut agents = Vec::new();
     for c in checks {
@@ -51,7 +52,7 @@ pub fn run(args: Args, global: Global) -> anyhow::Result<Outcome> {
 /// Exit status for a report: I/O and TLS problems are errors of the run (2), others
 /// rejections (1).
 pub fn outcome(report: &Report) -> Outcome {
-    if report.diagnostics.iter().any(|d| matches!(d.code, Code::IoError | Code::TlsError)) {
+    if report.diagnostics.iter().any(|d| matches!(d.code, Code::IoError | Code::TlsError | Code::McpServerFailed)) {
         Outcome::Failed
     } else if report.has_errors() {
         Outcome::Rejected

@@ -4,10 +4,10 @@ use std::fs::File;
 use std::io::{BufReader, Write};
 use std::path::PathBuf;
 
+use agent_bundle::bundle::verify::{self, Discard, Expect, Trust, Verified};
+use agent_bundle::contract::release;
 use agent_bundle::contract::{Contract, ContractError};
 use agent_bundle::diagnostic::sanitize;
-use agent_bundle::ops::contracts;
-use agent_bundle::ops::verify::{self, Discard, Expect, Trust, Verified};
 use agent_bundle::timestamp::Timestamp;
 use agent_bundle::tools::Transport;
 use agent_bundle::trust::TrustedKeys;
@@ -42,7 +42,7 @@ pub fn run(args: Args, global: Global) -> anyhow::Result<Outcome> {
     let keys: Option<TrustedKeys> = if args.keys.is_empty() && args.trusted_keys.is_none() {
         None
     } else if args.trusted_keys.is_some() {
-        Some(load_trust(&super::keys::TrustArgs { keys: Vec::new(), trusted_keys: args.trusted_keys.clone() })?)
+        Some(load_trust(&super::args::TrustArgs { keys: Vec::new(), trusted_keys: args.trusted_keys.clone() })?)
     } else {
         Some(TrustedKeys::from_keys(args.keys.iter().map(|p| load_public_key(p)).collect::<anyhow::Result<Vec<_>>>()?))
     };
@@ -51,7 +51,7 @@ pub fn run(args: Args, global: Global) -> anyhow::Result<Outcome> {
     // Expiry is shown, not enforced: inspecting an expired bundle is how one finds out why.
     match verify::verify(BufReader::new(file), trust, &Expect::default(), &mut Discard) {
         Ok(v) => {
-            let contracts = contracts::from_verified(&v, &args.bundle).map(|a| a.contracts);
+            let contracts = release::from_verified(&v, &args.bundle).map(|a| a.contracts);
             let now = global.now();
             match args.format {
                 Format::Json => super::output::print_json(&json(&v, &contracts, now))?,
@@ -59,7 +59,7 @@ pub fn run(args: Args, global: Global) -> anyhow::Result<Outcome> {
             }
             Ok(Outcome::Ok)
         }
-        Err(r) => super::verify::report(&args.bundle, Err(r), args.format, global),
+        Err(r) => super::verify::render_rejection(&args.bundle, r, args.format, global),
     }
 }
 
