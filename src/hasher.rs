@@ -11,9 +11,9 @@
 //!   thread runs dry and sleeps, and the next hand-over wakes it (a futex call and, in a VM, an
 //!   inter-processor interrupt). Hand-overs are therefore large ([`CHUNK`]): about a thousand
 //!   wake-ups per GiB, milliseconds in all. Nothing spins or yields while waiting: the earlier
-//!   yield-before-park loop (tuned on a Xeon with 128 KiB hand-overs) spent 1.3 s of system time
-//!   per GiB in `sched_yield` on a 2-vCPU AMD EPYC VM, where verify then ran faster pinned to
-//!   one CPU than on two.
+//!   yield-before-park loop (tuned on a Xeon with 128 KiB hand-overs) made 490,000
+//!   `sched_yield` calls per GiB on a 2-vCPU AMD EPYC VM, up to 1.3 s of system time, and
+//!   verify ran faster there pinned to one CPU than on two.
 //! - Every way out of [`EntryHasher::hash_reader`], errors included, ends the entry on the
 //!   hashing thread and takes its buffers back, so the next entry starts from a fresh hash and
 //!   never waits for a buffer that was lost.
@@ -23,12 +23,12 @@ use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
 use std::thread::JoinHandle;
 
 /// Bytes per hand-over to the hashing thread.
-pub const CHUNK: usize = 1 << 20;
+pub(crate) const CHUNK: usize = 1 << 20;
 /// Buffers alive at once (being filled, queued, or being hashed).
-pub const IN_FLIGHT: usize = 4;
+pub(crate) const IN_FLIGHT: usize = 4;
 /// Entries up to this size are hashed on the calling thread (handing a few KiB to another
 /// thread costs more than hashing them).
-pub const INLINE_UP_TO: u64 = 1 << 20;
+pub(crate) const INLINE_UP_TO: u64 = 1 << 20;
 /// Bytes per read when hashing on the calling thread: small enough to stay in the L2 cache
 /// between the decoder writing them and BLAKE3 reading them.
 const INLINE_PIECE: usize = 128 << 10;
