@@ -13,6 +13,7 @@ pub mod hasher;
 pub mod json;
 pub mod manifest;
 pub mod minisign;
+pub mod oci;
 pub mod ops;
 pub mod paths;
 pub mod policy;

@@ -1,12 +1,14 @@
 //! `bundle inspect <BUNDLE>`: what a bundle holds, and whether its signature was checked.
 
 use std::fs::File;
-use std::io::{BufReader, Write};
+use std::io::{BufRead, BufReader, Write};
 use std::path::PathBuf;
 
 use agent_bundle::contract::{Contract, ContractError};
 use agent_bundle::diagnostic::sanitize;
+use agent_bundle::oci;
 use agent_bundle::ops::contracts;
+use agent_bundle::ops::pull::rejection;
 use agent_bundle::ops::verify::{self, Discard, Expect, Trust, Verified};
 use agent_bundle::timestamp::Timestamp;
 use agent_bundle::tools::Transport;
@@ -25,7 +27,8 @@ use super::{Format, Global, Outcome};
     after_help = "Examples:\n  bundle inspect mailer-1.4.0.agent.bundle\n  bundle inspect mailer-1.4.0.agent.bundle --key release.pub --format json"
 )]
 pub struct Args {
-    /// The bundle file.
+    /// The bundle file, or a registry artifact: oci://HOST[:PORT]/REPO(:TAG|@sha256:HEX)
+    /// (without --key: shown from the artifact's config, without downloading the bundle).
     bundle: PathBuf,
     /// Check the signature against this public key (repeatable).
     #[arg(long = "key", value_name = "PUBLIC_KEY")]
@@ -33,9 +36,63 @@ pub struct Args {
     /// Check the signature against a trusted-keys file.
     #[arg(long, value_name = "FILE", conflicts_with = "keys")]
     trusted_keys: Option<PathBuf>,
+    #[command(flatten)]
+    registry: super::registry::RegistryArgs,
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Human)]
     pub(super) format: Format,
+}
+
+/// `inspect oci://…` without keys: the manifest and the config, which are informational only
+/// (unsigned; nothing in them is checked against the bundle).
+fn config_view(
+    reference: &oci::Reference,
+    options: &oci::Options,
+    format: Format,
+    global: Global,
+) -> anyhow::Result<Outcome> {
+    let (digest, artifact, config) = match oci::fetch_config(reference, options) {
+        Ok(found) => found,
+        Err(e) => {
+            let label = std::path::PathBuf::from(reference.to_string());
+            return super::verify::report(&label, Err(rejection(&e)), format, global);
+        }
+    };
+    if format == Format::Json {
+        super::output::print_json(&super::output::sanitize_json(serde_json::json!({
+            "ref": reference.to_string(),
+            "digest": digest,
+            "from_config": true,
+            "signature_checked": false,
+            "agent": {"name": config.name, "version": config.version},
+            "key_id": config.key_id,
+            "expires": config.expires,
+            "tools": config.tools,
+            "layer": {"digest": artifact.layer_digest, "size": artifact.layer_size, "title": artifact.title},
+        })))?;
+        return Ok(Outcome::Ok);
+    }
+    let none = || "?".to_owned();
+    let mut out = std::io::stdout().lock();
+    writeln!(out, "artifact:  {reference}")?;
+    writeln!(out, "digest:    {digest}")?;
+    writeln!(
+        out,
+        "agent:     {} {}",
+        sanitize(&config.name.clone().unwrap_or_else(none)),
+        sanitize(&config.version.clone().unwrap_or_else(none))
+    )?;
+    writeln!(
+        out,
+        "signed by: {} (from the config: NOT checked; pass --key to verify the bundle)",
+        sanitize(&config.key_id.clone().unwrap_or_else(none))
+    )?;
+    if let Some(e) = &config.expires {
+        writeln!(out, "expires:   {}", sanitize(e))?;
+    }
+    writeln!(out, "bundle:    {} bytes, {}", artifact.layer_size, artifact.layer_digest)?;
+    writeln!(out, "tools:     {}", config.tools.iter().map(|t| sanitize(t)).collect::<Vec<_>>().join(", "))?;
+    Ok(Outcome::Ok)
 }
 
 pub fn run(args: Args, global: Global) -> anyhow::Result<Outcome> {
@@ -46,10 +103,37 @@ pub fn run(args: Args, global: Global) -> anyhow::Result<Outcome> {
     } else {
         Some(TrustedKeys::from_keys(args.keys.iter().map(|p| load_public_key(p)).collect::<anyhow::Result<Vec<_>>>()?))
     };
-    let file = File::open(&args.bundle).map_err(|e| anyhow::anyhow!("cannot open {}: {e}", args.bundle.display()))?;
     let trust = keys.as_ref().map_or(Trust::Unchecked, Trust::Keys);
+    let reference = super::registry::reference(&args.bundle)?;
+    let (input, mismatch): (Box<dyn BufRead>, _) = match &reference {
+        Some(reference) => {
+            let options = args.registry.options(reference)?;
+            if keys.is_none() {
+                return config_view(reference, &options, args.format, global);
+            }
+            match oci::open_layer(reference, &options) {
+                Ok(layer) => {
+                    let mismatch = layer.reader.mismatch();
+                    (Box::new(BufReader::with_capacity(1 << 20, layer.reader)), Some(mismatch))
+                }
+                Err(e) => return super::verify::report(&args.bundle, Err(rejection(&e)), args.format, global),
+            }
+        }
+        None => {
+            args.registry.refuse_for_file(&args.bundle)?;
+            let file =
+                File::open(&args.bundle).map_err(|e| anyhow::anyhow!("cannot open {}: {e}", args.bundle.display()))?;
+            (Box::new(BufReader::new(file)), None)
+        }
+    };
     // Expiry is shown, not enforced: inspecting an expired bundle is how one finds out why.
-    match verify::verify(BufReader::new(file), trust, &Expect::default(), &mut Discard) {
+    let mut result = verify::verify(input, trust, &Expect::default(), &mut Discard);
+    if let (Some(m), Some(reference)) =
+        (mismatch.and_then(|m| m.lock().unwrap_or_else(|p| p.into_inner()).clone()), &reference)
+    {
+        result = Err(super::registry::blob_mismatch(reference, &m.0, result.err()));
+    }
+    match result {
         Ok(v) => {
             let contracts = contracts::from_verified(&v, &args.bundle).map(|a| a.contracts);
             let now = global.now();

@@ -16,6 +16,9 @@ mod man;
 pub mod output;
 mod pack;
 mod progress;
+mod pull;
+mod push;
+mod registry;
 mod schema;
 mod tool;
 mod unpack;
@@ -90,6 +93,8 @@ enum Command {
     Diff(diff::Args),
     Baseline(baseline::Args),
     Unpack(unpack::Args),
+    Push(push::Args),
+    Pull(pull::Args),
     Import(import::Args),
     Export(export::Args),
     Tool(tool::Args),
@@ -108,6 +113,8 @@ impl Command {
             Command::Verify(a) => a.format,
             Command::Inspect(a) => a.format,
             Command::Unpack(a) => a.format,
+            Command::Push(a) => a.format,
+            Command::Pull(a) => a.format,
             Command::Import(a) => a.format,
             Command::Export(a) => a.format,
             Command::Tool(a) => a.format(),
@@ -213,6 +220,8 @@ pub fn main() -> ExitCode {
         Command::Diff(args) => diff::run(args, global),
         Command::Baseline(args) => baseline::run(args, global),
         Command::Unpack(args) => unpack::run(args, global),
+        Command::Push(args) => push::run(args, global),
+        Command::Pull(args) => pull::run(args, global),
         Command::Import(args) => import::run(args, global),
         Command::Export(args) => export::run(args, global),
         Command::Tool(args) => tool::run(args, global),

@@ -29,7 +29,7 @@ use super::{Format, Global, Outcome, output};
     after_help = "Examples:\n  bundle verify mailer-1.4.0.agent.bundle --key release.pub\n  bundle verify mailer-1.4.0.agent.bundle --trusted-keys trusted-keys.txt --name mailer --state /var/lib/agents/bundle-state.json\n  bundle verify mailer-1.5.0.agent.bundle --key release.pub --baseline approved.toml   # release gate\n  bundle verify x.agent.bundle --key release.pub --format json | jq -r .code"
 )]
 pub struct Args {
-    /// The bundle file.
+    /// The bundle file, or a registry artifact: oci://HOST[:PORT]/REPO(:TAG|@sha256:HEX).
     bundle: PathBuf,
     #[command(flatten)]
     trust: TrustArgs,
@@ -39,6 +39,8 @@ pub struct Args {
     /// baseline`).
     #[arg(long, value_name = "FILE")]
     baseline: Option<PathBuf>,
+    #[command(flatten)]
+    registry: super::registry::RegistryArgs,
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Human)]
     pub(super) format: Format,
@@ -87,28 +89,75 @@ pub fn record(state: Option<&mut StateFile>, v: &Verified) -> anyhow::Result<()>
 }
 
 pub fn run(args: Args, global: Global) -> anyhow::Result<Outcome> {
-    let keys = load_trust(&args.trust)?;
-    // A baseline or state file that cannot be read stops the run before the bundle is judged.
-    let approved = args.baseline.as_deref().map(|p| baseline::read(p).map(|b| (p, b))).transpose()?;
-    let mut state = args.gate.open_state()?;
+    let mut setup = GateSetup::load(&args.trust, &args.gate, args.baseline.as_deref())?;
+    if let Some(reference) = super::registry::reference(&args.bundle)? {
+        let options = args.registry.options(&reference)?;
+        return super::registry::verify(&reference, &options, &mut setup, &args.gate, args.format, global);
+    }
+    args.registry.refuse_for_file(&args.bundle)?;
     let file = File::open(&args.bundle).map_err(|e| anyhow::anyhow!("cannot open {}: {e}", args.bundle.display()))?;
-    let expect = args.gate.expect(state.as_ref(), global);
     let bar = super::progress::Bar::new(global);
     let size = file.metadata().map_or(0, |m| m.len());
     bar.begin("verifying", size);
     // The buffer is zeroed before its first use; a small bundle gets a small one.
     let capacity = usize::try_from(size).unwrap_or(usize::MAX).clamp(8 << 10, 1 << 20);
-    let input = BufReader::with_capacity(capacity, ProgressRead { inner: file, progress: &bar });
-    let result = verify::verify(input, Trust::Keys(&keys), &expect, &mut Discard);
+    let mut input = BufReader::with_capacity(capacity, ProgressRead { inner: file, progress: &bar });
+    let judged = judge(&mut setup, &args.gate, &mut input, &args.bundle, global);
     bar.end();
-    let (Some((path, approved)), Ok(v)) = (approved, &result) else {
+    report_judged(&args.bundle, judged?, &setup, args.format, global)
+}
+
+/// What the deployment gate needs before the first byte of a bundle: the trusted keys, the
+/// approved baseline and the locked state file. Any of them unreadable stops the run first.
+pub struct GateSetup {
+    pub keys: agent_bundle::trust::TrustedKeys,
+    approved: Option<(PathBuf, baseline::Baseline)>,
+    state: Option<StateFile>,
+}
+
+impl GateSetup {
+    pub fn load(trust: &TrustArgs, gate: &GateArgs, baseline_file: Option<&Path>) -> anyhow::Result<Self> {
+        let keys = load_trust(trust)?;
+        let approved = baseline_file.map(|p| baseline::read(p).map(|b| (p.to_path_buf(), b))).transpose()?;
+        let state = gate.open_state()?;
+        Ok(GateSetup { keys, approved, state })
+    }
+}
+
+/// The gate's verdict over one input.
+pub struct Judged {
+    pub result: Result<Verified, Rejection>,
+    gate: Option<Gate>,
+}
+
+/// The deployment gate over one stream of bundle bytes: the streaming verify, then the
+/// baseline, then the state record. `input` is read to its end before anything is accepted
+/// (so that a registry layer's digest, checked at its end, decides too).
+pub fn judge(
+    setup: &mut GateSetup,
+    gate_args: &GateArgs,
+    input: &mut dyn std::io::BufRead,
+    label: &Path,
+    global: Global,
+) -> anyhow::Result<Judged> {
+    let expect = gate_args.expect(setup.state.as_ref(), global);
+    let mut result = verify::verify(&mut *input, Trust::Keys(&setup.keys), &expect, &mut Discard);
+    if let Ok(v) = &result
+        && let Err(e) = std::io::copy(input, &mut std::io::sink())
+    {
+        let mut r = Rejection::new(Reason::IoError, None, format!("reading to the end: {e}"));
+        r.agent = Some((v.manifest.name.clone(), v.manifest.version.to_string()));
+        r.key_id = Some(v.key_id.clone());
+        result = Err(r);
+    }
+    let (Some((path, approved)), Ok(v)) = (&setup.approved, &result) else {
         if let Ok(v) = &result {
-            record(state.as_mut(), v)?;
+            record(setup.state.as_mut(), v)?;
         }
-        return report(&args.bundle, result, args.format, global);
+        return Ok(Judged { result, gate: None });
     };
-    let gate = match contracts::from_verified(v, &args.bundle) {
-        Ok(agent) => baseline::gate(&approved, &agent, path)?,
+    let gate = match contracts::from_verified(v, label) {
+        Ok(agent) => baseline::gate(approved, &agent, path)?,
         Err(e) => {
             // Contracts that cannot be computed cannot be approved: fail closed.
             let mut r = Rejection::new(
@@ -118,7 +167,7 @@ pub fn run(args: Args, global: Global) -> anyhow::Result<Outcome> {
             );
             r.agent = Some((v.manifest.name.clone(), v.manifest.version.to_string()));
             r.key_id = Some(v.key_id.clone());
-            return report(&args.bundle, Err(r), args.format, global);
+            return Ok(Judged { result: Err(r), gate: None });
         }
     };
     let result = match gate.rejection(path) {
@@ -129,11 +178,26 @@ pub fn run(args: Args, global: Global) -> anyhow::Result<Outcome> {
         }
         None => {
             // Only a bundle that passed the gate too is recorded as accepted.
-            record(state.as_mut(), v)?;
+            record(setup.state.as_mut(), v)?;
             result
         }
     };
-    report_gated(&args.bundle, result, Some((path, &gate)), args.format, global)
+    Ok(Judged { result, gate: Some(gate) })
+}
+
+/// Renders a verdict of [`judge`].
+pub fn report_judged(
+    label: &Path,
+    judged: Judged,
+    setup: &GateSetup,
+    format: Format,
+    global: Global,
+) -> anyhow::Result<Outcome> {
+    let gate = match (&setup.approved, &judged.gate) {
+        (Some((path, _)), Some(gate)) => Some((path.as_path(), gate)),
+        _ => None,
+    };
+    report_gated(label, judged.result, gate, format, global)
 }
 
 pub fn report(
@@ -155,7 +219,7 @@ fn report_gated(
 ) -> anyhow::Result<Outcome> {
     let outcome = match &result {
         Ok(_) => Outcome::Ok,
-        Err(r) if r.reason == Reason::IoError => Outcome::Failed,
+        Err(r) if r.reason.is_failure() => Outcome::Failed,
         Err(_) => Outcome::Rejected,
     };
     match format {

@@ -12,6 +12,8 @@ pub mod keygen;
 pub mod lock;
 pub mod pack;
 pub mod pin;
+pub mod pull;
+pub mod push;
 pub mod tool_add;
 pub mod unpack;
 pub mod verify;

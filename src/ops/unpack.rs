@@ -8,7 +8,7 @@
 //! [`atomic::STALE_AFTER`](crate::atomic::STALE_AFTER).
 
 use std::fs::{self, File, OpenOptions};
-use std::io::{self, BufReader, Write};
+use std::io::{self, BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 
 use crate::error::{Error, Result};
@@ -75,11 +75,20 @@ pub fn unpack(bundle: &Path, dest: &Path, keys: &TrustedKeys, expect: &Expect<'_
     if dest.exists() {
         return Err(Error::Usage(format!("{} already exists; unpack creates a new folder", dest.display())));
     }
+    let file = File::open(bundle).map_err(|e| Error::io(bundle, e))?;
+    unpack_from(BufReader::with_capacity(1 << 20, file), dest, keys, expect)
+}
+
+/// [`unpack`] from a stream of bundle bytes (a registry layer). The stream is read to its end
+/// before anything is renamed into place.
+pub fn unpack_from(mut input: impl BufRead, dest: &Path, keys: &TrustedKeys, expect: &Expect<'_>) -> Result<Unpacked> {
+    if dest.exists() {
+        return Err(Error::Usage(format!("{} already exists; unpack creates a new folder", dest.display())));
+    }
     let parent = match dest.parent() {
         Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
         _ => PathBuf::from("."),
     };
-    let file = File::open(bundle).map_err(|e| Error::io(bundle, e))?;
     // Missing parent folders (a deploy job's `deploy/<name>`) are created, and removed again
     // if the bundle is rejected, so that a rejection still leaves nothing behind.
     let created = parent.ancestors().take_while(|a| !a.as_os_str().is_empty() && !a.exists()).count();
@@ -104,7 +113,13 @@ pub fn unpack(bundle: &Path, dest: &Path, keys: &TrustedKeys, expect: &Expect<'_
         }
     };
     let mut sink = FolderSink { root: temp.path().to_path_buf() };
-    match verify::verify(BufReader::with_capacity(1 << 20, file), Trust::Keys(keys), expect, &mut sink) {
+    let mut result = verify::verify(&mut input, Trust::Keys(keys), expect, &mut sink);
+    if result.is_ok()
+        && let Err(e) = io::copy(&mut input, &mut io::sink())
+    {
+        result = Err(Rejection::new(verify::Reason::IoError, None, format!("reading to the end: {e}")));
+    }
+    match result {
         Ok(verified) => {
             let kept = temp.keep();
             fs::rename(&kept, dest).map_err(|e| {

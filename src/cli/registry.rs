@@ -1,0 +1,87 @@
+//! The `oci://` inputs of `verify`, `inspect` and `unpack`, and the registry options they share
+//! with `push` and `pull`.
+
+use std::io::BufReader;
+use std::path::{Path, PathBuf};
+
+use agent_bundle::oci::{self, Reference};
+use agent_bundle::ops::pull::rejection;
+use agent_bundle::ops::verify::{Reason, Rejection};
+
+use super::verify::{GateArgs, GateSetup, judge, report, report_judged};
+use super::{Format, Global, Outcome};
+
+/// How to reach a registry.
+#[derive(Debug, clap::Args)]
+pub struct RegistryArgs {
+    /// Talk to the registry over plain http, without TLS (a registry on a trusted network or
+    /// loopback only). Never chosen automatically.
+    #[arg(long)]
+    pub plain_http: bool,
+    /// Also trust the root certificates in this PEM file (a registry with a private CA);
+    /// repeatable.
+    #[arg(long = "ca-cert", value_name = "PEM")]
+    pub ca_certs: Vec<PathBuf>,
+}
+
+impl RegistryArgs {
+    /// The client options; the flags are usage errors without a registry reference.
+    pub fn options(&self, reference: &Reference) -> anyhow::Result<oci::Options> {
+        if self.plain_http && !self.ca_certs.is_empty() {
+            anyhow::bail!(
+                "--plain-http and --ca-cert exclude each other: a plain-http registry has no certificate ({reference})"
+            );
+        }
+        Ok(oci::Options { plain_http: self.plain_http, ca_certs: self.ca_certs.clone() })
+    }
+
+    /// For a file input: the registry flags make no sense there.
+    pub fn refuse_for_file(&self, input: &Path) -> anyhow::Result<()> {
+        if self.plain_http || !self.ca_certs.is_empty() {
+            anyhow::bail!(
+                "--plain-http and --ca-cert apply to registry references (oci://…), not to the file {}",
+                input.display()
+            );
+        }
+        Ok(())
+    }
+}
+
+/// The registry reference `input` names, if it starts with `oci://`.
+pub fn reference(input: &Path) -> anyhow::Result<Option<Reference>> {
+    let Some(text) = input.to_str().filter(|t| oci::reference::is_reference(t)) else { return Ok(None) };
+    Reference::parse(text).map(Some).map_err(anyhow::Error::msg)
+}
+
+/// `bundle verify oci://…`: the gate over the layer as it streams, nothing written.
+pub fn verify(
+    reference: &Reference,
+    options: &oci::Options,
+    setup: &mut GateSetup,
+    gate: &GateArgs,
+    format: Format,
+    global: Global,
+) -> anyhow::Result<Outcome> {
+    let label = PathBuf::from(reference.to_string());
+    let layer = match oci::open_layer(reference, options) {
+        Ok(l) => l,
+        Err(e) => return report(&label, Err(rejection(&e)), format, global),
+    };
+    let mismatch = layer.reader.mismatch();
+    let mut input = BufReader::with_capacity(1 << 20, layer.reader);
+    let mut judged = judge(setup, gate, &mut input, &label, global)?;
+    if let Some(m) = mismatch.lock().unwrap_or_else(|p| p.into_inner()).clone() {
+        judged.result = Err(blob_mismatch(reference, &m.0, judged.result.err()));
+    }
+    report_judged(&label, judged, setup, format, global)
+}
+
+/// The `blob_mismatch` rejection, keeping what the gate learned of the agent.
+pub fn blob_mismatch(reference: &Reference, why: &str, earlier: Option<Rejection>) -> Rejection {
+    let mut r = Rejection::new(Reason::BlobMismatch, None, format!("{reference}: {why}"));
+    if let Some(e) = earlier {
+        r.agent = e.agent;
+        r.key_id = e.key_id;
+    }
+    r
+}
