@@ -44,6 +44,9 @@ pub struct Args {
     mount_from: Option<String>,
     #[command(flatten)]
     registry: RegistryArgs,
+    /// Upload blobs larger than BYTES in PATCH chunks of BYTES (default 32 MiB); for tests.
+    #[arg(long, hide = true, value_name = "BYTES")]
+    chunk_size: Option<u64>,
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Human)]
     pub(super) format: Format,
@@ -51,7 +54,8 @@ pub struct Args {
 
 pub fn run(args: Args, global: Global) -> anyhow::Result<Outcome> {
     let reference = Reference::parse(&args.reference).map_err(anyhow::Error::msg)?;
-    let registry = args.registry.options(&reference)?;
+    let mut registry = args.registry.options(&reference)?;
+    registry.chunk_size = args.chunk_size;
     let keys: Option<TrustedKeys> = if args.trusted_keys.is_some() {
         Some(load_trust(&super::keys::TrustArgs { keys: Vec::new(), trusted_keys: args.trusted_keys.clone() })?)
     } else if !args.keys.is_empty() {

@@ -32,7 +32,7 @@ impl RegistryArgs {
                 "--plain-http and --ca-cert exclude each other: a plain-http registry has no certificate ({reference})"
             );
         }
-        Ok(oci::Options { plain_http: self.plain_http, ca_certs: self.ca_certs.clone() })
+        Ok(oci::Options { plain_http: self.plain_http, ca_certs: self.ca_certs.clone(), chunk_size: None })
     }
 
     /// For a file input: the registry flags make no sense there.

@@ -41,6 +41,8 @@ pub struct Options {
     pub plain_http: bool,
     /// Extra trusted roots (`--ca-cert`).
     pub ca_certs: Vec<PathBuf>,
+    /// Blobs larger than this go up in PATCH chunks of this size; `None`: [`CHUNK_SIZE`].
+    pub chunk_size: Option<u64>,
 }
 
 /// The body of a request.
@@ -75,6 +77,7 @@ pub struct Client {
     authorization: Option<Zeroizing<String>>,
     /// `pull` or `pull,push`, and any repository to mount from.
     scopes: Vec<String>,
+    chunk_size: u64,
 }
 
 impl Client {
@@ -112,6 +115,7 @@ impl Client {
             credentials,
             authorization: None,
             scopes,
+            chunk_size: options.chunk_size.unwrap_or(CHUNK_SIZE).max(1),
         };
         client.ping()?;
         Ok(client)
@@ -320,7 +324,8 @@ impl Client {
             let mut location = self.location(&start, &response)?;
             let mut reader = open().map_err(|e| OciError::Io(format!("cannot read the blob to upload: {e}")))?;
             let octet = [("Content-Type", "application/octet-stream")];
-            let kind = if size <= CHUNK_SIZE {
+            let chunk_size = self.chunk_size;
+            let kind = if size <= chunk_size {
                 let put = with_query(&location, &format!("digest={}", query_escape(digest)));
                 let response = self.send_once("PUT", &put, &octet, Payload::Stream(&mut reader, size))?;
                 expect_status(&put, response, 201)?;
@@ -328,7 +333,7 @@ impl Client {
             } else {
                 let mut sent = 0u64;
                 while sent < size {
-                    let n = CHUNK_SIZE.min(size - sent);
+                    let n = chunk_size.min(size - sent);
                     let range = format!("{sent}-{}", sent + n - 1);
                     let headers = [octet[0], ("Content-Range", range.as_str())];
                     let mut chunk = (&mut reader).take(n);
