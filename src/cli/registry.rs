@@ -4,9 +4,9 @@
 use std::io::BufReader;
 use std::path::{Path, PathBuf};
 
+use agent_bundle::bundle::verify::{Reason, Rejection};
 use agent_bundle::oci::{self, Reference};
 use agent_bundle::ops::pull::rejection;
-use agent_bundle::ops::verify::{Reason, Rejection};
 
 use super::verify::{GateArgs, GateSetup, judge, report, report_judged};
 use super::{Format, Global, Outcome};

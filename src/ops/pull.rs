@@ -11,9 +11,9 @@ use std::io::{self, BufRead, BufReader, Read, Write};
 use std::path::Path;
 
 use crate::atomic;
+use crate::bundle::verify::{Reason, Rejection};
 use crate::error::Error;
 use crate::oci::{self, Artifact, CheckedReader, OciError, Reference, Refusal};
-use crate::ops::verify::{Reason, Rejection};
 
 /// What was pulled.
 #[derive(Debug, Clone)]

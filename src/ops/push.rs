@@ -10,10 +10,10 @@ use std::fs::File;
 use std::io::{BufReader, Read, Seek};
 use std::path::Path;
 
+use crate::bundle::verify::{self, Discard, Expect, Rejection, Trust, Verified};
 use crate::oci::artifact::{self, Config, Sha256Counter};
 use crate::oci::client::BlobPush;
 use crate::oci::{self, Client, OciError, Reference};
-use crate::ops::verify::{self, Discard, Expect, Rejection, Trust, Verified};
 use crate::timestamp::Timestamp;
 use crate::trust::TrustedKeys;
 
