@@ -497,8 +497,7 @@ fn retry<T>(mut step: impl FnMut() -> Result<T, OciError>) -> Result<T, OciError
     let mut attempt = 1;
     loop {
         match step() {
-            Err(OciError::Transient(m)) if attempt < PUSH_ATTEMPTS => {
-                let _ = m;
+            Err(OciError::Transient(_)) if attempt < PUSH_ATTEMPTS => {
                 std::thread::sleep(pause);
                 pause *= 2;
                 attempt += 1;
