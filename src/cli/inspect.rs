@@ -131,7 +131,7 @@ pub fn run(args: Args, global: Global) -> anyhow::Result<Outcome> {
     if let (Some(m), Some(reference)) =
         (mismatch.and_then(|m| m.lock().unwrap_or_else(|p| p.into_inner()).clone()), &reference)
     {
-        result = Err(super::registry::blob_mismatch(reference, &m.0, result.err()));
+        result = Err(super::registry::blob_mismatch(reference, &m, result.err()));
     }
     match result {
         Ok(v) => {

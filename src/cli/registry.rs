@@ -4,9 +4,10 @@
 use std::io::BufReader;
 use std::path::{Path, PathBuf};
 
-use agent_bundle::bundle::verify::{Reason, Rejection};
+use agent_bundle::bundle::verify::Rejection;
+use agent_bundle::oci::artifact::BlobMismatch;
 use agent_bundle::oci::{self, Reference};
-use agent_bundle::ops::pull::rejection;
+use agent_bundle::ops::pull::{rejection, rejection_for};
 
 use super::verify::{GateArgs, GateSetup, judge, report, report_judged};
 use super::{Format, Global, Outcome};
@@ -71,14 +72,15 @@ pub fn verify(
     let mut input = BufReader::with_capacity(1 << 20, layer.reader);
     let mut judged = judge(setup, gate, &mut input, &label, global)?;
     if let Some(m) = mismatch.lock().unwrap_or_else(|p| p.into_inner()).clone() {
-        judged.result = Err(blob_mismatch(reference, &m.0, judged.result.err()));
+        judged.result = Err(blob_mismatch(reference, &m, judged.result.err()));
     }
     report_judged(&label, judged, setup, format, global)
 }
 
-/// The `blob_mismatch` rejection, keeping what the gate learned of the agent.
-pub fn blob_mismatch(reference: &Reference, why: &str, earlier: Option<Rejection>) -> Rejection {
-    let mut r = Rejection::new(Reason::BlobMismatch, None, format!("{reference}: {why}"));
+/// The rejection for a fault of the layer stream (`blob_mismatch`, or `io_error` for a failed
+/// transfer), keeping what the gate learned of the agent.
+pub fn blob_mismatch(reference: &Reference, fault: &BlobMismatch, earlier: Option<Rejection>) -> Rejection {
+    let mut r = rejection_for(reference, fault);
     if let Some(e) = earlier {
         r.agent = e.agent;
         r.key_id = e.key_id;

@@ -50,7 +50,7 @@ pub fn run(args: Args, global: Global) -> anyhow::Result<Outcome> {
                     let unpacked = unpack::unpack_from(input, &args.dir, &keys, &expect)?;
                     match (unpacked, mismatch.lock().unwrap_or_else(|p| p.into_inner()).clone()) {
                         (Unpacked::Rejected(r), Some(m)) => {
-                            Err(super::registry::blob_mismatch(&reference, &m.0, Some(r)))
+                            Err(super::registry::blob_mismatch(&reference, &m, Some(r)))
                         }
                         (Unpacked::Done(v), _) => Ok(*v),
                         (Unpacked::Rejected(r), None) => Err(r),

@@ -131,9 +131,14 @@ pub fn parse_manifest(bytes: &[u8]) -> Result<Artifact, String> {
     })
 }
 
-/// What [`CheckedReader`] found wrong with a blob.
+/// What went wrong while reading a blob through [`CheckedReader`]: the bytes are not the
+/// descriptor's (`transport == false`: `blob_mismatch`), or the transfer failed
+/// (`transport == true`: `io_error`; whatever a consumer made of the bytes before is moot).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct BlobMismatch(pub String);
+pub struct BlobMismatch {
+    pub message: String,
+    pub transport: bool,
+}
 
 /// Reads a blob while holding it to its descriptor: it yields at most `size` bytes, then
 /// requires the end; at the end the count must be `size` and the sha256 `digest`. A mismatch
@@ -166,8 +171,19 @@ impl<R: Read> CheckedReader<R> {
     }
 
     fn fail(&mut self, why: String) -> io::Error {
-        *self.mismatch.lock().unwrap_or_else(|p| p.into_inner()) = Some(BlobMismatch(why.clone()));
+        *self.mismatch.lock().unwrap_or_else(|p| p.into_inner()) =
+            Some(BlobMismatch { message: why.clone(), transport: false });
         io::Error::new(io::ErrorKind::InvalidData, why)
+    }
+
+    /// Reads from the source, recording a failure of the transfer itself.
+    fn read_inner(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        self.inner.read(buf).inspect_err(|e| {
+            let mut slot = self.mismatch.lock().unwrap_or_else(|p| p.into_inner());
+            if slot.is_none() {
+                *slot = Some(BlobMismatch { message: e.to_string(), transport: true });
+            }
+        })
     }
 
     /// Reads what is left (bounded by the declared size) and checks the blob.
@@ -179,7 +195,7 @@ impl<R: Read> CheckedReader<R> {
                 Ok(_) => {}
                 Err(e) => {
                     let recorded = self.mismatch.lock().unwrap_or_else(|p| p.into_inner()).clone();
-                    return Err(recorded.unwrap_or_else(|| BlobMismatch(e.to_string())));
+                    return Err(recorded.unwrap_or_else(|| BlobMismatch { message: e.to_string(), transport: true }));
                 }
             }
         }
@@ -199,7 +215,7 @@ impl<R: Read> Read for CheckedReader<R> {
         if left == 0 {
             // The declared end: the server must have nothing more.
             let mut probe = [0u8; 1];
-            if self.inner.read(&mut probe)? != 0 {
+            if self.read_inner(&mut probe)? != 0 {
                 return Err(
                     self.fail(format!("the blob is larger than the {} bytes its descriptor declares", self.size))
                 );
@@ -215,7 +231,7 @@ impl<R: Read> Read for CheckedReader<R> {
             return Ok(0);
         }
         let want = buf.len().min(usize::try_from(left).unwrap_or(usize::MAX));
-        let n = self.inner.read(&mut buf[..want])?;
+        let n = self.read_inner(&mut buf[..want])?;
         if n == 0 {
             let got = self.hash.bytes;
             return Err(
@@ -246,12 +262,12 @@ mod tests {
         let longer = [&blob[..], b"!"].concat();
         let mut r = CheckedReader::new(&longer[..], &digest, blob.len() as u64);
         assert!(read_all(&mut r).is_err());
-        assert!(r.finish().unwrap_err().0.contains("larger"));
+        assert!(r.finish().unwrap_err().message.contains("larger"));
         let r = CheckedReader::new(&blob[..5], &digest, blob.len() as u64);
-        assert!(r.finish().unwrap_err().0.contains("ended after 5"));
+        assert!(r.finish().unwrap_err().message.contains("ended after 5"));
         let other = b"bundle bytez".to_vec();
         let r = CheckedReader::new(&other[..], &digest, blob.len() as u64);
-        assert!(r.finish().unwrap_err().0.contains("sha256"));
+        assert!(r.finish().unwrap_err().message.contains("sha256"));
     }
 
     #[test]

@@ -5,6 +5,7 @@
 pub mod artifact;
 pub mod auth;
 pub mod client;
+pub mod prefetch;
 pub mod reference;
 
 use std::io::Read;

@@ -1,19 +1,21 @@
 //! `bundle pull`: download a bundle artifact's layer and run the deployment gate over its
 //! bytes as they arrive; the destination file appears only if the gate accepted them.
 //!
-//! The bytes flow registry → [`CheckedReader`] (sha256 and size against the manifest's
+//! The bytes flow registry → [`oci::CheckedReader`] (sha256 and size against the manifest's
 //! descriptor) → a temp file beside the destination → the gate, in one pass and bounded
-//! memory. The temp file is renamed over the destination only after the gate returned an
-//! accepting verdict and the layer's digest matched; on any other outcome it is removed, so
-//! nothing unverified is ever left on disk under the destination's name.
+//! memory; the first two on a receiving thread ([`prefetch`]), the gate on this one. The temp
+//! file is renamed over the destination only after the gate returned an accepting verdict and
+//! the layer's digest matched; on any other outcome it is removed, so nothing unverified is
+//! ever left on disk under the destination's name.
 
-use std::io::{self, BufRead, BufReader, Read, Write};
+use std::io::BufRead;
 use std::path::Path;
 
 use crate::atomic;
 use crate::bundle::verify::{Reason, Rejection};
 use crate::error::Error;
-use crate::oci::{self, Artifact, CheckedReader, OciError, Reference, Refusal};
+use crate::oci::artifact::BlobMismatch;
+use crate::oci::{self, Artifact, OciError, Reference, Refusal, prefetch};
 
 /// What was pulled.
 #[derive(Debug, Clone)]
@@ -32,6 +34,13 @@ pub fn rejection(e: &OciError) -> Rejection {
         OciError::Tls(_) | OciError::Transient(_) | OciError::Io(_) | OciError::Usage(_) => Reason::IoError,
     };
     Rejection::new(reason, None, e.to_string())
+}
+
+/// The rejection for a fault of the layer stream: `blob_mismatch`, or `io_error` for a
+/// transfer that failed.
+pub fn rejection_for(reference: &Reference, fault: &BlobMismatch) -> Rejection {
+    let reason = if fault.transport { Reason::IoError } else { Reason::BlobMismatch };
+    Rejection::new(reason, None, format!("{reference}: {}", fault.message))
 }
 
 /// Runs `judge` (the deployment gate) over the layer `reference` names while the bytes stream
@@ -53,39 +62,24 @@ pub fn pull<T, E: From<Error>>(
     let temp = atomic::temp_beside(dest).map_err(|e| Error::io(dest, e))?;
     let mismatch = layer.reader.mismatch();
     let pulled = Pulled { manifest_digest: layer.manifest_digest, artifact: layer.artifact };
-    let tee = Tee { inner: layer.reader, out: io::BufWriter::with_capacity(1 << 20, temp.as_file()) };
-    let mut input = BufReader::with_capacity(1 << 20, tee);
+    let copy = temp.as_file().try_clone().map_err(|e| Error::io(dest, e))?;
+    let mut input = prefetch::spawn(layer.reader, Some(copy)).map_err(|e| Error::io(dest, e))?;
     let verdict = judge(&mut input)?;
-    let Tee { inner, out } = input.into_inner();
+    let received = input.finish();
     let recorded = mismatch.lock().unwrap_or_else(|p| p.into_inner()).clone();
-    let verdict = match (verdict, recorded) {
-        (_, Some(m)) => Err(Rejection::new(Reason::BlobMismatch, None, format!("{reference}: {}", m.0))),
-        (Ok(t), None) => match inner.finish() {
-            Ok(()) => Ok(t),
-            Err(m) => Err(Rejection::new(Reason::BlobMismatch, None, format!("{reference}: {}", m.0))),
-        },
-        (Err(r), None) => Err(r),
+    let verdict = match (verdict, recorded, received) {
+        (_, Some(m), _) => Err(rejection_for(reference, &m)),
+        (Ok(t), None, Ok(())) => Ok(t),
+        (Ok(_), None, Err(e)) => Err(Rejection::new(Reason::IoError, None, format!("{reference}: {e}"))),
+        // A failed transfer explains whatever the gate made of the bytes before it.
+        (Err(_), None, Err(e)) => Err(Rejection::new(Reason::IoError, None, format!("{reference}: {e}"))),
+        (Err(r), None, Ok(())) => Err(r),
     };
     let t = match verdict {
         Ok(t) => t,
         // Dropping the temp file removes it.
         Err(r) => return Ok(Err(r)),
     };
-    out.into_inner().map_err(|e| Error::io(dest, e.into_error()))?;
     atomic::commit(temp, dest, true).map_err(|e| Error::io(dest, e))?;
     Ok(Ok((pulled, t)))
-}
-
-/// Copies every byte read into `out` (the temp file) as it passes.
-struct Tee<R, W> {
-    inner: R,
-    out: W,
-}
-
-impl<R: Read, W: Write> Read for Tee<CheckedReader<R>, W> {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        let n = self.inner.read(buf)?;
-        self.out.write_all(&buf[..n])?;
-        Ok(n)
-    }
 }

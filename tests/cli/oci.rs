@@ -352,6 +352,18 @@ fn a_layer_larger_than_declared_or_truncated_is_refused_and_a_dropped_connection
         if r.method == "GET" && r.path.ends_with(&l) { Action::Drop(n) } else { Action::Forward }
     });
     assert_eq!(dropped.expect_code(2).json()["code"], "io_error");
+    // verify and unpack read the same stream without a file in between: the same verdicts.
+    let l = layer.clone();
+    let proxy = Proxy::start(reg.port, move |r, _| {
+        if r.method == "GET" && r.path.ends_with(&l) { Action::Drop(n) } else { Action::Forward }
+    });
+    let r = format!("oci://{}/team/mailer:1", proxy.host());
+    let k = key("test.pub");
+    let v = run_with(&env, &[], &["verify", &r, "--plain-http", "--key", &k, "--format", "json"]);
+    assert_eq!(v.expect_code(2).json()["code"], "io_error");
+    let u = run_with(&env, &[], &["unpack", &r, "dir", "--plain-http", "--key", &k, "--format", "json"]);
+    assert_eq!(u.expect_code(2).json()["code"], "io_error");
+    assert!(!env.path().join("dir").exists());
 }
 
 #[test]
