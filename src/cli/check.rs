@@ -16,7 +16,7 @@ use super::{Format, Global, Outcome, output};
 )]
 pub struct Args {
     #[command(flatten)]
-    pub(super) targets: super::Targets,
+    pub(super) targets: super::args::Targets,
 
     /// Also fetch every URL pinned in manifest.toml `[pins]` and report drift from the pinned
     /// copy (`pin_drift`). Uses the network; without it check never does.
@@ -52,7 +52,7 @@ pub fn run(args: Args, global: Global) -> anyhow::Result<Outcome> {
 /// Exit status for a report: I/O and TLS problems are errors of the run (2), others
 /// rejections (1).
 pub fn outcome(report: &Report) -> Outcome {
-    if report.diagnostics.iter().any(|d| matches!(d.code, Code::IoError | Code::TlsError)) {
+    if report.diagnostics.iter().any(|d| matches!(d.code, Code::IoError | Code::TlsError | Code::McpServerFailed)) {
         Outcome::Failed
     } else if report.has_errors() {
         Outcome::Rejected

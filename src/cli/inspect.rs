@@ -55,7 +55,7 @@ fn config_view(
         Ok(found) => found,
         Err(e) => {
             let label = std::path::PathBuf::from(reference.to_string());
-            return super::verify::report(&label, Err(rejection(&e)), format, global);
+            return super::verify::render_rejection(&label, rejection(&e), format, global);
         }
     };
     if format == Format::Json {
@@ -99,7 +99,7 @@ pub fn run(args: Args, global: Global) -> anyhow::Result<Outcome> {
     let keys: Option<TrustedKeys> = if args.keys.is_empty() && args.trusted_keys.is_none() {
         None
     } else if args.trusted_keys.is_some() {
-        Some(load_trust(&super::keys::TrustArgs { keys: Vec::new(), trusted_keys: args.trusted_keys.clone() })?)
+        Some(load_trust(&super::args::TrustArgs { keys: Vec::new(), trusted_keys: args.trusted_keys.clone() })?)
     } else {
         Some(TrustedKeys::from_keys(args.keys.iter().map(|p| load_public_key(p)).collect::<anyhow::Result<Vec<_>>>()?))
     };
@@ -116,7 +116,7 @@ pub fn run(args: Args, global: Global) -> anyhow::Result<Outcome> {
                     let mismatch = layer.reader.mismatch();
                     (Box::new(BufReader::with_capacity(1 << 20, layer.reader)), Some(mismatch))
                 }
-                Err(e) => return super::verify::report(&args.bundle, Err(rejection(&e)), args.format, global),
+                Err(e) => return super::verify::render_rejection(&args.bundle, rejection(&e), args.format, global),
             }
         }
         None => {
@@ -143,7 +143,7 @@ pub fn run(args: Args, global: Global) -> anyhow::Result<Outcome> {
             }
             Ok(Outcome::Ok)
         }
-        Err(r) => super::verify::report(&args.bundle, Err(r), args.format, global),
+        Err(r) => super::verify::render_rejection(&args.bundle, r, args.format, global),
     }
 }
 

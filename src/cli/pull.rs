@@ -2,12 +2,15 @@
 
 use std::path::PathBuf;
 
+use agent_bundle::bundle::verify::Discard;
 use agent_bundle::oci::Reference;
+use agent_bundle::ops::gate::{Gate, Verdict};
 use agent_bundle::ops::pull;
 
-use super::keys::TrustArgs;
+use super::args::{GateArgs, TrustArgs};
+use super::keys::load_trust;
 use super::registry::RegistryArgs;
-use super::verify::{GateArgs, GateSetup, judge, report_judged};
+use super::verify::render;
 use super::{Format, Global, Outcome, output};
 
 /// Download a bundle from an OCI registry, running the full `verify` gate on the bytes as they
@@ -32,10 +35,6 @@ pub struct Args {
     trust: TrustArgs,
     #[command(flatten)]
     gate: GateArgs,
-    /// Also require every tool contract to match this approved baseline (see `bundle
-    /// baseline`).
-    #[arg(long, value_name = "FILE")]
-    baseline: Option<PathBuf>,
     #[command(flatten)]
     registry: RegistryArgs,
     /// Output format.
@@ -46,37 +45,30 @@ pub struct Args {
 pub fn run(args: Args, global: Global) -> anyhow::Result<Outcome> {
     let reference = Reference::parse(&args.reference).map_err(anyhow::Error::msg)?;
     let options = args.registry.options(&reference)?;
-    let mut setup = GateSetup::load(&args.trust, &args.gate, args.baseline.as_deref())?;
+    let keys = load_trust(&args.trust)?;
+    // A baseline or state file that cannot be read stops the run before anything is fetched.
+    let gate = Gate::open(args.gate.options(keys, global))?;
     let label = PathBuf::from(reference.to_string());
     let result = pull::pull(&reference, &options, &args.output, |input| {
-        let judged = judge(&mut setup, &args.gate, input, &label, global)?;
-        anyhow::Ok(match judged.result {
-            Ok(_) => Ok(judged),
-            Err(r) => Err(r),
+        anyhow::Ok(match gate.run(input, &label, &mut Discard)? {
+            passed @ Verdict::Passed { .. } => Ok(passed),
+            Verdict::Refused { rejection, .. } => Err(rejection),
         })
     })?;
-    match result {
-        Ok((pulled, judged)) => {
-            let digest = pulled.manifest_digest.clone();
-            if args.format == Format::Json {
-                // One document: the verdict, with where it went.
-                let v = judged.result.as_ref().ok();
-                output::print_json(&serde_json::json!({
-                    "ok": true,
-                    "code": null,
-                    "digest": digest,
-                    "ref": reference.to_string(),
-                    "output": args.output.display().to_string(),
-                    "agent": v.map(|v| serde_json::json!({"name": v.manifest.name, "version": v.manifest.version.to_string()})),
-                    "key_id": v.map(|v| v.key_id.clone()),
-                    "bytes": pulled.artifact.layer_size,
-                }))?;
-                return Ok(Outcome::Ok);
-            }
-            let outcome = report_judged(&label, judged, &setup, args.format, global)?;
-            output::status(global, &format!("wrote {} ({digest})", args.output.display()));
-            Ok(outcome)
-        }
-        Err(r) => super::verify::report(&label, Err(r), args.format, global),
+    let (pulled, verdict) = match result {
+        Ok(done) => done,
+        Err(rejection) => return render(&label, &Verdict::Refused { rejection, baseline: None }, args.format, global),
+    };
+    if args.format == Format::Json {
+        // One document: the verdict's report, with where the bundle went.
+        let mut doc = serde_json::to_value(verdict.report())?;
+        doc["digest"] = pulled.manifest_digest.clone().into();
+        doc["ref"] = reference.to_string().into();
+        doc["output"] = args.output.display().to_string().into();
+        output::print_json(&output::sanitize_json(doc))?;
+        return Ok(Outcome::Ok);
     }
+    let outcome = render(&label, &verdict, args.format, global)?;
+    output::status(global, &format!("wrote {} ({})", args.output.display(), pulled.manifest_digest));
+    Ok(outcome)
 }

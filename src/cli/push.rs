@@ -57,7 +57,7 @@ pub fn run(args: Args, global: Global) -> anyhow::Result<Outcome> {
     let mut registry = args.registry.options(&reference)?;
     registry.chunk_size = args.chunk_size;
     let keys: Option<TrustedKeys> = if args.trusted_keys.is_some() {
-        Some(load_trust(&super::keys::TrustArgs { keys: Vec::new(), trusted_keys: args.trusted_keys.clone() })?)
+        Some(load_trust(&super::args::TrustArgs { keys: Vec::new(), trusted_keys: args.trusted_keys.clone() })?)
     } else if !args.keys.is_empty() {
         Some(TrustedKeys::from_keys(args.keys.iter().map(|p| load_public_key(p)).collect::<anyhow::Result<Vec<_>>>()?))
     } else {
@@ -80,7 +80,7 @@ pub fn run(args: Args, global: Global) -> anyhow::Result<Outcome> {
     let pushed = match result {
         Ok(p) => p,
         Err(r) => {
-            let outcome = super::verify::report(&args.bundle, Err(r), args.format, global)?;
+            let outcome = super::verify::render_rejection(&args.bundle, r, args.format, global)?;
             return Ok(outcome);
         }
     };

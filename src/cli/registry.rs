@@ -3,13 +3,15 @@
 
 use std::io::BufReader;
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 
-use agent_bundle::bundle::verify::Rejection;
+use agent_bundle::bundle::verify::{Discard, Rejection};
 use agent_bundle::oci::artifact::BlobMismatch;
 use agent_bundle::oci::{self, Reference};
+use agent_bundle::ops::gate::{Gate, Verdict};
 use agent_bundle::ops::pull::{rejection, rejection_for};
 
-use super::verify::{GateArgs, GateSetup, judge, report, report_judged};
+use super::verify::render;
 use super::{Format, Global, Outcome};
 
 /// How to reach a registry.
@@ -54,27 +56,38 @@ pub fn reference(input: &Path) -> anyhow::Result<Option<Reference>> {
     Reference::parse(text).map(Some).map_err(anyhow::Error::msg)
 }
 
-/// `bundle verify oci://…`: the gate over the layer as it streams, nothing written.
+/// `bundle verify oci://…`: the deployment gate over the layer as it streams, nothing written.
 pub fn verify(
     reference: &Reference,
     options: &oci::Options,
-    setup: &mut GateSetup,
-    gate: &GateArgs,
+    gate: Gate,
     format: Format,
     global: Global,
 ) -> anyhow::Result<Outcome> {
     let label = PathBuf::from(reference.to_string());
     let layer = match oci::open_layer(reference, options) {
         Ok(l) => l,
-        Err(e) => return report(&label, Err(rejection(&e)), format, global),
+        Err(e) => {
+            return render(&label, &Verdict::Refused { rejection: rejection(&e), baseline: None }, format, global);
+        }
     };
-    let mismatch = layer.reader.mismatch();
-    let mut input = BufReader::with_capacity(1 << 20, layer.reader);
-    let mut judged = judge(setup, gate, &mut input, &label, global)?;
-    if let Some(m) = mismatch.lock().unwrap_or_else(|p| p.into_inner()).clone() {
-        judged.result = Err(blob_mismatch(reference, &m, judged.result.err()));
-    }
-    report_judged(&label, judged, setup, format, global)
+    let fault = layer.reader.mismatch();
+    let input = BufReader::with_capacity(1 << 20, layer.reader);
+    let verdict = gate.run(input, &label, &mut Discard)?;
+    render(&label, &with_fault(reference, verdict, &fault), format, global)
+}
+
+/// A verdict over a layer stream, with the stream's own fault (a blob that is not the
+/// descriptor's, or a failed transfer) taking precedence over what the gate made of the bytes.
+/// The gate passes only a stream it read to its end, where the digest is checked, so a fault
+/// never comes with a `Passed`.
+pub fn with_fault(reference: &Reference, verdict: Verdict, fault: &Arc<Mutex<Option<BlobMismatch>>>) -> Verdict {
+    let Some(fault) = fault.lock().unwrap_or_else(|p| p.into_inner()).clone() else { return verdict };
+    let earlier = match verdict {
+        Verdict::Refused { rejection, .. } => Some(rejection),
+        Verdict::Passed { .. } => None,
+    };
+    Verdict::Refused { rejection: blob_mismatch(reference, &fault, earlier), baseline: None }
 }
 
 /// The rejection for a fault of the layer stream (`blob_mismatch`, or `io_error` for a failed

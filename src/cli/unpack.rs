@@ -1,4 +1,5 @@
-//! `bundle unpack <BUNDLE> <DIR>`: verify, then extract into a new folder atomically.
+//! `bundle unpack <BUNDLE> <DIR>`: run the deployment gate, then extract into a new folder
+//! atomically.
 
 use std::io::BufReader;
 use std::path::PathBuf;
@@ -6,9 +7,11 @@ use std::path::PathBuf;
 use agent_bundle::oci;
 use agent_bundle::ops::pull::rejection;
 
-use agent_bundle::ops::unpack::{self, Unpacked};
+use agent_bundle::ops::gate::{Gate, Verdict};
+use agent_bundle::ops::unpack;
 
-use super::keys::{TrustArgs, load_trust};
+use super::args::{GateArgs, TrustArgs};
+use super::keys::load_trust;
 use super::{Format, Global, Outcome};
 
 /// Verify a bundle and extract it into DIR, which must not exist.
@@ -25,7 +28,7 @@ pub struct Args {
     #[command(flatten)]
     trust: TrustArgs,
     #[command(flatten)]
-    gate: super::verify::GateArgs,
+    gate: GateArgs,
     #[command(flatten)]
     registry: super::registry::RegistryArgs,
     /// Output format.
@@ -35,42 +38,27 @@ pub struct Args {
 
 pub fn run(args: Args, global: Global) -> anyhow::Result<Outcome> {
     let keys = load_trust(&args.trust)?;
-    let mut state = args.gate.open_state()?;
-    let expect = args.gate.expect(state.as_ref(), global);
-    let result = match super::registry::reference(&args.bundle)? {
+    let gate = Gate::open(args.gate.options(keys, global))?;
+    let verdict = match super::registry::reference(&args.bundle)? {
         Some(reference) => {
             let options = args.registry.options(&reference)?;
             match oci::open_layer(&reference, &options) {
-                Err(e) => Err(rejection(&e)),
+                Err(e) => Verdict::Refused { rejection: rejection(&e), baseline: None },
                 Ok(layer) => {
-                    // The stream is read to its end (where the layer's digest is checked)
-                    // before the folder is renamed into place.
-                    let mismatch = layer.reader.mismatch();
+                    let fault = layer.reader.mismatch();
                     let input = BufReader::with_capacity(1 << 20, layer.reader);
-                    let unpacked = unpack::unpack_from(input, &args.dir, &keys, &expect)?;
-                    match (unpacked, mismatch.lock().unwrap_or_else(|p| p.into_inner()).clone()) {
-                        (Unpacked::Rejected(r), Some(m)) => {
-                            Err(super::registry::blob_mismatch(&reference, &m, Some(r)))
-                        }
-                        (Unpacked::Done(v), _) => Ok(*v),
-                        (Unpacked::Rejected(r), None) => Err(r),
-                    }
+                    let verdict = unpack::unpack_from(input, &args.bundle, &args.dir, gate)?;
+                    super::registry::with_fault(&reference, verdict, &fault)
                 }
             }
         }
         None => {
             args.registry.refuse_for_file(&args.bundle)?;
-            match unpack::unpack(&args.bundle, &args.dir, &keys, &expect)? {
-                Unpacked::Done(v) => Ok(*v),
-                Unpacked::Rejected(r) => Err(r),
-            }
+            unpack::unpack(&args.bundle, &args.dir, gate)?
         }
     };
-    if let Ok(v) = &result {
-        super::verify::record(state.as_mut(), v)?;
-    }
-    let outcome = super::verify::report(&args.bundle, result, args.format, global)?;
-    if outcome == Outcome::Ok {
+    let outcome = super::verify::render(&args.bundle, &verdict, args.format, global)?;
+    if matches!(verdict, Verdict::Passed { .. }) {
         super::output::status(global, &format!("unpacked into {}", args.dir.display()));
     }
     Ok(outcome)

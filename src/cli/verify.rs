@@ -4,16 +4,14 @@ use std::fs::File;
 use std::io::{BufReader, Write};
 use std::path::{Path, PathBuf};
 
-use anyhow::Context;
-
-use agent_bundle::bundle::verify::{self, Discard, Expect, Reason, Rejection, Trust, Verified};
-use agent_bundle::contract::release;
+use agent_bundle::bundle::verify::{Discard, Rejection};
+use agent_bundle::contract::baseline::Drift;
 use agent_bundle::diagnostic::sanitize;
-use agent_bundle::ops::baseline::{self, Drift, Gate};
+use agent_bundle::ops::gate::{BaselineReport, Gate, Verdict};
 use agent_bundle::progress::{Progress, ProgressRead};
-use agent_bundle::state::StateFile;
 
-use super::keys::{TrustArgs, load_trust};
+use super::args::{GateArgs, TrustArgs};
+use super::keys::load_trust;
 use super::{Format, Global, Outcome, output};
 
 /// Verify a bundle in one streaming pass: trusted signature, versions, expiry (and rollback with
@@ -35,10 +33,6 @@ pub struct Args {
     trust: TrustArgs,
     #[command(flatten)]
     gate: GateArgs,
-    /// Also require every tool contract to match this approved baseline (see `bundle
-    /// baseline`).
-    #[arg(long, value_name = "FILE")]
-    baseline: Option<PathBuf>,
     #[command(flatten)]
     registry: super::registry::RegistryArgs,
     /// Output format.
@@ -46,53 +40,13 @@ pub struct Args {
     pub(super) format: Format,
 }
 
-/// What a deployment gate requires beyond a trusted signature (verify and unpack).
-#[derive(Debug, clap::Args)]
-pub struct GateArgs {
-    /// Also require the bundle to be this agent.
-    #[arg(long, value_name = "NAME")]
-    pub name: Option<String>,
-    /// Reject a bundle older than one accepted before (`rollback`): FILE records the highest
-    /// version accepted per agent and signing key, and is updated atomically on success.
-    #[arg(long, value_name = "FILE")]
-    pub state: Option<PathBuf>,
-    /// Reject a bundle whose version is lower than this (`rollback`).
-    #[arg(long, value_name = "VERSION", value_parser = semver::Version::parse)]
-    pub min_version: Option<semver::Version>,
-}
-
-impl GateArgs {
-    /// Opens (and locks) the state file, if any; the lock lasts until the result is recorded.
-    pub fn open_state(&self) -> anyhow::Result<Option<StateFile>> {
-        self.state.as_deref().map(StateFile::open).transpose().map_err(anyhow::Error::from)
-    }
-
-    pub fn expect<'a>(&'a self, state: Option<&'a StateFile>, global: Global) -> Expect<'a> {
-        Expect {
-            name: self.name.as_deref(),
-            now: Some(global.now()),
-            state: state.map(|s| &s.state),
-            min_version: self.min_version.as_ref(),
-        }
-    }
-}
-
-/// Records an accepted bundle in the state file. A gate that cannot record what it let
-/// through fails (exit 2) rather than pass silently.
-pub fn record(state: Option<&mut StateFile>, v: &Verified) -> anyhow::Result<()> {
-    if let Some(state) = state {
-        state
-            .record(&v.manifest.name, &v.key_id, &v.manifest.version, &v.manifest_blake3)
-            .context("the bundle verified, but the state file could not be updated")?;
-    }
-    Ok(())
-}
-
 pub fn run(args: Args, global: Global) -> anyhow::Result<Outcome> {
-    let mut setup = GateSetup::load(&args.trust, &args.gate, args.baseline.as_deref())?;
+    let keys = load_trust(&args.trust)?;
+    // A baseline or state file that cannot be read stops the run before the bundle is judged.
+    let gate = Gate::open(args.gate.options(keys, global))?;
     if let Some(reference) = super::registry::reference(&args.bundle)? {
         let options = args.registry.options(&reference)?;
-        return super::registry::verify(&reference, &options, &mut setup, &args.gate, args.format, global);
+        return super::registry::verify(&reference, &options, gate, args.format, global);
     }
     args.registry.refuse_for_file(&args.bundle)?;
     let file = File::open(&args.bundle).map_err(|e| anyhow::anyhow!("cannot open {}: {e}", args.bundle.display()))?;
@@ -101,154 +55,38 @@ pub fn run(args: Args, global: Global) -> anyhow::Result<Outcome> {
     bar.begin("verifying", size);
     // The buffer is zeroed before its first use; a small bundle gets a small one.
     let capacity = usize::try_from(size).unwrap_or(usize::MAX).clamp(8 << 10, 1 << 20);
-    let mut input = BufReader::with_capacity(capacity, ProgressRead { inner: file, progress: &bar });
-    let judged = judge(&mut setup, &args.gate, &mut input, &args.bundle, global);
+    let input = BufReader::with_capacity(capacity, ProgressRead { inner: file, progress: &bar });
+    let verdict = gate.run(input, &args.bundle, &mut Discard);
     bar.end();
-    report_judged(&args.bundle, judged?, &setup, args.format, global)
+    render(&args.bundle, &verdict?, args.format, global)
 }
 
-/// What the deployment gate needs before the first byte of a bundle: the trusted keys, the
-/// approved baseline and the locked state file. Any of them unreadable stops the run first.
-pub struct GateSetup {
-    pub keys: agent_bundle::trust::TrustedKeys,
-    approved: Option<(PathBuf, baseline::Baseline)>,
-    state: Option<StateFile>,
-}
-
-impl GateSetup {
-    pub fn load(trust: &TrustArgs, gate: &GateArgs, baseline_file: Option<&Path>) -> anyhow::Result<Self> {
-        let keys = load_trust(trust)?;
-        let approved = baseline_file.map(|p| baseline::read(p).map(|b| (p.to_path_buf(), b))).transpose()?;
-        let state = gate.open_state()?;
-        Ok(GateSetup { keys, approved, state })
-    }
-}
-
-/// The gate's verdict over one input.
-pub struct Judged {
-    pub result: Result<Verified, Rejection>,
-    gate: Option<Gate>,
-}
-
-/// The deployment gate over one stream of bundle bytes: the streaming verify, then the
-/// baseline, then the state record. `input` is read to its end before anything is accepted
-/// (so that a registry layer's digest, checked at its end, decides too).
-pub fn judge(
-    setup: &mut GateSetup,
-    gate_args: &GateArgs,
-    input: &mut dyn std::io::BufRead,
-    label: &Path,
-    global: Global,
-) -> anyhow::Result<Judged> {
-    let expect = gate_args.expect(setup.state.as_ref(), global);
-    let mut result = verify::verify(&mut *input, Trust::Keys(&setup.keys), &expect, &mut Discard);
-    if let Ok(v) = &result
-        && let Err(e) = std::io::copy(input, &mut std::io::sink())
-    {
-        let mut r = Rejection::new(Reason::IoError, None, format!("reading to the end: {e}"));
-        r.agent = Some((v.manifest.name.clone(), v.manifest.version.to_string()));
-        r.key_id = Some(v.key_id.clone());
-        result = Err(r);
-    }
-    let (Some((path, approved)), Ok(v)) = (&setup.approved, &result) else {
-        if let Ok(v) = &result {
-            record(setup.state.as_mut(), v)?;
-        }
-        return Ok(Judged { result, gate: None });
-    };
-    let gate = match release::from_verified(v, label) {
-        Ok(agent) => baseline::gate(approved, &agent, path)?,
-        Err(e) => {
-            // Contracts that cannot be computed cannot be approved: fail closed.
-            let mut r = Rejection::new(
-                Reason::ContractDrift,
-                Some(agent_bundle::tools::FILE_NAME),
-                format!("cannot compute the tool contracts: {e}"),
-            );
-            r.agent = Some((v.manifest.name.clone(), v.manifest.version.to_string()));
-            r.key_id = Some(v.key_id.clone());
-            return Ok(Judged { result: Err(r), gate: None });
-        }
-    };
-    let result = match gate.rejection(path) {
-        Some(mut r) => {
-            r.agent = Some((v.manifest.name.clone(), v.manifest.version.to_string()));
-            r.key_id = Some(v.key_id.clone());
-            Err(r)
-        }
-        None => {
-            // Only a bundle that passed the gate too is recorded as accepted.
-            record(setup.state.as_mut(), v)?;
-            result
-        }
-    };
-    Ok(Judged { result, gate: Some(gate) })
-}
-
-/// Renders a verdict of [`judge`].
-pub fn report_judged(
-    label: &Path,
-    judged: Judged,
-    setup: &GateSetup,
-    format: Format,
-    global: Global,
-) -> anyhow::Result<Outcome> {
-    let gate = match (&setup.approved, &judged.gate) {
-        (Some((path, _)), Some(gate)) => Some((path.as_path(), gate)),
-        _ => None,
-    };
-    report_gated(label, judged.result, gate, format, global)
-}
-
-pub fn report(
+/// Prints a bundle rejected before any gate ran (inspect, export) as `verify` would.
+pub fn render_rejection(
     bundle: &Path,
-    result: Result<Verified, Rejection>,
+    rejection: Rejection,
     format: Format,
     global: Global,
 ) -> anyhow::Result<Outcome> {
-    report_gated(bundle, result, None, format, global)
+    render(bundle, &Verdict::Refused { rejection, baseline: None }, format, global)
 }
 
-/// The verdict, with the release gate's findings when a baseline was given.
-fn report_gated(
-    bundle: &Path,
-    result: Result<Verified, Rejection>,
-    gate: Option<(&Path, &Gate)>,
-    format: Format,
-    global: Global,
-) -> anyhow::Result<Outcome> {
-    let outcome = match &result {
+/// Prints the gate's verdict in `format`; returns the outcome it means.
+pub fn render(bundle: &Path, verdict: &Verdict, format: Format, global: Global) -> anyhow::Result<Outcome> {
+    let (result, baseline) = match verdict {
+        Verdict::Passed { verified, baseline } => (Ok(&**verified), baseline.as_ref()),
+        Verdict::Refused { rejection, baseline } => (Err(rejection), baseline.as_ref()),
+    };
+    let outcome = match result {
         Ok(_) => Outcome::Ok,
         Err(r) if r.reason.is_failure() => Outcome::Failed,
         Err(_) => Outcome::Rejected,
     };
     match format {
-        Format::Json => {
-            let mut doc = match &result {
-                Ok(v) => serde_json::json!({
-                    "ok": true,
-                    "code": null,
-                    "path": null,
-                    "message": null,
-                    "agent": {"name": v.manifest.name, "version": v.manifest.version.to_string()},
-                    "key_id": v.key_id,
-                    "files": v.files.len(),
-                    "bytes": v.files.iter().map(|f| f.size).sum::<u64>(),
-                }),
-                Err(r) => rejection_json(r),
-            };
-            if let Some((path, gate)) = gate {
-                doc["baseline"] = output::sanitize_json(serde_json::json!({
-                    "file": path.display().to_string(),
-                    "drift": gate.drift,
-                    "warnings": gate.warnings,
-                    "missing": gate.missing,
-                }));
-            }
-            output::print_json(&doc)?;
-        }
+        Format::Json => output::print_json(&output::sanitize_json(serde_json::to_value(verdict.report())?))?,
         Format::Github => {
-            if let Some((_, gate)) = gate {
+            if let Some(b) = baseline {
+                let gate = &b.findings;
                 for (level, d) in
                     gate.drift.iter().map(|d| ("error", d)).chain(gate.warnings.iter().map(|d| ("warning", d)))
                 {
@@ -259,7 +97,7 @@ fn report_gated(
                 }
             }
             let file = bundle.display().to_string();
-            match &result {
+            match result {
                 Ok(v) => output::print_line(&output::github_annotation(
                     "notice",
                     Some(&file),
@@ -277,14 +115,14 @@ fn report_gated(
                 }
             }
         }
-        Format::Human => match &result {
+        Format::Human => match result {
             Ok(v) => {
-                if let Some((path, gate)) = gate {
-                    gate_human(global, path, gate, bundle, false)?;
+                if let Some(b) = baseline {
+                    gate_human(global, b, bundle, false)?;
                 }
                 let bytes: u64 = v.files.iter().map(|f| f.size).sum();
                 let approved =
-                    gate.map(|(p, _)| format!("; tool contracts approved in {}", p.display())).unwrap_or_default();
+                    baseline.map(|b| format!("; tool contracts approved in {}", b.file.display())).unwrap_or_default();
                 output::status(
                     global,
                     &format!(
@@ -303,8 +141,8 @@ fn report_gated(
                     global,
                     &format!("rejected {}: {} [{}]{at}", bundle.display(), sanitize(&r.message), r.reason.as_str()),
                 );
-                if let Some((path, gate)) = gate {
-                    gate_human(global, path, gate, bundle, true)?;
+                if let Some(b) = baseline {
+                    gate_human(global, b, bundle, true)?;
                 }
             }
         },
@@ -314,7 +152,8 @@ fn report_gated(
 
 /// The gate's findings on stderr: rejecting drift (when `rejected`) or warnings, each with what
 /// changed since approval.
-fn gate_human(global: Global, path: &Path, gate: &Gate, bundle: &Path, rejected: bool) -> std::io::Result<()> {
+fn gate_human(global: Global, baseline: &BaselineReport, bundle: &Path, rejected: bool) -> std::io::Result<()> {
+    let (path, gate) = (baseline.file.as_path(), &baseline.findings);
     let stream = output::stderr(global);
     let mut out = stream.lock();
     let short = |f: Option<&str>| f.map_or("none", |f| &f[..f.len().min(16)]).to_owned();
@@ -352,15 +191,4 @@ fn gate_human(global: Global, path: &Path, gate: &Gate, bundle: &Path, rejected:
         }
     }
     out.flush()
-}
-
-pub fn rejection_json(r: &Rejection) -> serde_json::Value {
-    serde_json::json!({
-        "ok": false,
-        "code": r.reason,
-        "path": r.path.as_deref().map(sanitize),
-        "message": sanitize(&r.message),
-        "agent": r.agent.as_ref().map(|(n, v)| serde_json::json!({"name": sanitize(n), "version": sanitize(v)})),
-        "key_id": r.key_id,
-    })
 }

@@ -2,6 +2,7 @@
 //!
 //! One test binary (STYLE.md); submodules group the commands.
 
+mod snapshot;
 mod support;
 
 mod baseline;
@@ -16,7 +17,10 @@ mod freshness;
 mod hostile;
 mod import;
 mod lock;
+mod mcp;
 mod oci;
+mod openai;
+mod output;
 mod pin;
 mod pipeline;
 mod precommit;
