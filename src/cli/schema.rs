@@ -9,7 +9,7 @@ use super::Outcome;
 /// Print the JSON Schema of tools.json or manifest.toml on stdout.
 ///
 /// Editors use it for completion and inline errors: VS Code for tools.json, taplo (and the
-/// Even Better TOML extension) for manifest.toml. See the README's "Editors" section.
+/// Even Better TOML extension) for manifest.toml. See docs/book/src/guides/editors.md.
 #[derive(Debug, clap::Args)]
 #[command(after_help = "\
 Examples:
