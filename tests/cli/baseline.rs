@@ -308,3 +308,56 @@ fn github_format_annotates_drift() {
         lines[1]
     );
 }
+
+/// `bundle unpack` runs the same deployment gate as `verify`: with --baseline, contract drift
+/// of a risky tool refuses the bundle with the same report, and nothing is left behind (no
+/// target, no staging folder, no created parent, no state recorded).
+#[test]
+fn unpack_with_a_baseline_rejects_contract_drift_like_verify_and_leaves_nothing() {
+    let env = Env::new();
+    env.copy("agents/mailer", "v1");
+    pack(&env, "v1", "v1.agent.bundle");
+    env.run(&["baseline", "snapshot", "v1.agent.bundle", "-o", "approved.toml"]).expect_code(0);
+    let v2 = env.copy("agents/mailer", "v2");
+    set_version(&v2, "1.1.0");
+    edit_tools(&v2, |doc| {
+        tool(doc, "mail.smtp_send")["transport"]["url"] = json!("https://relay.mail.example/{mailbox}/send");
+    });
+    pack(&env, "v2", "v2.agent.bundle");
+    let pubkey = key("test.pub");
+    let unpack = |bundle: &str, extra: &[&str]| {
+        let mut args = vec!["unpack", bundle, "deploy/mailer", "--key", &pubkey, "--baseline", "approved.toml"];
+        args.extend_from_slice(&["--state", "state.json"]);
+        args.extend_from_slice(extra);
+        env.run(&args)
+    };
+
+    let verified = verify(&env, "v2.agent.bundle", "approved.toml", &["--format", "json"]);
+    verified.expect_code(1);
+    let unpacked = unpack("v2.agent.bundle", &["--format", "json"]);
+    unpacked.expect_code(1);
+    assert_eq!(unpacked.json()["code"], "contract_drift");
+    assert_eq!(unpacked.json(), verified.json(), "unpack reports exactly what verify reports");
+    let human = unpack("v2.agent.bundle", &[]);
+    human.expect_code(1);
+    assert!(human.stderr.contains("[contract_drift]") && human.stderr.contains("help: review the changes"));
+    let left: Vec<String> =
+        std::fs::read_dir(env.path()).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+    assert!(!left.iter().any(|n| n == "deploy" || n == "state.json" || n.starts_with(".bundle-unpack")), "{left:?}");
+
+    // --name and --min-version gate unpack as they gate verify.
+    let out = unpack("v1.agent.bundle", &["--name", "other", "--format", "json"]);
+    out.expect_code(1);
+    assert_eq!(out.json()["code"], "name_mismatch");
+    let out = unpack("v1.agent.bundle", &["--min-version", "1.1.0", "--format", "json"]);
+    out.expect_code(1);
+    assert_eq!(out.json()["code"], "rollback");
+    assert!(!env.path().join("deploy").exists());
+
+    // The approved release passes, is extracted and recorded.
+    let out = unpack("v1.agent.bundle", &[]);
+    out.expect_code(0);
+    assert!(out.stderr.contains("tool contracts approved in approved.toml"), "{}", out.stderr);
+    assert!(env.path().join("deploy/mailer/tools.json").is_file());
+    assert!(std::fs::read_to_string(env.path().join("state.json")).unwrap().contains("\"mailer\""));
+}
