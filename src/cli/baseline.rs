@@ -12,7 +12,7 @@ use super::{Format, Global, Outcome, output};
 /// Record and update approved tool contracts (the baseline of `bundle verify --baseline`).
 #[derive(Debug, clap::Args)]
 #[command(
-    after_help = "Examples:\n  bundle baseline snapshot mailer-1.4.0.agent.bundle -o approved.toml\n  bundle baseline approve approved.toml --from mailer-1.5.0.agent.bundle mail.smtp_send\n  bundle verify mailer-1.5.0.agent.bundle --key release.pub --baseline approved.toml"
+    after_help = "Examples:\n  bundle baseline snapshot mailer-1.4.0.agent.bundle -o approved.toml\n  bundle baseline approve approved.toml \\\n      --from mailer-1.5.0.agent.bundle mail.smtp_send\n  bundle verify mailer-1.5.0.agent.bundle --key release.pub \\\n      --baseline approved.toml"
 )]
 pub struct Args {
     #[command(subcommand)]
@@ -54,7 +54,7 @@ pub struct SnapshotArgs {
 /// `bundle diff`. Exit status: 0 done, 2 usage or I/O error.
 #[derive(Debug, clap::Args)]
 #[command(
-    after_help = "Examples:\n  bundle baseline approve approved.toml --from mailer-1.5.0.agent.bundle mail.smtp_send\n  bundle baseline approve approved.toml --from agents/mailer mail.smtp_send contacts.lookup"
+    after_help = "Examples:\n  bundle baseline approve approved.toml \\\n      --from mailer-1.5.0.agent.bundle mail.smtp_send\n  bundle baseline approve approved.toml --from agents/mailer \\\n      mail.smtp_send contacts.lookup"
 )]
 pub struct ApproveArgs {
     /// The baseline file to update.

@@ -12,7 +12,7 @@ use super::{Format, Global, Outcome, output};
 /// Exit status: 0 clean (warnings allowed), 1 problems found, 2 usage or I/O error.
 #[derive(Debug, clap::Args)]
 #[command(
-    after_help = "Examples:\n  bundle check                 # the agent in ., or every agents/*/\n  bundle check agents/mailer\n  bundle check --refresh agents/github   # also fetch pinned toolsets and report drift\n  bundle check --refresh --ca-cert corp-root.pem agents/internal   # a private CA's server\n  bundle check --format json . | jq '.diagnostics[].code'"
+    after_help = "Examples:\n  bundle check                 # the agent in ., or every agents/*/\n  bundle check agents/mailer\n  bundle check --refresh agents/github   # also fetch pinned toolsets\n  bundle check --refresh --ca-cert corp-root.pem agents/internal\n  bundle check --format json . | jq '.diagnostics[].code'"
 )]
 pub struct Args {
     #[command(flatten)]

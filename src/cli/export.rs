@@ -26,8 +26,10 @@ enum Target {
 #[derive(Debug, clap::Args)]
 #[command(after_help = "Examples:
   bundle export --to openai agents/mailer > openai-tools.json
-  bundle export --to mcp mailer-1.4.0.agent.bundle --key release.pub -o tools-list.json
-  bundle export --to rap agents/mailer --endpoint https://tools.example.com/invoke")]
+  bundle export --to mcp mailer-1.4.0.agent.bundle --key release.pub \\
+      -o tools-list.json
+  bundle export --to rap agents/mailer \\
+      --endpoint https://tools.example.com/invoke")]
 pub struct Args {
     /// The target format.
     #[arg(long, value_enum)]

@@ -24,11 +24,12 @@ enum Source {
 #[derive(Debug, clap::Args)]
 #[command(after_help = "Examples:
   bundle import --from agentcli tools/agentcli.json -o agents/clock/tools.json
-  bundle import --from agentcli manifest.json --exec-root /opt/clock   # where ./tools/bin/ lives
+  bundle import --from agentcli manifest.json --exec-root /opt/clock
   bundle import --from rap github-tools.json
   bundle import --from rap http://127.0.0.1:8080 http://127.0.0.1:8081
-  bundle import --from rap https://tools.example.com --pin -o agents/gh/tools.json
-  bundle import --from rap https://rap.corp.internal --ca-cert corp-root.pem   # private CA
+  bundle import --from rap https://tools.example.com --pin \\
+      -o agents/gh/tools.json
+  bundle import --from rap https://rap.corp.internal --ca-cert corp-root.pem
   bundle import --from rune path/to/rune-agent")]
 pub struct Args {
     /// The input format.

@@ -27,11 +27,11 @@ use clap::{CommandFactory, FromArgMatches, Parser, Subcommand, ValueEnum};
 
 const AFTER_HELP: &str = "\
 Examples:
-  bundle init agents/mailer                          # scaffold an agent that passes check
-  bundle tool add agents/mailer                      # add a tool (asks on a terminal)
-  bundle check                                       # the pre-commit hook
+  bundle init agents/mailer        # scaffold an agent that passes check
+  bundle tool add agents/mailer    # add a tool (asks on a terminal)
+  bundle check                     # the pre-commit hook
   bundle pack agents/mailer --key release.key --locked   # the release step
-  bundle verify mailer-1.4.0.agent.bundle --key release.pub   # the deployment gate
+  bundle verify mailer-1.4.0.agent.bundle --key release.pub   # the gate
   bundle completions bash > ~/.local/share/bash-completion/completions/bundle
 
 Exit status: 0 success, 1 checked and rejected, 2 usage or I/O error.";
@@ -236,5 +236,37 @@ pub fn main() -> ExitCode {
             }
             ExitCode::from(2)
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every command with its subcommands, depth first.
+    fn all_commands(cmd: &clap::Command) -> Vec<clap::Command> {
+        let mut out = vec![cmd.clone()];
+        for sub in cmd.get_subcommands() {
+            out.extend(all_commands(sub));
+        }
+        out
+    }
+
+    #[test]
+    fn help_examples_do_not_wrap_at_80_columns() {
+        let mut root = Cli::command().term_width(80);
+        root.build();
+        let mut wrapped = Vec::new();
+        for mut cmd in all_commands(&root) {
+            let Some(after) = cmd.get_after_help().map(|h| h.to_string()) else { continue };
+            let rendered = cmd.render_long_help().to_string();
+            let lines: Vec<&str> = rendered.lines().map(str::trim_end).collect();
+            for example in after.lines().filter(|l| l.starts_with("  ")) {
+                if !lines.contains(&example.trim_end()) {
+                    wrapped.push(format!("{}: {example}", cmd.get_name()));
+                }
+            }
+        }
+        assert!(wrapped.is_empty(), "help lines wrapped at 80 columns:\n{}", wrapped.join("\n"));
     }
 }

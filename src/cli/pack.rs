@@ -14,7 +14,7 @@ use super::{Format, Global, Outcome, output};
 /// temp file and renamed into place, so an interrupted pack never leaves a partial bundle.
 #[derive(Debug, clap::Args)]
 #[command(
-    after_help = "Examples:\n  bundle pack agents/mailer --key release.key\n  bundle pack agents/mailer --key release.key --locked -o dist/   # CI release step\n  bundle pack agents/mailer --key release.key --expires-in 90d   # stops verifying in 90 days\n  BUNDLE_SIGNING_KEY=\"$(cat release.key)\" bundle pack agents/mailer --locked"
+    after_help = "Examples:\n  bundle pack agents/mailer --key release.key\n  bundle pack agents/mailer --key release.key --locked -o dist/   # CI\n  bundle pack agents/mailer --key release.key --expires-in 90d\n  BUNDLE_SIGNING_KEY=\"$(cat release.key)\" bundle pack agents/mailer --locked"
 )]
 pub struct Args {
     /// The agent folder.

@@ -47,8 +47,8 @@ impl Args {
 #[command(after_help = "\
 Examples:
   bundle tool add agents/mailer          # on a terminal: asks for each field
-  bundle tool add agents/mailer --id mail.render --description 'Render a draft.' \\
-      --exec /usr/bin/mail-render --arg --stdin
+  bundle tool add agents/mailer --id mail.render \\
+      --description 'Render a draft.' --exec /usr/bin/mail-render --arg --stdin
   bundle tool add agents/mailer --id mail.send --description 'Send a draft.' \\
       --http POST 'https://api.mail.example/v1/send' \\
       --header 'Authorization=Bearer ${secret:mail/api_key}' \\

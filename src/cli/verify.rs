@@ -26,7 +26,7 @@ use super::{Format, Global, Outcome, output};
 /// Exit status: 0 accepted, 1 rejected (with a stable reason code), 2 usage or I/O error.
 #[derive(Debug, clap::Args)]
 #[command(
-    after_help = "Examples:\n  bundle verify mailer-1.4.0.agent.bundle --key release.pub\n  bundle verify mailer-1.4.0.agent.bundle --trusted-keys trusted-keys.txt --name mailer --state /var/lib/agents/bundle-state.json\n  bundle verify mailer-1.5.0.agent.bundle --key release.pub --baseline approved.toml   # release gate\n  bundle verify x.agent.bundle --key release.pub --format json | jq -r .code"
+    after_help = "Examples:\n  bundle verify mailer-1.4.0.agent.bundle --key release.pub\n  bundle verify mailer-1.4.0.agent.bundle --trusted-keys trusted-keys.txt \\\n      --name mailer --state /var/lib/agents/bundle-state.json\n  bundle verify mailer-1.5.0.agent.bundle --key release.pub \\\n      --baseline approved.toml   # the release gate\n  bundle verify x.agent.bundle --key release.pub --format json | jq -r .code"
 )]
 pub struct Args {
     /// The bundle file.
