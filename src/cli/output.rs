@@ -3,11 +3,16 @@
 
 use std::io::{self, IsTerminal, Write};
 
+use std::collections::BTreeMap;
+use std::ops::Range;
+
 use codespan_reporting::diagnostic::{Diagnostic as Rendered, Label};
-use codespan_reporting::files::SimpleFiles;
+use codespan_reporting::files::{self, Files, SimpleFile};
 use codespan_reporting::term::{self, termcolor::ColorChoice, termcolor::StandardStream};
 
-use agent_bundle::diagnostic::{Diagnostic, Report, Severity, sanitize, sanitize_source};
+use agent_bundle::diagnostic::{
+    Diagnostic, EXCERPT_WIDTH, Excerpt, Report, Severity, Source, sanitize, sanitize_source,
+};
 
 use super::{ColorWhen, Global};
 
@@ -29,38 +34,103 @@ pub fn stderr(global: Global) -> StandardStream {
     StandardStream::stderr(color_choice(global.color, io::stderr().is_terminal()))
 }
 
-/// Prints diagnostics rustc-style on stderr (warnings too, unless quiet).
-pub fn human(report: &Report, global: Global) -> io::Result<()> {
-    let mut files = SimpleFiles::new();
-    // Only the files that diagnostics point into are prepared for display.
-    let mut ids: std::collections::BTreeMap<&str, usize> = std::collections::BTreeMap::new();
-    for d in
-        report.diagnostics.iter().filter(|d| d.span.is_some() && !(global.quiet && d.severity == Severity::Warning))
-    {
-        if let Some(source) = report.sources.get(&d.file)
-            && !ids.contains_key(d.file.as_str())
-        {
-            ids.insert(d.file.as_str(), files.add(sanitize(&source.name), sanitize_source(&source.text)));
+/// The files diagnostics point into, as shown: a whole (sanitised) file, or, for a span on a
+/// very long line (single-line JSON from a server), a window of that line.
+#[derive(Default)]
+struct Shown {
+    files: Vec<ShownFile>,
+}
+
+enum ShownFile {
+    Whole(SimpleFile<String, String>),
+    Excerpt { name: String, excerpt: Excerpt },
+}
+
+impl<'a> Files<'a> for Shown {
+    type FileId = usize;
+    type Name = &'a str;
+    type Source = &'a str;
+
+    fn name(&'a self, id: usize) -> Result<&'a str, files::Error> {
+        Ok(match self.files.get(id).ok_or(files::Error::FileMissing)? {
+            ShownFile::Whole(f) => f.name(),
+            ShownFile::Excerpt { name, .. } => name,
+        })
+    }
+
+    fn source(&'a self, id: usize) -> Result<&'a str, files::Error> {
+        Ok(match self.files.get(id).ok_or(files::Error::FileMissing)? {
+            ShownFile::Whole(f) => f.source(),
+            ShownFile::Excerpt { excerpt, .. } => &excerpt.text,
+        })
+    }
+
+    fn line_index(&'a self, id: usize, byte_index: usize) -> Result<usize, files::Error> {
+        match self.files.get(id).ok_or(files::Error::FileMissing)? {
+            ShownFile::Whole(f) => f.line_index((), byte_index),
+            ShownFile::Excerpt { excerpt, .. } => Ok(excerpt.line_index),
         }
     }
-    let config = term::Config::default();
-    let stream = stderr(global);
-    let mut out = stream.lock();
-    for d in &report.diagnostics {
-        if global.quiet && d.severity == Severity::Warning {
-            continue;
+
+    fn column_number(&'a self, id: usize, line_index: usize, byte_index: usize) -> Result<usize, files::Error> {
+        match self.files.get(id).ok_or(files::Error::FileMissing)? {
+            ShownFile::Whole(f) => f.column_number((), line_index, byte_index),
+            ShownFile::Excerpt { excerpt, .. } => Ok(excerpt.column(byte_index)),
         }
-        let mut rendered = match d.severity {
+    }
+
+    fn line_range(&'a self, id: usize, line_index: usize) -> Result<std::ops::Range<usize>, files::Error> {
+        match self.files.get(id).ok_or(files::Error::FileMissing)? {
+            ShownFile::Whole(f) => f.line_range((), line_index),
+            ShownFile::Excerpt { excerpt, .. } if line_index == excerpt.line_index => Ok(0..excerpt.text.len()),
+            ShownFile::Excerpt { excerpt, .. } => {
+                Err(files::Error::LineTooLarge { given: line_index, max: excerpt.line_index })
+            }
+        }
+    }
+}
+
+impl Shown {
+    /// The file and span a diagnostic's label points at: a window of the line when it is long,
+    /// else the whole file (prepared once per file).
+    fn place(
+        &mut self,
+        whole: &mut BTreeMap<String, usize>,
+        source: &Source,
+        span: Range<usize>,
+    ) -> (usize, Range<usize>) {
+        if let Some(mut excerpt) = source.excerpt(span.clone(), EXCERPT_WIDTH) {
+            excerpt.text = sanitize_source(&excerpt.text);
+            let span = excerpt.span.clone();
+            self.files.push(ShownFile::Excerpt { name: sanitize(&source.name), excerpt });
+            return (self.files.len() - 1, span);
+        }
+        let id = *whole.entry(source.name.clone()).or_insert_with(|| {
+            self.files.push(ShownFile::Whole(SimpleFile::new(sanitize(&source.name), sanitize_source(&source.text))));
+            self.files.len() - 1
+        });
+        (id, span)
+    }
+}
+
+/// Prints diagnostics rustc-style on stderr (warnings too, unless quiet).
+pub fn human(report: &Report, global: Global) -> io::Result<()> {
+    let mut shown = Shown::default();
+    let mut whole = BTreeMap::new();
+    let mut rendered = Vec::new();
+    for d in report.diagnostics.iter().filter(|d| !(global.quiet && d.severity == Severity::Warning)) {
+        let mut diagnostic = match d.severity {
             Severity::Error => Rendered::error(),
             Severity::Warning => Rendered::warning(),
         }
         .with_code(d.code.as_str())
         .with_message(sanitize(&d.message));
         let mut notes = Vec::new();
-        match (d.span.clone(), ids.get(d.file.as_str())) {
-            (Some(span), Some(&id)) => {
+        match (d.span.clone(), report.sources.get(&d.file)) {
+            (Some(span), Some(source)) => {
+                let (id, span) = shown.place(&mut whole, source, span);
                 let label = Label::primary(id, span);
-                rendered = rendered.with_labels(vec![match &d.path {
+                diagnostic = diagnostic.with_labels(vec![match &d.path {
                     Some(p) => label.with_message(sanitize(p)),
                     None => label,
                 }]);
@@ -73,8 +143,13 @@ pub fn human(report: &Report, global: Global) -> io::Result<()> {
         if let Some(help) = &d.help {
             notes.push(format!("help: {}", sanitize(help)));
         }
-        rendered = rendered.with_notes(notes);
-        term::emit_to_write_style(&mut out, &config, &files, &rendered).map_err(io::Error::other)?;
+        rendered.push(diagnostic.with_notes(notes));
+    }
+    let config = term::Config::default();
+    let stream = stderr(global);
+    let mut out = stream.lock();
+    for diagnostic in &rendered {
+        term::emit_to_write_style(&mut out, &config, &shown, diagnostic).map_err(io::Error::other)?;
     }
     Ok(())
 }

@@ -94,6 +94,24 @@ fn human_output_shows_file_line_source_and_help() {
 }
 
 #[test]
+fn a_diagnostic_on_a_very_long_line_shows_a_window_around_the_span() {
+    let env = Env::new();
+    let dir = env.copy("agents/minimal", "a");
+    // Single-line JSON, as servers send it: the problem sits 330 characters in.
+    let line =
+        format!(r#"{{"version":1,"tools":[],"a":"{}","bogus":true,"c":"{}"}}"#, "x".repeat(300), "y".repeat(300));
+    std::fs::write(dir.join("tools.json"), &line).unwrap();
+    let out = env.run(&["check", "--color", "never", "a"]);
+    out.expect_code(1);
+    let column = line.find(r#""bogus""#).unwrap() + 1;
+    assert!(out.stderr.contains(&format!("a/tools.json:1:{column}")), "the real column: {}", out.stderr);
+    let shown = out.stderr.lines().find(|l| l.contains(r#""bogus":true"#)).expect("the source line is shown");
+    assert!(shown.chars().count() < 140, "a window, not the whole line: {shown}");
+    assert!(shown.contains("…x") && shown.contains("y…"), "ellipses where the line goes on: {shown}");
+    assert!(out.stderr.lines().all(|l| l.chars().count() < 140), "{}", out.stderr);
+}
+
+#[test]
 fn github_format_prints_annotations() {
     let out = run(&["check", "--format", "github", "testdata/invalid/duplicate_id"]);
     out.expect_code(1);
