@@ -105,7 +105,12 @@ fn snapshot(args: SnapshotArgs, global: Global) -> anyhow::Result<Outcome> {
                 "id": c.id(), "fingerprint": c.fingerprint, "risk": c.risk,
             })).collect::<Vec<_>>(),
         })))?,
-        _ => {
+        Format::Github => output::notice(
+            Some(&args.output.display().to_string()),
+            "baseline written",
+            &format!("{} tools approved from {}", sorted.len(), sanitize(&agent.label())),
+        )?,
+        Format::Human => {
             let n = sorted.len();
             output::status(
                 global,
@@ -138,7 +143,12 @@ fn approve(args: ApproveArgs, global: Global) -> anyhow::Result<Outcome> {
             "from": {"path": args.from.display().to_string(), "name": from.name, "version": from.version},
             "tools": done,
         })))?,
-        _ => {
+        Format::Github => {
+            for a in &done {
+                output::notice(Some(&args.baseline.display().to_string()), "baseline updated", &describe(a))?;
+            }
+        }
+        Format::Human => {
             for a in &done {
                 output::status(global, &format!("{}: {}", args.baseline.display(), describe(a)));
             }

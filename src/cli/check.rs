@@ -2,7 +2,7 @@
 
 use agent_bundle::diagnostic::{Code, Report};
 use agent_bundle::fetch::Fetcher;
-use agent_bundle::ops::check;
+use agent_bundle::ops::check::{self, display_prefix};
 
 use super::{Format, Global, Outcome, output};
 
@@ -75,7 +75,19 @@ pub fn render(
             "agents": agents,
             "diagnostics": report.diagnostics.iter().map(output::json_diagnostic).collect::<Vec<_>>(),
         })),
-        Format::Github => output::github(report),
+        Format::Github => {
+            output::github(report)?;
+            if verb != "check" {
+                return Ok(());
+            }
+            for a in agents.iter().filter(|a| a["ok"] == true) {
+                let label: Vec<&str> = [&a["name"], &a["version"]].into_iter().filter_map(|v| v.as_str()).collect();
+                let manifest =
+                    format!("{}manifest.toml", display_prefix(std::path::Path::new(a["dir"].as_str().unwrap_or("."))));
+                output::notice(Some(&manifest), "checked", &format!("{} passes check", label.join(" ")))?;
+            }
+            Ok(())
+        }
         Format::Human => {
             output::human(report, global)?;
             let (e, w) = (report.errors(), report.warnings());

@@ -106,8 +106,12 @@ pub fn run(args: Args, global: Global) -> anyhow::Result<Outcome> {
         }))?;
     } else {
         check::render(&result.report, Vec::new(), args.format, global, "export")?;
-        if let (Some(text), None) = (&text, &args.output) {
-            output::print_line(text.trim_end())?;
+        match (&text, &args.output) {
+            (Some(text), None) => output::print_line(text.trim_end())?,
+            (Some(_), Some(path)) if args.format == Format::Github => {
+                output::notice(Some(&path.display().to_string()), "exported", &format!("wrote {}", path.display()))?
+            }
+            _ => {}
         }
     }
     Ok(if result.document.is_some() { Outcome::Ok } else { check::outcome(&result.report) })

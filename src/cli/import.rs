@@ -115,10 +115,13 @@ pub fn run(args: Args, global: Global) -> anyhow::Result<Outcome> {
         if let Some(text) = &result.text {
             match &args.output {
                 Some(p) => {
-                    output::status(
-                        global,
-                        &format!("imported {tools} tool{} into {}", if tools == 1 { "" } else { "s" }, p.display()),
-                    );
+                    let done =
+                        format!("imported {tools} tool{} into {}", if tools == 1 { "" } else { "s" }, p.display());
+                    if args.format == Format::Github {
+                        output::notice(Some(&p.display().to_string()), "imported", &done)?;
+                    } else {
+                        output::status(global, &done);
+                    }
                     for file in &pinned {
                         output::status(global, &format!("pinned {file} in manifest.toml [pins]; run `bundle lock`"));
                     }

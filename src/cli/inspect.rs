@@ -55,7 +55,18 @@ pub fn run(args: Args, global: Global) -> anyhow::Result<Outcome> {
             let now = global.now();
             match args.format {
                 Format::Json => super::output::print_json(&json(&v, &contracts, now))?,
-                _ => human(&v, &contracts, now)?,
+                Format::Github => super::output::notice(
+                    Some(&args.bundle.display().to_string()),
+                    "inspected",
+                    &format!(
+                        "{} {}: {} files, signature {}",
+                        v.manifest.name,
+                        v.manifest.version,
+                        v.files.len(),
+                        if v.signature_checked { "checked" } else { "NOT checked (pass --key)" }
+                    ),
+                )?,
+                Format::Human => human(&v, &contracts, now)?,
             }
             Ok(Outcome::Ok)
         }

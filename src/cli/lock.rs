@@ -28,13 +28,10 @@ pub fn run(args: Args, global: Global) -> anyhow::Result<Outcome> {
     let mut agents = Vec::new();
     for dir in dirs {
         let locked = lock::lock_agent(&dir);
-        if args.targets.format == Format::Github && locked.written {
-            output::print_line(&output::github_annotation(
-                "notice",
-                Some(&locked.manifest_path.display().to_string()),
-                "locked",
-                "manifest.toml was updated; commit it",
-            ))?;
+        if args.targets.format == Format::Github && !locked.report.has_errors() {
+            let message =
+                if locked.written { "manifest.toml was updated; commit it" } else { "manifest.toml is up to date" };
+            output::notice(Some(&locked.manifest_path.display().to_string()), "locked", message)?;
         }
         if args.targets.format == Format::Human {
             let ok = !locked.report.has_errors();

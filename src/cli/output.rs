@@ -188,6 +188,11 @@ pub fn github_annotation(level: &str, file: Option<&str>, title: &str, message: 
     format!("::{level} {}::{}", props.join(","), escape_data(&sanitize(message)))
 }
 
+/// A success as a GitHub `::notice` line on stdout.
+pub fn notice(file: Option<&str>, title: &str, message: &str) -> io::Result<()> {
+    print_line(&github_annotation("notice", file, title, message))
+}
+
 /// A run-stopping error (exit 2) as an annotation too, so that a missing key or an unreadable
 /// file shows up on the pull request like any finding.
 pub fn github_error(e: &anyhow::Error) {

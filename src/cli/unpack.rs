@@ -40,7 +40,12 @@ pub fn run(args: Args, global: Global) -> anyhow::Result<Outcome> {
     }
     let outcome = super::verify::report(&args.bundle, result, args.format, global)?;
     if outcome == Outcome::Ok {
-        super::output::status(global, &format!("unpacked into {}", args.dir.display()));
+        let dir = args.dir.display().to_string();
+        match args.format {
+            Format::Github => super::output::notice(Some(&dir), "unpacked", &format!("unpacked into {dir}"))?,
+            Format::Human => super::output::status(global, &format!("unpacked into {dir}")),
+            Format::Json => {}
+        }
     }
     Ok(outcome)
 }
