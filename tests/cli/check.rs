@@ -165,6 +165,22 @@ fn init_scaffolds_an_agent_that_passes_check_and_refuses_to_overwrite() {
 }
 
 #[test]
+fn init_takes_the_first_version_and_name() {
+    let env = Env::new();
+    env.run(&["init", "agents/kb", "--version", "2.3.0-rc.1", "--name", "knowledge-base"]).expect_code(0);
+    let out = env.run(&["check", "--format", "json", "agents/kb"]);
+    out.expect_code(0);
+    assert_eq!(out.json()["agents"][0]["version"], "2.3.0-rc.1");
+    assert_eq!(out.json()["agents"][0]["name"], "knowledge-base");
+    let out = env.run(&["init", "agents/x", "--version", "1.0"]);
+    out.expect_code(2);
+    assert!(out.stderr.contains("--version"), "{}", out.stderr);
+    assert!(!env.path().join("agents/x").exists());
+    // `bundle --version` still prints the program's version.
+    assert!(env.run(&["--version"]).expect_code(0).stdout.starts_with("bundle "));
+}
+
+#[test]
 fn non_utf8_tools_json_is_an_error_not_a_panic() {
     let env = Env::new();
     let dir = env.copy("agents/minimal", "a");
