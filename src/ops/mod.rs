@@ -13,5 +13,7 @@ pub mod lock;
 pub mod pack;
 pub mod pin;
 pub mod tool_add;
+pub mod tool_list;
+pub mod tool_remove;
 pub mod unpack;
 pub mod verify;
