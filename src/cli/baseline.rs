@@ -31,14 +31,16 @@ enum Command {
 /// later drift can be explained. Exit status: 0 written, 2 usage or I/O error.
 #[derive(Debug, clap::Args)]
 #[command(
-    after_help = "Examples:\n  bundle baseline snapshot mailer-1.4.0.agent.bundle -o approved.toml\n  bundle baseline snapshot agents/mailer -o agents/mailer.approved.toml --force"
+    after_help = "Examples:\n  bundle baseline snapshot agents/mailer    # writes baselines/mailer.toml\n  bundle baseline snapshot mailer-1.4.0.agent.bundle -o approved.toml --force"
 )]
 pub struct SnapshotArgs {
     /// A bundle or an agent folder.
     source: PathBuf,
-    /// The baseline file to write.
-    #[arg(short, long, value_name = "FILE", default_value = "approved.toml")]
-    output: PathBuf,
+    /// The baseline file to write (default: baselines/<agent>.toml, with baselines/ beside the
+    /// agents/ folder that holds the agent, else in the working directory). Never inside an
+    /// agent folder: it would be packed into the bundle.
+    #[arg(short, long, value_name = "FILE")]
+    output: Option<PathBuf>,
     /// Replace the file if it exists.
     #[arg(long)]
     force: bool,
@@ -93,20 +95,24 @@ fn short(fingerprint: &str) -> &str {
 
 fn snapshot(args: SnapshotArgs, global: Global) -> anyhow::Result<Outcome> {
     let agent = contracts::load(&args.source)?;
-    baseline::snapshot(&agent, &args.output, args.force)?;
+    let file = match args.output {
+        Some(file) => file,
+        None => baseline::default_path(&args.source, &agent)?,
+    };
+    baseline::snapshot(&agent, &file, args.force)?;
     let mut sorted: Vec<_> = agent.contracts.iter().collect();
     sorted.sort_by(|a, b| a.id().cmp(b.id()));
     match args.format {
         Format::Json => output::print_json(&output::sanitize_json(serde_json::json!({
             "ok": true,
-            "file": args.output.display().to_string(),
+            "file": file.display().to_string(),
             "agent": {"name": agent.name, "version": agent.version},
             "tools": sorted.iter().map(|c| serde_json::json!({
                 "id": c.id(), "fingerprint": c.fingerprint, "risk": c.risk,
             })).collect::<Vec<_>>(),
         })))?,
         Format::Github => output::notice(
-            Some(&args.output.display().to_string()),
+            Some(&file.display().to_string()),
             "baseline written",
             &format!("{} tools approved from {}", sorted.len(), sanitize(&agent.label())),
         )?,
@@ -116,7 +122,7 @@ fn snapshot(args: SnapshotArgs, global: Global) -> anyhow::Result<Outcome> {
                 global,
                 &format!(
                     "wrote {}: {n} tool{} approved from {}",
-                    args.output.display(),
+                    file.display(),
                     if n == 1 { "" } else { "s" },
                     sanitize(&agent.label())
                 ),

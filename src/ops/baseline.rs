@@ -7,7 +7,7 @@
 //! or any tool whose http host moved. Other drift, on read-only tools, is reported but passes.
 
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 use toml_edit::{Array, DocumentMut, Item, Table, value};
@@ -162,9 +162,65 @@ pub fn snapshot_text(agent: &AgentContracts) -> String {
     doc.to_string()
 }
 
+/// The folder baselines go in by default: `baselines/` beside the `agents/` folder that holds
+/// the agent (a repository of many agents), else `baselines/` in the working directory.
+/// `verify --baseline DIR` reads `DIR/<agent>.toml` from it.
+pub fn default_dir(source: &Path) -> PathBuf {
+    let agents_parent = |p: &Path| {
+        let parent = p.parent()?;
+        (parent.file_name()? == "agents").then(|| parent.parent().map(Path::to_path_buf).unwrap_or_default())
+    };
+    if !source.is_dir() {
+        return PathBuf::from(DEFAULT_DIR);
+    }
+    let root = agents_parent(source)
+        .or_else(|| std::fs::canonicalize(source).ok().and_then(|abs| agents_parent(&abs)))
+        .unwrap_or_default();
+    root.join(DEFAULT_DIR)
+}
+
+/// Where `baseline snapshot` writes when not told: `<default_dir>/<agent>.toml`.
+pub fn default_path(source: &Path, agent: &AgentContracts) -> Result<PathBuf, BaselineError> {
+    let name = agent.name.as_deref().ok_or_else(|| {
+        BaselineError::Usage(format!("{} names no agent; say where the baseline goes with -o FILE", source.display()))
+    })?;
+    Ok(default_dir(source).join(format!("{name}.toml")))
+}
+
+/// The name of the default baselines folder.
+pub const DEFAULT_DIR: &str = "baselines";
+
+/// The agent folder `path` would be written into, if any: a baseline there would be packed
+/// into the agent's next bundle, and change its digests, without anyone asking for it.
+pub fn agent_folder_holding(path: &Path) -> Option<PathBuf> {
+    let parent = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    // The folder may not exist yet: judge from the nearest one that does.
+    let existing = parent.ancestors().find(|a| a.as_os_str().is_empty() || a.exists())?;
+    let start = std::fs::canonicalize(if existing.as_os_str().is_empty() { Path::new(".") } else { existing }).ok()?;
+    start
+        .ancestors()
+        .find(|dir| dir.join(crate::manifest::FILE_NAME).is_file() || dir.join(crate::tools::FILE_NAME).is_file())
+        .map(Path::to_path_buf)
+}
+
 /// Writes a baseline approving every tool of `agent`; an existing file is replaced only with
-/// `overwrite`.
+/// `overwrite`. A path inside an agent folder is refused; missing folders are created.
 pub fn snapshot(agent: &AgentContracts, out: &Path, overwrite: bool) -> Result<(), BaselineError> {
+    if let Some(agent_dir) = agent_folder_holding(out) {
+        return Err(BaselineError::Usage(format!(
+            "{} is inside the agent folder {}: the baseline would be packed into the agent's next bundle; \
+             write it beside the agents, e.g. to {}/ (the default)",
+            out.display(),
+            agent_dir.display(),
+            DEFAULT_DIR
+        )));
+    }
+    if let Some(parent) = out.parent().filter(|p| !p.as_os_str().is_empty()) {
+        std::fs::create_dir_all(parent).map_err(|e| crate::Error::io(parent, e))?;
+    }
     crate::atomic::write(out, snapshot_text(agent).as_bytes(), overwrite).map_err(|e| {
         if e.kind() == std::io::ErrorKind::AlreadyExists {
             BaselineError::Usage(format!(
