@@ -3,9 +3,9 @@
 
 use std::path::PathBuf;
 
+use agent_bundle::contract::release;
 use agent_bundle::diagnostic::sanitize;
 use agent_bundle::ops::baseline::{self, Approval, ApprovalAction};
-use agent_bundle::ops::contracts;
 
 use super::{Format, Global, Outcome, output};
 
@@ -94,7 +94,7 @@ fn short(fingerprint: &str) -> &str {
 }
 
 fn snapshot(args: SnapshotArgs, global: Global) -> anyhow::Result<Outcome> {
-    let agent = contracts::load(&args.source)?;
+    let agent = release::load(&args.source)?;
     let file = match args.output {
         Some(file) => file,
         None => baseline::default_path(&args.source, &agent)?,
@@ -140,7 +140,7 @@ fn snapshot(args: SnapshotArgs, global: Global) -> anyhow::Result<Outcome> {
 }
 
 fn approve(args: ApproveArgs, global: Global) -> anyhow::Result<Outcome> {
-    let from = contracts::load(&args.from)?;
+    let from = release::load(&args.from)?;
     let done = baseline::approve(&args.baseline, &from, &args.tools)?;
     match args.format {
         Format::Json => output::print_json(&output::sanitize_json(serde_json::json!({

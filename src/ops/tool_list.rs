@@ -3,9 +3,9 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::agent::{display_prefix, read_source};
 use crate::diagnostic::{Code, Report};
 use crate::error::{Error, Result};
-use crate::ops::check::{display_prefix, read_source};
 use crate::tools::summary::{ToolSummary, summaries};
 use crate::{json, tools};
 

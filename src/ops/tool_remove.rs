@@ -8,12 +8,11 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
+use crate::agent::{Locked, display_prefix, lock_agent, read_source};
+use crate::diagnostic::did_you_mean;
 use crate::diagnostic::{Code, Report};
 use crate::error::Error;
-use crate::ops::check::{display_prefix, read_source};
-use crate::ops::lock::{self, Locked};
 use crate::tools::summary::{ToolSummary, summaries};
-use crate::tools::validate::did_you_mean;
 use crate::{atomic, json, tools};
 
 /// What `remove_tool` did.
@@ -78,7 +77,7 @@ pub fn remove_tool(dir: &Path, id: &str) -> std::result::Result<Removed, RemoveF
     let mut text = serde_json::to_string_pretty(&doc).map_err(|e| Error::Usage(e.to_string()))?;
     text.push('\n');
     atomic::write(&tools_path, text.as_bytes(), true).map_err(|e| Error::io(&tools_path, e))?;
-    let lock = lock::lock_agent(dir);
+    let lock = lock_agent(dir);
     Ok(Removed { tools_path, tool, unused_capabilities, lock })
 }
 

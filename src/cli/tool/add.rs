@@ -8,9 +8,9 @@ use std::path::PathBuf;
 use anyhow::{Context, bail};
 use serde_json::Value;
 
+use agent_bundle::bundle::MAX_JSON_BYTES;
 use agent_bundle::diagnostic::Code;
 use agent_bundle::ops::tool_add::{self, AddFailure, NewTool, NewTransport};
-use agent_bundle::ops::verify::MAX_JSON_BYTES;
 use agent_bundle::tools::validate::{HTTP_METHODS, check_command, check_tool_id, check_url};
 
 use crate::cli::{Format, Global, Outcome, output};
