@@ -164,6 +164,18 @@ pub enum Outcome {
     Failed,
 }
 
+impl Outcome {
+    /// The outcome of two runs together: a failure outweighs a rejection, which outweighs
+    /// success.
+    pub fn worst(self, other: Outcome) -> Outcome {
+        match (self, other) {
+            (Outcome::Failed, _) | (_, Outcome::Failed) => Outcome::Failed,
+            (Outcome::Rejected, _) | (_, Outcome::Rejected) => Outcome::Rejected,
+            _ => Outcome::Ok,
+        }
+    }
+}
+
 /// The `--color` the command line asks for, read before clap parses it so that clap's own
 /// help and usage errors follow it too (clap itself already honours `NO_COLOR`).
 fn color_from_args(args: &[std::ffi::OsString]) -> Option<clap::ColorChoice> {

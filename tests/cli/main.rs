@@ -16,6 +16,7 @@ mod freshness;
 mod hostile;
 mod import;
 mod lock;
+mod monorepo;
 mod output;
 mod pin;
 mod pipeline;

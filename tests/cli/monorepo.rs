@@ -1,0 +1,81 @@
+//! A repository of many agents: `agents/` (at any depth), `baselines/`, `dist/`; commands
+//! that take several agents or bundles at once.
+
+use crate::support::Env;
+
+/// A repository with three agents, one of them in a grouping folder.
+fn repo() -> Env {
+    let env = Env::new();
+    env.copy("agents/mailer", "agents/mailer");
+    env.copy("agents/minimal", "agents/kb");
+    env.copy("agents/base", "agents/team-a/base");
+    env
+}
+
+fn dirs(json: &serde_json::Value) -> Vec<String> {
+    json["agents"].as_array().unwrap().iter().map(|a| a["dir"].as_str().unwrap().to_owned()).collect()
+}
+
+#[test]
+fn a_folder_of_agent_folders_means_all_of_them_at_any_depth_in_sorted_order() {
+    let env = repo();
+    let all = ["agents/kb", "agents/mailer", "agents/team-a/base"];
+    for path in ["agents", "agents/", "."] {
+        let out = env.run(&["check", path, "--format", "json"]);
+        out.expect_code(0);
+        assert_eq!(dirs(&out.json()), all, "check {path}");
+    }
+    let out = env.run(&["check", "agents/team-a", "--format", "json"]);
+    assert_eq!(dirs(&out.json()), ["agents/team-a/base"]);
+    let out = env.run(&["lock", "agents", "--format", "json"]);
+    out.expect_code(0);
+    assert_eq!(dirs(&out.json()), all);
+}
+
+#[test]
+fn the_agent_search_skips_hidden_and_linked_folders_and_reports_an_empty_agent() {
+    let env = repo();
+    env.copy("agents/minimal", "agents/.trash/old");
+    std::os::unix::fs::symlink(env.path().join("agents/mailer"), env.path().join("agents/team-a/link")).unwrap();
+    let out = env.run(&["check", "agents", "--format", "json"]);
+    assert_eq!(dirs(&out.json()), ["agents/kb", "agents/mailer", "agents/team-a/base"]);
+    // A folder right in agents/ without its files is still an agent: check says what it lacks.
+    std::fs::create_dir(env.path().join("agents/new")).unwrap();
+    let out = env.run(&["check", "agents", "--format", "json"]);
+    out.expect_code(1);
+    assert!(dirs(&out.json()).contains(&"agents/new".to_owned()));
+    assert_eq!(out.json()["diagnostics"][0]["code"], "missing_file");
+    let empty = Env::new();
+    std::fs::create_dir(empty.path().join("nothing")).unwrap();
+    let out = empty.run(&["check", "nothing"]);
+    out.expect_code(2);
+    assert!(out.stderr.contains("no agent in nothing"), "{}", out.stderr);
+}
+
+#[test]
+fn export_of_a_folder_of_agents_writes_one_document_per_agent() {
+    let env = repo();
+    let out = env.run(&["export", "--to", "openai", "agents"]);
+    out.expect_code(2);
+    assert!(out.stderr.contains("holds 3 agents") && out.stderr.contains("-o DIR"), "{}", out.stderr);
+    let out = env.run(&["export", "--to", "openai", "agents", "-o", "dist/openai", "--format", "json"]);
+    out.expect_code(0);
+    let json = out.json();
+    let outputs: Vec<&str> =
+        json["exports"].as_array().unwrap().iter().map(|e| e["output"].as_str().unwrap()).collect();
+    assert_eq!(
+        outputs,
+        ["dist/openai/kb.openai.json", "dist/openai/mailer.openai.json", "dist/openai/base.openai.json"]
+    );
+    let mailer: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(env.path().join("dist/openai/mailer.openai.json")).unwrap())
+            .unwrap();
+    let single = env.run(&["export", "--to", "openai", "agents/mailer"]);
+    assert_eq!(mailer, single.json(), "the same document as exporting the agent alone");
+    // One agent under agents/: `.` exports it as before.
+    let one = Env::new();
+    one.copy("agents/mailer", "agents/mailer");
+    let out = one.run(&["export", "--to", "openai", "."]);
+    out.expect_code(0);
+    assert_eq!(out.json(), mailer);
+}
