@@ -62,6 +62,17 @@ pub fn outcome(report: &Report) -> Outcome {
     }
 }
 
+/// The JSON document of a report (what `render` prints for `--format json`).
+pub fn report_json(report: &Report, agents: Vec<serde_json::Value>) -> serde_json::Value {
+    serde_json::json!({
+        "ok": !report.has_errors(),
+        "errors": report.errors(),
+        "warnings": report.warnings(),
+        "agents": agents,
+        "diagnostics": report.diagnostics.iter().map(output::json_diagnostic).collect::<Vec<_>>(),
+    })
+}
+
 pub fn render(
     report: &Report,
     agents: Vec<serde_json::Value>,
@@ -70,13 +81,7 @@ pub fn render(
     verb: &str,
 ) -> std::io::Result<()> {
     match format {
-        Format::Json => output::print_json(&serde_json::json!({
-            "ok": !report.has_errors(),
-            "errors": report.errors(),
-            "warnings": report.warnings(),
-            "agents": agents,
-            "diagnostics": report.diagnostics.iter().map(output::json_diagnostic).collect::<Vec<_>>(),
-        })),
+        Format::Json => output::print_json(&report_json(report, agents)),
         Format::Github => {
             output::github(report)?;
             if verb != "check" {

@@ -1,7 +1,7 @@
 //! A repository of many agents: `agents/` (at any depth), `baselines/`, `dist/`; commands
 //! that take several agents or bundles at once.
 
-use crate::support::Env;
+use crate::support::{Env, testdata};
 
 /// A repository with three agents, one of them in a grouping folder.
 fn repo() -> Env {
@@ -78,4 +78,35 @@ fn export_of_a_folder_of_agents_writes_one_document_per_agent() {
     let out = one.run(&["export", "--to", "openai", "."]);
     out.expect_code(0);
     assert_eq!(out.json(), mailer);
+}
+
+fn key(name: &str) -> String {
+    testdata(&format!("keys/{name}")).display().to_string()
+}
+
+#[test]
+fn pack_takes_several_agents_into_one_output_folder_it_creates() {
+    let env = repo();
+    let out = env.run(&["pack", "agents", "--key", &key("test.key"), "--locked", "-o", "dist", "--format", "json"]);
+    out.expect_code(0);
+    let json = out.json();
+    let bundles: Vec<&str> =
+        json["results"].as_array().unwrap().iter().map(|r| r["bundle"].as_str().unwrap()).collect();
+    assert_eq!(bundles.len(), 3, "{json}");
+    for b in &bundles {
+        assert!(b.starts_with("dist/") && b.ends_with(".agent.bundle"), "{b}");
+        assert!(env.path().join(b).is_file(), "{b}");
+    }
+    // Folders and agent folders mixed; one agent that fails is reported and the others packed.
+    crate::support::edit_tools(&env.path().join("agents/kb"), |doc| doc["tools"] = "nope".into());
+    std::fs::remove_dir_all(env.path().join("dist")).unwrap();
+    let out = env.run(&["pack", "agents/kb", "agents/mailer", "--key", &key("test.key"), "-o", "dist/"]);
+    out.expect_code(1);
+    assert!(out.stderr.contains("packed mailer"), "{}", out.stderr);
+    assert!(out.stderr.contains("wrong_type"), "{}", out.stderr);
+    assert_eq!(std::fs::read_dir(env.path().join("dist")).unwrap().count(), 1);
+    // One agent keeps the single document; `-o` ending in / is a folder.
+    let out = env.run(&["pack", "agents/mailer", "--key", &key("test.key"), "-o", "one/", "--format", "json"]);
+    out.expect_code(0);
+    assert!(out.json()["bundle"].as_str().unwrap().starts_with("one/mailer-"), "{}", out.stdout);
 }
