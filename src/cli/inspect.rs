@@ -1,6 +1,8 @@
 //! `bundle inspect <BUNDLE>`: what a bundle holds, and whether its signature was checked.
 
 use std::fs::File;
+
+use anyhow::Context;
 use std::io::{BufReader, Write};
 use std::path::PathBuf;
 
@@ -46,7 +48,7 @@ pub fn run(args: Args, global: Global) -> anyhow::Result<Outcome> {
     } else {
         Some(TrustedKeys::from_keys(args.keys.iter().map(|p| load_public_key(p)).collect::<anyhow::Result<Vec<_>>>()?))
     };
-    let file = File::open(&args.bundle).map_err(|e| anyhow::anyhow!("cannot open {}: {e}", args.bundle.display()))?;
+    let file = File::open(&args.bundle).with_context(|| format!("cannot open {}", args.bundle.display()))?;
     let trust = keys.as_ref().map_or(Trust::Unchecked, Trust::Keys);
     // Expiry is shown, not enforced: inspecting an expired bundle is how one finds out why.
     match verify::verify(BufReader::new(file), trust, &Expect::default(), &mut Discard) {

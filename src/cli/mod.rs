@@ -198,6 +198,28 @@ fn color_from_args(args: &[std::ffi::OsString]) -> Option<clap::ColorChoice> {
     choice
 }
 
+/// The `--format` the command line asks for, read before clap parses it so that a usage error
+/// is reported in that format too (`… --format json | jq -r .code` always has a document).
+fn format_from_args(args: &[std::ffi::OsString]) -> Format {
+    let mut rest = args.iter().skip(1).map(|a| a.to_str());
+    let mut format = Format::Human;
+    while let Some(arg) = rest.next() {
+        let value = match arg {
+            Some("--") => break,
+            Some("--format") => rest.next().flatten(),
+            Some(a) => a.strip_prefix("--format="),
+            None => None,
+        };
+        format = match value {
+            Some("json") => Format::Json,
+            Some("github") => Format::Github,
+            Some("human") => Format::Human,
+            _ => format,
+        };
+    }
+    format
+}
+
 pub fn main() -> ExitCode {
     let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
     let mut command = Cli::command();
@@ -209,7 +231,24 @@ pub fn main() -> ExitCode {
         Err(e) => {
             let e = e.format(&mut command);
             let _ = e.print();
-            return ExitCode::from(if e.use_stderr() { 2 } else { 0 });
+            if !e.use_stderr() {
+                return ExitCode::SUCCESS;
+            }
+            let rendered = e.render().to_string();
+            // The first paragraph, without clap's `error: ` and usage lines.
+            let paragraph = rendered.split("\n\n").next().unwrap_or_default();
+            let message = paragraph.split_whitespace().collect::<Vec<_>>().join(" ");
+            let message = message.trim_start_matches("error: ");
+            match format_from_args(&args) {
+                Format::Json => {
+                    let _ = output::print_json(&output::error_json("usage", message, &[]));
+                }
+                Format::Github => {
+                    let _ = output::print_line(&output::github_annotation("error", None, "bundle", message));
+                }
+                Format::Human => {}
+            }
+            return ExitCode::from(2);
         }
     };
     let global = Global { color: cli.color, quiet: cli.quiet, now: cli.now };
@@ -243,8 +282,10 @@ pub fn main() -> ExitCode {
                 return ExitCode::SUCCESS;
             }
             output::print_error(global, &e);
-            if format == Format::Github {
-                output::github_error(&e);
+            match format {
+                Format::Json => output::json_error(&e),
+                Format::Github => output::github_error(&e),
+                Format::Human => {}
             }
             ExitCode::from(2)
         }

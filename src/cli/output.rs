@@ -205,6 +205,50 @@ pub fn github_error(e: &anyhow::Error) {
     let _ = out.flush();
 }
 
+/// The stable code of a run-stopping error (exit 2), from the first cause that has one:
+/// `io_error` for a file or stream that failed, `tls_error`, `key_error` for an unusable key,
+/// `state_error` for a malformed state file, else `usage`.
+pub fn error_code(e: &anyhow::Error) -> &'static str {
+    use agent_bundle::Error;
+    for cause in e.chain() {
+        if let Some(e) = cause.downcast_ref::<Error>() {
+            return match e {
+                Error::Io { .. } => "io_error",
+                Error::Usage(_) => "usage",
+                Error::Key { .. } => "key_error",
+            };
+        }
+        if cause.is::<std::io::Error>() {
+            return "io_error";
+        }
+        if cause.is::<agent_bundle::minisign::KeyError>() {
+            return "key_error";
+        }
+        if let Some(f) = cause.downcast_ref::<agent_bundle::fetch::FetchError>() {
+            return if matches!(f, agent_bundle::fetch::FetchError::Tls { .. }) { "tls_error" } else { "io_error" };
+        }
+        if let Some(agent_bundle::state::StateError::Malformed { .. }) = cause.downcast_ref() {
+            return "state_error";
+        }
+    }
+    "usage"
+}
+
+/// The one JSON document of a run that stopped with an error (exit 2).
+pub fn error_json(code: &str, message: &str, causes: &[String]) -> serde_json::Value {
+    serde_json::json!({
+        "ok": false,
+        "code": code,
+        "message": sanitize(message),
+        "causes": causes.iter().map(|c| sanitize(c)).collect::<Vec<_>>(),
+    })
+}
+
+/// A run-stopping error as the one JSON document on stdout.
+pub fn json_error(e: &anyhow::Error) {
+    let _ = print_json(&error_json(error_code(e), &e.to_string(), &new_causes(e)));
+}
+
 pub fn escape_data(s: &str) -> String {
     s.replace('%', "%25").replace('\r', "%0D").replace('\n', "%0A")
 }

@@ -91,7 +91,7 @@ pub fn run(args: Args, global: Global) -> anyhow::Result<Outcome> {
     // A baseline or state file that cannot be read stops the run before the bundle is judged.
     let approved = args.baseline.as_deref().map(|p| baseline::read(p).map(|b| (p, b))).transpose()?;
     let mut state = args.gate.open_state()?;
-    let file = File::open(&args.bundle).map_err(|e| anyhow::anyhow!("cannot open {}: {e}", args.bundle.display()))?;
+    let file = File::open(&args.bundle).with_context(|| format!("cannot open {}", args.bundle.display()))?;
     let expect = args.gate.expect(state.as_ref(), global);
     let bar = super::progress::Bar::new(global);
     let size = file.metadata().map_or(0, |m| m.len());

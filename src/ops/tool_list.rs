@@ -20,6 +20,7 @@ pub struct Listed {
 
 /// Lists the tools of the agent in `dir`; a folder without tools.json is a usage error.
 pub fn list(dir: &Path) -> Result<Listed> {
+    std::fs::metadata(dir).map_err(|e| Error::io(dir, e))?;
     let prefix = display_prefix(dir);
     let tools_path = dir.join(tools::FILE_NAME);
     let mut report = Report::default();

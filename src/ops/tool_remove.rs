@@ -45,6 +45,7 @@ impl From<Error> for RemoveFailure {
 
 /// Removes the tool `id` from the agent in `dir` and relocks.
 pub fn remove_tool(dir: &Path, id: &str) -> std::result::Result<Removed, RemoveFailure> {
+    std::fs::metadata(dir).map_err(|e| Error::io(dir, e))?;
     let prefix = display_prefix(dir);
     let tools_path = dir.join(tools::FILE_NAME);
     let mut report = Report::default();
