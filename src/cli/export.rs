@@ -182,7 +182,7 @@ fn export_all(args: &Args, to: To, dirs: Vec<PathBuf>, global: Global) -> anyhow
         }
     }
     if args.format == Format::Json {
-        output::print_json(&serde_json::json!({"ok": outcome == Outcome::Ok, "exports": results}))?;
+        output::print_json(&serde_json::json!({"ok": outcome == Outcome::Ok, "results": results}))?;
     }
     Ok(outcome)
 }

@@ -62,7 +62,7 @@ fn export_of_a_folder_of_agents_writes_one_document_per_agent() {
     out.expect_code(0);
     let json = out.json();
     let outputs: Vec<&str> =
-        json["exports"].as_array().unwrap().iter().map(|e| e["output"].as_str().unwrap()).collect();
+        json["results"].as_array().unwrap().iter().map(|e| e["output"].as_str().unwrap()).collect();
     assert_eq!(
         outputs,
         ["dist/openai/kb.openai.json", "dist/openai/mailer.openai.json", "dist/openai/base.openai.json"]
