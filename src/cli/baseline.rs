@@ -3,9 +3,9 @@
 
 use std::path::PathBuf;
 
-use agent_bundle::contract::release;
+use agent_bundle::contract::baseline::{Approval, ApprovalAction};
 use agent_bundle::diagnostic::sanitize;
-use agent_bundle::ops::baseline::{self, Approval, ApprovalAction};
+use agent_bundle::ops::baseline;
 
 use super::{Format, Global, Outcome, output};
 
@@ -94,12 +94,7 @@ fn short(fingerprint: &str) -> &str {
 }
 
 fn snapshot(args: SnapshotArgs, global: Global) -> anyhow::Result<Outcome> {
-    let agent = release::load(&args.source)?;
-    let file = match args.output {
-        Some(file) => file,
-        None => baseline::default_path(&args.source, &agent)?,
-    };
-    baseline::snapshot(&agent, &file, args.force)?;
+    let (agent, file) = baseline::snapshot(&args.source, args.output.as_deref(), args.force)?;
     let mut sorted: Vec<_> = agent.contracts.iter().collect();
     sorted.sort_by(|a, b| a.id().cmp(b.id()));
     match args.format {
@@ -140,8 +135,7 @@ fn snapshot(args: SnapshotArgs, global: Global) -> anyhow::Result<Outcome> {
 }
 
 fn approve(args: ApproveArgs, global: Global) -> anyhow::Result<Outcome> {
-    let from = release::load(&args.from)?;
-    let done = baseline::approve(&args.baseline, &from, &args.tools)?;
+    let (from, done) = baseline::approve(&args.baseline, &args.from, &args.tools)?;
     match args.format {
         Format::Json => output::print_json(&output::sanitize_json(serde_json::json!({
             "ok": true,

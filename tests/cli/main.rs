@@ -2,6 +2,7 @@
 //!
 //! One test binary (STYLE.md); submodules group the commands.
 
+mod snapshot;
 mod support;
 
 mod baseline;
@@ -23,5 +24,6 @@ mod pipeline;
 mod precommit;
 mod properties;
 mod schemas;
+mod scripts;
 mod tls;
 mod tool;
