@@ -53,8 +53,8 @@ pub struct GateArgs {
     #[arg(long, value_name = "VERSION", value_parser = semver::Version::parse)]
     pub min_version: Option<semver::Version>,
     /// Also require every tool contract to match this approved baseline (see `bundle
-    /// baseline`).
-    #[arg(long, value_name = "FILE")]
+    /// baseline`); a folder of baselines (`baselines/`) gives each agent its `<agent>.toml`.
+    #[arg(long, value_name = "FILE|DIR")]
     pub baseline: Option<PathBuf>,
 }
 

@@ -110,3 +110,100 @@ fn pack_takes_several_agents_into_one_output_folder_it_creates() {
     out.expect_code(0);
     assert!(out.json()["bundle"].as_str().unwrap().starts_with("one/mailer-"), "{}", out.stdout);
 }
+
+/// The three agents packed into dist/; returns the bundle paths (relative to the repo).
+fn packed(env: &Env) -> Vec<String> {
+    let out = env.run(&["pack", "agents", "--key", &key("test.key"), "-o", "dist", "--format", "json"]);
+    out.expect_code(0);
+    out.json()["results"].as_array().unwrap().iter().map(|r| r["bundle"].as_str().unwrap().to_owned()).collect()
+}
+
+#[test]
+fn verify_and_inspect_take_several_bundles_and_report_each() {
+    let env = repo();
+    let bundles = packed(&env);
+    let pubkey = key("test.pub");
+    let mut args: Vec<&str> = vec!["verify", "--key", &pubkey];
+    args.extend(bundles.iter().map(String::as_str));
+    let out = env.run(&args);
+    out.expect_code(0);
+    assert!(out.stderr.contains("all 3 bundles verified"), "{}", out.stderr);
+
+    // One tampered bundle among good ones: each is reported, exit 1.
+    std::fs::write(env.path().join("dist/bad.agent.bundle"), b"not a bundle").unwrap();
+    args.insert(3, "dist/bad.agent.bundle");
+    args.extend(["--format", "json"]);
+    let out = env.run(&args);
+    out.expect_code(1);
+    let json = out.json();
+    assert_eq!(json["ok"], false);
+    let results = json["results"].as_array().unwrap();
+    assert_eq!(results.len(), 4);
+    assert_eq!(results[0]["bundle"], "dist/bad.agent.bundle");
+    assert_eq!(results[0]["ok"], false);
+    assert!(results[0]["code"].is_string(), "{json}");
+    assert!(results[1..].iter().all(|r| r["ok"] == true), "{json}");
+    // A missing one is an I/O error (exit 2), and still every other bundle is judged.
+    let mut missing = args.clone();
+    missing.insert(3, "dist/missing.agent.bundle");
+    let out = env.run(&missing);
+    out.expect_code(2);
+    let json = out.json();
+    assert_eq!(json["results"][0]["code"], "io_error");
+    assert_eq!(json["results"].as_array().unwrap().len(), 5);
+    // The single-bundle document is unchanged.
+    let out = env.run(&["verify", &bundles[0], "--key", &pubkey, "--format", "json"]);
+    assert_eq!(out.json()["ok"], true);
+    assert!(out.json().get("results").is_none());
+
+    let mut args: Vec<&str> = vec!["inspect", "--format", "json"];
+    args.extend(bundles.iter().map(String::as_str));
+    let out = env.run(&args);
+    out.expect_code(0);
+    let json = out.json();
+    let names: Vec<&str> =
+        json["results"].as_array().unwrap().iter().filter_map(|r| r["agent"]["name"].as_str()).collect();
+    assert_eq!(names, ["minimal", "mailer", "base"]);
+    let mut args: Vec<&str> = vec!["inspect", "dist/bad.agent.bundle"];
+    args.extend(bundles.iter().map(String::as_str));
+    let out = env.run(&args);
+    out.expect_code(1);
+    assert_eq!(out.stdout.matches("bundle     dist/").count(), 3, "{}", out.stdout);
+}
+
+#[test]
+fn verify_baseline_dir_picks_each_agents_baseline_and_names_a_missing_one() {
+    let env = repo();
+    let bundles = packed(&env);
+    env.run(&["baseline", "snapshot", "agents/mailer"]).expect_code(0);
+    env.run(&["baseline", "snapshot", "agents/kb"]).expect_code(0);
+    let pubkey = key("test.pub");
+    let mailer = bundles.iter().find(|b| b.contains("mailer")).unwrap();
+    let out = env.run(&["verify", mailer, "--key", &pubkey, "--baseline", "baselines", "--format", "json"]);
+    out.expect_code(0);
+    assert_eq!(out.json()["baseline"]["file"], "baselines/mailer.toml");
+    // The drifted release is stopped by its own agent's baseline.
+    crate::support::edit_tools(&env.path().join("agents/mailer"), |doc| {
+        crate::support::tool(doc, "mail.smtp_send")["transport"]["url"] = "https://relay.example/{mailbox}/send".into();
+    });
+    env.run(&["pack", "agents/mailer", "--key", &key("test.key"), "-o", "drifted.agent.bundle"]).expect_code(0);
+    let out =
+        env.run(&["verify", "drifted.agent.bundle", "--key", &pubkey, "--baseline", "baselines", "--format", "json"]);
+    out.expect_code(1);
+    assert_eq!(out.json()["code"], "contract_drift");
+    // An agent without a baseline: exit 2, naming the file looked for.
+    let base = bundles.iter().find(|b| b.contains("base")).unwrap();
+    let out = env.run(&["verify", base, "--key", &pubkey, "--baseline", "baselines"]);
+    out.expect_code(2);
+    assert!(
+        out.stderr.contains("baselines/base.toml") && out.stderr.contains("no baseline for agent `base`"),
+        "{}",
+        out.stderr
+    );
+    let out = env.run(&["verify", base, "--key", &pubkey, "--baseline", "baselines", "--state", "state.json"]);
+    out.expect_code(2);
+    assert!(
+        !std::fs::read_to_string(env.path().join("state.json")).unwrap_or_default().contains("base"),
+        "not recorded"
+    );
+}
