@@ -12,7 +12,8 @@ use super::{Format, Global};
 /// The agent folders `check` and `lock` work on, and how they print.
 #[derive(Debug, clap::Args)]
 pub struct Targets {
-    /// Agent folders, or folders with agents/*/ (default: .)
+    /// Agent folders, or folders of agent folders: every agent below them, at any depth, sorted
+    /// (default: ., whose agents/ when it has one)
     #[arg(value_name = "PATH")]
     paths: Vec<PathBuf>,
 

@@ -9,11 +9,12 @@ use super::{Format, Global, Outcome, output};
 
 /// Validate agent folders: tools.json, policy.caps, manifest.toml and its digests.
 ///
-/// A PATH is an agent folder (it holds manifest.toml) or a folder whose agents/*/ are checked.
+/// A PATH is an agent folder (it holds manifest.toml) or a folder of agent folders: every agent
+/// below it is checked (below its agents/ when it has one), at any depth, in sorted order.
 /// Exit status: 0 clean (warnings allowed), 1 problems found, 2 usage or I/O error.
 #[derive(Debug, clap::Args)]
 #[command(
-    after_help = "Examples:\n  bundle check                 # the agent in ., or every agents/*/\n  bundle check agents/mailer\n  bundle check --refresh agents/github   # also fetch pinned toolsets\n  bundle check --refresh --ca-cert corp-root.pem agents/internal\n  bundle check --format json . | jq '.diagnostics[].code'"
+    after_help = "Examples:\n  bundle check                 # the agent in ., or every agent in agents/\n  bundle check agents/mailer\n  bundle check agents/team-a      # every agent below it\n  bundle check --refresh agents/github   # also fetch pinned toolsets\n  bundle check --refresh --ca-cert corp-root.pem agents/internal\n  bundle check --format json . | jq '.diagnostics[].code'"
 )]
 pub struct Args {
     #[command(flatten)]

@@ -11,7 +11,7 @@ use super::{Format, Global, Outcome, output};
 /// in sorted order. An up-to-date manifest is not rewritten. The write is atomic.
 #[derive(Debug, clap::Args)]
 #[command(
-    after_help = "Examples:\n  bundle lock                  # the agent in ., or every agents/*/\n  bundle lock agents/mailer && git add agents/mailer/manifest.toml"
+    after_help = "Examples:\n  bundle lock                  # the agent in ., or every agent in agents/\n  bundle lock agents/mailer && git add agents/mailer/manifest.toml"
 )]
 pub struct Args {
     #[command(flatten)]
