@@ -14,6 +14,7 @@ pub mod formats;
 pub mod hasher;
 pub mod json;
 pub mod manifest;
+pub mod mcp_client;
 pub mod minisign;
 pub mod ops;
 pub mod paths;
