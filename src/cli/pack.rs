@@ -110,10 +110,23 @@ pub fn run(args: Args, global: Global) -> anyhow::Result<Outcome> {
     };
     let mut outcome = Outcome::Ok;
     let mut results = Vec::new();
+    let mut written: Vec<(&std::path::Path, PathBuf)> = Vec::new();
     for dir in &dirs {
-        let (this, json) = pack_one(dir, &key, &opts, args.format, global)?;
+        let (this, json, bundle) = pack_one(dir, &key, &opts, args.format, global)?;
         outcome = outcome.worst(this);
         results.extend(json);
+        if let Some(bundle) = bundle {
+            // Two agents with the same name and version would share one default file name.
+            if let Some((first, _)) = written.iter().find(|(_, b)| *b == bundle) {
+                anyhow::bail!(
+                    "{} and {} are both packed to {}: the second replaced the first; give them distinct names or versions",
+                    first.display(),
+                    dir.display(),
+                    bundle.display()
+                );
+            }
+            written.push((dir, bundle));
+        }
     }
     if args.format == Format::Json {
         let doc = match results.len() {
@@ -132,7 +145,7 @@ fn pack_one(
     opts: &PackOptions,
     format: Format,
     global: Global,
-) -> anyhow::Result<(Outcome, Option<serde_json::Value>)> {
+) -> anyhow::Result<(Outcome, Option<serde_json::Value>, Option<PathBuf>)> {
     let bar = super::progress::Bar::new(global);
     match pack::pack(dir, key, opts, &bar) {
         Ok(p) => {
@@ -172,17 +185,17 @@ fn pack_one(
                     None
                 }
             };
-            Ok((Outcome::Ok, json))
+            Ok((Outcome::Ok, json, Some(p.path)))
         }
         Err(PackFailure::Rejected(report)) => {
             // An unwritable manifest is an I/O failure (exit 2), as in `bundle lock`.
             let outcome = check::outcome(&report);
             if format == Format::Json {
                 let agent = serde_json::json!({"dir": dir.display().to_string(), "ok": false});
-                return Ok((outcome, Some(check::report_json(&report, vec![agent]))));
+                return Ok((outcome, Some(check::report_json(&report, vec![agent])), None));
             }
             check::render(&report, Vec::new(), format, global, "pack")?;
-            Ok((outcome, None))
+            Ok((outcome, None, None))
         }
         Err(PackFailure::Error(e)) => Err(e.into()),
     }

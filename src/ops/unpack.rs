@@ -143,6 +143,13 @@ fn remove_stale_staging(parent: &Path) {
 /// the module docs). On any other outcome nothing is left behind: neither the staging folder
 /// nor the parent folders this created, and a replaced folder is untouched.
 pub fn unpack(bundle: &Path, dest: &Path, gate: Gate, replace: bool) -> Result<Verdict, GateError> {
+    if replace && dest.file_name().is_none() {
+        return Err(Error::Usage(format!(
+            "{} names no folder of its own; --replace needs the path of the folder to swap",
+            dest.display()
+        ))
+        .into());
+    }
     match fs::symlink_metadata(dest) {
         Err(_) => {}
         Ok(_) if !replace => {

@@ -460,6 +460,12 @@ fn unpack_replace_swaps_in_the_new_tree_and_leaves_the_old_one_on_a_refusal() {
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
         .collect();
     assert_eq!(left, ["mailer"]);
+    // `.` (or any path without a folder name of its own) cannot be swapped.
+    let out =
+        crate::support::run_in(&deployed, &["unpack", "../../v2.agent.bundle", ".", "--key", &pubkey, "--replace"]);
+    out.expect_code(2);
+    assert!(out.stderr.contains("--replace needs the path of the folder"), "{}", out.stderr);
+    assert_eq!(tree(&deployed), v2);
     // A file where the folder should be is not replaced.
     std::fs::write(env.path().join("deploy/file"), "x").unwrap();
     env.run(&["unpack", "v2.agent.bundle", "deploy/file", "--key", &pubkey, "--replace"]).expect_code(2);

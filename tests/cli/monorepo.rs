@@ -207,3 +207,15 @@ fn verify_baseline_dir_picks_each_agents_baseline_and_names_a_missing_one() {
         "not recorded"
     );
 }
+
+#[test]
+fn pack_refuses_two_agents_that_share_a_bundle_name() {
+    let env = Env::new();
+    env.copy("agents/mailer", "agents/a/mailer");
+    env.copy("agents/mailer", "agents/b/mailer");
+    let out = env.run(&["pack", "agents", "--key", &key("test.key"), "-o", "dist", "--format", "json"]);
+    out.expect_code(2);
+    let json = out.json();
+    assert_eq!(json["ok"], false);
+    assert!(json["message"].as_str().unwrap().contains("are both packed to dist/mailer-1.0.0.agent.bundle"), "{json}");
+}
