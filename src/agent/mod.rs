@@ -29,8 +29,9 @@ pub fn is_agent_folder(dir: &Path) -> bool {
 
 /// The agent folders a PATH names, in sorted order: the folder itself when it is an agent
 /// folder; else every agent folder below its `agents/` when it has one (so `.` in a repository
-/// means `agents/`), else every agent folder below it, at any depth. Hidden folders and
-/// symlinks are not followed, and the search does not go into an agent folder.
+/// means `agents/`), else every agent folder below it, at any depth. Hidden folders,
+/// `node_modules`, caches (with a `CACHEDIR.TAG`) and symlinks are not searched, and the search
+/// does not go into an agent folder.
 pub fn find_agents(path: &Path) -> Result<Vec<PathBuf>> {
     let meta = std::fs::metadata(path).map_err(|e| Error::io(path, e))?;
     if !meta.is_dir() {
@@ -64,9 +65,11 @@ fn search(dir: &Path, depth: usize, found: &mut Vec<PathBuf>) -> Result<()> {
     let mut subdirs: Vec<PathBuf> = Vec::new();
     for entry in std::fs::read_dir(dir).map_err(|e| Error::io(dir, e))? {
         let entry = entry.map_err(|e| Error::io(dir, e))?;
-        let hidden = entry.file_name().to_string_lossy().starts_with('.');
-        // file_type() does not follow symlinks: a linked folder is not searched.
-        if !hidden && entry.file_type().is_ok_and(|t| t.is_dir()) {
+        let name = entry.file_name();
+        let skipped = name.to_string_lossy().starts_with('.') || name == "node_modules";
+        // file_type() does not follow symlinks: a linked folder is not searched. Nor is a
+        // cache (a build's target/ marks itself with CACHEDIR.TAG): it can be huge.
+        if !skipped && entry.file_type().is_ok_and(|t| t.is_dir()) && !entry.path().join("CACHEDIR.TAG").exists() {
             subdirs.push(if dir == Path::new(".") { PathBuf::from(entry.file_name()) } else { entry.path() });
         }
     }

@@ -36,6 +36,10 @@ fn a_folder_of_agent_folders_means_all_of_them_at_any_depth_in_sorted_order() {
 fn the_agent_search_skips_hidden_and_linked_folders_and_reports_an_empty_agent() {
     let env = repo();
     env.copy("agents/minimal", "agents/.trash/old");
+    env.copy("agents/minimal", "agents/target/debug/x");
+    std::fs::write(env.path().join("agents/target/CACHEDIR.TAG"), "Signature: 8a477f597d28d172789f06886806bc55")
+        .unwrap();
+    env.copy("agents/minimal", "agents/team-a/node_modules/x");
     std::os::unix::fs::symlink(env.path().join("agents/mailer"), env.path().join("agents/team-a/link")).unwrap();
     let out = env.run(&["check", "agents", "--format", "json"]);
     assert_eq!(dirs(&out.json()), ["agents/kb", "agents/mailer", "agents/team-a/base"]);
