@@ -13,8 +13,8 @@ use super::Outcome;
 #[derive(Debug, clap::Args)]
 #[command(after_help = "\
 Examples:
-  bundle schema tools > schemas/tools.v1.schema.json         # after mkdir -p schemas
-  bundle schema manifest > schemas/manifest.v1.schema.json   # for taplo's .taplo.toml")]
+  bundle schema tools > schemas/tools.v1.schema.json
+  bundle schema manifest > schemas/manifest.v1.schema.json   # for taplo")]
 pub struct Args {
     /// Which file's schema.
     #[arg(value_enum)]

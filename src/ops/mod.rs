@@ -12,4 +12,6 @@ pub mod keygen;
 pub mod lock;
 pub mod pack;
 pub mod tool_add;
+pub mod tool_list;
+pub mod tool_remove;
 pub mod unpack;

@@ -8,6 +8,7 @@ pub mod credentials;
 pub mod meta_schema;
 pub mod model;
 pub mod schema_refs;
+pub mod summary;
 pub mod validate;
 
 pub use model::{Tool, ToolsFile, Transport};
