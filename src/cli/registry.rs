@@ -11,9 +11,6 @@ use agent_bundle::oci::{self, Reference};
 use agent_bundle::ops::gate::{Gate, Verdict};
 use agent_bundle::ops::pull::{rejection, rejection_for};
 
-use super::verify::render;
-use super::{Format, Global, Outcome};
-
 /// How to reach a registry.
 #[derive(Debug, clap::Args)]
 pub struct RegistryArgs {
@@ -57,24 +54,16 @@ pub fn reference(input: &Path) -> anyhow::Result<Option<Reference>> {
 }
 
 /// `bundle verify oci://…`: the deployment gate over the layer as it streams, nothing written.
-pub fn verify(
-    reference: &Reference,
-    options: &oci::Options,
-    gate: Gate,
-    format: Format,
-    global: Global,
-) -> anyhow::Result<Outcome> {
+pub fn verify(reference: &Reference, options: &oci::Options, gate: Gate) -> anyhow::Result<Verdict> {
     let label = PathBuf::from(reference.to_string());
     let layer = match oci::open_layer(reference, options) {
         Ok(l) => l,
-        Err(e) => {
-            return render(&label, &Verdict::Refused { rejection: rejection(&e), baseline: None }, format, global);
-        }
+        Err(e) => return Ok(Verdict::Refused { rejection: rejection(&e), baseline: None }),
     };
     let fault = layer.reader.mismatch();
     let input = BufReader::with_capacity(1 << 20, layer.reader);
     let verdict = gate.run(input, &label, &mut Discard)?;
-    render(&label, &with_fault(reference, verdict, &fault), format, global)
+    Ok(with_fault(reference, verdict, &fault))
 }
 
 /// A verdict over a layer stream, with the stream's own fault (a blob that is not the

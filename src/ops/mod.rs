@@ -14,4 +14,6 @@ pub mod pack;
 pub mod pull;
 pub mod push;
 pub mod tool_add;
+pub mod tool_list;
+pub mod tool_remove;
 pub mod unpack;
