@@ -11,6 +11,7 @@ pub mod fileset;
 pub mod formats;
 pub mod hasher;
 pub mod json;
+pub mod keys;
 pub mod manifest;
 pub mod minisign;
 pub mod ops;

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use agent_bundle::ops::pack::{self, PackFailure, PackOptions};
 use agent_bundle::timestamp::{Timestamp, parse_span};
 
-use super::keys::{SecretKeyArgs, load_secret_key};
+use super::keys::{SecretKeyArgs, open_signer};
 use super::{Format, Global, Outcome, output};
 
 /// Check, lock, sign and write a reproducible <name>-<version>.agent.bundle.
@@ -14,7 +14,7 @@ use super::{Format, Global, Outcome, output};
 /// temp file and renamed into place, so an interrupted pack never leaves a partial bundle.
 #[derive(Debug, clap::Args)]
 #[command(
-    after_help = "Examples:\n  bundle pack agents/mailer --key release.key\n  bundle pack agents/mailer --key release.key --locked -o dist/   # CI release step\n  bundle pack agents/mailer --key release.key --expires-in 90d   # stops verifying in 90 days\n  BUNDLE_SIGNING_KEY=\"$(cat release.key)\" bundle pack agents/mailer --locked"
+    after_help = "Examples:\n  bundle pack agents/mailer --key release.key\n  bundle pack agents/mailer --key release.key --locked -o dist/   # CI release step\n  bundle pack agents/mailer --key release.key --expires-in 90d   # stops verifying in 90 days\n  bundle pack agents/mailer --key ssh-agent: --locked             # the agent's Ed25519 key\n  bundle pack agents/mailer --key 'pkcs11:token=release;object=bundle?pin-source=/run/pin' --locked\n  BUNDLE_SIGNING_KEY=\"$(cat release.key)\" bundle pack agents/mailer --locked"
 )]
 pub struct Args {
     /// The agent folder.
@@ -74,7 +74,7 @@ fn expires(args: &Args, global: Global) -> anyhow::Result<Option<Timestamp>> {
 
 pub fn run(args: Args, global: Global) -> anyhow::Result<Outcome> {
     let expires = expires(&args, global)?;
-    let key = load_secret_key(&args.key)?;
+    let mut signer = open_signer(&args.key)?;
     let opts = PackOptions {
         output: args.output,
         locked: args.locked,
@@ -84,7 +84,7 @@ pub fn run(args: Args, global: Global) -> anyhow::Result<Outcome> {
         expires,
     };
     let bar = super::progress::Bar::new(global);
-    match pack::pack(&args.agent_dir, &key, &opts, &bar) {
+    match pack::pack(&args.agent_dir, &mut signer, &opts, &bar) {
         Ok(p) => {
             match args.format {
                 Format::Json => output::print_json(&serde_json::json!({

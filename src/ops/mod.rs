@@ -12,6 +12,7 @@ pub mod keygen;
 pub mod lock;
 pub mod pack;
 pub mod pin;
+pub mod pubkey;
 pub mod tool_add;
 pub mod unpack;
 pub mod verify;

@@ -8,8 +8,8 @@ use std::path::{Path, PathBuf};
 use crate::archive::ArchiveWriter;
 use crate::diagnostic::{Code, Diagnostic, Report};
 use crate::error::Error;
+use crate::keys::Signer;
 use crate::manifest::{self, Digest};
-use crate::minisign::SecretKey;
 use crate::ops::check::{self, display_prefix};
 use crate::ops::lock::{self, Current};
 use crate::ops::verify;
@@ -73,7 +73,7 @@ pub fn default_file_name(name: &str, version: &str) -> String {
     format!("{name}-{version}.agent.bundle")
 }
 
-pub fn pack(dir: &Path, key: &SecretKey, opts: &PackOptions, progress: &dyn Progress) -> Result<Packed, PackFailure> {
+pub fn pack(dir: &Path, key: &mut Signer, opts: &PackOptions, progress: &dyn Progress) -> Result<Packed, PackFailure> {
     if !crate::archive::LEVELS.contains(&opts.level) {
         return Err(Error::Usage(format!("--level must be between 1 and 19, not {}", opts.level)).into());
     }
@@ -158,9 +158,7 @@ pub fn pack(dir: &Path, key: &SecretKey, opts: &PackOptions, progress: &dyn Prog
     }
     let m = checked.manifest.expect("a clean check has a manifest");
     let comment = trust::trusted_comment(&m.name, &m.version.to_string());
-    let signature = key
-        .sign(&manifest_bytes, &comment, UNTRUSTED_COMMENT)
-        .map_err(|e| Error::Key { message: format!("cannot sign: {e}") })?;
+    let signature = key.sign(&manifest_bytes, &comment, UNTRUSTED_COMMENT).map_err(Error::Signer)?;
 
     let signature_text = signature.to_text();
     if signature_text.len() as u64 > verify::MAX_SIGNATURE_BYTES {
@@ -206,7 +204,7 @@ pub fn pack(dir: &Path, key: &SecretKey, opts: &PackOptions, progress: &dyn Prog
         path: output,
         name: m.name,
         version: m.version.to_string(),
-        key_id: key.key_id_hex(),
+        key_id: key.public_key().key_id_hex(),
         files: current.files.len(),
         content_bytes,
         bundle_bytes,

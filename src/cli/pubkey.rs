@@ -1,0 +1,43 @@
+//! `bundle pubkey <KEY> [-o FILE]`: the minisign public key of any signing key.
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+
+use agent_bundle::ops::pubkey;
+
+use super::keys::{SecretKeyArgs, open_signer};
+use super::{Global, Outcome, output};
+
+/// Print (or write) the minisign public key of a signing key, for trusted-keys files.
+///
+/// KEY is what `pack --key` takes: a minisign secret key file, `ssh-agent:` /
+/// `ssh-agent:SHA256:<fingerprint>`, or a `pkcs11:` URI. An agent's or token's key gets a key id
+/// derived from its public key (the first 8 bytes of BLAKE2b-512 of it), the same every time.
+#[derive(Debug, clap::Args)]
+#[command(
+    after_help = "Examples:\n  bundle pubkey ssh-agent: -o release.pub\n  bundle pubkey 'pkcs11:token=release;object=bundle?pin-source=/run/pin' >> trusted-keys\n  bundle pubkey release.key -o release.pub   # recreate a lost public key"
+)]
+pub struct Args {
+    /// The signing key (default: $BUNDLE_SIGNING_KEY).
+    #[arg(value_name = "KEY")]
+    key: Option<OsString>,
+    /// Write the public key file here instead of printing it.
+    #[arg(short, long, value_name = "FILE")]
+    output: Option<PathBuf>,
+    /// Overwrite an existing output file.
+    #[arg(long)]
+    force: bool,
+    /// Read the key file's password, or the token's PIN, from this environment variable.
+    #[arg(long, value_name = "VAR")]
+    password_env: Option<String>,
+}
+
+pub fn run(args: Args, global: Global) -> anyhow::Result<Outcome> {
+    let signer = open_signer(&SecretKeyArgs { key: args.key, password_env: args.password_env })?;
+    let done = pubkey::pubkey(&signer, args.output.as_deref(), args.force)?;
+    match &done.path {
+        Some(path) => output::status(global, &format!("public key {} -> {}", done.key_id, path.display())),
+        None => output::print_line(done.text.trim_end())?,
+    }
+    Ok(Outcome::Ok)
+}
