@@ -8,6 +8,7 @@
 //! The rules are specified in docs/FORMAT.md, "Tool contracts".
 
 mod changes;
+pub mod release;
 mod schema_changes;
 
 use std::collections::{BTreeMap, BTreeSet};

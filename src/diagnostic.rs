@@ -57,12 +57,12 @@ macro_rules! codes {
 
 codes! {
     MissingFile => "missing_file": "A required file (tools.json, manifest.toml) is not in the agent folder.",
-    IoError => "io_error": "A file could not be read.",
+    IoError => "io_error": "A file could not be read (exit 2).",
     InvalidUtf8 => "invalid_utf8": "The file is not UTF-8 (or starts with a byte-order mark).",
-    InvalidJson => "invalid_json": "The file is not JSON.",
-    DuplicateKey => "duplicate_key": "The same key appears twice in one JSON object or TOML table.",
-    UnsupportedVersion => "unsupported_version": "A version this bundle does not support (tools.json `version`, manifest `[bundle] format`).",
-    UnknownField => "unknown_field": "A key the format does not define.",
+    InvalidJson => "invalid_json": "The file is not JSON (no comments, trailing commas or single quotes).",
+    DuplicateKey => "duplicate_key": "The same key appears twice in one JSON object (tools.json, and the agentcli, RAP and Rune inputs of `bundle import`) or TOML table.",
+    UnsupportedVersion => "unsupported_version": "A version this bundle does not support: tools.json `version` other than the integer 1, manifest `[bundle] format` other than 1, `[artifacts.tools] version` other than 1.",
+    UnknownField => "unknown_field": "A key the format does not define (with \"did you mean\").",
     MissingField => "missing_field": "A required key is absent.",
     WrongType => "wrong_type": "A value has the wrong JSON/TOML type.",
     InvalidId => "invalid_id": "A tool id breaks the id rules.",
@@ -82,30 +82,30 @@ codes! {
     InvalidCapability => "invalid_capability": "A capability is not of the form `family:scope`.",
     DuplicateCapability => "duplicate_capability": "A tool lists the same capability twice (warning).",
     CapabilityNotGranted => "capability_not_granted": "A tool needs a capability that policy.caps does not grant; the runtime would deny it.",
-    InvalidSecret => "invalid_secret": "A secret id breaks the secret id rules.",
+    InvalidSecret => "invalid_secret": "A secret id breaks the secret id rules (`[A-Za-z0-9._/-]`, no empty segment).",
     DuplicateSecret => "duplicate_secret": "A tool lists the same secret twice.",
     InvalidBudget => "invalid_budget": "budget.tokens is not a non-negative integer or budget.usd not a non-negative number.",
     InvalidGrant => "invalid_grant": "A policy.caps line is not a valid grant.",
     DuplicateGrant => "duplicate_grant": "policy.caps grants the same capability twice (warning).",
     InvalidToml => "invalid_toml": "manifest.toml is not TOML.",
-    InvalidName => "invalid_name": "The agent name breaks the name rules.",
+    InvalidName => "invalid_name": "The agent name breaks the name rules (1–64 of `a-z 0-9 - _`, starting with a letter).",
     InvalidVersion => "invalid_version": "The agent version is not semantic versioning.",
-    InvalidDigest => "invalid_digest": "A digest or size in manifest.toml is malformed.",
-    InvalidExpiry => "invalid_expiry": "`[bundle] expires` in manifest.toml is not an RFC 3339 date-time with an offset.",
+    InvalidDigest => "invalid_digest": "A digest (64 lowercase hex digits) or size in manifest.toml is malformed.",
+    InvalidExpiry => "invalid_expiry": "`[bundle] expires` in manifest.toml is not an RFC 3339 date-time with an offset (`\"2027-01-01T00:00:00Z\"`).",
     Expired => "expired": "`[bundle] expires` is already past: `bundle pack` refuses to sign a bundle every verifier would reject.",
     StaleDigest => "stale_digest": "manifest.toml's digests are missing or do not match the files; run `bundle lock`.",
-    UnsafePath => "unsafe_path": "A file path in the agent folder cannot be packed safely (not NFC, case collision, too long, control characters).",
+    UnsafePath => "unsafe_path": "A file path in the agent folder cannot be packed safely (not NFC, case collision, too long for ustar, control characters).",
     UnsupportedFileType => "unsupported_file_type": "A symlink, socket, device or other non-regular file is in the agent folder.",
     SecretFile => "secret_file": "A file that looks like a secret (.env, *.pem, private keys, id_*) would be packed.",
     InvalidImport => "invalid_import": "`bundle import`: the input breaks its own format's rules (the message is that format's own error text).",
     NotCarriedOver => "not_carried_over": "`bundle import`/`export`: a field or tool the target format cannot express; reported, never dropped silently (warning).",
-    RenamedTool => "renamed_tool": "`bundle import`/`export`: a tool name was changed to fit the target format's name rules (warning).",
+    RenamedTool => "renamed_tool": "`bundle import`/`export`: a tool name was changed to fit the target format's name rules, e.g. `mail.smtp_send` → `mail__smtp_send` for OpenAI (warning).",
     PinMismatch => "pin_mismatch": "A file pinned in manifest.toml `[pins]` is missing or no longer holds the pinned bytes.",
-    TlsError => "tls_error": "An https server could not be trusted (a certificate from an unknown CA, for another name, or expired) or the TLS handshake failed; nothing was fetched (exit 2). `--ca-cert` trusts a private root.",
+    TlsError => "tls_error": "An https server could not be trusted (a certificate from an unknown CA, for another name, or expired), the TLS handshake failed, or an https server redirected to plain http; nothing was fetched (exit 2). `--ca-cert` trusts a private root.",
     PinDrift => "pin_drift": "`bundle check --refresh`: a pinned URL now serves a different toolset (a warning when only formatting changed).",
-    UncheckedSignature => "unchecked_signature": "`bundle export` from a bundle without `--key`: its signature was not checked (warning).",
-    NotExportable => "not_exportable": "`bundle export`: the agent's tools cannot be written in the target format.",
-    LimitExceeded => "limit_exceeded": "manifest.toml, its signature or tools.json is larger than `bundle verify` accepts.",
+    UncheckedSignature => "unchecked_signature": "`bundle export` from a bundle without `--key` (warning): every digest was checked, the signature was not, so anyone could have made the bundle.",
+    NotExportable => "not_exportable": "`bundle export`: the agent's tools cannot be written in the target format (e.g. RAP needs one endpoint).",
+    LimitExceeded => "limit_exceeded": "manifest.toml (over 1 MiB), its signature or tools.json (over 4 MiB) is larger than `bundle verify` accepts; pack refuses.",
 }
 
 impl fmt::Display for Code {
@@ -287,6 +287,17 @@ pub fn sanitize(text: &str) -> String {
         }
     }
     out
+}
+
+/// The closest allowed name, when it is close enough to be a likely typo.
+pub fn did_you_mean<'n>(found: &str, allowed: &[&'n str]) -> Option<&'n str> {
+    let mut best: std::collections::BTreeMap<usize, &str> = std::collections::BTreeMap::new();
+    for &name in allowed {
+        let d = strsim::damerau_levenshtein(&found.to_ascii_lowercase(), name);
+        best.entry(d).or_insert(name);
+    }
+    let (&d, &name) = best.iter().next()?;
+    (d <= (name.len() / 4).max(1) + usize::from(name.len() > 12)).then_some(name)
 }
 
 #[cfg(test)]

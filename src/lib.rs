@@ -1,7 +1,9 @@
 //! agent-bundle: check, lock, sign, pack and verify AI agent release bundles.
 
+pub mod agent;
 pub mod archive;
 pub mod atomic;
+pub mod bundle;
 pub mod contract;
 pub mod diagnostic;
 pub mod digest;

@@ -3,9 +3,9 @@
 
 use std::path::PathBuf;
 
+use agent_bundle::contract::release;
 use agent_bundle::diagnostic::sanitize;
 use agent_bundle::ops::baseline::{self, Approval, ApprovalAction};
-use agent_bundle::ops::contracts;
 
 use super::{Format, Global, Outcome, output};
 
@@ -92,7 +92,7 @@ fn short(fingerprint: &str) -> &str {
 }
 
 fn snapshot(args: SnapshotArgs, global: Global) -> anyhow::Result<Outcome> {
-    let agent = contracts::load(&args.source)?;
+    let agent = release::load(&args.source)?;
     baseline::snapshot(&agent, &args.output, args.force)?;
     let mut sorted: Vec<_> = agent.contracts.iter().collect();
     sorted.sort_by(|a, b| a.id().cmp(b.id()));
@@ -129,7 +129,7 @@ fn snapshot(args: SnapshotArgs, global: Global) -> anyhow::Result<Outcome> {
 }
 
 fn approve(args: ApproveArgs, global: Global) -> anyhow::Result<Outcome> {
-    let from = contracts::load(&args.from)?;
+    let from = release::load(&args.from)?;
     let done = baseline::approve(&args.baseline, &from, &args.tools)?;
     match args.format {
         Format::Json => output::print_json(&output::sanitize_json(serde_json::json!({

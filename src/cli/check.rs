@@ -32,7 +32,8 @@ pub struct Args {
 pub fn run(args: Args, global: Global) -> anyhow::Result<Outcome> {
     let paths = args.targets.paths();
     let fetcher = if args.refresh { Some(Fetcher::new(&args.ca_cert)?) } else { None };
-    let checks = check::check_paths(&paths, check::Options { digests: true, refresh: fetcher.as_ref() })?;
+    let checks =
+        check::check_paths(&paths, agent_bundle::agent::CheckOptions { digests: true, refresh: fetcher.as_ref() })?;
     let mut all = Report::default();
     let mut agents = Vec::new();
     for c in checks {

@@ -3,9 +3,9 @@
 use std::io::Write;
 use std::path::PathBuf;
 
+use agent_bundle::contract::release::AgentContracts;
 use agent_bundle::contract::{Change, Impact};
 use agent_bundle::diagnostic::sanitize;
-use agent_bundle::ops::contracts::AgentContracts;
 use agent_bundle::ops::diff::{self, AgentDiff, FailOn, Status};
 
 use super::{Format, Global, Outcome, output};

@@ -95,7 +95,7 @@ pub fn run(args: Args, global: Global) -> anyhow::Result<Outcome> {
                 Some(p) if !p.as_os_str().is_empty() => p,
                 _ => std::path::Path::new("."),
             };
-            pinned = agent_bundle::ops::pin::pin(agent_dir, &result.fetched)?;
+            pinned = agent_bundle::agent::pins::pin(agent_dir, &result.fetched)?;
         }
         agent_bundle::atomic::write(path, text.as_bytes(), true)?;
     }

@@ -4,10 +4,10 @@ use std::fs::File;
 use std::io::{BufReader, Write};
 use std::path::PathBuf;
 
+use agent_bundle::bundle::verify::{self, Discard, Expect, Trust, Verified};
+use agent_bundle::contract::release;
 use agent_bundle::contract::{Contract, ContractError};
 use agent_bundle::diagnostic::sanitize;
-use agent_bundle::ops::contracts;
-use agent_bundle::ops::verify::{self, Discard, Expect, Trust, Verified};
 use agent_bundle::timestamp::Timestamp;
 use agent_bundle::tools::Transport;
 use agent_bundle::trust::TrustedKeys;
@@ -51,7 +51,7 @@ pub fn run(args: Args, global: Global) -> anyhow::Result<Outcome> {
     // Expiry is shown, not enforced: inspecting an expired bundle is how one finds out why.
     match verify::verify(BufReader::new(file), trust, &Expect::default(), &mut Discard) {
         Ok(v) => {
-            let contracts = contracts::from_verified(&v, &args.bundle).map(|a| a.contracts);
+            let contracts = release::from_verified(&v, &args.bundle).map(|a| a.contracts);
             let now = global.now();
             match args.format {
                 Format::Json => super::output::print_json(&json(&v, &contracts, now))?,

@@ -1,7 +1,7 @@
 //! `bundle lock [PATH]...`: write current digests into manifest.toml.
 
 use agent_bundle::diagnostic::Report;
-use agent_bundle::ops::{check, lock};
+use agent_bundle::ops::lock;
 
 use super::{Format, Global, Outcome, output};
 
@@ -19,15 +19,9 @@ pub struct Args {
 }
 
 pub fn run(args: Args, global: Global) -> anyhow::Result<Outcome> {
-    let paths = args.targets.paths();
-    let mut dirs = Vec::new();
-    for p in &paths {
-        dirs.extend(check::find_agents(p)?);
-    }
     let mut all = Report::default();
     let mut agents = Vec::new();
-    for dir in dirs {
-        let locked = lock::lock_agent(&dir);
+    for locked in lock::lock_paths(&args.targets.paths())? {
         if args.targets.format == Format::Github && locked.written {
             output::print_line(&output::github_annotation(
                 "notice",
@@ -49,7 +43,7 @@ pub fn run(args: Args, global: Global) -> anyhow::Result<Outcome> {
             output::status(global, &format!("{}: {what}", locked.manifest_path.display()));
         }
         agents.push(serde_json::json!({
-            "dir": dir.display().to_string(),
+            "dir": locked.dir.display().to_string(),
             "manifest": locked.manifest_path.display().to_string(),
             "written": locked.written,
             "added": locked.changes.added,

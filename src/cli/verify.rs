@@ -6,10 +6,10 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 
+use agent_bundle::bundle::verify::{self, Discard, Expect, Reason, Rejection, Trust, Verified};
+use agent_bundle::contract::release;
 use agent_bundle::diagnostic::sanitize;
 use agent_bundle::ops::baseline::{self, Drift, Gate};
-use agent_bundle::ops::contracts;
-use agent_bundle::ops::verify::{self, Discard, Expect, Reason, Rejection, Trust, Verified};
 use agent_bundle::progress::{Progress, ProgressRead};
 use agent_bundle::state::StateFile;
 
@@ -107,7 +107,7 @@ pub fn run(args: Args, global: Global) -> anyhow::Result<Outcome> {
         }
         return report(&args.bundle, result, args.format, global);
     };
-    let gate = match contracts::from_verified(v, &args.bundle) {
+    let gate = match release::from_verified(v, &args.bundle) {
         Ok(agent) => baseline::gate(&approved, &agent, path)?,
         Err(e) => {
             // Contracts that cannot be computed cannot be approved: fail closed.

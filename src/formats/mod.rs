@@ -98,6 +98,19 @@ impl Note {
     pub fn renamed(tool: &str, message: impl Into<String>) -> Self {
         Note { tool: Some(tool.to_owned()), kind: NoteKind::Renamed, message: message.into() }
     }
+
+    /// Turns a note into a warning on the input file.
+    pub fn diagnostic(&self, file: &str) -> Diagnostic {
+        let code = match self.kind {
+            NoteKind::NotCarriedOver => Code::NotCarriedOver,
+            NoteKind::Renamed => Code::RenamedTool,
+        };
+        let d = Diagnostic::warning(code, file, &self.message);
+        match &self.tool {
+            Some(t) => d.at_path(t.clone()),
+            None => d,
+        }
+    }
 }
 
 /// The tools an import produced, with everything it could not carry over.

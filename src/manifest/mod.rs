@@ -12,10 +12,10 @@ use std::ops::Range;
 
 use toml_edit::{Item, TableLike};
 
+use crate::diagnostic::did_you_mean;
 use crate::diagnostic::{Code, Diagnostic, Severity, Source};
 use crate::paths;
 use crate::timestamp::Timestamp;
-use crate::tools::validate::did_you_mean;
 
 pub const FILE_NAME: &str = "manifest.toml";
 /// The only bundle format this build understands.
@@ -606,7 +606,9 @@ pub fn parse(src: &Source, diags: &mut Vec<Diagnostic>) -> Option<Manifest> {
                     "rename one: they collide on case-insensitive file systems",
                 );
             }
-            if [crate::tools::FILE_NAME, crate::policy::FILE_NAME, FILE_NAME, "manifest.toml.minisig"].contains(&path) {
+            if [crate::tools::FILE_NAME, crate::policy::FILE_NAME, FILE_NAME, crate::bundle::SIGNATURE_ENTRY]
+                .contains(&path)
+            {
                 p.error(
                     Code::UnsafePath,
                     &key,
@@ -641,7 +643,7 @@ pub fn parse(src: &Source, diags: &mut Vec<Diagnostic>) -> Option<Manifest> {
         }
         // A path may not be both a file and a folder (`prompts` and `prompts/system.md`):
         // no file system could hold both.
-        let named = [crate::tools::FILE_NAME, crate::policy::FILE_NAME, FILE_NAME, "manifest.toml.minisig"];
+        let named = [crate::tools::FILE_NAME, crate::policy::FILE_NAME, FILE_NAME, crate::bundle::SIGNATURE_ENTRY];
         for path in table.iter().map(|(p, _)| p) {
             let mut at = 0;
             while let Some(i) = path[at..].find('/') {

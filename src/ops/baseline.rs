@@ -12,9 +12,9 @@ use std::path::Path;
 use serde::Serialize;
 use toml_edit::{Array, DocumentMut, Item, Table, value};
 
+use crate::bundle::verify::{Reason, Rejection};
+use crate::contract::release::{AgentContracts, LoadError};
 use crate::contract::{self, Change, Contract, Risk};
-use crate::ops::contracts::{AgentContracts, LoadError};
-use crate::ops::verify::{Reason, Rejection};
 
 /// The only baseline file format this build reads and writes.
 pub const FORMAT: i64 = 1;

@@ -7,8 +7,8 @@ use std::path::{Path, PathBuf};
 
 use crate::diagnostic::{Code, Diagnostic, Report, Source};
 use crate::error::{Error, Result};
-use crate::fetch::{FetchError, Fetcher};
-use crate::formats::{self, Imported, Note, NoteKind};
+use crate::fetch::{Fetched, Fetcher};
+use crate::formats::{self, Imported};
 use crate::json::{self, JsonPath};
 use crate::policy::Policy;
 use crate::tools::{self, ToolsFile};
@@ -39,7 +39,7 @@ pub struct Import {
     pub text: Option<String>,
     pub tools: Option<ToolsFile>,
     /// RAP toolsets fetched over the network, as sent (what `--pin` keeps).
-    pub fetched: Vec<super::pin::Fetched>,
+    pub fetched: Vec<Fetched>,
 }
 
 pub fn import(opts: &Options) -> Result<Import> {
@@ -53,22 +53,9 @@ pub fn import(opts: &Options) -> Result<Import> {
         return Ok(out);
     };
     for note in &imported.notes {
-        out.report.push(note_diagnostic(&display, note));
+        out.report.push(note.diagnostic(&display));
     }
     finish(imported, out)
-}
-
-/// Turns a note into a warning on the input file.
-pub fn note_diagnostic(file: &str, note: &Note) -> Diagnostic {
-    let code = match note.kind {
-        NoteKind::NotCarriedOver => Code::NotCarriedOver,
-        NoteKind::Renamed => Code::RenamedTool,
-    };
-    let d = Diagnostic::warning(code, file, &note.message);
-    match &note.tool {
-        Some(t) => d.at_path(t.clone()),
-        None => d,
-    }
 }
 
 /// Serialises the tools and checks them as `bundle check` would.
@@ -161,7 +148,7 @@ pub fn absolute(dir: &Path) -> Result<PathBuf> {
 /// RAP: each input is a file or an `http(s)://` base URL (the well-known path is appended).
 /// Every toolset is validated; any problem anywhere imports nothing. A server that cannot be
 /// fetched is an `io_error` or `tls_error` in `report`.
-fn import_rap(opts: &Options, fetched: &mut Vec<super::pin::Fetched>, report: &mut Report) -> Result<Converted> {
+fn import_rap(opts: &Options, fetched: &mut Vec<Fetched>, report: &mut Report) -> Result<Converted> {
     if opts.inputs.is_empty() {
         return Err(Error::Usage("give at least one RAP toolset file or server URL".to_owned()));
     }
@@ -178,11 +165,11 @@ fn import_rap(opts: &Options, fetched: &mut Vec<super::pin::Fetched>, report: &m
             let url = discovery_url(input);
             match fetcher.get(&url) {
                 Ok(text) => {
-                    fetched.push(super::pin::Fetched { url: url.clone(), text: text.clone() });
+                    fetched.push(Fetched { url: url.clone(), text: text.clone() });
                     Source::new(url, text)
                 }
                 Err(e) => {
-                    report.push(fetch_diagnostic(&url, &e, "`--ca-cert FILE.pem`"));
+                    report.push(e.diagnostic(&url, "`--ca-cert FILE.pem`"));
                     continue;
                 }
             }
@@ -238,22 +225,6 @@ pub fn discovery_url(base: &str) -> String {
         base.to_owned()
     } else {
         format!("{base}{}", formats::rap::WELL_KNOWN)
-    }
-}
-
-/// A failed fetch as a diagnostic on `file` (the URL, or the manifest that pins it):
-/// `tls_error`, with a hint at `ca_hint` (how to trust a private root), or `io_error`. Both
-/// stop the command with exit 2.
-pub fn fetch_diagnostic(file: &str, e: &FetchError, ca_hint: &str) -> Diagnostic {
-    match e {
-        FetchError::Tls { .. } => Diagnostic::error(Code::TlsError, file, format!("nothing was fetched: {e}"))
-            .with_help(format!(
-                "if the server's certificate comes from a private CA, trust its root with {ca_hint}; and check that the URL names the host the certificate is for"
-            )),
-        FetchError::Downgrade { .. } => Diagnostic::error(Code::TlsError, file, format!("nothing was fetched: {e}"))
-            .with_help("fetch the toolset from an https URL that answers without leaving https (ask the server's operator to redirect to https)"),
-        FetchError::Other { .. } => Diagnostic::error(Code::IoError, file, e.to_string())
-            .with_help("check the URL and the network; the server must answer 200 with the toolset"),
     }
 }
 

@@ -67,7 +67,7 @@ pub fn init(dir: &Path, name: Option<&str>, force: bool) -> Result<Initialized> 
         written.push(path);
     }
     // Lock right away, so that the new agent passes `bundle check` as it is.
-    let locked = crate::ops::lock::lock_agent(dir);
+    let locked = crate::agent::lock_agent(dir);
     if let Some(d) = locked.report.diagnostics.iter().find(|d| d.is_error()) {
         return Err(Error::Usage(format!("created the files, but could not lock them: {}", d.message)));
     }

@@ -3,7 +3,6 @@
 
 pub mod baseline;
 pub mod check;
-pub mod contracts;
 pub mod diff;
 pub mod export;
 pub mod import;
@@ -11,8 +10,6 @@ pub mod init;
 pub mod keygen;
 pub mod lock;
 pub mod pack;
-pub mod pin;
 pub mod pubkey;
 pub mod tool_add;
 pub mod unpack;
-pub mod verify;

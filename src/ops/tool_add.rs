@@ -10,10 +10,9 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value, json};
 
+use crate::agent::{Locked, display_prefix, lock_agent, read_source};
 use crate::diagnostic::{Code, Diagnostic, Report, Source};
 use crate::error::Error;
-use crate::ops::check::{display_prefix, read_source};
-use crate::ops::lock::{self, Locked};
 use crate::policy::{self, Capability, Policy};
 use crate::{atomic, tools};
 
@@ -219,7 +218,7 @@ pub fn add_tool(dir: &Path, tool: &NewTool, grant: bool) -> Result<Added, AddFai
         atomic::write(&policy_path, new_policy.as_bytes(), true).map_err(|e| Error::io(&policy_path, e))?;
     }
     atomic::write(&tools_path, tools_text.as_bytes(), true).map_err(|e| Error::io(&tools_path, e))?;
-    let lock = lock::lock_agent(dir);
+    let lock = lock_agent(dir);
     Ok(Added { tools_path, granted, policy_path, report, lock })
 }
 

@@ -11,8 +11,8 @@ use std::fs::{self, File, OpenOptions};
 use std::io::{self, BufReader, Write};
 use std::path::{Path, PathBuf};
 
+use crate::bundle::verify::{self, Expect, Rejection, Sink, Trust, Verified};
 use crate::error::{Error, Result};
-use crate::ops::verify::{self, Expect, Rejection, Sink, Trust, Verified};
 use crate::trust::TrustedKeys;
 
 struct FolderSink {

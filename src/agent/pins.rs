@@ -12,19 +12,12 @@ use serde_json::Value;
 use crate::atomic;
 use crate::diagnostic::{Code, Diagnostic, Source};
 use crate::error::{Error, Result};
-use crate::fetch::Fetcher;
+use crate::fetch::{Fetched, Fetcher};
 use crate::formats::rap;
 use crate::manifest::{self, Manifest, Pin, PinFormat};
 
 /// The folder pinned files go in, inside the agent folder.
 pub const DIR: &str = "pins";
-
-/// A toolset as fetched: the URL asked and the text the server sent.
-#[derive(Debug, Clone)]
-pub struct Fetched {
-    pub url: String,
-    pub text: String,
-}
 
 /// The agent file a pinned URL is kept in: `pins/<host>[_<port>][_<path>].rap.json`, with
 /// every character outside `[A-Za-z0-9.-]` written as `_`.
@@ -139,8 +132,7 @@ pub fn refresh(
         let served = match fetcher.get(&pin.url) {
             Ok(text) => text,
             Err(e) => {
-                let d =
-                    super::import::fetch_diagnostic(manifest_name, &e, "`bundle check --refresh --ca-cert FILE.pem`");
+                let d = e.diagnostic(manifest_name, "`bundle check --refresh --ca-cert FILE.pem`");
                 diags.push(d.at_path(key));
                 continue;
             }

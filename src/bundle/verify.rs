@@ -1,5 +1,5 @@
-//! `bundle verify` (and the reading behind `inspect` and `unpack`): one streaming pass over a
-//! bundle that trusts nothing the signature does not cover.
+//! The one reader of bundles (behind `verify`, `inspect`, `unpack`, `diff`, `export`): one
+//! streaming pass over a bundle that trusts nothing the signature does not cover.
 //!
 //! Order: entry 1 (manifest.toml) and entry 2 (its minisign signature) are read under small
 //! caps; the signature is checked against the trusted keys, the trusted comment against the
@@ -13,25 +13,17 @@ use std::io::{self, BufRead, Read, Write};
 
 use serde::Serialize;
 
+use super::{MAX_JSON_BYTES, MAX_JSON_TOTAL, MAX_MANIFEST_BYTES, MAX_SIGNATURE_BYTES, SIGNATURE_ENTRY};
 use crate::archive::{ArchiveError, ArchiveReader, Limits};
 use crate::diagnostic::{Code, Source};
 use crate::hasher::EntryHasher;
 use crate::manifest::{self, Manifest};
 use crate::minisign::{Signature, SignatureError};
-use crate::ops::pack::SIGNATURE_ENTRY;
 use crate::policy::{self, Policy};
 use crate::state::State;
 use crate::timestamp::Timestamp;
 use crate::tools::{self, ToolsFile};
 use crate::trust::{self, TrustedKey, TrustedKeys};
-
-/// Largest manifest.toml accepted (read into memory before anything is trusted).
-pub const MAX_MANIFEST_BYTES: u64 = 1 << 20;
-/// Largest signature file accepted.
-pub const MAX_SIGNATURE_BYTES: u64 = 4096;
-/// Largest JSON file (tools.json, schemas) held in memory for re-validation, and the total.
-pub const MAX_JSON_BYTES: u64 = 4 << 20;
-pub const MAX_JSON_TOTAL: u64 = 16 << 20;
 
 macro_rules! reasons {
     ($($variant:ident => $name:literal: $doc:literal,)*) => {

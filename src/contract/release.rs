@@ -5,10 +5,10 @@ use std::fs::File;
 use std::io::BufReader;
 use std::path::{Path, PathBuf};
 
+use crate::agent;
+use crate::bundle::verify::{self, Discard, Expect, Trust, Verified};
 use crate::contract::{self, Contract, ContractError};
 use crate::diagnostic::Source;
-use crate::ops::check;
-use crate::ops::verify::{self, Discard, Expect, Trust, Verified};
 use crate::policy::{self, Policy};
 use crate::tools::{self, ToolsFile};
 
@@ -68,7 +68,7 @@ fn load_folder(dir: &Path) -> Result<AgentContracts, LoadError> {
         ))
         .into());
     }
-    let checked = check::check_agent_with(dir, check::Options { digests: false, refresh: None });
+    let checked = agent::check_agent_with(dir, agent::CheckOptions { digests: false, refresh: None });
     if let Some(d) = checked.report.diagnostics.iter().find(|d| d.is_error()) {
         let at = d.line.map(|l| format!(":{l}")).unwrap_or_default();
         let message = format!("{}{at}: {} [{}]", d.file, d.message, d.code);
