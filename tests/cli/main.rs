@@ -15,6 +15,7 @@ mod export;
 mod freshness;
 mod hostile;
 mod import;
+mod keys;
 mod lock;
 mod pin;
 mod pipeline;
