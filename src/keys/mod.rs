@@ -96,7 +96,7 @@ pub enum SignerError {
         "the ssh-agent refused to sign with {fingerprint} (a confirmation declined, or a hardware key not touched); try again"
     )]
     AgentRefused { fingerprint: String },
-    #[error("ssh-agent: {0}")]
+    #[error("ssh-agent: {0}; check that SSH_AUTH_SOCK points at a working ssh-agent")]
     Protocol(String),
     #[error("{what} is {found}, not Ed25519; minisign signatures need an Ed25519 key")]
     NotEd25519 { what: String, found: String },

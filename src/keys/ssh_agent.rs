@@ -188,3 +188,62 @@ fn choose(identities: Vec<Identity>, fingerprint: Option<&str>) -> Result<Identi
         _ => Err(SignerError::AgentAmbiguous { fingerprints: ed.into_iter().map(|k| k.fingerprint).collect() }),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::os::unix::net::UnixListener;
+
+    use super::*;
+
+    /// An agent that answers every request with `answer` (raw bytes, length prefix included).
+    fn fake_agent(answer: Vec<u8>) -> (tempfile::TempDir, OsString) {
+        let dir = tempfile::tempdir().unwrap();
+        let socket = dir.path().join("s");
+        let listener = UnixListener::bind(&socket).unwrap();
+        std::thread::spawn(move || {
+            if let Ok((mut stream, _)) = listener.accept() {
+                let mut len = [0u8; 4];
+                if stream.read_exact(&mut len).is_ok() {
+                    let mut body = vec![0u8; u32::from_be_bytes(len) as usize];
+                    let _ = stream.read_exact(&mut body);
+                    let _ = stream.write_all(&answer);
+                }
+            }
+        });
+        (dir, socket.into_os_string())
+    }
+
+    fn framed(body: &[u8]) -> Vec<u8> {
+        let mut out = (body.len() as u32).to_be_bytes().to_vec();
+        out.extend_from_slice(body);
+        out
+    }
+
+    #[test]
+    fn hostile_agents_are_refused_without_allocating_their_claims() {
+        // A 4 GiB message announced.
+        let (_dir, socket) = fake_agent(u32::MAX.to_be_bytes().to_vec());
+        let err = AgentKey::open(Some(socket), None).unwrap_err();
+        assert!(err.to_string().contains("4294967295 bytes"), "{err}");
+        // Four billion keys announced in a short answer.
+        let mut body = vec![SSH_AGENT_IDENTITIES_ANSWER];
+        body.extend(u32::MAX.to_be_bytes());
+        let (_dir, socket) = fake_agent(framed(&body));
+        assert!(matches!(AgentKey::open(Some(socket), None), Err(SignerError::Protocol(_))));
+        // A failure answer to the list request.
+        let (_dir, socket) = fake_agent(framed(&[SSH_AGENT_FAILURE]));
+        assert!(matches!(AgentKey::open(Some(socket), None), Err(SignerError::Protocol(_))));
+    }
+
+    #[test]
+    fn fingerprints_are_what_ssh_keygen_prints() {
+        // `ssh-keygen -l -E sha256` of this public key (made by ssh-keygen -t ed25519).
+        let blob = base64::engine::general_purpose::STANDARD
+            .decode("AAAAC3NzaC1lZDI1NTE5AAAAIEDmYG4sww4obzqpC21IfTVncCBgQjBb8LAu9fQBo7ZN")
+            .unwrap();
+        let id = identity(blob).unwrap();
+        assert_eq!(id.algorithm, ED25519);
+        assert_eq!(id.fingerprint, "SHA256:YngtVGwBkA7btVORim2q5MUCrIpd9eRkU95V66lxxjg");
+        assert_eq!(id.ed25519.map(|k| k[0]), Some(0x40));
+    }
+}
