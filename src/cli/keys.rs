@@ -111,19 +111,20 @@ fn token_pin(token: &str, args: &SecretKeyArgs) -> Option<Zeroizing<String>> {
     None
 }
 
-/// Reads a key file into a buffer that is wiped when dropped (allocated once, so no
-/// reallocation leaves a copy behind).
+/// Reads a key file into a buffer that is wiped when dropped.
 pub fn read_key_file(path: &Path, what: &str, limit: u64) -> anyhow::Result<Zeroizing<String>> {
-    let file = std::fs::File::open(path).with_context(|| format!("cannot read the {what} {}", path.display()))?;
-    let mut bytes = Zeroizing::new(Vec::with_capacity(limit as usize + 1));
+    let file = std::fs::File::open(path).with_context(|| format!("cannot read the {what} file {}", path.display()))?;
+    // Room for the whole file up front, so that reading never moves (and leaves behind) a copy.
+    let size = file.metadata().map_or(0, |m| m.len()).min(limit);
+    let mut bytes = Zeroizing::new(Vec::with_capacity(size as usize + 1));
     file.take(limit + 1)
         .read_to_end(&mut bytes)
-        .with_context(|| format!("cannot read the {what} {}", path.display()))?;
+        .with_context(|| format!("cannot read the {what} file {}", path.display()))?;
     if bytes.len() as u64 > limit {
-        bail!("{} is larger than {limit} bytes, so it is not a minisign key file", path.display());
+        bail!("{} is larger than {limit} bytes, so it is not a {what} file", path.display());
     }
     let text = std::str::from_utf8(&bytes)
-        .map_err(|_| anyhow::anyhow!("{} is not a text file, so it is not a minisign key file", path.display()))?;
+        .map_err(|_| anyhow::anyhow!("{} is not a text file, so it is not a {what} file", path.display()))?;
     let mut owned = Zeroizing::new(String::with_capacity(text.len()));
     owned.push_str(text);
     Ok(owned)
@@ -194,7 +195,7 @@ fn not_a_public_key(path: &Path, text: &str) -> Option<anyhow::Error> {
 
 pub fn load_trust(args: &TrustArgs) -> anyhow::Result<TrustedKeys> {
     if let Some(path) = &args.trusted_keys {
-        let text = read_key_file(path, "trusted-keys file", MAX_TRUSTED_KEYS_FILE)?;
+        let text = read_key_file(path, "trusted-keys", MAX_TRUSTED_KEYS_FILE)?;
         return TrustedKeys::parse(&text)
             .map_err(|e| not_a_public_key(path, &text).unwrap_or_else(|| anyhow::anyhow!("{}: {e}", path.display())));
     }
