@@ -90,10 +90,14 @@ impl TokenKey {
 
     /// A pure Ed25519 signature of `message` by the token (CKM_EDDSA, no parameters).
     pub fn sign(&mut self, message: &[u8]) -> Result<[u8; 64], SignerError> {
-        let mechanism = Mechanism::Eddsa(EddsaParams::new(EddsaSignatureScheme::Pure));
-        let signature = self.session.sign(&mechanism, self.key, message).map_err(|e| ck("signing", e))?;
+        let signature = self.session.sign(&eddsa(), self.key, message).map_err(|e| ck("signing", e))?;
         signature.try_into().map_err(|_| SignerError::Pkcs11("the token's signature is not 64 bytes".to_owned()))
     }
+}
+
+/// CKM_EDDSA without parameters: pure Ed25519 (not Ed25519ph or Ed25519ctx).
+fn eddsa() -> Mechanism<'static> {
+    Mechanism::Eddsa(EddsaParams::new(EddsaSignatureScheme::Pure))
 }
 
 fn ck(doing: &str, e: CkError) -> SignerError {
@@ -266,24 +270,32 @@ fn check_ed25519(session: &Session, key: ObjectHandle, token: &str) -> Result<()
 }
 
 /// The raw Ed25519 public key: CKA_EC_POINT of the public key object with the private key's
-/// id (or label), or of the private key itself where the token exposes it there.
+/// id (else its label), or of the private key itself where the token exposes it there.
 fn public_key(session: &Session, key: ObjectHandle, token: &str) -> Result<[u8; 32], SignerError> {
     let attrs = session
         .get_attributes(key, &[AttributeType::Id, AttributeType::Label])
         .map_err(|e| ck("reading the key's id", e))?;
-    let mut template = vec![Attribute::Class(ObjectClass::PUBLIC_KEY), Attribute::KeyType(KeyType::EC_EDWARDS)];
+    let mut candidates = Vec::new();
     for attr in attrs {
-        match attr {
-            Attribute::Id(id) if !id.is_empty() => template.push(Attribute::Id(id)),
-            Attribute::Label(l) if !l.is_empty() => template.push(Attribute::Label(l)),
-            _ => {}
-        }
+        let by = match attr {
+            Attribute::Id(id) if !id.is_empty() => Attribute::Id(id),
+            Attribute::Label(l) if !l.is_empty() => Attribute::Label(l),
+            _ => continue,
+        };
+        let template = [Attribute::Class(ObjectClass::PUBLIC_KEY), Attribute::KeyType(KeyType::EC_EDWARDS), by];
+        candidates.extend(session.find_objects(&template).map_err(|e| ck("searching the public key", e))?);
     }
-    let candidates = session.find_objects(&template).map_err(|e| ck("searching the public key", e))?;
+    // An id or label can be shared by unrelated objects: the public key is the one that
+    // verifies a signature the private key makes.
+    let probe = b"agent-bundle: which public key belongs to this private key";
+    let signature = session.sign(&eddsa(), key, probe).map_err(|e| ck("signing a test message", e))?;
+    let signature = ed25519_dalek::Signature::from_slice(&signature)
+        .map_err(|_| SignerError::Pkcs11("the token's signature is not 64 bytes".to_owned()))?;
     for object in candidates.into_iter().chain([key]) {
         let Ok(attrs) = session.get_attributes(object, &[AttributeType::EcPoint]) else { continue };
         if let Some(Attribute::EcPoint(point)) = attrs.into_iter().next()
             && let Some(raw) = ec_point(&point)
+            && ed25519_dalek::VerifyingKey::from_bytes(&raw).is_ok_and(|k| k.verify_strict(probe, &signature).is_ok())
         {
             return Ok(raw);
         }
@@ -291,7 +303,7 @@ fn public_key(session: &Session, key: ObjectHandle, token: &str) -> Result<[u8; 
     Err(SignerError::KeyNotFound {
         wanted: "its public key".to_owned(),
         token: token.to_owned(),
-        hint: "the token has no public key object with the private key's id; store the public key beside it with the same id and label".to_owned(),
+        hint: "the token has no public key object (with the private key's id or label) that verifies its signatures; store the public key beside it with the same id".to_owned(),
     })
 }
 

@@ -14,8 +14,7 @@
 
 use std::ffi::OsString;
 use std::io::{Read, Write};
-use std::os::unix::net::UnixStream;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use base64::Engine as _;
@@ -38,13 +37,33 @@ const MAX_MESSAGE: usize = 256 * 1024;
 /// A hardware key behind the agent may wait for a touch; give it time, but not forever.
 const TIMEOUT: Duration = Duration::from_secs(120);
 
+/// The agent's socket. (OpenSSH's agent on Windows listens on a named pipe, which this client
+/// does not speak: there every connection fails with "unsupported".)
+#[cfg(unix)]
+type Stream = std::os::unix::net::UnixStream;
+#[cfg(not(unix))]
+type Stream = std::fs::File;
+
+#[cfg(unix)]
+fn connect(socket: &Path) -> std::io::Result<Stream> {
+    let stream = Stream::connect(socket)?;
+    stream.set_read_timeout(Some(TIMEOUT))?;
+    stream.set_write_timeout(Some(TIMEOUT))?;
+    Ok(stream)
+}
+
+#[cfg(not(unix))]
+fn connect(_socket: &Path) -> std::io::Result<Stream> {
+    Err(std::io::Error::new(std::io::ErrorKind::Unsupported, "ssh-agent signing needs a Unix socket"))
+}
+
 /// The environment variable that names the agent's socket.
 pub const AUTH_SOCK_ENV: &str = "SSH_AUTH_SOCK";
 
 /// An ssh-ed25519 key in a running agent, with a connection to it.
 #[derive(Debug)]
 pub struct AgentKey {
-    stream: UnixStream,
+    stream: Stream,
     blob: Vec<u8>,
     public: PublicKey,
     fingerprint: String,
@@ -65,13 +84,9 @@ impl AgentKey {
         let Some(socket) = socket.filter(|s| !s.is_empty()).map(PathBuf::from) else {
             return Err(SignerError::AgentUnavailable { reason: format!("{AUTH_SOCK_ENV} is not set") });
         };
-        let mut stream = UnixStream::connect(&socket).map_err(|e| SignerError::AgentUnavailable {
+        let mut stream = connect(&socket).map_err(|e| SignerError::AgentUnavailable {
             reason: format!("cannot connect to {AUTH_SOCK_ENV}={}: {e}", socket.display()),
         })?;
-        stream
-            .set_read_timeout(Some(TIMEOUT))
-            .and_then(|()| stream.set_write_timeout(Some(TIMEOUT)))
-            .map_err(|e| SignerError::AgentUnavailable { reason: format!("{}: {e}", socket.display()) })?;
         let chosen = choose(identities(&mut stream)?, fingerprint)?;
         let raw = chosen.ed25519.expect("choose returns Ed25519 keys only");
         let public = PublicKey::from_ed25519(derived_key_id(&raw), raw)
@@ -115,7 +130,7 @@ impl AgentKey {
     }
 }
 
-fn identities(stream: &mut UnixStream) -> Result<Vec<Identity>, SignerError> {
+fn identities(stream: &mut Stream) -> Result<Vec<Identity>, SignerError> {
     let answer = request(stream, &[SSH_AGENTC_REQUEST_IDENTITIES])?;
     let Some((&SSH_AGENT_IDENTITIES_ANSWER, mut body)) = answer.split_first() else {
         return Err(SignerError::Protocol("unexpected answer to a list-keys request".to_owned()));
@@ -132,7 +147,7 @@ fn identities(stream: &mut UnixStream) -> Result<Vec<Identity>, SignerError> {
 }
 
 /// Sends one message and reads one answer (u32 length, then the body).
-fn request(stream: &mut UnixStream, body: &[u8]) -> Result<Vec<u8>, SignerError> {
+fn request(stream: &mut Stream, body: &[u8]) -> Result<Vec<u8>, SignerError> {
     let io = |e: std::io::Error| SignerError::Protocol(format!("talking to the agent: {e}"));
     let len = u32::try_from(body.len()).map_err(|_| SignerError::Protocol("request too large".to_owned()))?;
     let mut message = len.to_be_bytes().to_vec();
@@ -189,7 +204,7 @@ fn choose(identities: Vec<Identity>, fingerprint: Option<&str>) -> Result<Identi
     }
 }
 
-#[cfg(test)]
+#[cfg(all(test, unix))]
 mod tests {
     use std::os::unix::net::UnixListener;
 

@@ -183,9 +183,18 @@ fn pkcs11_problems_exit_2_name_the_fix_write_nothing_and_never_show_the_pin() {
     let env = Env::new();
     env.copy("agents/mailer", "mailer");
     hsm.import(&[7u8; 32], "release", "a1");
+    // A decoy with the same id: the public key is the one that verifies the private key's
+    // signature, not whichever object shares the id; `id=` alone is ambiguous.
+    hsm.import_with(&[8u8; 32], "decoy", "a1", &["--force"]);
     hsm.keypairgen("EC:prime256v1", "p256", "c3");
     let pack = |uri: &str| hsm.run(&env, &["pack", "mailer", "--key", uri, "-o", "x.bundle"]);
     let with_pin = |path: &str| format!("pkcs11:token=bundle-test;{path}?pin-value={PIN}");
+
+    let file_key = write_file_key(env.path(), &[7u8; 32]);
+    let from_token = hsm.run(&env, &["pubkey", &with_pin("object=release")]);
+    from_token.expect_code(0);
+    assert_eq!(from_token.stdout, env.run(&["pubkey", &file_key]).stdout);
+    refused(&env, &pack(&with_pin("id=%a1")), &["several private keys", "object=release", "object=decoy"]);
 
     let wrong = "pkcs11:token=bundle-test;object=release?pin-value=0000-wrong-0000";
     let out = pack(wrong);
@@ -523,6 +532,10 @@ impl SoftHsm {
 
     /// Imports the Ed25519 key with this seed as a PKCS#8 PEM file (RFC 8410).
     fn import(&self, seed: &[u8; 32], label: &str, id: &str) {
+        self.import_with(seed, label, id, &[]);
+    }
+
+    fn import_with(&self, seed: &[u8; 32], label: &str, id: &str, extra: &[&str]) {
         let mut der =
             vec![0x30, 0x2e, 0x02, 0x01, 0x00, 0x30, 0x05, 0x06, 0x03, 0x2b, 0x65, 0x70, 0x04, 0x22, 0x04, 0x20];
         der.extend_from_slice(seed);
@@ -532,16 +545,12 @@ impl SoftHsm {
             format!("-----BEGIN PRIVATE KEY-----\n{}\n-----END PRIVATE KEY-----\n", BASE64.encode(der)),
         )
         .unwrap();
-        sh(self.tool("softhsm2-util").args(["--import"]).arg(&pem).args([
-            "--token",
-            "bundle-test",
-            "--label",
-            label,
-            "--id",
-            id,
-            "--pin",
-            PIN,
-        ]));
+        sh(self
+            .tool("softhsm2-util")
+            .args(["--import"])
+            .arg(&pem)
+            .args(["--token", "bundle-test", "--label", label, "--id", id, "--pin", PIN])
+            .args(extra));
     }
 
     fn keypairgen(&self, key_type: &str, label: &str, id: &str) {
