@@ -168,6 +168,13 @@ pub struct Verified {
 pub trait Sink {
     /// A writer for the entry's bytes.
     fn open(&mut self, path: &str, executable: bool) -> io::Result<Box<dyn Write + '_>>;
+
+    /// Puts what was written into use (unpack renames its staging folder into place). The
+    /// verifier never calls this; the deployment gate (`ops::gate`) calls it once, after the
+    /// bundle passed every check and before the acceptance is recorded in the state file.
+    fn commit(&mut self) -> crate::Result<()> {
+        Ok(())
+    }
 }
 
 /// Discards entries.

@@ -3,9 +3,9 @@
 
 use std::path::PathBuf;
 
-use agent_bundle::contract::release;
+use agent_bundle::contract::baseline::{Approval, ApprovalAction};
 use agent_bundle::diagnostic::sanitize;
-use agent_bundle::ops::baseline::{self, Approval, ApprovalAction};
+use agent_bundle::ops::baseline;
 
 use super::{Format, Global, Outcome, output};
 
@@ -92,8 +92,7 @@ fn short(fingerprint: &str) -> &str {
 }
 
 fn snapshot(args: SnapshotArgs, global: Global) -> anyhow::Result<Outcome> {
-    let agent = release::load(&args.source)?;
-    baseline::snapshot(&agent, &args.output, args.force)?;
+    let agent = baseline::snapshot(&args.source, &args.output, args.force)?;
     let mut sorted: Vec<_> = agent.contracts.iter().collect();
     sorted.sort_by(|a, b| a.id().cmp(b.id()));
     match args.format {
@@ -129,8 +128,7 @@ fn snapshot(args: SnapshotArgs, global: Global) -> anyhow::Result<Outcome> {
 }
 
 fn approve(args: ApproveArgs, global: Global) -> anyhow::Result<Outcome> {
-    let from = release::load(&args.from)?;
-    let done = baseline::approve(&args.baseline, &from, &args.tools)?;
+    let (from, done) = baseline::approve(&args.baseline, &args.from, &args.tools)?;
     match args.format {
         Format::Json => output::print_json(&output::sanitize_json(serde_json::json!({
             "ok": true,

@@ -16,7 +16,7 @@ use super::{Format, Global, Outcome, output};
 )]
 pub struct Args {
     #[command(flatten)]
-    pub(super) targets: super::Targets,
+    pub(super) targets: super::args::Targets,
 
     /// Also fetch every URL pinned in manifest.toml `[pins]` and report drift from the pinned
     /// copy (`pin_drift`). Uses the network; without it check never does.

@@ -4,7 +4,8 @@ use std::path::PathBuf;
 
 use agent_bundle::ops::export::{self, BundleTrust, Options, To};
 
-use super::keys::{TrustArgs, load_trust};
+use super::args::TrustArgs;
+use super::keys::load_trust;
 use super::{Format, Global, Outcome, check, output};
 
 #[derive(Debug, Clone, Copy, clap::ValueEnum)]
@@ -89,7 +90,7 @@ pub fn run(args: Args, global: Global) -> anyhow::Result<Outcome> {
         if args.format == Format::Human {
             output::human(&result.report, global)?;
         }
-        return super::verify::report(&opts.input, Err(rejection), args.format, global);
+        return super::verify::render_rejection(&opts.input, rejection, args.format, global);
     }
     let text = result.document.as_ref().map(|d| serde_json::to_string_pretty(d).unwrap_or_default() + "\n");
     if let (Some(text), Some(path)) = (&text, &args.output) {

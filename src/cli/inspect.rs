@@ -42,7 +42,7 @@ pub fn run(args: Args, global: Global) -> anyhow::Result<Outcome> {
     let keys: Option<TrustedKeys> = if args.keys.is_empty() && args.trusted_keys.is_none() {
         None
     } else if args.trusted_keys.is_some() {
-        Some(load_trust(&super::keys::TrustArgs { keys: Vec::new(), trusted_keys: args.trusted_keys.clone() })?)
+        Some(load_trust(&super::args::TrustArgs { keys: Vec::new(), trusted_keys: args.trusted_keys.clone() })?)
     } else {
         Some(TrustedKeys::from_keys(args.keys.iter().map(|p| load_public_key(p)).collect::<anyhow::Result<Vec<_>>>()?))
     };
@@ -59,7 +59,7 @@ pub fn run(args: Args, global: Global) -> anyhow::Result<Outcome> {
             }
             Ok(Outcome::Ok)
         }
-        Err(r) => super::verify::report(&args.bundle, Err(r), args.format, global),
+        Err(r) => super::verify::render_rejection(&args.bundle, r, args.format, global),
     }
 }
 

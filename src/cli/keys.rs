@@ -17,6 +17,8 @@ use agent_bundle::keys::{KeyRef, Signer};
 use agent_bundle::minisign::{KeyError, PublicKey, SecretKey};
 use agent_bundle::trust::TrustedKeys;
 
+use super::args::TrustArgs;
+
 /// The environment variable that may hold a secret key file's text, or a key reference (for CI).
 pub const SIGNING_KEY_ENV: &str = "BUNDLE_SIGNING_KEY";
 
@@ -160,18 +162,6 @@ fn secret_from_text(text: &str, origin: &str, path: Option<&Path>, args: &Secret
         KeyError::WrongPassword => anyhow::anyhow!("{origin}: wrong password"),
         other => anyhow::anyhow!("{origin}: {other}"),
     })
-}
-
-/// Options shared by commands that verify.
-#[derive(Debug, clap::Args)]
-pub struct TrustArgs {
-    /// A trusted minisign public key file (repeatable).
-    #[arg(long = "key", value_name = "PUBLIC_KEY", required_unless_present = "trusted_keys")]
-    pub keys: Vec<PathBuf>,
-    /// A file of trusted public keys, each optionally limited to agent-name patterns; or a plain
-    /// minisign public key file (one key, every agent).
-    #[arg(long, value_name = "FILE", conflicts_with = "keys")]
-    pub trusted_keys: Option<PathBuf>,
 }
 
 pub fn load_public_key(path: &Path) -> anyhow::Result<PublicKey> {

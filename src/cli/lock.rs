@@ -15,7 +15,7 @@ use super::{Format, Global, Outcome, output};
 )]
 pub struct Args {
     #[command(flatten)]
-    pub(super) targets: super::Targets,
+    pub(super) targets: super::args::Targets,
 }
 
 pub fn run(args: Args, global: Global) -> anyhow::Result<Outcome> {

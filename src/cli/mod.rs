@@ -1,6 +1,7 @@
 //! Command-line definitions (clap) and dispatch; one file per subcommand renders that
 //! command's result. Only this layer prints.
 
+mod args;
 mod baseline;
 mod check;
 mod completions;
@@ -122,25 +123,6 @@ impl Command {
             | Command::Completions(_)
             | Command::Man(_) => Format::Human,
         }
-    }
-}
-
-/// The agent folders `check` and `lock` work on, and how they print.
-#[derive(Debug, clap::Args)]
-pub struct Targets {
-    /// Agent folders, or folders with agents/*/ (default: .)
-    #[arg(value_name = "PATH")]
-    paths: Vec<std::path::PathBuf>,
-
-    /// Output format.
-    #[arg(long, value_enum, default_value_t = Format::Human)]
-    pub format: Format,
-}
-
-impl Targets {
-    /// The paths given, or `.`.
-    pub fn paths(&self) -> Vec<std::path::PathBuf> {
-        if self.paths.is_empty() { vec![".".into()] } else { self.paths.clone() }
     }
 }
 

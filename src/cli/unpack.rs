@@ -1,10 +1,13 @@
-//! `bundle unpack <BUNDLE> <DIR>`: verify, then extract into a new folder atomically.
+//! `bundle unpack <BUNDLE> <DIR>`: run the deployment gate, then extract into a new folder
+//! atomically.
 
 use std::path::PathBuf;
 
-use agent_bundle::ops::unpack::{self, Unpacked};
+use agent_bundle::ops::gate::{Gate, Verdict};
+use agent_bundle::ops::unpack;
 
-use super::keys::{TrustArgs, load_trust};
+use super::args::{GateArgs, TrustArgs};
+use super::keys::load_trust;
 use super::{Format, Global, Outcome};
 
 /// Verify a bundle and extract it into DIR, which must not exist.
@@ -21,7 +24,7 @@ pub struct Args {
     #[command(flatten)]
     trust: TrustArgs,
     #[command(flatten)]
-    gate: super::verify::GateArgs,
+    gate: GateArgs,
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Human)]
     pub(super) format: Format,
@@ -29,17 +32,10 @@ pub struct Args {
 
 pub fn run(args: Args, global: Global) -> anyhow::Result<Outcome> {
     let keys = load_trust(&args.trust)?;
-    let mut state = args.gate.open_state()?;
-    let expect = args.gate.expect(state.as_ref(), global);
-    let result = match unpack::unpack(&args.bundle, &args.dir, &keys, &expect)? {
-        Unpacked::Done(v) => Ok(*v),
-        Unpacked::Rejected(r) => Err(r),
-    };
-    if let Ok(v) = &result {
-        super::verify::record(state.as_mut(), v)?;
-    }
-    let outcome = super::verify::report(&args.bundle, result, args.format, global)?;
-    if outcome == Outcome::Ok {
+    let gate = Gate::open(args.gate.options(keys, global))?;
+    let verdict = unpack::unpack(&args.bundle, &args.dir, gate)?;
+    let outcome = super::verify::render(&args.bundle, &verdict, args.format, global)?;
+    if matches!(verdict, Verdict::Passed { .. }) {
         super::output::status(global, &format!("unpacked into {}", args.dir.display()));
     }
     Ok(outcome)

@@ -5,6 +5,7 @@ pub mod baseline;
 pub mod check;
 pub mod diff;
 pub mod export;
+pub mod gate;
 pub mod import;
 pub mod init;
 pub mod keygen;

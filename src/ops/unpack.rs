@@ -1,6 +1,7 @@
-//! `bundle unpack`: verify and extract into a new folder, atomically. Entries are written into
-//! a temp folder beside the target while the bundle streams; only when the whole bundle has
-//! verified is the temp folder renamed into place. A rejected bundle leaves nothing behind.
+//! `bundle unpack`: run the deployment gate and extract into a new folder, atomically. Entries
+//! are written into a temp folder beside the target while the bundle streams; only when the
+//! whole bundle has passed the gate is the temp folder renamed into place. A rejected
+//! bundle leaves nothing behind.
 //!
 //! An unpack killed outright (SIGKILL, power loss) cannot remove its temp folder. While an
 //! unpack runs it holds a lock on its temp folder; the next unpack into the same parent removes
@@ -11,12 +12,17 @@ use std::fs::{self, File, OpenOptions};
 use std::io::{self, BufReader, Write};
 use std::path::{Path, PathBuf};
 
-use crate::bundle::verify::{self, Expect, Rejection, Sink, Trust, Verified};
-use crate::error::{Error, Result};
-use crate::trust::TrustedKeys;
+use tempfile::TempDir;
 
+use crate::bundle::verify::Sink;
+use crate::error::{Error, Result};
+use crate::ops::gate::{Gate, GateError, Verdict};
+
+/// Writes entries into the staging folder; [`Sink::commit`] renames it to the target.
 struct FolderSink {
+    staging: Option<TempDir>,
     root: PathBuf,
+    dest: PathBuf,
 }
 
 impl Sink for FolderSink {
@@ -38,6 +44,21 @@ impl Sink for FolderSink {
         #[cfg(not(unix))]
         let _ = executable;
         Ok(Box::new(io::BufWriter::new(options.open(target)?)))
+    }
+
+    fn commit(&mut self) -> Result<()> {
+        let Some(staging) = self.staging.take() else { return Ok(()) };
+        let kept = staging.keep();
+        fs::rename(&kept, &self.dest).map_err(|e| {
+            let _ = fs::remove_dir_all(&kept);
+            Error::io(&self.dest, e)
+        })?;
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            fs::set_permissions(&self.dest, fs::Permissions::from_mode(0o755)).map_err(|e| Error::io(&self.dest, e))?;
+        }
+        Ok(())
     }
 }
 
@@ -65,15 +86,12 @@ fn remove_stale_staging(parent: &Path) {
     }
 }
 
-/// The outcome: extracted, or rejected (with nothing left behind).
-pub enum Unpacked {
-    Done(Box<Verified>),
-    Rejected(Rejection),
-}
-
-pub fn unpack(bundle: &Path, dest: &Path, keys: &TrustedKeys, expect: &Expect<'_>) -> Result<Unpacked> {
+/// Runs the deployment gate over `bundle`, extracting it into `dest` (which must not exist)
+/// only if it passes. On any other outcome nothing is left behind: neither the staging folder
+/// nor the parent folders this created.
+pub fn unpack(bundle: &Path, dest: &Path, gate: Gate) -> Result<Verdict, GateError> {
     if dest.exists() {
-        return Err(Error::Usage(format!("{} already exists; unpack creates a new folder", dest.display())));
+        return Err(Error::Usage(format!("{} already exists; unpack creates a new folder", dest.display())).into());
     }
     let parent = match dest.parent() {
         Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
@@ -95,34 +113,21 @@ pub fn unpack(bundle: &Path, dest: &Path, keys: &TrustedKeys, expect: &Expect<'_
         lock.lock()?;
         Ok((t, lock))
     });
-    // `_lock` is held until the process ends (also after the folder became `dest`).
-    let (temp, _lock) = match staged {
+    // `_lock` is held until the unpack returns (also after the folder became `dest`).
+    let (staging, _lock) = match staged {
         Ok(t) => t,
         Err(e) => {
             remove_created();
-            return Err(Error::io(&parent, e));
+            return Err(Error::io(&parent, e).into());
         }
     };
-    let mut sink = FolderSink { root: temp.path().to_path_buf() };
-    match verify::verify(BufReader::with_capacity(1 << 20, file), Trust::Keys(keys), expect, &mut sink) {
-        Ok(verified) => {
-            let kept = temp.keep();
-            fs::rename(&kept, dest).map_err(|e| {
-                let _ = fs::remove_dir_all(&kept);
-                Error::io(dest, e)
-            })?;
-            #[cfg(unix)]
-            {
-                use std::os::unix::fs::PermissionsExt;
-                fs::set_permissions(dest, fs::Permissions::from_mode(0o755)).map_err(|e| Error::io(dest, e))?;
-            }
-            Ok(Unpacked::Done(Box::new(verified)))
-        }
-        // Dropping `temp` removes everything written so far.
-        Err(r) => {
-            drop(temp);
-            remove_created();
-            Ok(Unpacked::Rejected(r))
-        }
+    let root = staging.path().to_path_buf();
+    let mut sink = FolderSink { staging: Some(staging), root, dest: dest.to_path_buf() };
+    let verdict = gate.run(BufReader::with_capacity(1 << 20, file), bundle, &mut sink);
+    if sink.staging.is_some() {
+        // Not committed: dropping the staging folder removes everything written so far.
+        drop(sink);
+        remove_created();
     }
+    verdict
 }

@@ -2,6 +2,7 @@
 //!
 //! One test binary (STYLE.md); submodules group the commands.
 
+mod snapshot;
 mod support;
 
 mod baseline;
@@ -17,6 +18,7 @@ mod hostile;
 mod import;
 mod keys;
 mod lock;
+mod output;
 mod pin;
 mod pipeline;
 mod precommit;
