@@ -129,6 +129,26 @@ pub enum SignerError {
 }
 
 impl SignerError {
+    /// Every code [`SignerError::code`] returns, with what it means (the book's table).
+    pub const CODES: &[(&str, &str)] = &[
+        ("key_reference", "a malformed `ssh-agent:` or `pkcs11:` key reference"),
+        ("ssh_agent_unavailable", "no ssh-agent answers at `SSH_AUTH_SOCK`"),
+        ("ssh_agent_protocol", "the ssh-agent sent something that is not the agent protocol"),
+        ("key_not_found", "the agent or token has no (Ed25519) key of that name, id or fingerprint"),
+        ("ambiguous_key", "several keys or tokens match; the message lists them and how to pick one"),
+        ("unsupported_key", "the key is not Ed25519, so it cannot make minisign signatures"),
+        ("sign_refused", "the ssh-agent declined to sign (confirmation refused, hardware key not touched)"),
+        ("pkcs11_module", "no PKCS#11 module named, or it is missing or cannot be loaded"),
+        ("token_not_found", "no token matches the URI's token attributes"),
+        ("pin_required", "the token needs a PIN and none was given"),
+        ("pin_incorrect", "the token rejected the PIN"),
+        ("pin_locked", "the token's user PIN is locked after too many wrong PINs"),
+        ("pin_source", "the `pin-source` file cannot be read"),
+        ("pkcs11_error", "the token or module failed otherwise; the message names the PKCS#11 call"),
+        ("signer_mismatch", "the agent's or token's signature does not verify with its public key"),
+        ("signature", "the signature cannot be made (a comment minisign cannot store)"),
+    ];
+
     /// A stable code for scripts (`--format json`).
     pub fn code(&self) -> &'static str {
         match self {
@@ -170,6 +190,38 @@ mod tests {
         let full = Blake2b512::digest(raw);
         assert_eq!(id[..], full[..8]);
         assert_ne!(id, derived_key_id(&SecretKey::from_seed(&[8u8; 32], [0; 8]).public_key().ed25519_bytes()));
+    }
+
+    #[test]
+    fn every_code_is_listed_with_its_meaning() {
+        let errors = [
+            SignerError::Reference(String::new()),
+            SignerError::AgentUnavailable { reason: String::new() },
+            SignerError::AgentNoEd25519 { available: vec![] },
+            SignerError::AgentAmbiguous { fingerprints: vec![] },
+            SignerError::AgentKeyNotFound { fingerprint: String::new(), available: vec![] },
+            SignerError::AgentRefused { fingerprint: String::new() },
+            SignerError::Protocol(String::new()),
+            SignerError::NotEd25519 { what: String::new(), found: String::new() },
+            SignerError::ModuleMissing { reason: String::new() },
+            SignerError::TokenNotFound { wanted: String::new(), available: vec![] },
+            SignerError::Ambiguous { what: String::new(), found: vec![], fix: String::new() },
+            SignerError::KeyNotFound { wanted: String::new(), token: String::new(), hint: String::new() },
+            SignerError::PinRequired { token: String::new() },
+            SignerError::PinIncorrect { token: String::new() },
+            SignerError::PinLocked { token: String::new() },
+            SignerError::PinSource { path: PathBuf::new(), reason: String::new() },
+            SignerError::Pkcs11(String::new()),
+            SignerError::Mismatch(String::new()),
+            SignerError::Signature(SignatureError::InvalidComment(String::new())),
+        ];
+        let listed: Vec<&str> = SignerError::CODES.iter().map(|(code, _)| *code).collect();
+        for e in &errors {
+            assert!(listed.contains(&e.code()), "{} is not in SignerError::CODES", e.code());
+        }
+        for code in &listed {
+            assert!(errors.iter().any(|e| e.code() == *code), "{code} is listed but never returned");
+        }
     }
 
     #[test]

@@ -595,3 +595,23 @@ impl SoftHsm {
         self.command(env).args(args).output().unwrap().into()
     }
 }
+
+#[test]
+fn wrong_kind_of_key_messages_as_users_see_them() {
+    use crate::snapshot::{bundle_snapshot, in_repo};
+    let env = Env::new();
+    let out = |name: &str| env.path().join(name).display().to_string();
+    bundle_snapshot!(
+        "keys_pack_given_a_public_key",
+        in_repo(&["pack", "testdata/agents/mailer", "--key", "testdata/keys/test.pub", "-o", &out("x.bundle")]),
+        [env.path()]
+    );
+    in_repo(&["pack", "testdata/agents/mailer", "--key", "testdata/keys/test.key", "-o", &out("m.bundle")])
+        .output()
+        .unwrap();
+    bundle_snapshot!(
+        "keys_verify_given_a_secret_key",
+        in_repo(&["verify", &out("m.bundle"), "--key", "testdata/keys/test.key"]),
+        [env.path()]
+    );
+}
