@@ -28,7 +28,7 @@ const MAX_KEY_FILE: u64 = 64 * 1024;
 const MAX_TRUSTED_KEYS_FILE: u64 = 4 << 20;
 
 /// Options shared by commands that sign.
-#[derive(Debug, clap::Args)]
+#[derive(clap::Args)]
 pub struct SecretKeyArgs {
     /// The signing key: a minisign secret key file, `ssh-agent:` (the running agent's Ed25519
     /// key; `ssh-agent:SHA256:<fingerprint>` picks one), or a `pkcs11:` URI naming a key on a
@@ -39,6 +39,19 @@ pub struct SecretKeyArgs {
     /// terminal you are prompted instead.
     #[arg(long, value_name = "VAR")]
     pub password_env: Option<String>,
+}
+
+/// A `pkcs11:` URI may carry `pin-value`: Debug shows only what kind of key is meant.
+impl std::fmt::Debug for SecretKeyArgs {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let key = self.key.as_ref().map(|k| match KeyRef::parse(k) {
+            Ok(KeyRef::File(path)) => path.display().to_string(),
+            Ok(KeyRef::SshAgent { fingerprint }) => format!("ssh-agent:{}", fingerprint.unwrap_or_default()),
+            Ok(KeyRef::Pkcs11(uri)) => uri.to_string(),
+            Err(_) => "<invalid key reference>".to_owned(),
+        });
+        f.debug_struct("SecretKeyArgs").field("key", &key).field("password_env", &self.password_env).finish()
+    }
 }
 
 pub fn password_from_env(var: &str) -> anyhow::Result<Zeroizing<Vec<u8>>> {
@@ -191,4 +204,16 @@ pub fn load_trust(args: &TrustArgs) -> anyhow::Result<TrustedKeys> {
     }
     let keys = args.keys.iter().map(|p| load_public_key(p)).collect::<anyhow::Result<Vec<_>>>()?;
     Ok(TrustedKeys::from_keys(keys))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn debug_never_shows_a_pin_value() {
+        let args = SecretKeyArgs { key: Some("pkcs11:token=t?pin-value=s3cr3t".into()), password_env: None };
+        let shown = format!("{args:?}");
+        assert!(shown.contains("pkcs11:token=t") && !shown.contains("s3cr3t"), "{shown}");
+    }
 }

@@ -13,7 +13,7 @@ use super::{Global, Outcome, output};
 /// KEY is what `pack --key` takes: a minisign secret key file, `ssh-agent:` /
 /// `ssh-agent:SHA256:<fingerprint>`, or a `pkcs11:` URI. An agent's or token's key gets a key id
 /// derived from its public key (the first 8 bytes of BLAKE2b-512 of it), the same every time.
-#[derive(Debug, clap::Args)]
+#[derive(clap::Args)]
 #[command(
     after_help = "Examples:\n  bundle pubkey ssh-agent: -o release.pub\n  bundle pubkey 'pkcs11:token=release;object=bundle?pin-source=/run/pin' >> trusted-keys\n  bundle pubkey release.key -o release.pub   # recreate a lost public key"
 )]
@@ -30,6 +30,14 @@ pub struct Args {
     /// Read the key file's password, or the token's PIN, from this environment variable.
     #[arg(long, value_name = "VAR")]
     password_env: Option<String>,
+}
+
+/// Never shows a PIN a `pkcs11:` URI may carry (see [`SecretKeyArgs`]'s Debug).
+impl std::fmt::Debug for Args {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let key = SecretKeyArgs { key: self.key.clone(), password_env: self.password_env.clone() };
+        f.debug_struct("Args").field("key", &key).field("output", &self.output).field("force", &self.force).finish()
+    }
 }
 
 pub fn run(args: Args, global: Global) -> anyhow::Result<Outcome> {
