@@ -15,6 +15,7 @@ pub mod hasher;
 pub mod json;
 pub mod keys;
 pub mod manifest;
+pub mod mcp_client;
 pub mod minisign;
 pub mod ops;
 pub mod paths;

@@ -18,6 +18,8 @@ mod hostile;
 mod import;
 mod keys;
 mod lock;
+mod mcp;
+mod openai;
 mod output;
 mod pin;
 mod pipeline;
