@@ -112,6 +112,14 @@ fn ssh_agent_problems_exit_2_name_the_fix_and_write_nothing() {
     refused(&env, &agent.run(&env, &["pack", "mailer", "--key", unknown]), &["no key SHA256:AAAA", "ssh-add -l"]);
     refused(&env, &agent.run(&env, &["pack", "mailer", "--key", "ssh-agent:MD5:ab:cd"]), &["SHA-256 fingerprint"]);
     agent.run(&env, &["pack", "mailer", "--key", &format!("ssh-agent:{}", agent.fingerprint(&two))]).expect_code(0);
+
+    // A key that needs confirmation, and the confirmation is declined (the askpass program
+    // says no): the agent refuses to sign.
+    let declining =
+        SshAgent::start_with(&[("SSH_ASKPASS", "/bin/false"), ("SSH_ASKPASS_REQUIRE", "force"), ("DISPLAY", ":0")]);
+    let confirm = declining.keygen("ed25519", "confirm");
+    declining.add_confirmed(&confirm);
+    refused(&env, &declining.run(&env, &pack), &["refused to sign", &declining.fingerprint(&confirm), "try again"]);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -425,10 +433,16 @@ struct SshAgent {
 
 impl SshAgent {
     fn start() -> Self {
+        Self::start_with(&[])
+    }
+
+    /// An agent with these environment variables (e.g. an askpass program for `ssh-add -c`).
+    fn start_with(vars: &[(&str, &str)]) -> Self {
         // A short path: Unix socket paths are limited to about 108 bytes.
         let dir = tempfile::Builder::new().prefix("bagent").tempdir_in("/tmp").unwrap();
         let socket = dir.path().join("agent.sock");
         let child = Command::new("ssh-agent")
+            .envs(vars.iter().copied())
             .arg("-D")
             .arg("-a")
             .arg(&socket)
@@ -454,6 +468,11 @@ impl SshAgent {
 
     fn add(&self, key: &Path) {
         sh(Command::new("ssh-add").env("SSH_AUTH_SOCK", &self.socket).arg("-q").arg(key));
+    }
+
+    /// Adds a key that needs confirmation for every use (`ssh-add -c`).
+    fn add_confirmed(&self, key: &Path) {
+        sh(Command::new("ssh-add").env("SSH_AUTH_SOCK", &self.socket).args(["-q", "-c"]).arg(key));
     }
 
     /// The SHA-256 fingerprint of a key, as ssh-keygen prints it.
