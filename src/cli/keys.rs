@@ -23,7 +23,7 @@ use super::args::TrustArgs;
 pub const SIGNING_KEY_ENV: &str = "BUNDLE_SIGNING_KEY";
 
 /// Key files are a few hundred bytes; anything much larger is not a key file.
-const MAX_KEY_FILE: u64 = 64 * 1024;
+pub const MAX_KEY_FILE: u64 = 64 * 1024;
 /// A trusted-keys file lists about 60 bytes per key.
 const MAX_TRUSTED_KEYS_FILE: u64 = 4 << 20;
 

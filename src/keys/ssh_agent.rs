@@ -74,6 +74,8 @@ struct Identity {
     blob: Vec<u8>,
     algorithm: String,
     fingerprint: String,
+    /// The key's comment (often `user@host` or the key file's name), shortened.
+    comment: String,
     ed25519: Option<[u8; 32]>,
 }
 
@@ -140,8 +142,10 @@ fn identities(stream: &mut Stream) -> Result<Vec<Identity>, SignerError> {
     for _ in 0..count {
         // Each entry is at least 8 bytes, so a huge count runs out of body first.
         let blob = Vec::<u8>::decode(&mut body).map_err(wire)?;
-        let _comment = Vec::<u8>::decode(&mut body).map_err(wire)?;
-        keys.push(identity(blob)?);
+        let comment = Vec::<u8>::decode(&mut body).map_err(wire)?;
+        let mut key = identity(blob)?;
+        key.comment = String::from_utf8_lossy(&comment).chars().take(64).collect();
+        keys.push(key);
     }
     Ok(keys)
 }
@@ -181,11 +185,20 @@ fn identity(blob: Vec<u8>) -> Result<Identity, SignerError> {
     } else {
         None
     };
-    Ok(Identity { blob, algorithm, fingerprint, ed25519 })
+    Ok(Identity { blob, algorithm, fingerprint, comment: String::new(), ed25519 })
+}
+
+/// `SHA256:... (ssh-ed25519, comment)`, for messages.
+fn describe(key: &Identity) -> String {
+    if key.comment.is_empty() {
+        format!("{} ({})", key.fingerprint, key.algorithm)
+    } else {
+        format!("{} ({}, {})", key.fingerprint, key.algorithm, key.comment)
+    }
 }
 
 fn choose(identities: Vec<Identity>, fingerprint: Option<&str>) -> Result<Identity, SignerError> {
-    let listed = |keys: &[Identity]| keys.iter().map(|k| format!("{} ({})", k.fingerprint, k.algorithm)).collect();
+    let listed = |keys: &[Identity]| keys.iter().map(describe).collect();
     if let Some(wanted) = fingerprint {
         let all = listed(&identities);
         let found = identities.into_iter().find(|k| k.fingerprint == wanted);
@@ -200,7 +213,7 @@ fn choose(identities: Vec<Identity>, fingerprint: Option<&str>) -> Result<Identi
     match ed.len() {
         1 => Ok(ed.remove(0)),
         0 => Err(SignerError::AgentNoEd25519 { available: all }),
-        _ => Err(SignerError::AgentAmbiguous { fingerprints: ed.into_iter().map(|k| k.fingerprint).collect() }),
+        _ => Err(SignerError::AgentAmbiguous { fingerprints: ed.iter().map(describe).collect() }),
     }
 }
 

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use crate::atomic;
 use crate::error::{Error, Result};
-use crate::keys::Signer;
+use crate::minisign::PublicKey;
 
 /// A public key, and where it was written (nowhere: the caller prints `text`).
 #[derive(Debug)]
@@ -16,10 +16,9 @@ pub struct Public {
     pub path: Option<PathBuf>,
 }
 
-/// The public key file text of `signer`; written atomically to `output` when given (an
-/// existing file only with `force`).
-pub fn pubkey(signer: &Signer, output: Option<&Path>, force: bool) -> Result<Public> {
-    let public = signer.public_key();
+/// The public key file text of `public` (a signer's, see [`crate::keys::Signer::public_key`]);
+/// written atomically to `output` when given (an existing file only with `force`).
+pub fn pubkey(public: &PublicKey, output: Option<&Path>, force: bool) -> Result<Public> {
     let text = public.to_text();
     if let Some(path) = output {
         if !force && std::fs::symlink_metadata(path).is_ok() {

@@ -106,7 +106,13 @@ fn ssh_agent_problems_exit_2_name_the_fix_and_write_nothing() {
     refused(
         &env,
         &out,
-        &["several Ed25519 keys", &agent.fingerprint(&one), &agent.fingerprint(&two), "ssh-agent:SHA256:"],
+        &[
+            "several Ed25519 keys",
+            &agent.fingerprint(&one),
+            "(ssh-ed25519, one)",
+            &agent.fingerprint(&two),
+            "ssh-agent:SHA256:",
+        ],
     );
     let unknown = "ssh-agent:SHA256:AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA";
     refused(&env, &agent.run(&env, &["pack", "mailer", "--key", unknown]), &["no key SHA256:AAAA", "ssh-add -l"]);
@@ -276,6 +282,10 @@ fn a_public_key_given_to_sign_and_a_secret_key_given_to_verify_are_named_as_such
     assert_eq!(key_line(env.path().join("lone.pub")), key_line(testdata("keys/test.pub")));
     env.run(&["verify", "m.bundle", "--key", "lone.pub"]).expect_code(0);
     refused(&env, &env.run(&["pubkey", "lone.key", "-o", "lone.pub"]), &["already exists", "--force"]);
+    // A public key file is its own public key.
+    let out = env.run(&["pubkey", &key("test.pub")]);
+    out.expect_code(0);
+    assert_eq!(out.stdout.lines().nth(1), Some(key_line(testdata("keys/test.pub")).as_str()));
 }
 
 #[test]
