@@ -11,6 +11,7 @@ pub mod init;
 pub mod keygen;
 pub mod lock;
 pub mod pack;
+pub mod pubkey;
 pub mod tool_add;
 pub mod tool_list;
 pub mod tool_remove;
