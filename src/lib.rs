@@ -13,6 +13,7 @@ pub mod fileset;
 pub mod formats;
 pub mod hasher;
 pub mod json;
+pub mod keys;
 pub mod manifest;
 pub mod mcp_client;
 pub mod minisign;

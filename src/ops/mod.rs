@@ -11,6 +11,7 @@ pub mod init;
 pub mod keygen;
 pub mod lock;
 pub mod pack;
+pub mod pubkey;
 pub mod pull;
 pub mod push;
 pub mod tool_add;
