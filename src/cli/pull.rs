@@ -23,7 +23,7 @@ use super::{Format, Global, Outcome, output};
 /// Exit status: 0 pulled and accepted, 1 rejected, 2 registry, credentials or I/O error.
 #[derive(Debug, clap::Args)]
 #[command(
-    after_help = "Examples:\n  bundle pull oci://ghcr.io/acme/agents/mailer:1.4.0 --key release.pub -o mailer.agent.bundle\n  bundle pull oci://registry.internal:5000/mailer@sha256:… --trusted-keys trusted-keys.txt --name mailer --state /var/lib/agents/bundle-state.json -o /srv/agents/mailer.agent.bundle"
+    after_help = "Examples:\n  bundle pull oci://ghcr.io/acme/agents/mailer:1.4.0 --key release.pub \\\n      -o mailer.agent.bundle\n  bundle pull oci://registry.internal:5000/mailer@sha256:… \\\n      --trusted-keys trusted-keys.txt --name mailer \\\n      --state /var/lib/agents/state.json -o /srv/agents/mailer.agent.bundle"
 )]
 pub struct Args {
     /// The artifact: oci://HOST[:PORT]/REPO(:TAG|@sha256:HEX).

@@ -22,7 +22,7 @@ use super::{Format, Global, Outcome, output};
 /// Exit status: 0 pushed, 1 the bundle was rejected, 2 registry, credentials or I/O error.
 #[derive(Debug, clap::Args)]
 #[command(
-    after_help = "Examples:\n  bundle push mailer-1.4.0.agent.bundle oci://ghcr.io/acme/agents/mailer:1.4.0 --key release.pub\n  bundle push mailer-1.4.0.agent.bundle oci://registry.internal:5000/mailer:1.4.0 --tag latest --ca-cert internal-ca.pem\n  bundle push x.agent.bundle oci://127.0.0.1:5000/x:dev --plain-http --format json | jq -r .digest"
+    after_help = "Examples:\n  bundle push mailer-1.4.0.agent.bundle \\\n      oci://ghcr.io/acme/agents/mailer:1.4.0 --key release.pub\n  bundle push mailer-1.4.0.agent.bundle \\\n      oci://registry.internal:5000/mailer:1.4.0 --tag latest --ca-cert ca.pem\n  bundle push x.agent.bundle oci://127.0.0.1:5000/x:dev --plain-http \\\n      --format json | jq -r .digest"
 )]
 pub struct Args {
     /// The bundle file.
