@@ -4,6 +4,7 @@ use agent_bundle::diagnostic::{Code, Report};
 use agent_bundle::fetch::Fetcher;
 use agent_bundle::ops::check;
 
+use super::json::{self, CheckReport, CheckedAgent};
 use super::{Format, Global, Outcome, output};
 
 /// Validate agent folders: tools.json, policy.caps, manifest.toml and its digests.
@@ -37,12 +38,12 @@ pub fn run(args: Args, global: Global) -> anyhow::Result<Outcome> {
     let mut all = Report::default();
     let mut agents = Vec::new();
     for c in checks {
-        agents.push(serde_json::json!({
-            "dir": c.dir.display().to_string(),
-            "name": c.manifest.as_ref().map(|m| m.name.clone()),
-            "version": c.manifest.as_ref().map(|m| m.version.to_string()),
-            "ok": !c.report.has_errors(),
-        }));
+        agents.push(CheckedAgent {
+            dir: c.dir.display().to_string(),
+            name: c.manifest.as_ref().map(|m| m.name.clone()),
+            version: c.manifest.as_ref().map(|m| m.version.to_string()),
+            ok: !c.report.has_errors(),
+        });
         all.extend(c.report);
     }
     render(&all, agents, args.targets.format, global, "check")?;
@@ -61,21 +62,26 @@ pub fn outcome(report: &Report) -> Outcome {
     }
 }
 
-pub fn render(
+/// Renders the report of a command that judged agent files (pack, import, export, tool add).
+pub fn render_report(report: &Report, format: Format, global: Global, verb: &str) -> std::io::Result<()> {
+    render(report, Vec::<CheckedAgent>::new(), format, global, verb)
+}
+
+pub fn render<A: serde::Serialize>(
     report: &Report,
-    agents: Vec<serde_json::Value>,
+    agents: Vec<A>,
     format: Format,
     global: Global,
     verb: &str,
 ) -> std::io::Result<()> {
     match format {
-        Format::Json => output::print_json(&serde_json::json!({
-            "ok": !report.has_errors(),
-            "errors": report.errors(),
-            "warnings": report.warnings(),
-            "agents": agents,
-            "diagnostics": report.diagnostics.iter().map(output::json_diagnostic).collect::<Vec<_>>(),
-        })),
+        Format::Json => output::print_json(&CheckReport {
+            ok: !report.has_errors(),
+            errors: report.errors(),
+            warnings: report.warnings(),
+            agents,
+            diagnostics: json::diagnostics(&report.diagnostics),
+        }),
         Format::Github => output::github(report),
         Format::Human => {
             output::human(report, global)?;

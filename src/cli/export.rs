@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use agent_bundle::ops::export::{self, BundleTrust, Options, To};
 
 use super::args::TrustArgs;
+use super::json::{self, ExportReport};
 use super::keys::load_trust;
 use super::{Format, Global, Outcome, check, output};
 
@@ -97,14 +98,14 @@ pub fn run(args: Args, global: Global) -> anyhow::Result<Outcome> {
         agent_bundle::atomic::write(path, text.as_bytes(), true)?;
     }
     if args.format == Format::Json {
-        output::print_json(&serde_json::json!({
-            "ok": result.document.is_some(),
-            "output": args.output.as_ref().map(|p| p.display().to_string()),
-            "document": if args.output.is_none() { result.document.clone() } else { None },
-            "diagnostics": result.report.diagnostics.iter().map(output::json_diagnostic).collect::<Vec<_>>(),
-        }))?;
+        output::print_json(&ExportReport {
+            ok: result.document.is_some(),
+            output: args.output.as_ref().map(|p| p.display().to_string()),
+            document: if args.output.is_none() { result.document.as_ref() } else { None },
+            diagnostics: json::diagnostics(&result.report.diagnostics),
+        })?;
     } else {
-        check::render(&result.report, Vec::new(), args.format, global, "export")?;
+        check::render_report(&result.report, args.format, global, "export")?;
         if let (Some(text), None) = (&text, &args.output) {
             output::print_line(text.trim_end())?;
         }

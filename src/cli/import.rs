@@ -4,6 +4,7 @@ use std::path::PathBuf;
 
 use agent_bundle::ops::import::{self, From, Options};
 
+use super::json::{self, ImportReport};
 use super::{Format, Global, Outcome, check, output};
 
 #[derive(Debug, Clone, Copy, clap::ValueEnum)]
@@ -101,16 +102,20 @@ pub fn run(args: Args, global: Global) -> anyhow::Result<Outcome> {
     }
     let tools = result.tools.as_ref().map_or(0, |t| t.tools.len());
     if args.format == Format::Json {
-        output::print_json(&serde_json::json!({
-            "ok": result.text.is_some(),
-            "tools": tools,
-            "output": args.output.as_ref().map(|p| p.display().to_string()),
-            "pinned": pinned,
-            "document": if args.output.is_none() { result.text.as_deref().and_then(|t| serde_json::from_str(t).ok()) } else { None::<serde_json::Value> },
-            "diagnostics": result.report.diagnostics.iter().map(output::json_diagnostic).collect::<Vec<_>>(),
-        }))?;
+        output::print_json(&ImportReport {
+            ok: result.text.is_some(),
+            tools,
+            output: args.output.as_ref().map(|p| p.display().to_string()),
+            pinned: &pinned,
+            document: if args.output.is_none() {
+                result.text.as_deref().and_then(|t| serde_json::from_str(t).ok())
+            } else {
+                None
+            },
+            diagnostics: json::diagnostics(&result.report.diagnostics),
+        })?;
     } else {
-        check::render(&result.report, Vec::new(), args.format, global, "import")?;
+        check::render_report(&result.report, args.format, global, "import")?;
         if let Some(text) = &result.text {
             match &args.output {
                 Some(p) => {

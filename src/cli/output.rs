@@ -141,20 +141,6 @@ pub fn github(report: &Report) -> io::Result<()> {
     out.flush()
 }
 
-/// The JSON form of one diagnostic, with untrusted text sanitised.
-pub fn json_diagnostic(d: &Diagnostic) -> serde_json::Value {
-    serde_json::json!({
-        "severity": d.severity,
-        "code": d.code,
-        "file": sanitize(&d.file),
-        "path": d.path.as_deref().map(sanitize),
-        "line": d.line,
-        "column": d.column,
-        "message": sanitize(&d.message),
-        "help": d.help.as_deref().map(sanitize),
-    })
-}
-
 /// One line on stdout (a closed pipe surfaces as an error, not a panic).
 pub fn print_line(line: &str) -> io::Result<()> {
     let mut out = io::stdout().lock();
@@ -162,7 +148,7 @@ pub fn print_line(line: &str) -> io::Result<()> {
     out.flush()
 }
 
-pub fn print_json(value: &serde_json::Value) -> io::Result<()> {
+pub fn print_json<T: serde::Serialize + ?Sized>(value: &T) -> io::Result<()> {
     let mut out = io::stdout().lock();
     serde_json::to_writer_pretty(&mut out, value)?;
     writeln!(out)?;

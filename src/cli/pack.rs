@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use agent_bundle::ops::pack::{self, PackFailure, PackOptions};
 use agent_bundle::timestamp::{Timestamp, parse_span};
 
+use super::json::{AgentJson, PackReport};
 use super::keys::{SecretKeyArgs, load_secret_key};
 use super::{Format, Global, Outcome, output};
 
@@ -87,16 +88,16 @@ pub fn run(args: Args, global: Global) -> anyhow::Result<Outcome> {
     match pack::pack(&args.agent_dir, &key, &opts, &bar) {
         Ok(p) => {
             match args.format {
-                Format::Json => output::print_json(&serde_json::json!({
-                    "ok": true,
-                    "bundle": p.path.display().to_string(),
-                    "agent": {"name": p.name, "version": p.version},
-                    "key_id": p.key_id,
-                    "files": p.files,
-                    "content_bytes": p.content_bytes,
-                    "bundle_bytes": p.bundle_bytes,
-                    "relocked": p.relocked,
-                }))?,
+                Format::Json => output::print_json(&PackReport {
+                    ok: true,
+                    bundle: p.path.display().to_string(),
+                    agent: AgentJson { name: &p.name, version: &p.version },
+                    key_id: &p.key_id,
+                    files: p.files,
+                    content_bytes: p.content_bytes,
+                    bundle_bytes: p.bundle_bytes,
+                    relocked: p.relocked,
+                })?,
                 Format::Github => output::print_line(&output::github_annotation(
                     "notice",
                     Some(&p.path.display().to_string()),
@@ -120,7 +121,7 @@ pub fn run(args: Args, global: Global) -> anyhow::Result<Outcome> {
             Ok(Outcome::Ok)
         }
         Err(PackFailure::Rejected(report)) => {
-            super::check::render(&report, Vec::new(), args.format, global, "pack")?;
+            super::check::render_report(&report, args.format, global, "pack")?;
             // An unwritable manifest is an I/O failure (exit 2), as in `bundle lock`.
             Ok(super::check::outcome(&report))
         }
