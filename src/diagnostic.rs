@@ -29,33 +29,10 @@ impl fmt::Display for Severity {
     }
 }
 
-macro_rules! codes {
-    ($($variant:ident => $name:literal: $doc:literal,)*) => {
-        /// The stable code of each kind of problem. The string form never changes once
-        /// released: scripts and CI match on it.
-        #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-        pub enum Code {
-            $(#[doc = $doc] $variant,)*
-        }
-
-        impl Code {
-            /// Every code, in documentation order.
-            pub const ALL: &'static [Code] = &[$(Code::$variant,)*];
-
-            /// The stable string form, e.g. `unknown_field`.
-            pub fn as_str(self) -> &'static str {
-                match self { $(Code::$variant => $name,)* }
-            }
-
-            /// One line saying what the code means.
-            pub fn describe(self) -> &'static str {
-                match self { $(Code::$variant => $doc,)* }
-            }
-        }
-    };
-}
-
-codes! {
+crate::codes::stable_codes! {
+    /// The stable code of each kind of problem. The string form never changes once released:
+    /// scripts and CI match on it.
+    pub enum Code;
     MissingFile => "missing_file": "A required file (tools.json, manifest.toml) is not in the agent folder.",
     IoError => "io_error": "A file could not be read.",
     InvalidUtf8 => "invalid_utf8": "The file is not UTF-8 (or starts with a byte-order mark).",
@@ -106,18 +83,6 @@ codes! {
     UncheckedSignature => "unchecked_signature": "`bundle export` from a bundle without `--key`: its signature was not checked (warning).",
     NotExportable => "not_exportable": "`bundle export`: the agent's tools cannot be written in the target format.",
     LimitExceeded => "limit_exceeded": "manifest.toml, its signature or tools.json is larger than `bundle verify` accepts.",
-}
-
-impl fmt::Display for Code {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-impl Serialize for Code {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_str(self.as_str())
-    }
 }
 
 /// One problem.

@@ -173,11 +173,6 @@ pub fn function_name(id: &str) -> String {
     id.replace('.', "__")
 }
 
-/// The id a function name came from (the inverse of [`function_name`]).
-pub fn id_from_function_name(name: &str) -> String {
-    name.replace("__", ".")
-}
-
 /// A tool ready for export: the tools.json entry with its input schema's `$ref`s inlined.
 #[derive(Debug, Clone)]
 pub struct ExportTool {
