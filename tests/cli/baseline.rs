@@ -2,6 +2,7 @@
 
 use serde_json::{Value, json};
 
+use crate::snapshot::{bundle_snapshot, in_env};
 use crate::support::{Env, Run, edit_tools, set_version, testdata, tool};
 
 fn key(name: &str) -> String {
@@ -30,16 +31,20 @@ fn docs_search() -> Value {
     })
 }
 
-/// The README's release story: v1 is approved; v2 adds a secret and an http host to the send
-/// tool; the gate stops it; the change is approved; v2 passes.
+/// The book's release story (guides/deployment-gate.md): v1 is approved; v2 adds a secret and
+/// an http host to the send tool; the gate stops it; the change is approved; v2 passes. What
+/// the user sees at each step is a snapshot.
 #[test]
 fn release_story_v2_adds_a_secret_and_a_host_and_is_stopped_until_approved() {
     let env = Env::new();
+    let temp = env.path();
     env.copy("agents/mailer", "v1");
     pack(&env, "v1", "mailer-1.0.0.agent.bundle");
-    let out = env.run(&["baseline", "snapshot", "mailer-1.0.0.agent.bundle", "-o", "approved.toml"]);
-    out.expect_code(0);
-    assert!(out.stderr.contains("wrote approved.toml: 4 tools approved from mailer 1.0.0"), "{}", out.stderr);
+    bundle_snapshot!(
+        "release_story_1_snapshot",
+        in_env(&env, &["baseline", "snapshot", "mailer-1.0.0.agent.bundle", "-o", "approved.toml"]),
+        [temp]
+    );
     verify(&env, "mailer-1.0.0.agent.bundle", "approved.toml", &[]).expect_code(0);
 
     let v2 = env.copy("agents/mailer", "v2");
@@ -53,22 +58,9 @@ fn release_story_v2_adds_a_secret_and_a_host_and_is_stopped_until_approved() {
     });
     pack(&env, "v2", "mailer-1.1.0.agent.bundle");
 
-    let out = verify(&env, "mailer-1.1.0.agent.bundle", "approved.toml", &[]);
-    out.expect_code(1);
-    assert!(out.stderr.contains("[contract_drift]"), "{}", out.stderr);
-    assert!(out.stderr.contains("widening    secret runloop/mail/archive_key added"), "{}", out.stderr);
-    assert!(
-        out.stderr.contains("widening    http host https://api.mail.example -> https://relay.mail.example"),
-        "{}",
-        out.stderr
-    );
-    assert!(
-        out.stderr.contains(
-            "help: review the changes with `bundle diff`; to approve them: bundle baseline approve approved.toml --from mailer-1.1.0.agent.bundle mail.smtp_send"
-        ),
-        "{}",
-        out.stderr
-    );
+    let pubkey = key("test.pub");
+    let verify_v2 = ["verify", "mailer-1.1.0.agent.bundle", "--key", &pubkey, "--baseline", "approved.toml"];
+    bundle_snapshot!("release_story_2_stopped", in_env(&env, &verify_v2), [temp]);
     let out = verify(&env, "mailer-1.1.0.agent.bundle", "approved.toml", &["--format", "json"]);
     out.expect_code(1);
     let j = out.json();
@@ -84,19 +76,18 @@ fn release_story_v2_adds_a_secret_and_a_host_and_is_stopped_until_approved() {
     assert!(kinds.contains(&"secret_added") && kinds.contains(&"http_host_changed"), "{kinds:?}");
 
     let before = std::fs::read_to_string(env.path().join("approved.toml")).unwrap();
-    let out =
-        env.run(&["baseline", "approve", "approved.toml", "--from", "mailer-1.1.0.agent.bundle", "mail.smtp_send"]);
-    out.expect_code(0);
-    assert!(
-        out.stderr
-            .contains("approved.toml: approved mail.smtp_send (write-capable, network, secret-using, destructive)")
+    bundle_snapshot!(
+        "release_story_3_approve",
+        in_env(
+            &env,
+            &["baseline", "approve", "approved.toml", "--from", "mailer-1.1.0.agent.bundle", "mail.smtp_send"]
+        ),
+        [temp]
     );
     let after = std::fs::read_to_string(env.path().join("approved.toml")).unwrap();
     assert_ne!(before, after);
     assert!(after.contains("approved_from = \"mailer 1.1.0\""));
-    let out = verify(&env, "mailer-1.1.0.agent.bundle", "approved.toml", &[]);
-    out.expect_code(0);
-    assert!(out.stderr.contains("tool contracts approved in approved.toml"), "{}", out.stderr);
+    bundle_snapshot!("release_story_4_passes", in_env(&env, &verify_v2), [temp]);
     // The old release no longer matches the approved send tool.
     verify(&env, "mailer-1.0.0.agent.bundle", "approved.toml", &[]).expect_code(1);
 }

@@ -2,6 +2,7 @@
 
 use std::collections::BTreeSet;
 
+use crate::snapshot::{bundle_snapshot, in_env, in_repo};
 use crate::support::{self, Env, run, testdata};
 
 /// Every diagnostic of a `check --format json` run as `severity code file location`, with the
@@ -81,25 +82,8 @@ fn check_reports_all_problems_of_all_agents_at_once() {
     assert!(codes.contains(&"duplicate_id") && codes.contains(&"hardcoded_credential"), "{codes:?}");
 }
 
-#[test]
-fn human_output_shows_file_line_source_and_help() {
-    let out = run(&["check", "--color", "never", "testdata/invalid/unknown_field-tool-typo"]);
-    out.expect_code(1);
-    let e = &out.stderr;
-    assert!(e.contains("error[unknown_field]"), "{e}");
-    assert!(e.contains("testdata/invalid/unknown_field-tool-typo/tools.json:"), "{e}");
-    assert!(e.contains("\"requires_confirmaton\""), "shows the source line: {e}");
-    assert!(e.contains("did you mean `requires_confirmation`?"), "{e}");
-    assert!(e.contains("checked 1 agent: 1 error"), "{e}");
-}
-
-#[test]
-fn github_format_prints_annotations() {
-    let out = run(&["check", "--format", "github", "testdata/invalid/duplicate_id"]);
-    out.expect_code(1);
-    assert!(out.stdout.starts_with("::error file=testdata/invalid/duplicate_id/tools.json,line="), "{}", out.stdout);
-    assert!(out.stdout.contains("title=duplicate_id::"), "{}", out.stdout);
-}
+// The human, JSON and GitHub renderings of every invalid case are snapshots in output.rs
+// (`check_human@unknown_field-tool-typo`: file, line:column, the source line, "did you mean").
 
 #[test]
 fn names_from_input_are_sanitised() {
@@ -108,9 +92,8 @@ fn names_from_input_are_sanitised() {
     // Escaped in JSON: the key's decoded name reaches the message.
     std::fs::write(dir.join("tools.json"), r#"{"version": 1, "tools": [], "x\u202e\u001b[31m": 1}"#).unwrap();
     let out = env.run(&["check", "--color", "never", "a"]);
-    out.expect_code(1);
     assert!(!out.stderr.contains('\u{202e}') && !out.stderr.contains('\u{1b}'), "{:?}", out.stderr);
-    assert!(out.stderr.contains("\\u{202e}"), "{}", out.stderr);
+    bundle_snapshot!("sanitised_key_name", in_env(&env, &["check", "--color", "never", "a"]), [env.path()]);
     // Raw in the file: the quoted source line must not carry them either.
     std::fs::write(dir.join("tools.json"), "{\"version\": 1, \"tools\": [], \"x\u{202e}\": 1}").unwrap();
     let out = env.run(&["check", "--color", "never", "a"]);
@@ -221,9 +204,5 @@ fn published_schema_agrees_with_the_validator() {
 
 #[test]
 fn a_missing_folder_is_an_io_error_said_once() {
-    let out = crate::support::run(&["check", "/nonexistent/agent"]);
-    out.expect_code(2);
-    assert!(out.stderr.contains("/nonexistent/agent"), "{}", out.stderr);
-    assert_eq!(out.stderr.matches("No such file or directory").count(), 1, "{}", out.stderr);
-    assert!(!out.stderr.contains("caused by"), "{}", out.stderr);
+    bundle_snapshot!("missing_folder", in_repo(&["check", "/nonexistent/agent"]));
 }

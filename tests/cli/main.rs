@@ -2,6 +2,7 @@
 //!
 //! One test binary (STYLE.md); submodules group the commands.
 
+mod snapshot;
 mod support;
 
 mod baseline;
@@ -16,6 +17,7 @@ mod freshness;
 mod hostile;
 mod import;
 mod lock;
+mod output;
 mod pin;
 mod pipeline;
 mod precommit;

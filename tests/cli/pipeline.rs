@@ -294,7 +294,7 @@ fn every_subcommand_help_has_examples() {
 }
 
 /// The `run:` scripts of each job of a workflow file, in order (a small reader for the plain
-/// block style docs/github-actions.yml uses).
+/// block style docs/book/src/guides/github-actions.yml uses).
 fn workflow_scripts(yaml: &str) -> Vec<(String, Vec<String>)> {
     let indent = |l: &str| l.len() - l.trim_start().len();
     let mut jobs: Vec<(String, Vec<String>)> = Vec::new();
@@ -337,7 +337,7 @@ fn github_actions_workflow_checks_packs_verifies_and_gates_the_deploy() {
     if !require_tool("bash") {
         return;
     }
-    let yaml = std::fs::read_to_string(crate::support::repo().join("docs/github-actions.yml")).unwrap();
+    let yaml = std::fs::read_to_string(crate::support::repo().join("docs/book/src/guides/github-actions.yml")).unwrap();
     let jobs = workflow_scripts(&yaml);
     let names: Vec<&str> = jobs.iter().map(|(n, _)| n.as_str()).collect();
     assert_eq!(names, ["check", "release", "deploy"]);
