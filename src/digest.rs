@@ -41,4 +41,3 @@ pub fn hash_file(path: &Path) -> io::Result<(blake3::Hash, u64)> {
     }
     Ok((hasher.finalize(), size))
 }
-

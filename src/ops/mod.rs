@@ -1,15 +1,15 @@
 //! Operations: what each subcommand does, as library functions that return results for the
 //! CLI to render. They never print and never exit.
 
-pub mod baseline;
-pub mod check;
-pub mod diff;
-pub mod export;
+pub(crate) mod baseline;
+pub(crate) mod check;
+pub(crate) mod diff;
+pub(crate) mod export;
 pub mod gate;
-pub mod import;
-pub mod init;
-pub mod keygen;
-pub mod lock;
+pub(crate) mod import;
+pub(crate) mod init;
+pub(crate) mod keygen;
+pub(crate) mod lock;
 pub mod pack;
-pub mod tool_add;
-pub mod unpack;
+pub(crate) mod tool_add;
+pub(crate) mod unpack;
