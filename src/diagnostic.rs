@@ -82,6 +82,8 @@ crate::codes::stable_codes! {
     PinDrift => "pin_drift": "`bundle check --refresh`: a pinned URL now serves a different toolset (a warning when only formatting changed).",
     UncheckedSignature => "unchecked_signature": "`bundle export` from a bundle without `--key` (warning): every digest was checked, the signature was not, so anyone could have made the bundle.",
     NotExportable => "not_exportable": "`bundle export`: the agent's tools cannot be written in the target format (e.g. RAP needs one endpoint).",
+    McpServerFailed => "mcp_server_failed": "`bundle import --from mcp --stdio`: the MCP server could not be started, did not answer within `--timeout`, exited early, or wrote something that is not the protocol (or too much of it); nothing was imported, and the server's stderr is shown (exit 2).",
+    LocalPath => "local_path": "`bundle import` (warning): a relative command was resolved to an absolute path on this machine; the runtime must have the program at that same path (`--exec-root` names where it will be).",
     LimitExceeded => "limit_exceeded": "manifest.toml (over 1 MiB), its signature or tools.json (over 4 MiB) is larger than `bundle verify` accepts; pack refuses.",
 }
 

@@ -23,6 +23,7 @@ pub(crate) mod formats;
 pub(crate) mod hasher;
 pub(crate) mod json;
 pub mod manifest;
+pub mod mcp_client;
 pub mod minisign;
 pub mod ops;
 pub mod paths;

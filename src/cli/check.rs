@@ -53,7 +53,7 @@ pub fn run(args: Args, global: Global) -> anyhow::Result<Outcome> {
 /// Exit status for a report: I/O and TLS problems are errors of the run (2), others
 /// rejections (1).
 pub fn outcome(report: &Report) -> Outcome {
-    if report.diagnostics.iter().any(|d| matches!(d.code, Code::IoError | Code::TlsError)) {
+    if report.diagnostics.iter().any(|d| matches!(d.code, Code::IoError | Code::TlsError | Code::McpServerFailed)) {
         Outcome::Failed
     } else if report.has_errors() {
         Outcome::Rejected

@@ -69,8 +69,8 @@ impl<'a> From<&'a Diagnostic> for DiagnosticJson<'a> {
 }
 
 /// Every diagnostic of a report.
-pub fn diagnostics(all: &[Diagnostic]) -> Vec<DiagnosticJson<'_>> {
-    all.iter().map(DiagnosticJson::from).collect()
+pub fn diagnostics<'a>(all: impl IntoIterator<Item = &'a Diagnostic>) -> Vec<DiagnosticJson<'a>> {
+    all.into_iter().map(DiagnosticJson::from).collect()
 }
 
 /// `check`, `lock`, and the report of commands that judge agent folders (pack, import, export,
@@ -190,6 +190,9 @@ pub struct ImportReport<'a> {
     pub tools: usize,
     pub output: Option<String>,
     pub pinned: &'a [String],
+    pub granted: &'a [String],
+    pub ungranted: &'a [String],
+    pub relocked: Option<bool>,
     pub document: Option<serde_json::Value>,
     pub diagnostics: Vec<DiagnosticJson<'a>>,
 }

@@ -46,18 +46,31 @@ pub fn human(report: &Report, global: Global) -> io::Result<()> {
     let config = term::Config::default();
     let stream = stderr(global);
     let mut out = stream.lock();
-    for d in &report.diagnostics {
+    for (d, repeats) in collapse_repeats(&report.diagnostics) {
         if global.quiet && d.severity == Severity::Warning {
             continue;
         }
+        let message = match repeats.len() {
+            0 => sanitize(&d.message),
+            n => format!("{} ({} times)", sanitize(&d.message), n + 1),
+        };
         let mut rendered = match d.severity {
             Severity::Error => Rendered::error(),
             Severity::Warning => Rendered::warning(),
         }
         .with_code(d.code.as_str())
-        .with_message(sanitize(&d.message));
+        .with_message(message);
         let mut notes = Vec::new();
+        if !repeats.is_empty() {
+            let paths: Vec<String> = std::iter::once(d)
+                .chain(repeats.iter().copied())
+                .filter_map(|r| r.path.as_deref().map(sanitize))
+                .collect();
+            let at = if paths.is_empty() { String::new() } else { format!(" at {}", paths.join(", ")) };
+            notes.push(format!("in {}{at}", sanitize(&d.file)));
+        }
         match (d.span.clone(), ids.get(d.file.as_str())) {
+            _ if !repeats.is_empty() => {}
             (Some(span), Some(&id)) => {
                 let label = Label::primary(id, span);
                 rendered = rendered.with_labels(vec![match &d.path {
@@ -77,6 +90,27 @@ pub fn human(report: &Report, global: Global) -> io::Result<()> {
         term::emit_to_write_style(&mut out, &config, &files, &rendered).map_err(io::Error::other)?;
     }
     Ok(())
+}
+
+/// Warnings that say the same thing (code, file, message, help) about several places are shown
+/// once, with a count and the places: each one first seen, with the later ones it stands for.
+/// Errors, and warnings that point into the source text, are each shown as they are.
+fn collapse_repeats(diagnostics: &[Diagnostic]) -> Vec<(&Diagnostic, Vec<&Diagnostic>)> {
+    let mut shown: Vec<(&Diagnostic, Vec<&Diagnostic>)> = Vec::new();
+    for d in diagnostics {
+        let same = |first: &Diagnostic| {
+            first.code == d.code && first.file == d.file && first.message == d.message && first.help == d.help
+        };
+        let collapsible = d.severity == Severity::Warning && d.span.is_none();
+        match shown
+            .iter_mut()
+            .find(|(first, _)| collapsible && first.span.is_none() && first.severity == d.severity && same(first))
+        {
+            Some((_, repeats)) => repeats.push(d),
+            None => shown.push((d, Vec::new())),
+        }
+    }
+    shown
 }
 
 /// One diagnostic as a GitHub Actions workflow command.

@@ -11,7 +11,7 @@ use std::path::PathBuf;
 
 use crate::agent;
 use crate::bundle::verify::{self, Discard, Expect, Rejection, Trust};
-use crate::contract;
+use crate::contract::{self, Risk};
 use crate::diagnostic::{Code, Diagnostic, Report};
 use crate::error::{Error, Result};
 use crate::formats::{self, ExportTool};
@@ -103,7 +103,10 @@ pub fn export(opts: &Options, trust: &BundleTrust<'_>) -> Result<Export> {
     let mut ready = Vec::new();
     for tool in tools.tools {
         match contract::document(&tool, &mut resolver) {
-            Ok(doc) => ready.push(ExportTool { tool, input_schema: doc.input_schema }),
+            Ok(doc) => {
+                let risk = Risk::of(&doc);
+                ready.push(ExportTool { tool, input_schema: doc.input_schema, result_schema: doc.result_schema, risk })
+            }
             Err(e) => out.report.push(Diagnostic::error(Code::UnresolvedSchemaRef, &display, e.to_string())),
         }
     }

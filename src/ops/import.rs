@@ -2,6 +2,11 @@
 //! tools.json v1 and validate the result by ours. Every field that could not be carried over
 //! comes back as a warning; an input that breaks its own spec comes back as errors.
 
+mod foreign;
+mod install;
+
+pub use install::{Installed, install};
+
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
@@ -18,6 +23,8 @@ pub enum From {
     Agentcli,
     Rap,
     Rune,
+    Openai,
+    Mcp,
 }
 
 #[derive(Debug, Clone)]
@@ -25,10 +32,30 @@ pub struct Options {
     pub from: From,
     /// A manifest file, a Rune agent folder (or its `tools/`), or RAP files / base URLs.
     pub inputs: Vec<String>,
-    /// Where relative agentcli commands resolve (default: the manifest's folder).
+    /// Where relative agentcli commands and Rune modules resolve (default: the input's folder,
+    /// with a `local_path` warning).
     pub exec_root: Option<PathBuf>,
     /// RAP from https URLs: PEM files of extra trusted roots (private CAs).
     pub ca_certs: Vec<PathBuf>,
+    /// OpenAI and MCP: the transport every tool gets.
+    pub reach: Option<formats::Reach>,
+    /// MCP: list the tools of this server (over stdio) instead of reading a file.
+    pub server: Option<crate::mcp_client::Server>,
+    pub limits: crate::mcp_client::Limits,
+}
+
+impl Options {
+    pub fn new(from: From, inputs: Vec<String>) -> Options {
+        Options {
+            from,
+            inputs,
+            exec_root: None,
+            ca_certs: Vec::new(),
+            reach: None,
+            server: None,
+            limits: Default::default(),
+        }
+    }
 }
 
 /// What an import produced: the tools.json text when the input was valid and the result passed
@@ -47,7 +74,9 @@ pub fn import(opts: &Options) -> Result<Import> {
     let (display, converted) = match opts.from {
         From::Agentcli => import_agentcli(opts, &mut out.report)?,
         From::Rap => import_rap(opts, &mut out.fetched, &mut out.report)?,
-        From::Rune => import_rune(Path::new(single(opts)?), &mut out.report)?,
+        From::Rune => import_rune(Path::new(single(opts)?), opts.exec_root.as_deref(), &mut out.report)?,
+        From::Openai => foreign::import_openai(opts, &mut out.report)?,
+        From::Mcp => foreign::import_mcp(opts, &mut out.report)?,
     };
     let Some(imported) = converted else {
         return Ok(out);
@@ -65,7 +94,11 @@ fn finish(imported: Imported, mut out: Import) -> Result<Import> {
     let source = Source::new("tools.json (imported)", text.as_str());
     let mut diags = Vec::new();
     let no_files: HashMap<String, Vec<u8>> = HashMap::new();
-    let validated = tools::validate(&source, &no_files, "", &Policy::default(), &mut diags);
+    // The tools' own capabilities are granted here: whether the agent's policy.caps grants
+    // them is `bundle check`'s question (and `--grant`'s answer), not the import's.
+    let caps: Vec<&str> = file.tools.iter().flat_map(|t| &t.capabilities).map(String::as_str).collect();
+    let policy = Policy::parse(&Source::new("policy.caps", caps.join("\n")), &mut Vec::new());
+    let validated = tools::validate(&source, &no_files, "", &policy, &mut diags);
     if validated.value.is_none() {
         out.report.add_source(&source);
     }
@@ -120,12 +153,35 @@ fn import_agentcli(opts: &Options, report: &mut Report) -> Result<Converted> {
     };
     let root = absolute(&root)?;
     match formats::agentcli::parse(&source) {
-        Ok(specs) => Ok((display, Some(formats::agentcli::to_tools(&specs, &root)))),
+        Ok(specs) => {
+            if opts.exec_root.is_none() {
+                for (i, spec) in specs.iter().enumerate() {
+                    if !spec.command[0].starts_with('/') {
+                        report.push(local_path(&display, format!("tools[{i}].command[0]"), &root));
+                    }
+                }
+            }
+            Ok((display, Some(formats::agentcli::to_tools(&specs, &root))))
+        }
         Err(found) => {
             problems(report, &source, found);
             Ok((display, None))
         }
     }
+}
+
+/// A command resolved against `root`, a folder of the importing machine (no `--exec-root`).
+fn local_path(file: &str, path: String, root: &Path) -> Diagnostic {
+    Diagnostic::warning(
+        Code::LocalPath,
+        file,
+        format!(
+            "the relative command is written as an absolute path under {}, a folder on this machine; the runtime must have the program at that same path",
+            root.display()
+        ),
+    )
+    .at_path(path)
+    .with_help("pass --exec-root DIR to name the folder the tools will be installed in where the agent runs")
 }
 
 /// An absolute, lexically clean form of `dir` (symlinks kept, so the path is what the user named).
@@ -229,7 +285,7 @@ pub fn discovery_url(base: &str) -> String {
 }
 
 /// Rune: an agent folder (its `tools/*.yaml`) or the `tools/` folder itself.
-fn import_rune(input: &Path, report: &mut Report) -> Result<Converted> {
+fn import_rune(input: &Path, exec_root: Option<&Path>, report: &mut Report) -> Result<Converted> {
     let tools_dir = if input.join("tools").is_dir() { input.join("tools") } else { input.to_path_buf() };
     let agent_dir = absolute(tools_dir.parent().unwrap_or(Path::new(".")))?;
     let mut files: Vec<PathBuf> = std::fs::read_dir(&tools_dir)
@@ -264,5 +320,16 @@ fn import_rune(input: &Path, report: &mut Report) -> Result<Converted> {
         let text = std::fs::read_to_string(agent_dir.join(rel)).ok()?;
         serde_json::from_str(&text).ok()
     };
-    Ok((display, Some(formats::rune::to_tools(&descriptors, &agent_dir, &load))))
+    let command_root = match exec_root {
+        Some(r) => absolute(r)?,
+        None => {
+            for (f, d) in files.iter().zip(&descriptors) {
+                if d.runtime == formats::rune::Runtime::Process && !d.name.starts_with("rune@") {
+                    report.push(local_path(&f.display().to_string(), "module".to_owned(), &agent_dir));
+                }
+            }
+            agent_dir.clone()
+        }
+    };
+    Ok((display, Some(formats::rune::to_tools(&descriptors, &command_root, &load))))
 }

@@ -17,6 +17,8 @@ mod freshness;
 mod hostile;
 mod import;
 mod lock;
+mod mcp;
+mod openai;
 mod output;
 mod pin;
 mod pipeline;
