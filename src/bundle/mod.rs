@@ -2,6 +2,7 @@
 //! (docs/FORMAT.md), and the streaming [`verify`]er that reads one. The packer writes what
 //! this module names and the verifier accepts no more, so both take the constants from here.
 
+mod rejection;
 pub mod verify;
 
 /// The name of the signature entry, the bundle's second.
