@@ -1,5 +1,10 @@
 //! Operations: what each subcommand does, as library functions that return results for the
 //! CLI to render. They never print and never exit.
+//!
+//! Operations build on the layers below them (`agent`, `bundle`, `contract`, the formats and
+//! mechanisms), never on each other, with one exception by design: [`gate`] is the deployment
+//! gate that every consumer of a bundle (`verify`, `unpack`, a registry pull) must run, so
+//! those call it rather than repeat it.
 
 pub(crate) mod baseline;
 pub(crate) mod check;
