@@ -69,9 +69,9 @@ pub struct Verified {
     pub signature_checked: bool,
     pub files: Vec<VerifiedFile>,
     pub tools: Option<ToolsFile>,
-    /// The entries held in memory for re-validation (step 13 of docs/FORMAT.md §6): tools.json,
-    /// policy.caps and the JSON files within the limits, so that callers can resolve the
-    /// schemas tools.json references without reading the bundle again.
+    /// The entries held in memory for re-validation (step 13 of docs/book/src/reference/format.md
+    /// §6): tools.json, policy.caps and the JSON files within the limits, so that callers can
+    /// resolve the schemas tools.json references without reading the bundle again.
     pub held: HashMap<String, Vec<u8>>,
     pub compressed_bytes: u64,
     /// The BLAKE3 of the signed manifest's bytes: what a state file records.

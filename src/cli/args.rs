@@ -12,7 +12,8 @@ use super::{Format, Global};
 /// The agent folders `check` and `lock` work on, and how they print.
 #[derive(Debug, clap::Args)]
 pub struct Targets {
-    /// Agent folders, or folders with agents/*/ (default: .)
+    /// Agent folders, or folders of agent folders: every agent below them, at any depth, sorted
+    /// (default: ., whose agents/ when it has one)
     #[arg(value_name = "PATH")]
     paths: Vec<PathBuf>,
 
@@ -53,8 +54,8 @@ pub struct GateArgs {
     #[arg(long, value_name = "VERSION", value_parser = semver::Version::parse)]
     pub min_version: Option<semver::Version>,
     /// Also require every tool contract to match this approved baseline (see `bundle
-    /// baseline`).
-    #[arg(long, value_name = "FILE")]
+    /// baseline`); a folder of baselines (`baselines/`) gives each agent its `<agent>.toml`.
+    #[arg(long, value_name = "FILE|DIR")]
     pub baseline: Option<PathBuf>,
 }
 

@@ -33,11 +33,12 @@ enum Source {
 #[derive(Debug, clap::Args)]
 #[command(after_help = "Examples:
   bundle import --from agentcli tools/agentcli.json -o agents/clock/tools.json
-  bundle import --from agentcli manifest.json --exec-root /opt/clock   # where ./tools/bin/ lives
+  bundle import --from agentcli manifest.json --exec-root /opt/clock
   bundle import --from rap github-tools.json
   bundle import --from rap http://127.0.0.1:8080 http://127.0.0.1:8081
-  bundle import --from rap https://tools.example.com --pin -o agents/gh/tools.json
-  bundle import --from rap https://rap.corp.internal --ca-cert corp-root.pem   # private CA
+  bundle import --from rap https://tools.example.com --pin \\
+      -o agents/gh/tools.json
+  bundle import --from rap https://rap.corp.internal --ca-cert corp-root.pem
   bundle import --from rune path/to/rune-agent
   bundle import --from openai fns.json --http POST https://fn.example/{tool}
   bundle import --from mcp tools-list.json --exec /opt/bin/call --arg {tool}
@@ -197,10 +198,13 @@ pub fn run(args: Args, global: Global) -> anyhow::Result<Outcome> {
         if let Some(text) = &result.text {
             match &args.output {
                 Some(p) => {
-                    output::status(
-                        global,
-                        &format!("imported {tools} tool{} into {}", if tools == 1 { "" } else { "s" }, p.display()),
-                    );
+                    let done =
+                        format!("imported {tools} tool{} into {}", if tools == 1 { "" } else { "s" }, p.display());
+                    if args.format == Format::Github {
+                        output::notice(Some(&p.display().to_string()), "imported", &done)?;
+                    } else {
+                        output::status(global, &done);
+                    }
                     for file in &pinned {
                         output::status(global, &format!("pinned {file} in manifest.toml [pins]"));
                     }

@@ -80,7 +80,7 @@ pub struct CheckReport<'a, A> {
     pub ok: bool,
     pub errors: usize,
     pub warnings: usize,
-    pub agents: Vec<A>,
+    pub agents: &'a [A],
     pub diagnostics: Vec<DiagnosticJson<'a>>,
 }
 
@@ -289,4 +289,23 @@ pub struct DiffTool<'a> {
     pub old: &'a Option<Side>,
     pub new: &'a Option<Side>,
     pub changes: Vec<Clean<&'a Change>>,
+}
+
+/// The document of a command given several inputs: one document per input, in order.
+#[derive(Debug, Serialize)]
+pub struct Results {
+    pub ok: bool,
+    pub results: Vec<serde_json::Value>,
+}
+
+/// An agent that `pack` refused before anything was written.
+#[derive(Debug, Serialize)]
+pub struct FailedAgent {
+    pub dir: String,
+    pub ok: bool,
+}
+
+/// Any report as a JSON value (a document collected into [`Results`]).
+pub fn value(report: impl Serialize) -> serde_json::Value {
+    serde_json::to_value(report).expect("a report serialises")
 }

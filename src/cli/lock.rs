@@ -12,7 +12,7 @@ use super::{Format, Global, Outcome, output};
 /// in sorted order. An up-to-date manifest is not rewritten. The write is atomic.
 #[derive(Debug, clap::Args)]
 #[command(
-    after_help = "Examples:\n  bundle lock                  # the agent in ., or every agents/*/\n  bundle lock agents/mailer && git add agents/mailer/manifest.toml"
+    after_help = "Examples:\n  bundle lock                  # the agent in ., or every agent in agents/\n  bundle lock agents/mailer && git add agents/mailer/manifest.toml"
 )]
 pub struct Args {
     #[command(flatten)]
@@ -23,13 +23,10 @@ pub fn run(args: Args, global: Global) -> anyhow::Result<Outcome> {
     let mut all = Report::default();
     let mut agents = Vec::new();
     for locked in lock::lock_paths(&args.targets.paths())? {
-        if args.targets.format == Format::Github && locked.written {
-            output::print_line(&output::github_annotation(
-                "notice",
-                Some(&locked.manifest_path.display().to_string()),
-                "locked",
-                "manifest.toml was updated; commit it",
-            ))?;
+        if args.targets.format == Format::Github && !locked.report.has_errors() {
+            let message =
+                if locked.written { "manifest.toml was updated; commit it" } else { "manifest.toml is up to date" };
+            output::notice(Some(&locked.manifest_path.display().to_string()), "locked", message)?;
         }
         if args.targets.format == Format::Human {
             let ok = !locked.report.has_errors();

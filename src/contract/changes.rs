@@ -11,7 +11,8 @@ use super::{Contract, ContractBudget, ContractDoc, ContractTransport, Risk};
 use crate::policy::Capability;
 
 crate::codes::stable_codes! {
-    /// The kind of a change. The string forms are stable (README, "Release gate").
+    /// The kind of a change. The string forms are stable (docs/book/src/reference/codes.md,
+    /// generated from these texts).
     pub enum ChangeKind;
     ToolAdded => "tool_added": "A tool that the old side does not have (widening).",
     ToolRemoved => "tool_removed": "A tool that the new side no longer has (breaking).",

@@ -17,4 +17,6 @@ pub(crate) mod keygen;
 pub(crate) mod lock;
 pub mod pack;
 pub(crate) mod tool_add;
+pub(crate) mod tool_list;
+pub(crate) mod tool_remove;
 pub(crate) mod unpack;

@@ -8,33 +8,13 @@ use std::path::PathBuf;
 use anyhow::{Context, bail};
 use serde_json::Value;
 
+use agent_bundle::bundle::MAX_JSON_BYTES;
 use agent_bundle::diagnostic::Code;
 use agent_bundle::ops::tool_add::{self, AddFailure, NewTool, NewTransport};
 use agent_bundle::tools::validate::{HTTP_METHODS, check_command, check_tool_id, check_url};
 
-use super::json::{self, ToolAddReport};
-use super::{Format, Global, Outcome, output};
-
-/// Manage the tools of an agent.
-#[derive(Debug, clap::Args)]
-#[command(after_help = "Examples:\n  bundle tool add agents/mailer          # asks for each field on a terminal")]
-pub struct Args {
-    #[command(subcommand)]
-    command: ToolCommand,
-}
-
-#[derive(Debug, clap::Subcommand)]
-enum ToolCommand {
-    Add(AddArgs),
-}
-
-impl Args {
-    pub(super) fn format(&self) -> Format {
-        match &self.command {
-            ToolCommand::Add(a) => a.format,
-        }
-    }
-}
+use crate::cli::json::{self, ToolAddReport};
+use crate::cli::{Format, Global, Outcome, output};
 
 /// Add a tool to AGENT_DIR/tools.json, then relock manifest.toml.
 ///
@@ -48,8 +28,8 @@ impl Args {
 #[command(after_help = "\
 Examples:
   bundle tool add agents/mailer          # on a terminal: asks for each field
-  bundle tool add agents/mailer --id mail.render --description 'Render a draft.' \\
-      --exec /usr/bin/mail-render --arg --stdin
+  bundle tool add agents/mailer --id mail.render \\
+      --description 'Render a draft.' --exec /usr/bin/mail-render --arg --stdin
   bundle tool add agents/mailer --id mail.send --description 'Send a draft.' \\
       --http POST 'https://api.mail.example/v1/send' \\
       --header 'Authorization=Bearer ${secret:mail/api_key}' \\
@@ -84,10 +64,11 @@ pub struct AddArgs {
     /// A person must confirm each call.
     #[arg(long)]
     requires_confirmation: bool,
-    /// Input JSON Schema: inline JSON, or schema:<id> for a schema file of the agent.
+    /// Input JSON Schema: inline JSON, @FILE to read it from a file, or schema:<id> for a
+    /// schema file of the agent.
     #[arg(long, value_name = "SCHEMA")]
     input_schema: Option<String>,
-    /// Result JSON Schema: inline JSON, or schema:<id> for a schema file of the agent.
+    /// Result JSON Schema: inline JSON, @FILE, or schema:<id> for a schema file of the agent.
     #[arg(long, value_name = "SCHEMA")]
     result_schema: Option<String>,
     /// Also grant the tool's capabilities in policy.caps where they are not granted yet.
@@ -95,13 +76,7 @@ pub struct AddArgs {
     grant: bool,
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Human)]
-    pub(super) format: Format,
-}
-
-pub fn run(args: Args, global: Global) -> anyhow::Result<Outcome> {
-    match args.command {
-        ToolCommand::Add(a) => add(a, global),
-    }
+    pub(in crate::cli) format: Format,
 }
 
 /// The required fields the flags leave out.
@@ -119,7 +94,7 @@ fn missing_flags(a: &AddArgs) -> Vec<&'static str> {
     missing
 }
 
-fn add(a: AddArgs, global: Global) -> anyhow::Result<Outcome> {
+pub fn run(a: AddArgs, global: Global) -> anyhow::Result<Outcome> {
     let missing = missing_flags(&a);
     let (tool, grant) = if missing.is_empty() {
         (from_flags(&a)?, a.grant)
@@ -177,7 +152,7 @@ fn add(a: AddArgs, global: Global) -> anyhow::Result<Outcome> {
             Ok(if locked { Outcome::Ok } else { Outcome::Rejected })
         }
         Err(AddFailure::Rejected(report)) => {
-            super::check::render_report(&report, a.format, global, "tool add")?;
+            crate::cli::check::render_report(&report, a.format, global, "tool add")?;
             if a.format == Format::Human {
                 output::status(global, "nothing was written");
                 let ungranted = report.diagnostics.iter().any(|d| d.code == Code::CapabilityNotGranted);
@@ -185,10 +160,26 @@ fn add(a: AddArgs, global: Global) -> anyhow::Result<Outcome> {
                     output::status(global, "hint: add --grant to grant the tool's capabilities in policy.caps too");
                 }
             }
-            Ok(super::check::outcome(&report))
+            Ok(crate::cli::check::outcome(&report))
         }
         Err(AddFailure::Error(e)) => Err(e.into()),
     }
+}
+
+/// A UTF-8 text file of at most `limit` bytes (a schema file is held to the cap verify puts on
+/// a bundle's JSON files, and a FIFO or /dev/zero cannot make it read forever).
+fn read_capped(path: &std::path::Path, limit: u64) -> anyhow::Result<String> {
+    use std::io::Read;
+    let file = std::fs::File::open(path)?;
+    if !file.metadata()?.is_file() {
+        bail!("not a regular file");
+    }
+    let mut bytes = Vec::new();
+    file.take(limit + 1).read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > limit {
+        bail!("larger than {limit} bytes");
+    }
+    Ok(String::from_utf8(bytes)?)
 }
 
 /// `NAME=VALUE` (or `NAME: VALUE`): split at the first `=` or `:`, which a header name cannot hold.
@@ -199,12 +190,18 @@ fn parse_header(text: &str) -> anyhow::Result<(String, String)> {
     }
 }
 
-/// Inline JSON, or `schema:<id>` for `{"$ref": "schema:<id>"}`.
+/// Inline JSON, `@FILE` for the JSON in a file, or `schema:<id>` for `{"$ref": "schema:<id>"}`.
 fn parse_schema(flag: &str, text: Option<&str>) -> anyhow::Result<Value> {
     match text {
         None => Ok(tool_add::default_schema()),
         Some(t) if t.starts_with("schema:") => Ok(serde_json::json!({ "$ref": t })),
-        Some(t) => serde_json::from_str(t).with_context(|| format!("{flag} is neither JSON nor schema:<id>")),
+        Some(t) if t.starts_with('@') => {
+            let path = std::path::Path::new(&t[1..]);
+            let text =
+                read_capped(path, MAX_JSON_BYTES).with_context(|| format!("{flag}: cannot read {}", path.display()))?;
+            serde_json::from_str(&text).with_context(|| format!("{flag}: {} is not JSON", path.display()))
+        }
+        Some(t) => serde_json::from_str(t).with_context(|| format!("{flag} is neither JSON, @FILE nor schema:<id>")),
     }
 }
 
@@ -493,6 +490,13 @@ mod tests {
         assert!(parse_header("=x").is_err());
         assert_eq!(parse_schema("--input-schema", Some("schema:mail.v1")).unwrap()["$ref"], "schema:mail.v1");
         assert!(parse_schema("--input-schema", Some("{")).is_err());
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("in.json");
+        std::fs::write(&file, r#"{"type": "object", "required": ["to"]}"#).unwrap();
+        let at = format!("@{}", file.display());
+        assert_eq!(parse_schema("--input-schema", Some(&at)).unwrap()["required"][0], "to");
+        let missing = parse_schema("--input-schema", Some("@/nonexistent/in.json")).unwrap_err();
+        assert!(format!("{missing:#}").contains("cannot read /nonexistent/in.json"), "{missing:#}");
         assert_eq!(url_host("https://u@api.x.com:8443/v1/{id}"), Some("api.x.com"));
     }
 }
