@@ -6,7 +6,7 @@ use agent_bundle::agent;
 use agent_bundle::ops::export::{self, BundleTrust, Options, To};
 
 use super::args::TrustArgs;
-use super::json::{self, ExportReport, Results};
+use super::json::{self, ExportReport, ExportedAgent, Results};
 use super::keys::load_trust;
 use super::{Format, Global, Outcome, check, output};
 
@@ -166,11 +166,11 @@ fn export_all(args: &Args, to: To, dirs: Vec<PathBuf>, global: Global) -> anyhow
         let this = if result.document.is_some() { Outcome::Ok } else { check::outcome(&result.report) };
         outcome = outcome.worst(this);
         match args.format {
-            Format::Json => results.push(serde_json::json!({
-                "ok": result.document.is_some(),
-                "input": opts.input.display().to_string(),
-                "output": result.document.is_some().then(|| file.display().to_string()),
-                "diagnostics": json::diagnostics(&result.report.diagnostics),
+            Format::Json => results.push(json::value(ExportedAgent {
+                ok: result.document.is_some(),
+                input: opts.input.display().to_string(),
+                output: result.document.is_some().then(|| file.display().to_string()),
+                diagnostics: json::diagnostics(&result.report.diagnostics),
             })),
             _ => {
                 check::render_report(&result.report, args.format, global, "export")?;

@@ -309,3 +309,41 @@ pub struct FailedAgent {
 pub fn value(report: impl Serialize) -> serde_json::Value {
     serde_json::to_value(report).expect("a report serialises")
 }
+
+/// `export --to ... --out-dir`: one agent exported.
+#[derive(Debug, Serialize)]
+pub struct ExportedAgent<'a> {
+    pub ok: bool,
+    pub input: String,
+    pub output: Option<String>,
+    pub diagnostics: Vec<DiagnosticJson<'a>>,
+}
+
+/// `tool list`.
+#[derive(Debug, Serialize)]
+pub struct ToolListReport<'a, T> {
+    pub ok: bool,
+    pub tools_file: String,
+    pub tools: &'a [T],
+}
+
+/// `tool remove`.
+#[derive(Debug, Serialize)]
+pub struct ToolRemoveReport<'a, T> {
+    pub ok: bool,
+    pub tool: &'a T,
+    pub tools_file: String,
+    pub relocked: bool,
+    pub unused_capabilities: &'a [String],
+    pub diagnostics: Vec<DiagnosticJson<'a>>,
+}
+
+/// The one document of a run that stopped with an error (exit 2).
+#[derive(Debug, Serialize)]
+pub struct ErrorReport<'a> {
+    pub ok: bool,
+    pub code: &'a str,
+    #[serde(serialize_with = "clean")]
+    pub message: &'a str,
+    pub causes: Vec<String>,
+}

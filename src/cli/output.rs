@@ -275,12 +275,8 @@ pub fn error_code(e: &anyhow::Error) -> &'static str {
 
 /// The one JSON document of a run that stopped with an error (exit 2).
 pub fn error_json(code: &str, message: &str, causes: &[String]) -> serde_json::Value {
-    serde_json::json!({
-        "ok": false,
-        "code": code,
-        "message": sanitize(message),
-        "causes": causes.iter().map(|c| sanitize(c)).collect::<Vec<_>>(),
-    })
+    let causes = causes.iter().map(|c| sanitize(c)).collect();
+    super::json::value(super::json::ErrorReport { ok: false, code, message, causes })
 }
 
 /// A run-stopping error as the one JSON document on stdout.
