@@ -22,6 +22,7 @@ pub(crate) mod fileset;
 pub(crate) mod formats;
 pub(crate) mod hasher;
 pub(crate) mod json;
+pub mod keys;
 pub mod manifest;
 pub mod mcp_client;
 pub mod minisign;

@@ -18,6 +18,7 @@ mod man;
 pub mod output;
 mod pack;
 mod progress;
+mod pubkey;
 mod schema;
 mod tool;
 mod unpack;
@@ -87,6 +88,7 @@ enum Command {
     Lock(lock::Args),
     Keygen(keygen::Args),
     Pack(pack::Args),
+    Pubkey(pubkey::Args),
     Verify(verify::Args),
     Inspect(inspect::Args),
     Diff(diff::Args),
@@ -115,9 +117,12 @@ impl Command {
             Command::Tool(a) => a.format(),
             Command::Diff(a) => a.format,
             Command::Baseline(a) => a.format(),
-            Command::Init(_) | Command::Keygen(_) | Command::Schema(_) | Command::Completions(_) | Command::Man(_) => {
-                Format::Human
-            }
+            Command::Init(_)
+            | Command::Keygen(_)
+            | Command::Pubkey(_)
+            | Command::Schema(_)
+            | Command::Completions(_)
+            | Command::Man(_) => Format::Human,
         }
     }
 }
@@ -242,6 +247,7 @@ pub fn main() -> ExitCode {
         Command::Lock(args) => lock::run(args, global),
         Command::Keygen(args) => keygen::run(args, global),
         Command::Pack(args) => pack::run(args, global),
+        Command::Pubkey(args) => pubkey::run(args, global),
         Command::Verify(args) => verify::run(args, global),
         Command::Inspect(args) => inspect::run(args, global),
         Command::Diff(args) => diff::run(args, global),

@@ -16,6 +16,7 @@ pub(crate) mod init;
 pub(crate) mod keygen;
 pub(crate) mod lock;
 pub mod pack;
+pub(crate) mod pubkey;
 pub(crate) mod tool_add;
 pub(crate) mod tool_list;
 pub(crate) mod tool_remove;

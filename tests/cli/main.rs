@@ -16,6 +16,7 @@ mod export;
 mod freshness;
 mod hostile;
 mod import;
+mod keys;
 mod lock;
 mod mcp;
 mod monorepo;
