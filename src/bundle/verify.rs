@@ -8,7 +8,7 @@
 //! listed but absent, and any bytes after the tar end or the zstd frame. tools.json is
 //! validated again, against the bundle's own schema files and policy.caps.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::io::{self, BufRead, Read, Write};
 
 use serde::Serialize;
@@ -73,7 +73,6 @@ pub struct Verified {
     /// §6): tools.json, policy.caps and the JSON files within the limits, so that callers can
     /// resolve the schemas tools.json references without reading the bundle again.
     pub held: HashMap<String, Vec<u8>>,
-    pub compressed_bytes: u64,
     /// The BLAKE3 of the signed manifest's bytes: what a state file records.
     pub manifest_blake3: blake3::Hash,
 }
@@ -97,30 +96,6 @@ pub struct Discard;
 impl Sink for Discard {
     fn open(&mut self, _: &str, _: bool) -> io::Result<Box<dyn Write + '_>> {
         Ok(Box::new(io::sink()))
-    }
-}
-
-/// Counts bytes read from the compressed input.
-struct Counting<R> {
-    inner: R,
-    count: u64,
-}
-
-impl<R: Read> Read for Counting<R> {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        let n = self.inner.read(buf)?;
-        self.count += n as u64;
-        Ok(n)
-    }
-}
-
-impl<R: BufRead> BufRead for Counting<R> {
-    fn fill_buf(&mut self) -> io::Result<&[u8]> {
-        self.inner.fill_buf()
-    }
-    fn consume(&mut self, amt: usize) {
-        self.count += amt as u64;
-        self.inner.consume(amt);
     }
 }
 
@@ -162,8 +137,7 @@ fn run(
         max_total_size: u64::MAX >> 1,
         max_entries: 1_000_000,
     };
-    let mut input = Counting { inner: input, count: 0 };
-    let mut reader = ArchiveReader::new(&mut input, limits)?;
+    let mut reader = ArchiveReader::new(input, limits)?;
 
     let manifest_bytes = read_manifest_entry(&mut reader)?;
     let signature_text = read_signature_entry(&mut reader)?;
@@ -199,7 +173,6 @@ fn run(
         files,
         tools,
         held: kept,
-        compressed_bytes: input.count,
         manifest_blake3,
     })
 }
@@ -619,9 +592,4 @@ fn validate_tools(kept: &HashMap<String, Vec<u8>>) -> Result<Option<ToolsFile>, 
         return Err(r);
     }
     Ok(validated.model())
-}
-
-/// Files of a verified bundle by path, for display.
-pub fn file_table(v: &Verified) -> BTreeMap<&str, &VerifiedFile> {
-    v.files.iter().map(|f| (f.path.as_str(), f)).collect()
 }

@@ -44,7 +44,7 @@ pub struct Args {
     #[arg(long, value_name = "SPAN")]
     expires_in: Option<String>,
     /// zstd compression level, 1-19.
-    #[arg(long, value_name = "N", default_value_t = 3)]
+    #[arg(long, value_name = "N", default_value_t = agent_bundle::archive::DEFAULT_LEVEL)]
     level: i32,
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Human)]
