@@ -29,33 +29,10 @@ impl fmt::Display for Severity {
     }
 }
 
-macro_rules! codes {
-    ($($variant:ident => $name:literal: $doc:literal,)*) => {
-        /// The stable code of each kind of problem. The string form never changes once
-        /// released: scripts and CI match on it.
-        #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-        pub enum Code {
-            $(#[doc = $doc] $variant,)*
-        }
-
-        impl Code {
-            /// Every code, in documentation order.
-            pub const ALL: &'static [Code] = &[$(Code::$variant,)*];
-
-            /// The stable string form, e.g. `unknown_field`.
-            pub fn as_str(self) -> &'static str {
-                match self { $(Code::$variant => $name,)* }
-            }
-
-            /// One line saying what the code means.
-            pub fn describe(self) -> &'static str {
-                match self { $(Code::$variant => $doc,)* }
-            }
-        }
-    };
-}
-
-codes! {
+crate::codes::stable_codes! {
+    /// The stable code of each kind of problem. The string form never changes once released:
+    /// scripts and CI match on it.
+    pub enum Code;
     MissingFile => "missing_file": "A required file (tools.json, manifest.toml) is not in the agent folder.",
     IoError => "io_error": "A file could not be read (exit 2).",
     InvalidUtf8 => "invalid_utf8": "The file is not UTF-8 (or starts with a byte-order mark).",
@@ -108,18 +85,6 @@ codes! {
     McpServerFailed => "mcp_server_failed": "`bundle import --from mcp --stdio`: the MCP server could not be started, did not answer within `--timeout`, exited early, or wrote something that is not the protocol (or too much of it); nothing was imported, and the server's stderr is shown (exit 2).",
     LocalPath => "local_path": "`bundle import` (warning): a relative command was resolved to an absolute path on this machine; the runtime must have the program at that same path (`--exec-root` names where it will be).",
     LimitExceeded => "limit_exceeded": "manifest.toml (over 1 MiB), its signature or tools.json (over 4 MiB) is larger than `bundle verify` accepts; pack refuses.",
-}
-
-impl fmt::Display for Code {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-impl Serialize for Code {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_str(self.as_str())
-    }
 }
 
 /// One problem.
@@ -222,6 +187,63 @@ impl Source {
     }
 }
 
+/// How many characters of a long line a diagnostic shows around its span: servers send
+/// single-line JSON, and a 4 MiB line helps nobody.
+pub const EXCERPT_WIDTH: usize = 120;
+
+/// A window of one long source line around a span, with `…` where the line goes on.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Excerpt {
+    pub text: String,
+    /// The span, as byte offsets into `text`.
+    pub span: Range<usize>,
+    /// 0-based index of the line in the whole source.
+    pub line_index: usize,
+    /// Characters of the line before the first character of `text` that comes from it.
+    skipped: usize,
+    /// Bytes of the leading ellipsis (0 when the window starts the line).
+    lead: usize,
+}
+
+impl Excerpt {
+    /// 1-based column (in characters) in the whole line of a byte offset into `text`.
+    pub fn column(&self, byte_index: usize) -> usize {
+        let shown = self.text.get(self.lead..byte_index.max(self.lead)).map_or(0, |s| s.chars().count());
+        self.skipped + shown + 1
+    }
+}
+
+impl Source {
+    /// A window of about `width` characters around `span`, when the span's first line is
+    /// longer than that; `None` for a line short enough to show whole.
+    pub fn excerpt(&self, span: Range<usize>, width: usize) -> Option<Excerpt> {
+        let start = span.start.min(self.text.len());
+        let line_index = self.line_starts.partition_point(|&s| s <= start) - 1;
+        let line_start = self.line_starts[line_index];
+        let line_end = self.line_starts.get(line_index + 1).map_or(self.text.len(), |&next| next - 1);
+        let line = self.text.get(line_start..line_end)?;
+        let line = line.strip_suffix('\r').unwrap_or(line);
+        line.chars().nth(width)?;
+        let offsets: Vec<usize> = line.char_indices().map(|(i, _)| i).collect();
+        let byte = |c: usize| offsets.get(c).copied().unwrap_or(line.len());
+        let (from, to) = (start - line_start, span.end.clamp(start, line_start + line.len()) - line_start);
+        let (first, last) = (offsets.partition_point(|&o| o < from), offsets.partition_point(|&o| o < to));
+        let pad = width.saturating_sub(last - first) / 2;
+        let end = (first.saturating_sub(pad) + width).min(offsets.len());
+        let begin = end.saturating_sub(width);
+        let (lead, tail) = (if begin > 0 { "…" } else { "" }, if end < offsets.len() { "…" } else { "" });
+        let (b, e) = (byte(begin), byte(end));
+        let shift = |o: usize| lead.len() + o.clamp(b, e) - b;
+        Some(Excerpt {
+            text: format!("{lead}{}{tail}", &line[b..e]),
+            span: shift(from)..shift(to),
+            line_index,
+            skipped: begin,
+            lead: lead.len(),
+        })
+    }
+}
+
 /// Everything one run found, plus the sources needed to show it.
 #[derive(Debug, Default)]
 pub struct Report {
@@ -313,6 +335,26 @@ mod tests {
         assert_eq!(s.line_column(3), (2, 1));
         assert_eq!(s.line_column(5), (2, 2));
         assert_eq!(s.offset_of(2, 2), 5);
+    }
+
+    #[test]
+    fn excerpt_windows_a_long_line_around_the_span() {
+        let long = format!("{{\"a\": [{}\"here\"{}]}}", "0,".repeat(500), ",1".repeat(500));
+        let source = Source::new("x.json", format!("{{\n{long}\n}}"));
+        let at = source.text.find("\"here\"").unwrap();
+        let ex = source.excerpt(at..at + 6, 40).unwrap();
+        assert_eq!(ex.line_index, 1);
+        assert_eq!(ex.text.chars().count(), 42, "40 characters and an ellipsis at each end: {}", ex.text);
+        assert!(ex.text.starts_with('…') && ex.text.ends_with('…'));
+        assert_eq!(&ex.text[ex.span.clone()], "\"here\"");
+        assert_eq!(ex.column(ex.span.start), source.line_column(at).1);
+        assert_eq!(source.excerpt(0..1, 40), None, "a short line is shown whole");
+        let start = source.excerpt(2..3, 40).unwrap();
+        assert!(!start.text.starts_with('…') && start.span == (0..1), "{start:?}");
+        let end = source.text.len() - 4;
+        let last = source.excerpt(end..end + 1, 40).unwrap();
+        assert!(last.text.starts_with('…') && !last.text.ends_with('…'), "{last:?}");
+        assert_eq!(&last.text[last.span.clone()], "]");
     }
 
     #[test]

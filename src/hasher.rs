@@ -2,7 +2,8 @@
 //! second CPU is usable and on the decoding thread when not. Buffers are recycled and at most
 //! [`IN_FLIGHT`] of [`CHUNK`] bytes exist at once, so memory stays bounded.
 //!
-//! Design decisions (measured on the 1 GiB bench agent; see the performance page of the book):
+//! Design decisions (measured on the 1 GiB bench agent; see
+//! docs/book/src/internals/performance.md):
 //! - Only one usable CPU (affinity mask or cgroup quota, which `available_parallelism`
 //!   respects): the decoder hashes each piece itself right after reading it, while it is still
 //!   in cache. A second thread could only take turns with the decoder on that CPU, paying a

@@ -14,12 +14,24 @@ mod digests;
 mod lock;
 pub mod pins;
 
-pub use check::{AgentCheck, Options as CheckOptions, check_agent, check_agent_with};
+pub use check::{AgentCheck, Options as CheckOptions, check_agent_with};
 pub use digests::{Current, claimed_digests, current_digests, stale_entries};
 pub use lock::{Locked, lock_agent};
 
-/// The agent folders a PATH names: the folder itself when it holds manifest.toml or
-/// tools.json, else every folder under its `agents/`.
+/// How deep below a PATH agent folders are looked for (grouping folders such as
+/// `agents/team-a/mailer` need a few levels; the bound keeps a walk of a large tree short).
+const MAX_SEARCH_DEPTH: usize = 8;
+
+/// Whether `dir` is an agent folder: it holds manifest.toml or tools.json.
+pub fn is_agent_folder(dir: &Path) -> bool {
+    dir.join(manifest::FILE_NAME).exists() || dir.join(tools::FILE_NAME).exists()
+}
+
+/// The agent folders a PATH names, in sorted order: the folder itself when it is an agent
+/// folder; else every agent folder below its `agents/` when it has one (so `.` in a repository
+/// means `agents/`), else every agent folder below it, at any depth. Hidden folders,
+/// `node_modules`, caches (with a `CACHEDIR.TAG`) and symlinks are not searched, and the search
+/// does not go into an agent folder.
 pub fn find_agents(path: &Path) -> Result<Vec<PathBuf>> {
     let meta = std::fs::metadata(path).map_err(|e| Error::io(path, e))?;
     if !meta.is_dir() {
@@ -28,27 +40,55 @@ pub fn find_agents(path: &Path) -> Result<Vec<PathBuf>> {
             path.display()
         )));
     }
-    if path.join(manifest::FILE_NAME).exists() || path.join(tools::FILE_NAME).exists() {
+    if is_agent_folder(path) {
         return Ok(vec![path.to_path_buf()]);
     }
     // `agents/mailer`, not `./agents/mailer`: the names reach annotations and JSON output.
     let agents = if path == Path::new(".") { PathBuf::from("agents") } else { path.join("agents") };
-    if agents.is_dir() {
-        let mut found: Vec<PathBuf> = std::fs::read_dir(&agents)
-            .map_err(|e| Error::io(&agents, e))?
-            .filter_map(|e| e.ok())
-            .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
-            .map(|e| e.path())
-            .collect();
-        found.sort();
-        if !found.is_empty() {
-            return Ok(found);
+    let root = if agents.is_dir() { agents } else { path.to_path_buf() };
+    let mut found = Vec::new();
+    search(&root, 1, &mut found)?;
+    found.sort();
+    if found.is_empty() {
+        return Err(Error::Usage(format!(
+            "no agent in {}: an agent folder holds manifest.toml and tools.json (create one with `bundle init`)",
+            path.display()
+        )));
+    }
+    Ok(found)
+}
+
+/// Collects the agent folders below `dir`. A folder directly in an `agents/` folder counts as
+/// an agent even without its files (when no agent is below it), so that `check` reports what
+/// it lacks instead of passing over it.
+fn search(dir: &Path, depth: usize, found: &mut Vec<PathBuf>) -> Result<()> {
+    let mut subdirs: Vec<PathBuf> = Vec::new();
+    for entry in std::fs::read_dir(dir).map_err(|e| Error::io(dir, e))? {
+        let entry = entry.map_err(|e| Error::io(dir, e))?;
+        let name = entry.file_name();
+        let skipped = name.to_string_lossy().starts_with('.') || name == "node_modules";
+        // file_type() does not follow symlinks: a linked folder is not searched. Nor is a
+        // cache (a build's target/ marks itself with CACHEDIR.TAG): it can be huge.
+        if !skipped && entry.file_type().is_ok_and(|t| t.is_dir()) && !entry.path().join("CACHEDIR.TAG").exists() {
+            subdirs.push(if dir == Path::new(".") { PathBuf::from(entry.file_name()) } else { entry.path() });
         }
     }
-    Err(Error::Usage(format!(
-        "no agent in {}: an agent folder holds manifest.toml and tools.json (create one with `bundle init`)",
-        path.display()
-    )))
+    subdirs.sort();
+    let in_agents = dir.file_name().is_some_and(|n| n == "agents");
+    for sub in subdirs {
+        if is_agent_folder(&sub) {
+            found.push(sub);
+            continue;
+        }
+        let before = found.len();
+        if depth < MAX_SEARCH_DEPTH {
+            search(&sub, depth + 1, found)?;
+        }
+        if found.len() == before && in_agents {
+            found.push(sub);
+        }
+    }
+    Ok(())
 }
 
 /// How an agent folder's files are named in diagnostics: `agents/mailer/tools.json`.

@@ -1,7 +1,9 @@
 //! The bundle format: the names, order and size limits of the entries a `.agent.bundle` holds
-//! (docs/FORMAT.md), and the streaming [`verify`]er that reads one. The packer writes what
-//! this module names and the verifier accepts no more, so both take the constants from here.
+//! (docs/book/src/reference/format.md), and the streaming [`verify`]er that reads one. The packer
+//! writes what this module names and the verifier accepts no more, so both take the constants from
+//! here.
 
+mod rejection;
 pub mod verify;
 
 /// The name of the signature entry, the bundle's second.

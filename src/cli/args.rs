@@ -12,7 +12,8 @@ use super::{Format, Global};
 /// The agent folders `check` and `lock` work on, and how they print.
 #[derive(Debug, clap::Args)]
 pub struct Targets {
-    /// Agent folders, or folders with agents/*/ (default: .)
+    /// Agent folders, or folders of agent folders: every agent below them, at any depth, sorted
+    /// (default: ., whose agents/ when it has one)
     #[arg(value_name = "PATH")]
     paths: Vec<PathBuf>,
 
@@ -34,7 +35,8 @@ pub struct TrustArgs {
     /// A trusted minisign public key file (repeatable).
     #[arg(long = "key", value_name = "PUBLIC_KEY", required_unless_present = "trusted_keys")]
     pub keys: Vec<PathBuf>,
-    /// A file of trusted public keys, each optionally limited to agent-name patterns.
+    /// A file of trusted public keys, each optionally limited to agent-name patterns; or a plain
+    /// minisign public key file (one key, every agent).
     #[arg(long, value_name = "FILE", conflicts_with = "keys")]
     pub trusted_keys: Option<PathBuf>,
 }
@@ -53,8 +55,8 @@ pub struct GateArgs {
     #[arg(long, value_name = "VERSION", value_parser = semver::Version::parse)]
     pub min_version: Option<semver::Version>,
     /// Also require every tool contract to match this approved baseline (see `bundle
-    /// baseline`).
-    #[arg(long, value_name = "FILE")]
+    /// baseline`); a folder of baselines (`baselines/`) gives each agent its `<agent>.toml`.
+    #[arg(long, value_name = "FILE|DIR")]
     pub baseline: Option<PathBuf>,
 }
 

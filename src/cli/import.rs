@@ -8,6 +8,7 @@ use agent_bundle::formats::Reach;
 use agent_bundle::mcp_client::{Limits, Server};
 use agent_bundle::ops::import::{self, From, Options};
 
+use super::json::{self, ImportReport};
 use super::{Format, Global, Outcome, check, output};
 
 #[derive(Debug, Clone, Copy, clap::ValueEnum)]
@@ -32,11 +33,12 @@ enum Source {
 #[derive(Debug, clap::Args)]
 #[command(after_help = "Examples:
   bundle import --from agentcli tools/agentcli.json -o agents/clock/tools.json
-  bundle import --from agentcli manifest.json --exec-root /opt/clock   # where ./tools/bin/ lives
+  bundle import --from agentcli manifest.json --exec-root /opt/clock
   bundle import --from rap github-tools.json
   bundle import --from rap http://127.0.0.1:8080 http://127.0.0.1:8081
-  bundle import --from rap https://tools.example.com --pin -o agents/gh/tools.json
-  bundle import --from rap https://rap.corp.internal --ca-cert corp-root.pem   # private CA
+  bundle import --from rap https://tools.example.com --pin \\
+      -o agents/gh/tools.json
+  bundle import --from rap https://rap.corp.internal --ca-cert corp-root.pem
   bundle import --from rune path/to/rune-agent
   bundle import --from openai fns.json --http POST https://fn.example/{tool}
   bundle import --from mcp tools-list.json --exec /opt/bin/call --arg {tool}
@@ -175,26 +177,34 @@ pub fn run(args: Args, global: Global) -> anyhow::Result<Outcome> {
     }
     let tools = result.tools.as_ref().map_or(0, |t| t.tools.len());
     if args.format == Format::Json {
-        output::print_json(&serde_json::json!({
-            "ok": result.text.is_some(),
-            "tools": tools,
-            "output": args.output.as_ref().map(|p| p.display().to_string()),
-            "pinned": pinned,
-            "granted": installed.as_ref().map(|i| i.granted.clone()).unwrap_or_default(),
-            "ungranted": installed.as_ref().map(|i| i.ungranted.clone()).unwrap_or_default(),
-            "relocked": installed.as_ref().and_then(|i| i.lock.as_ref()).map(|l| !l.report.has_errors()),
-            "document": if args.output.is_none() { result.text.as_deref().and_then(|t| serde_json::from_str(t).ok()) } else { None::<serde_json::Value> },
-            "diagnostics": result.report.diagnostics.iter().chain(installed.iter().flat_map(|i| i.lock.iter().flat_map(|l| &l.report.diagnostics))).map(output::json_diagnostic).collect::<Vec<_>>(),
-        }))?;
+        let lock_diagnostics = installed.iter().flat_map(|i| i.lock.iter().flat_map(|l| &l.report.diagnostics));
+        output::print_json(&ImportReport {
+            ok: result.text.is_some(),
+            tools,
+            output: args.output.as_ref().map(|p| p.display().to_string()),
+            pinned: &pinned,
+            granted: installed.as_ref().map_or(&[][..], |i| &i.granted),
+            ungranted: installed.as_ref().map_or(&[][..], |i| &i.ungranted),
+            relocked: installed.as_ref().and_then(|i| i.lock.as_ref()).map(|l| !l.report.has_errors()),
+            document: if args.output.is_none() {
+                result.text.as_deref().and_then(|t| serde_json::from_str(t).ok())
+            } else {
+                None
+            },
+            diagnostics: json::diagnostics(result.report.diagnostics.iter().chain(lock_diagnostics)),
+        })?;
     } else {
-        check::render(&result.report, Vec::new(), args.format, global, "import")?;
+        check::render_report(&result.report, args.format, global, "import")?;
         if let Some(text) = &result.text {
             match &args.output {
                 Some(p) => {
-                    output::status(
-                        global,
-                        &format!("imported {tools} tool{} into {}", if tools == 1 { "" } else { "s" }, p.display()),
-                    );
+                    let done =
+                        format!("imported {tools} tool{} into {}", if tools == 1 { "" } else { "s" }, p.display());
+                    if args.format == Format::Github {
+                        output::notice(Some(&p.display().to_string()), "imported", &done)?;
+                    } else {
+                        output::status(global, &done);
+                    }
                     for file in &pinned {
                         output::status(global, &format!("pinned {file} in manifest.toml [pins]"));
                     }

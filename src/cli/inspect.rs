@@ -1,17 +1,23 @@
 //! `bundle inspect <BUNDLE>`: what a bundle holds, and whether its signature was checked.
 
 use std::fs::File;
-use std::io::{BufReader, Write};
-use std::path::PathBuf;
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
 
-use agent_bundle::bundle::verify::{self, Discard, Expect, Trust, Verified};
+use anyhow::Context;
+
+use agent_bundle::bundle::verify::{self, Discard, Expect, Rejection, Trust, Verified};
 use agent_bundle::contract::release;
 use agent_bundle::contract::{Contract, ContractError};
 use agent_bundle::diagnostic::sanitize;
+use agent_bundle::oci;
+use agent_bundle::ops::gate::Verdict;
+use agent_bundle::ops::pull::rejection;
 use agent_bundle::timestamp::Timestamp;
 use agent_bundle::tools::Transport;
 use agent_bundle::trust::TrustedKeys;
 
+use super::json::{self, AgentJson, InspectReport, InspectTool, Results};
 use super::keys::{load_public_key, load_trust};
 use super::{Format, Global, Outcome};
 
@@ -25,14 +31,19 @@ use super::{Format, Global, Outcome};
     after_help = "Examples:\n  bundle inspect mailer-1.4.0.agent.bundle\n  bundle inspect mailer-1.4.0.agent.bundle --key release.pub --format json"
 )]
 pub struct Args {
-    /// The bundle file.
-    bundle: PathBuf,
+    /// The bundle files, each shown in turn; or registry artifacts,
+    /// oci://HOST[:PORT]/REPO(:TAG|@sha256:HEX) (without --key: shown from the artifact's
+    /// config, without downloading the bundle).
+    #[arg(value_name = "BUNDLE", required = true)]
+    bundles: Vec<PathBuf>,
     /// Check the signature against this public key (repeatable).
     #[arg(long = "key", value_name = "PUBLIC_KEY")]
     keys: Vec<PathBuf>,
     /// Check the signature against a trusted-keys file.
     #[arg(long, value_name = "FILE", conflicts_with = "keys")]
     trusted_keys: Option<PathBuf>,
+    #[command(flatten)]
+    registry: super::registry::RegistryArgs,
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Human)]
     pub(super) format: Format,
@@ -46,21 +57,108 @@ pub fn run(args: Args, global: Global) -> anyhow::Result<Outcome> {
     } else {
         Some(TrustedKeys::from_keys(args.keys.iter().map(|p| load_public_key(p)).collect::<anyhow::Result<Vec<_>>>()?))
     };
-    let file = File::open(&args.bundle).map_err(|e| anyhow::anyhow!("cannot open {}: {e}", args.bundle.display()))?;
-    let trust = keys.as_ref().map_or(Trust::Unchecked, Trust::Keys);
-    // Expiry is shown, not enforced: inspecting an expired bundle is how one finds out why.
-    match verify::verify(BufReader::new(file), trust, &Expect::default(), &mut Discard) {
-        Ok(v) => {
-            let contracts = release::from_verified(&v, &args.bundle).map(|a| a.contracts);
-            let now = global.now();
-            match args.format {
-                Format::Json => super::output::print_json(&json(&v, &contracts, now))?,
-                _ => human(&v, &contracts, now)?,
-            }
-            Ok(Outcome::Ok)
-        }
-        Err(r) => super::verify::render_rejection(&args.bundle, r, args.format, global),
+    let keys = keys.as_ref();
+    if let [bundle] = args.bundles.as_slice() {
+        return Ok(inspect_one(bundle, keys, &args.registry, args.format, global, false)?.0);
     }
+    let mut outcome = Outcome::Ok;
+    let mut results = Vec::new();
+    for bundle in &args.bundles {
+        let (this, json) = match inspect_one(bundle, keys, &args.registry, args.format, global, true) {
+            Ok(done) => done,
+            // One bundle that cannot be read does not stop the others from being shown.
+            Err(e) => {
+                match args.format {
+                    Format::Json => {}
+                    Format::Github => super::output::github_error(&e),
+                    Format::Human => super::output::print_error(global, &e),
+                }
+                let code = super::output::error_code(&e);
+                (Outcome::Failed, Some(super::output::error_json(code, &e.to_string(), &[])))
+            }
+        };
+        outcome = outcome.worst(this);
+        if let Some(mut json) = json {
+            json["bundle"] = bundle.display().to_string().into();
+            results.push(json);
+        }
+    }
+    if args.format == Format::Json {
+        super::output::print_json(&Results { ok: outcome == Outcome::Ok, results })?;
+    }
+    Ok(outcome)
+}
+
+/// Shows one bundle; with `collect` and `--format json`, returns its document instead of
+/// printing it.
+fn inspect_one(
+    bundle: &Path,
+    keys: Option<&TrustedKeys>,
+    registry: &super::registry::RegistryArgs,
+    format: Format,
+    global: Global,
+    collect: bool,
+) -> anyhow::Result<(Outcome, Option<serde_json::Value>)> {
+    let trust = keys.map_or(Trust::Unchecked, Trust::Keys);
+    let reference = super::registry::reference(bundle)?;
+    let opened: Result<(Box<dyn BufRead>, _), Rejection> = match &reference {
+        Some(reference) => {
+            let options = registry.options(reference)?;
+            if keys.is_none() {
+                return config_view(reference, &options, format, global, collect);
+            }
+            match oci::open_layer(reference, &options) {
+                Ok(layer) => {
+                    let fault = layer.reader.mismatch();
+                    Ok((Box::new(BufReader::with_capacity(1 << 20, layer.reader)), Some(fault)))
+                }
+                Err(e) => Err(rejection(&e)),
+            }
+        }
+        None => {
+            registry.refuse_for_file(bundle)?;
+            let file = File::open(bundle).with_context(|| format!("cannot open {}", bundle.display()))?;
+            Ok((Box::new(BufReader::new(file)), None))
+        }
+    };
+    // Expiry is shown, not enforced: inspecting an expired bundle is how one finds out why.
+    let result = opened.and_then(|(input, fault)| {
+        let result = verify::verify(input, trust, &Expect::default(), &mut Discard);
+        match (fault.and_then(|f| f.lock().unwrap_or_else(|p| p.into_inner()).clone()), &reference) {
+            (Some(f), Some(reference)) => Err(super::registry::blob_mismatch(reference, &f, result.err())),
+            _ => result,
+        }
+    });
+    let v = match result {
+        Ok(v) => v,
+        Err(rejection) if collect && format == Format::Json => {
+            let verdict = Verdict::Refused { rejection, baseline: None };
+            return Ok((super::verify::outcome_of(&verdict), Some(super::verify::verdict_json(&verdict)?)));
+        }
+        Err(r) => return Ok((super::verify::render_rejection(bundle, r, format, global)?, None)),
+    };
+    if format == Format::Human && collect {
+        println!("bundle     {}", bundle.display());
+    }
+    let contracts = release::from_verified(&v, bundle).map(|a| a.contracts);
+    let now = global.now();
+    match format {
+        Format::Json if collect => return Ok((Outcome::Ok, Some(json(&v, &contracts, now)))),
+        Format::Json => super::output::print_json(&json(&v, &contracts, now))?,
+        Format::Github => super::output::notice(
+            Some(&bundle.display().to_string()),
+            "inspected",
+            &format!(
+                "{} {}: {} files, signature {}",
+                v.manifest.name,
+                v.manifest.version,
+                v.files.len(),
+                if v.signature_checked { "checked" } else { "NOT checked (pass --key)" }
+            ),
+        )?,
+        Format::Human => human(&v, &contracts, now)?,
+    }
+    Ok((Outcome::Ok, None))
 }
 
 /// The contract of tool `index`, when contracts could be computed.
@@ -69,25 +167,24 @@ fn contract(contracts: &Result<Vec<Contract>, ContractError>, index: usize) -> O
 }
 
 fn json(v: &Verified, contracts: &Result<Vec<Contract>, ContractError>, now: Timestamp) -> serde_json::Value {
-    serde_json::json!({
-        "agent": {"name": v.manifest.name, "version": v.manifest.version.to_string()},
-        "expires": v.manifest.expires.map(|t| t.to_string()),
-        "expired": v.manifest.expires.is_some_and(|t| now >= t),
-        "key_id": v.key_id,
-        "trusted_comment": sanitize(&v.trusted_comment),
-        "signature_checked": v.signature_checked,
-        "files": v.files,
-        "tools": v.tools.as_ref().map(|t| t.tools.iter().enumerate().map(|(i, tool)| serde_json::json!({
-            "id": tool.id,
-            "transport": tool.transport.kind(),
-            "target": sanitize(&tool.transport.summary()),
-            "capabilities": tool.capabilities,
-            "secrets": tool.secrets,
-            "requires_confirmation": tool.requires_confirmation,
-            "risk": contract(contracts, i).map(|c| c.risk),
-            "fingerprint": contract(contracts, i).map(|c| &c.fingerprint),
-        })).collect::<Vec<_>>()),
-        "contract_error": contracts.as_ref().err().map(|e| sanitize(&e.to_string())),
+    let targets: Vec<String> = v.tools.iter().flat_map(|t| &t.tools).map(|tool| tool.transport.summary()).collect();
+    json::value(InspectReport {
+        agent: AgentJson { name: &v.manifest.name, version: v.manifest.version.to_string() },
+        expires: v.manifest.expires.map(|t| t.to_string()),
+        expired: v.manifest.expires.is_some_and(|t| now >= t),
+        key_id: &v.key_id,
+        trusted_comment: &v.trusted_comment,
+        signature_checked: v.signature_checked,
+        files: &v.files,
+        tools: v.tools.as_ref().map(|t| {
+            t.tools
+                .iter()
+                .zip(&targets)
+                .enumerate()
+                .map(|(i, (tool, target))| InspectTool::new(tool, target, contract(contracts, i)))
+                .collect()
+        }),
+        contract_error: contracts.as_ref().err().map(|e| e.to_string()),
     })
 }
 
@@ -152,4 +249,65 @@ fn human(v: &Verified, contracts: &Result<Vec<Contract>, ContractError>, now: Ti
         writeln!(out, "  (fingerprint: the first 16 hex digits; --format json shows all 64)")?;
     }
     out.flush()
+}
+
+/// `inspect oci://…` without keys: the manifest and the config, which are informational only
+/// (unsigned; nothing in them is checked against the bundle).
+fn config_view(
+    reference: &oci::Reference,
+    options: &oci::Options,
+    format: Format,
+    global: Global,
+    collect: bool,
+) -> anyhow::Result<(Outcome, Option<serde_json::Value>)> {
+    let (digest, artifact, config) = match oci::fetch_config(reference, options) {
+        Ok(found) => found,
+        Err(e) => {
+            let label = std::path::PathBuf::from(reference.to_string());
+            let verdict = Verdict::Refused { rejection: rejection(&e), baseline: None };
+            if collect && format == Format::Json {
+                return Ok((super::verify::outcome_of(&verdict), Some(super::verify::verdict_json(&verdict)?)));
+            }
+            return Ok((super::verify::render(&label, &verdict, format, global)?, None));
+        }
+    };
+    if format == Format::Json {
+        let doc = super::output::sanitize_json(serde_json::json!({
+            "ref": reference.to_string(),
+            "digest": digest,
+            "from_config": true,
+            "signature_checked": false,
+            "agent": {"name": config.name, "version": config.version},
+            "key_id": config.key_id,
+            "expires": config.expires,
+            "tools": config.tools,
+            "layer": {"digest": artifact.layer_digest, "size": artifact.layer_size, "title": artifact.title},
+        }));
+        if collect {
+            return Ok((Outcome::Ok, Some(doc)));
+        }
+        super::output::print_json(&doc)?;
+        return Ok((Outcome::Ok, None));
+    }
+    let none = || "?".to_owned();
+    let mut out = std::io::stdout().lock();
+    writeln!(out, "artifact:  {reference}")?;
+    writeln!(out, "digest:    {digest}")?;
+    writeln!(
+        out,
+        "agent:     {} {}",
+        sanitize(&config.name.clone().unwrap_or_else(none)),
+        sanitize(&config.version.clone().unwrap_or_else(none))
+    )?;
+    writeln!(
+        out,
+        "signed by: {} (from the config: NOT checked; pass --key to verify the bundle)",
+        sanitize(&config.key_id.clone().unwrap_or_else(none))
+    )?;
+    if let Some(e) = &config.expires {
+        writeln!(out, "expires:   {}", sanitize(e))?;
+    }
+    writeln!(out, "bundle:    {} bytes, {}", artifact.layer_size, artifact.layer_digest)?;
+    writeln!(out, "tools:     {}", config.tools.iter().map(|t| sanitize(t)).collect::<Vec<_>>().join(", "))?;
+    Ok((Outcome::Ok, None))
 }

@@ -3,6 +3,7 @@
 use agent_bundle::diagnostic::Report;
 use agent_bundle::ops::lock;
 
+use super::json::LockedAgent;
 use super::{Format, Global, Outcome, output};
 
 /// Write the BLAKE3 digest and size of every file into manifest.toml.
@@ -11,7 +12,7 @@ use super::{Format, Global, Outcome, output};
 /// in sorted order. An up-to-date manifest is not rewritten. The write is atomic.
 #[derive(Debug, clap::Args)]
 #[command(
-    after_help = "Examples:\n  bundle lock                  # the agent in ., or every agents/*/\n  bundle lock agents/mailer && git add agents/mailer/manifest.toml"
+    after_help = "Examples:\n  bundle lock                  # the agent in ., or every agent in agents/\n  bundle lock agents/mailer && git add agents/mailer/manifest.toml"
 )]
 pub struct Args {
     #[command(flatten)]
@@ -22,13 +23,10 @@ pub fn run(args: Args, global: Global) -> anyhow::Result<Outcome> {
     let mut all = Report::default();
     let mut agents = Vec::new();
     for locked in lock::lock_paths(&args.targets.paths())? {
-        if args.targets.format == Format::Github && locked.written {
-            output::print_line(&output::github_annotation(
-                "notice",
-                Some(&locked.manifest_path.display().to_string()),
-                "locked",
-                "manifest.toml was updated; commit it",
-            ))?;
+        if args.targets.format == Format::Github && !locked.report.has_errors() {
+            let message =
+                if locked.written { "manifest.toml was updated; commit it" } else { "manifest.toml is up to date" };
+            output::notice(Some(&locked.manifest_path.display().to_string()), "locked", message)?;
         }
         if args.targets.format == Format::Human {
             let ok = !locked.report.has_errors();
@@ -42,15 +40,15 @@ pub fn run(args: Args, global: Global) -> anyhow::Result<Outcome> {
             };
             output::status(global, &format!("{}: {what}", locked.manifest_path.display()));
         }
-        agents.push(serde_json::json!({
-            "dir": locked.dir.display().to_string(),
-            "manifest": locked.manifest_path.display().to_string(),
-            "written": locked.written,
-            "added": locked.changes.added,
-            "updated": locked.changes.updated,
-            "removed": locked.changes.removed,
-            "ok": !locked.report.has_errors(),
-        }));
+        agents.push(LockedAgent {
+            dir: locked.dir.display().to_string(),
+            manifest: locked.manifest_path.display().to_string(),
+            written: locked.written,
+            added: locked.changes.added,
+            updated: locked.changes.updated,
+            removed: locked.changes.removed,
+            ok: !locked.report.has_errors(),
+        });
         all.extend(locked.report);
     }
     super::check::render(&all, agents, args.targets.format, global, "lock")?;

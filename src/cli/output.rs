@@ -3,11 +3,16 @@
 
 use std::io::{self, IsTerminal, Write};
 
+use std::collections::BTreeMap;
+use std::ops::Range;
+
 use codespan_reporting::diagnostic::{Diagnostic as Rendered, Label};
-use codespan_reporting::files::SimpleFiles;
+use codespan_reporting::files::{self, Files, SimpleFile};
 use codespan_reporting::term::{self, termcolor::ColorChoice, termcolor::StandardStream};
 
-use agent_bundle::diagnostic::{Diagnostic, Report, Severity, sanitize, sanitize_source};
+use agent_bundle::diagnostic::{
+    Diagnostic, EXCERPT_WIDTH, Excerpt, Report, Severity, Source, sanitize, sanitize_source,
+};
 
 use super::{ColorWhen, Global};
 
@@ -29,23 +34,90 @@ pub fn stderr(global: Global) -> StandardStream {
     StandardStream::stderr(color_choice(global.color, io::stderr().is_terminal()))
 }
 
-/// Prints diagnostics rustc-style on stderr (warnings too, unless quiet).
-pub fn human(report: &Report, global: Global) -> io::Result<()> {
-    let mut files = SimpleFiles::new();
-    // Only the files that diagnostics point into are prepared for display.
-    let mut ids: std::collections::BTreeMap<&str, usize> = std::collections::BTreeMap::new();
-    for d in
-        report.diagnostics.iter().filter(|d| d.span.is_some() && !(global.quiet && d.severity == Severity::Warning))
-    {
-        if let Some(source) = report.sources.get(&d.file)
-            && !ids.contains_key(d.file.as_str())
-        {
-            ids.insert(d.file.as_str(), files.add(sanitize(&source.name), sanitize_source(&source.text)));
+/// The files diagnostics point into, as shown: a whole (sanitised) file, or, for a span on a
+/// very long line (single-line JSON from a server), a window of that line.
+#[derive(Default)]
+struct Shown {
+    files: Vec<ShownFile>,
+}
+
+enum ShownFile {
+    Whole(SimpleFile<String, String>),
+    Excerpt { name: String, excerpt: Excerpt },
+}
+
+impl<'a> Files<'a> for Shown {
+    type FileId = usize;
+    type Name = &'a str;
+    type Source = &'a str;
+
+    fn name(&'a self, id: usize) -> Result<&'a str, files::Error> {
+        Ok(match self.files.get(id).ok_or(files::Error::FileMissing)? {
+            ShownFile::Whole(f) => f.name(),
+            ShownFile::Excerpt { name, .. } => name,
+        })
+    }
+
+    fn source(&'a self, id: usize) -> Result<&'a str, files::Error> {
+        Ok(match self.files.get(id).ok_or(files::Error::FileMissing)? {
+            ShownFile::Whole(f) => f.source(),
+            ShownFile::Excerpt { excerpt, .. } => &excerpt.text,
+        })
+    }
+
+    fn line_index(&'a self, id: usize, byte_index: usize) -> Result<usize, files::Error> {
+        match self.files.get(id).ok_or(files::Error::FileMissing)? {
+            ShownFile::Whole(f) => f.line_index((), byte_index),
+            ShownFile::Excerpt { excerpt, .. } => Ok(excerpt.line_index),
         }
     }
-    let config = term::Config::default();
-    let stream = stderr(global);
-    let mut out = stream.lock();
+
+    fn column_number(&'a self, id: usize, line_index: usize, byte_index: usize) -> Result<usize, files::Error> {
+        match self.files.get(id).ok_or(files::Error::FileMissing)? {
+            ShownFile::Whole(f) => f.column_number((), line_index, byte_index),
+            ShownFile::Excerpt { excerpt, .. } => Ok(excerpt.column(byte_index)),
+        }
+    }
+
+    fn line_range(&'a self, id: usize, line_index: usize) -> Result<std::ops::Range<usize>, files::Error> {
+        match self.files.get(id).ok_or(files::Error::FileMissing)? {
+            ShownFile::Whole(f) => f.line_range((), line_index),
+            ShownFile::Excerpt { excerpt, .. } if line_index == excerpt.line_index => Ok(0..excerpt.text.len()),
+            ShownFile::Excerpt { excerpt, .. } => {
+                Err(files::Error::LineTooLarge { given: line_index, max: excerpt.line_index })
+            }
+        }
+    }
+}
+
+impl Shown {
+    /// The file and span a diagnostic's label points at: a window of the line when it is long,
+    /// else the whole file (prepared once per file).
+    fn place(
+        &mut self,
+        whole: &mut BTreeMap<String, usize>,
+        source: &Source,
+        span: Range<usize>,
+    ) -> (usize, Range<usize>) {
+        if let Some(mut excerpt) = source.excerpt(span.clone(), EXCERPT_WIDTH) {
+            excerpt.text = sanitize_source(&excerpt.text);
+            let span = excerpt.span.clone();
+            self.files.push(ShownFile::Excerpt { name: sanitize(&source.name), excerpt });
+            return (self.files.len() - 1, span);
+        }
+        let id = *whole.entry(source.name.clone()).or_insert_with(|| {
+            self.files.push(ShownFile::Whole(SimpleFile::new(sanitize(&source.name), sanitize_source(&source.text))));
+            self.files.len() - 1
+        });
+        (id, span)
+    }
+}
+
+/// Prints diagnostics rustc-style on stderr (warnings too, unless quiet).
+pub fn human(report: &Report, global: Global) -> io::Result<()> {
+    let mut shown = Shown::default();
+    let mut whole = BTreeMap::new();
+    let mut rendered = Vec::new();
     for (d, repeats) in collapse_repeats(&report.diagnostics) {
         if global.quiet && d.severity == Severity::Warning {
             continue;
@@ -54,7 +126,7 @@ pub fn human(report: &Report, global: Global) -> io::Result<()> {
             0 => sanitize(&d.message),
             n => format!("{} ({} times)", sanitize(&d.message), n + 1),
         };
-        let mut rendered = match d.severity {
+        let mut diagnostic = match d.severity {
             Severity::Error => Rendered::error(),
             Severity::Warning => Rendered::warning(),
         }
@@ -69,11 +141,12 @@ pub fn human(report: &Report, global: Global) -> io::Result<()> {
             let at = if paths.is_empty() { String::new() } else { format!(" at {}", paths.join(", ")) };
             notes.push(format!("in {}{at}", sanitize(&d.file)));
         }
-        match (d.span.clone(), ids.get(d.file.as_str())) {
+        match (d.span.clone(), report.sources.get(&d.file)) {
             _ if !repeats.is_empty() => {}
-            (Some(span), Some(&id)) => {
+            (Some(span), Some(source)) => {
+                let (id, span) = shown.place(&mut whole, source, span);
                 let label = Label::primary(id, span);
-                rendered = rendered.with_labels(vec![match &d.path {
+                diagnostic = diagnostic.with_labels(vec![match &d.path {
                     Some(p) => label.with_message(sanitize(p)),
                     None => label,
                 }]);
@@ -86,8 +159,13 @@ pub fn human(report: &Report, global: Global) -> io::Result<()> {
         if let Some(help) = &d.help {
             notes.push(format!("help: {}", sanitize(help)));
         }
-        rendered = rendered.with_notes(notes);
-        term::emit_to_write_style(&mut out, &config, &files, &rendered).map_err(io::Error::other)?;
+        rendered.push(diagnostic.with_notes(notes));
+    }
+    let config = term::Config::default();
+    let stream = stderr(global);
+    let mut out = stream.lock();
+    for diagnostic in &rendered {
+        term::emit_to_write_style(&mut out, &config, &shown, diagnostic).map_err(io::Error::other)?;
     }
     Ok(())
 }
@@ -147,6 +225,11 @@ pub fn github_annotation(level: &str, file: Option<&str>, title: &str, message: 
     format!("::{level} {}::{}", props.join(","), escape_data(&sanitize(message)))
 }
 
+/// A success as a GitHub `::notice` line on stdout.
+pub fn notice(file: Option<&str>, title: &str, message: &str) -> io::Result<()> {
+    print_line(&github_annotation("notice", file, title, message))
+}
+
 /// A run-stopping error (exit 2) as an annotation too, so that a missing key or an unreadable
 /// file shows up on the pull request like any finding.
 pub fn github_error(e: &anyhow::Error) {
@@ -157,6 +240,53 @@ pub fn github_error(e: &anyhow::Error) {
     let mut out = io::stdout().lock();
     let _ = writeln!(out, "{}", github_annotation("error", None, "bundle", &message));
     let _ = out.flush();
+}
+
+/// The stable code of a run-stopping error (exit 2), from the first cause that has one:
+/// `io_error` for a file or stream that failed, `tls_error`, `key_error` for an unusable key,
+/// `state_error` for a malformed state file, a signer's own code (`ssh_agent_unavailable`, `pin_incorrect`, ...) for an
+/// ssh-agent or PKCS#11 key that could not sign, else `usage`.
+pub fn error_code(e: &anyhow::Error) -> &'static str {
+    use agent_bundle::Error;
+    for cause in e.chain() {
+        // The gate's errors wrap another transparently: the code is the wrapped error's.
+        let cause = cause.downcast_ref::<agent_bundle::ops::gate::GateError>().map_or(cause, |g| g.wrapped());
+        if let Some(e) = cause.downcast_ref::<Error>() {
+            return match e {
+                Error::Io { .. } => "io_error",
+                Error::Usage(_) => "usage",
+                Error::Key { .. } => "key_error",
+                Error::Signer(e) => e.code(),
+            };
+        }
+        if cause.is::<std::io::Error>() {
+            return "io_error";
+        }
+        if cause.is::<agent_bundle::minisign::KeyError>() {
+            return "key_error";
+        }
+        if let Some(e) = cause.downcast_ref::<agent_bundle::keys::SignerError>() {
+            return e.code();
+        }
+        if let Some(f) = cause.downcast_ref::<agent_bundle::fetch::FetchError>() {
+            return if matches!(f, agent_bundle::fetch::FetchError::Tls { .. }) { "tls_error" } else { "io_error" };
+        }
+        if let Some(agent_bundle::state::StateError::Malformed { .. }) = cause.downcast_ref() {
+            return "state_error";
+        }
+    }
+    "usage"
+}
+
+/// The one JSON document of a run that stopped with an error (exit 2).
+pub fn error_json(code: &str, message: &str, causes: &[String]) -> serde_json::Value {
+    let causes = causes.iter().map(|c| sanitize(c)).collect();
+    super::json::value(super::json::ErrorReport { ok: false, code, message, causes })
+}
+
+/// A run-stopping error as the one JSON document on stdout.
+pub fn json_error(e: &anyhow::Error) {
+    let _ = print_json(&error_json(error_code(e), &e.to_string(), &new_causes(e)));
 }
 
 pub fn escape_data(s: &str) -> String {
@@ -175,20 +305,6 @@ pub fn github(report: &Report) -> io::Result<()> {
     out.flush()
 }
 
-/// The JSON form of one diagnostic, with untrusted text sanitised.
-pub fn json_diagnostic(d: &Diagnostic) -> serde_json::Value {
-    serde_json::json!({
-        "severity": d.severity,
-        "code": d.code,
-        "file": sanitize(&d.file),
-        "path": d.path.as_deref().map(sanitize),
-        "line": d.line,
-        "column": d.column,
-        "message": sanitize(&d.message),
-        "help": d.help.as_deref().map(sanitize),
-    })
-}
-
 /// One line on stdout (a closed pipe surfaces as an error, not a panic).
 pub fn print_line(line: &str) -> io::Result<()> {
     let mut out = io::stdout().lock();
@@ -196,7 +312,7 @@ pub fn print_line(line: &str) -> io::Result<()> {
     out.flush()
 }
 
-pub fn print_json(value: &serde_json::Value) -> io::Result<()> {
+pub fn print_json<T: serde::Serialize + ?Sized>(value: &T) -> io::Result<()> {
     let mut out = io::stdout().lock();
     serde_json::to_writer_pretty(&mut out, value)?;
     writeln!(out)?;

@@ -1,7 +1,11 @@
 //! `bundle unpack <BUNDLE> <DIR>`: run the deployment gate, then extract into a new folder
 //! atomically.
 
+use std::io::BufReader;
 use std::path::PathBuf;
+
+use agent_bundle::oci;
+use agent_bundle::ops::pull::rejection;
 
 use agent_bundle::ops::gate::{Gate, Verdict};
 use agent_bundle::ops::unpack;
@@ -10,21 +14,31 @@ use super::args::{GateArgs, TrustArgs};
 use super::keys::load_trust;
 use super::{Format, Global, Outcome};
 
-/// Verify a bundle and extract it into DIR, which must not exist.
+/// Verify a bundle and extract it into DIR, which must not exist (or, with --replace, is
+/// swapped for the new tree).
 ///
 /// Missing parent folders are created (and removed again if the bundle is rejected). Entries are written to a temp folder beside DIR and renamed into place only once the whole
 /// bundle verified; nothing is ever written outside DIR, and a rejected bundle leaves nothing.
 #[derive(Debug, clap::Args)]
-#[command(after_help = "Examples:\n  bundle unpack mailer-1.4.0.agent.bundle /srv/agents/mailer --key release.pub")]
+#[command(
+    after_help = "Examples:\n  bundle unpack mailer-1.4.0.agent.bundle /srv/agents/mailer --key release.pub\n  bundle unpack mailer-1.5.0.agent.bundle /srv/agents/mailer --key release.pub \\\n      --replace --state /var/lib/agents/state.json   # redeploy"
+)]
 pub struct Args {
-    /// The bundle file.
+    /// The bundle file, or a registry artifact: oci://HOST[:PORT]/REPO(:TAG|@sha256:HEX).
     bundle: PathBuf,
     /// The folder to create.
     dir: PathBuf,
+    /// Redeploy over an existing DIR: the bundle is verified and extracted beside it first,
+    /// then the two folders are swapped in one step (a reader sees the old tree or the new
+    /// one, never a mix) and the old tree removed. A refused bundle leaves DIR untouched.
+    #[arg(long)]
+    replace: bool,
     #[command(flatten)]
     trust: TrustArgs,
     #[command(flatten)]
     gate: GateArgs,
+    #[command(flatten)]
+    registry: super::registry::RegistryArgs,
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Human)]
     pub(super) format: Format,
@@ -33,10 +47,32 @@ pub struct Args {
 pub fn run(args: Args, global: Global) -> anyhow::Result<Outcome> {
     let keys = load_trust(&args.trust)?;
     let gate = Gate::open(args.gate.options(keys, global))?;
-    let verdict = unpack::unpack(&args.bundle, &args.dir, gate)?;
+    let verdict = match super::registry::reference(&args.bundle)? {
+        Some(reference) => {
+            let options = args.registry.options(&reference)?;
+            match oci::open_layer(&reference, &options) {
+                Err(e) => Verdict::Refused { rejection: rejection(&e), baseline: None },
+                Ok(layer) => {
+                    let fault = layer.reader.mismatch();
+                    let input = BufReader::with_capacity(1 << 20, layer.reader);
+                    let verdict = unpack::unpack_from(input, &args.bundle, &args.dir, gate, args.replace)?;
+                    super::registry::with_fault(&reference, verdict, &fault)
+                }
+            }
+        }
+        None => {
+            args.registry.refuse_for_file(&args.bundle)?;
+            unpack::unpack(&args.bundle, &args.dir, gate, args.replace)?
+        }
+    };
     let outcome = super::verify::render(&args.bundle, &verdict, args.format, global)?;
     if matches!(verdict, Verdict::Passed { .. }) {
-        super::output::status(global, &format!("unpacked into {}", args.dir.display()));
+        let dir = args.dir.display().to_string();
+        match args.format {
+            Format::Github => super::output::notice(Some(&dir), "unpacked", &format!("unpacked into {dir}"))?,
+            Format::Human => super::output::status(global, &format!("unpacked into {dir}")),
+            Format::Json => {}
+        }
     }
     Ok(outcome)
 }

@@ -4,13 +4,16 @@ use std::fs::File;
 use std::io::{BufReader, Write};
 use std::path::{Path, PathBuf};
 
-use agent_bundle::bundle::verify::{Discard, Reason, Rejection};
+use anyhow::Context;
+
+use agent_bundle::bundle::verify::{Discard, Rejection};
 use agent_bundle::contract::baseline::Drift;
 use agent_bundle::diagnostic::sanitize;
-use agent_bundle::ops::gate::{BaselineReport, Gate, Verdict};
+use agent_bundle::ops::gate::{BaselineReport, Gate, GateOptions, Verdict};
 use agent_bundle::progress::{Progress, ProgressRead};
 
 use super::args::{GateArgs, TrustArgs};
+use super::json::Results;
 use super::keys::load_trust;
 use super::{Format, Global, Outcome, output};
 
@@ -21,18 +24,26 @@ use super::{Format, Global, Outcome, output};
 /// destructive tool whose contract is not the approved one rejects (contract_drift); drift of a
 /// read-only tool is a warning.
 ///
-/// Exit status: 0 accepted, 1 rejected (with a stable reason code), 2 usage or I/O error.
+/// Several bundles are judged one after the other, each reported; --baseline DIR picks each
+/// agent's DIR/<agent>.toml.
+///
+/// Exit status: 0 all accepted, 1 any rejected (with a stable reason code), 2 usage or I/O
+/// error.
 #[derive(Debug, clap::Args)]
 #[command(
-    after_help = "Examples:\n  bundle verify mailer-1.4.0.agent.bundle --key release.pub\n  bundle verify mailer-1.4.0.agent.bundle --trusted-keys trusted-keys.txt --name mailer --state /var/lib/agents/bundle-state.json\n  bundle verify mailer-1.5.0.agent.bundle --key release.pub --baseline approved.toml   # release gate\n  bundle verify x.agent.bundle --key release.pub --format json | jq -r .code"
+    after_help = "Examples:\n  bundle verify mailer-1.4.0.agent.bundle --key release.pub\n  bundle verify mailer-1.4.0.agent.bundle --trusted-keys trusted-keys.txt \\\n      --name mailer --state /var/lib/agents/bundle-state.json\n  bundle verify mailer-1.5.0.agent.bundle --key release.pub \\\n      --baseline approved.toml   # the release gate\n  bundle verify x.agent.bundle --key release.pub --format json | jq -r .code"
 )]
 pub struct Args {
-    /// The bundle file.
-    bundle: PathBuf,
+    /// The bundle files (or registry artifacts, oci://HOST[:PORT]/REPO(:TAG|@sha256:HEX)): each
+    /// is judged by the same gate and reported.
+    #[arg(value_name = "BUNDLE", required = true)]
+    bundles: Vec<PathBuf>,
     #[command(flatten)]
     trust: TrustArgs,
     #[command(flatten)]
     gate: GateArgs,
+    #[command(flatten)]
+    registry: super::registry::RegistryArgs,
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Human)]
     pub(super) format: Format,
@@ -40,18 +51,87 @@ pub struct Args {
 
 pub fn run(args: Args, global: Global) -> anyhow::Result<Outcome> {
     let keys = load_trust(&args.trust)?;
-    // A baseline or state file that cannot be read stops the run before the bundle is judged.
-    let gate = Gate::open(args.gate.options(keys, global))?;
-    let file = File::open(&args.bundle).map_err(|e| anyhow::anyhow!("cannot open {}: {e}", args.bundle.display()))?;
+    let opts = args.gate.options(keys, global);
+    if let [bundle] = args.bundles.as_slice() {
+        let verdict = verify_one(bundle, opts, &args.registry, global)?;
+        return render(bundle, &verdict, args.format, global);
+    }
+    let mut outcome = Outcome::Ok;
+    let mut results = Vec::new();
+    let (mut passed, mut refused) = (0, 0);
+    for bundle in &args.bundles {
+        let (this, json) = match verify_one(bundle, opts.clone(), &args.registry, global) {
+            Ok(verdict) if args.format == Format::Json => (outcome_of(&verdict), verdict_json(&verdict)?),
+            Ok(verdict) => (render(bundle, &verdict, args.format, global)?, serde_json::Value::Null),
+            // One bundle that cannot be judged does not stop the others from being judged.
+            Err(e) => {
+                match args.format {
+                    Format::Json => {}
+                    Format::Github => output::github_error(&e),
+                    Format::Human => output::print_error(global, &e),
+                }
+                (Outcome::Failed, output::error_json(output::error_code(&e), &e.to_string(), &[]))
+            }
+        };
+        match this {
+            Outcome::Ok => passed += 1,
+            _ => refused += 1,
+        }
+        outcome = outcome.worst(this);
+        if args.format == Format::Json {
+            let mut json = json;
+            json["bundle"] = bundle.display().to_string().into();
+            results.push(json);
+        }
+    }
+    match args.format {
+        Format::Json => output::print_json(&Results { ok: outcome == Outcome::Ok, results })?,
+        Format::Human if refused > 0 => {
+            output::print_error_line(global, &format!("{passed} of {} bundles verified", args.bundles.len()))
+        }
+        Format::Human => output::status(global, &format!("all {passed} bundles verified")),
+        Format::Github => {}
+    }
+    Ok(outcome)
+}
+
+/// Judges one bundle with a gate of its own (the state file is locked for that bundle only).
+fn verify_one(
+    bundle: &Path,
+    opts: GateOptions,
+    registry: &super::registry::RegistryArgs,
+    global: Global,
+) -> anyhow::Result<Verdict> {
+    // A baseline or state file that cannot be read stops the gate before the bundle is judged.
+    let gate = Gate::open(opts)?;
+    if let Some(reference) = super::registry::reference(bundle)? {
+        return super::registry::verify(&reference, &registry.options(&reference)?, gate);
+    }
+    registry.refuse_for_file(bundle)?;
+    let file = File::open(bundle).with_context(|| format!("cannot open {}", bundle.display()))?;
     let bar = super::progress::Bar::new(global);
     let size = file.metadata().map_or(0, |m| m.len());
     bar.begin("verifying", size);
     // The buffer is zeroed before its first use; a small bundle gets a small one.
     let capacity = usize::try_from(size).unwrap_or(usize::MAX).clamp(8 << 10, 1 << 20);
     let input = BufReader::with_capacity(capacity, ProgressRead { inner: file, progress: &bar });
-    let verdict = gate.run(input, &args.bundle, &mut Discard);
+    let verdict = gate.run(input, bundle, &mut Discard);
     bar.end();
-    render(&args.bundle, &verdict?, args.format, global)
+    Ok(verdict?)
+}
+
+/// What a verdict means for the exit status.
+pub fn outcome_of(verdict: &Verdict) -> Outcome {
+    match verdict {
+        Verdict::Passed { .. } => Outcome::Ok,
+        Verdict::Refused { rejection, .. } if rejection.reason.is_failure() => Outcome::Failed,
+        Verdict::Refused { .. } => Outcome::Rejected,
+    }
+}
+
+/// The JSON document of a verdict, with untrusted text sanitised.
+pub fn verdict_json(verdict: &Verdict) -> anyhow::Result<serde_json::Value> {
+    Ok(output::sanitize_json(serde_json::to_value(verdict.report())?))
 }
 
 /// Prints a bundle rejected before any gate ran (inspect, export) as `verify` would.
@@ -70,13 +150,9 @@ pub fn render(bundle: &Path, verdict: &Verdict, format: Format, global: Global) 
         Verdict::Passed { verified, baseline } => (Ok(&**verified), baseline.as_ref()),
         Verdict::Refused { rejection, baseline } => (Err(rejection), baseline.as_ref()),
     };
-    let outcome = match result {
-        Ok(_) => Outcome::Ok,
-        Err(r) if r.reason == Reason::IoError => Outcome::Failed,
-        Err(_) => Outcome::Rejected,
-    };
+    let outcome = outcome_of(verdict);
     match format {
-        Format::Json => output::print_json(&output::sanitize_json(serde_json::to_value(verdict.report())?))?,
+        Format::Json => output::print_json(&verdict_json(verdict)?)?,
         Format::Github => {
             if let Some(b) = baseline {
                 let gate = &b.findings;

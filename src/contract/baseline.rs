@@ -1,6 +1,7 @@
 //! Approved baselines: a TOML file recording each tool's approved contract (written by `bundle
 //! baseline snapshot` and `approve`), and the comparison of a release with it that the
-//! deployment gate runs (`bundle verify --baseline`). The file format is in docs/FORMAT.md, "Baseline files".
+//! deployment gate runs (`bundle verify --baseline`). The file format is in
+//! docs/book/src/reference/format.md, "Baseline files".
 //!
 //! The gate fails closed where a change can hurt: a write-capable, network, secret-using or
 //! destructive tool (on either side) whose contract is not the approved one, a new such tool,
@@ -137,7 +138,8 @@ fn entry(c: &Contract, from: &str) -> Table {
 }
 
 const HEADER: &str = "\
-# Approved tool contracts, for `bundle verify --baseline` (docs/FORMAT.md, \"Baseline files\").
+# Approved tool contracts, for `bundle verify --baseline`. The format: the agent-bundle book,
+# reference/format.md, \"Baseline files\".
 # A write-capable, network, secret-using or destructive tool whose contract differs from the one
 # approved here is rejected (contract_drift). Review with `bundle diff`, then update entries with
 # `bundle baseline approve <THIS FILE> --from <BUNDLE|DIR> <TOOL_ID>...`.

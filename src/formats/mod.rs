@@ -126,10 +126,10 @@ pub fn any_result() -> serde_json::Value {
     serde_json::json!({})
 }
 
-/// Maps a foreign tool name to a valid tools.json id (docs/TOOLS.md): lowercase, characters
-/// outside `[a-z0-9_-]` become `_`, a leading non-letter gets a `t_` prefix, at most 64
-/// characters, and unique among `taken` (a numeric suffix). Returns `None` when the name is
-/// already a valid, unused id.
+/// Maps a foreign tool name to a valid tools.json id (docs/book/src/reference/tools-json.md):
+/// lowercase, characters outside `[a-z0-9_-]` become `_`, a leading non-letter gets a `t_` prefix,
+/// at most 64 characters, and unique among `taken` (a numeric suffix). Returns `None` when the name
+/// is already a valid, unused id.
 pub fn to_id(name: &str, taken: &BTreeSet<String>) -> String {
     let mut id: String = name
         .chars()

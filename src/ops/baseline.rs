@@ -1,17 +1,79 @@
 //! `bundle baseline snapshot|approve`: record the tool contracts of a release (a bundle or an
 //! agent folder) as approved, in a baseline file the deployment gate reads.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use crate::contract::baseline::{self, Approval, BaselineError};
 use crate::contract::release::{self, AgentContracts};
 
-/// Writes a baseline approving every tool of the release at `source`; an existing file is
-/// replaced only with `overwrite`. Returns the contracts approved.
-pub fn snapshot(source: &Path, out: &Path, overwrite: bool) -> Result<AgentContracts, BaselineError> {
+/// The name of the default baselines folder.
+pub const DEFAULT_DIR: &str = "baselines";
+
+/// Writes a baseline approving every tool of the release at `source` to `out`, by default
+/// `baselines/<agent>.toml` (see [`default_dir`]); an existing file is replaced only with
+/// `overwrite`. A file inside an agent folder is refused; missing folders are created. Returns
+/// the contracts approved and the file written.
+pub fn snapshot(
+    source: &Path,
+    out: Option<&Path>,
+    overwrite: bool,
+) -> Result<(AgentContracts, PathBuf), BaselineError> {
     let agent = release::load(source)?;
-    baseline::snapshot(&agent, out, overwrite)?;
-    Ok(agent)
+    let out = match out {
+        Some(out) => out.to_path_buf(),
+        None => {
+            let name = agent.name.as_deref().ok_or_else(|| {
+                BaselineError::Usage(format!(
+                    "{} names no agent; say where the baseline goes with -o FILE",
+                    source.display()
+                ))
+            })?;
+            default_dir(source).join(format!("{name}.toml"))
+        }
+    };
+    if let Some(agent_dir) = agent_folder_holding(&out) {
+        return Err(BaselineError::Usage(format!(
+            "{} is inside the agent folder {}: the baseline would be packed into the agent's next bundle; \
+             write it beside the agents, e.g. to {DEFAULT_DIR}/ (the default)",
+            out.display(),
+            agent_dir.display(),
+        )));
+    }
+    if let Some(parent) = out.parent().filter(|p| !p.as_os_str().is_empty()) {
+        std::fs::create_dir_all(parent).map_err(|e| crate::Error::io(parent, e))?;
+    }
+    baseline::snapshot(&agent, &out, overwrite)?;
+    Ok((agent, out))
+}
+
+/// The folder baselines go in by default: `baselines/` beside the `agents/` folder that holds
+/// the agent (a repository of many agents), else `baselines/` in the working directory.
+/// `verify --baseline DIR` reads `DIR/<agent>.toml` from it.
+pub fn default_dir(source: &Path) -> PathBuf {
+    let agents_parent = |p: &Path| {
+        let parent = p.parent()?;
+        (parent.file_name()? == "agents").then(|| parent.parent().map(Path::to_path_buf).unwrap_or_default())
+    };
+    if !source.is_dir() {
+        return PathBuf::from(DEFAULT_DIR);
+    }
+    let root = agents_parent(source)
+        .or_else(|| std::fs::canonicalize(source).ok().and_then(|abs| agents_parent(&abs)))
+        .unwrap_or_default();
+    root.join(DEFAULT_DIR)
+}
+
+/// The agent folder `path` would be written into, if any: a baseline there would be packed
+/// into the agent's next bundle, and change its digests, without anyone asking for it.
+pub fn agent_folder_holding(path: &Path) -> Option<PathBuf> {
+    let parent = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    // The folder may not exist yet: judge from the nearest one that does.
+    let existing = parent.ancestors().find(|a| a.as_os_str().is_empty() || a.exists())?;
+    let start = std::fs::canonicalize(if existing.as_os_str().is_empty() { Path::new(".") } else { existing }).ok()?;
+    start.ancestors().find(|dir| crate::agent::is_agent_folder(dir)).map(Path::to_path_buf)
 }
 
 /// Approves the contracts of `ids` in the release at `from` in the baseline file `path`.

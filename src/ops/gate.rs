@@ -35,6 +35,8 @@ pub struct GateOptions {
     /// bundle passes.
     pub state: Option<PathBuf>,
     /// The approved baseline (`--baseline`): risky tools must have their approved contracts.
+    /// A folder holds one baseline per agent, `<agent name>.toml` (as `bundle baseline
+    /// snapshot` writes them), picked once the bundle's agent is known.
     pub baseline: Option<PathBuf>,
 }
 
@@ -51,6 +53,18 @@ pub enum GateError {
     Record(#[source] StateError),
     #[error(transparent)]
     Other(#[from] crate::Error),
+}
+
+impl GateError {
+    /// The error this one wraps (for telling kinds of errors apart; the message is the same).
+    pub fn wrapped(&self) -> &(dyn std::error::Error + 'static) {
+        match self {
+            GateError::Baseline(e) => e,
+            GateError::State(e) => e,
+            GateError::Record(e) => e,
+            GateError::Other(e) => e,
+        }
+    }
 }
 
 /// The baseline's findings on a release that was compared with it.
@@ -90,7 +104,11 @@ impl Gate {
     /// Reads the baseline and opens (waiting for its lock) the state file, so that a gate that
     /// cannot judge stops before the bundle is read.
     pub fn open(opts: GateOptions) -> Result<Gate, GateError> {
-        let baseline = opts.baseline.as_deref().map(baseline::read).transpose()?;
+        // A folder of baselines is read once the agent is known; it must exist now.
+        let baseline = match opts.baseline.as_deref() {
+            Some(dir) if dir.is_dir() => None,
+            other => other.map(baseline::read).transpose()?,
+        };
         let state = opts.state.as_deref().map(StateFile::open).transpose()?;
         Ok(Gate { opts, baseline, state })
     }
@@ -115,6 +133,7 @@ impl Gate {
             Ok(v) => v,
             Err(rejection) => return Ok(Verdict::Refused { rejection, baseline: None }),
         };
+        self.pick_baseline(&verified)?;
         let report = match self.judge_contracts(&verified, origin)? {
             Ok(report) => report,
             Err(refused) => return Ok(refused),
@@ -127,6 +146,28 @@ impl Gate {
                 .map_err(GateError::Record)?;
         }
         Ok(Verdict::Passed { verified: Box::new(verified), baseline: report })
+    }
+
+    /// With a folder of baselines, reads the verified agent's: `DIR/<agent>.toml`. A missing
+    /// one stops the gate (exit 2) naming the file it looked for.
+    fn pick_baseline(&mut self, v: &Verified) -> Result<(), GateError> {
+        let Some(dir) = self.opts.baseline.as_ref().filter(|_| self.baseline.is_none()) else { return Ok(()) };
+        let name = &v.manifest.name;
+        crate::manifest::check_agent_name(name).map_err(crate::Error::Usage)?;
+        let file = dir.join(format!("{name}.toml"));
+        if !file.is_file() {
+            let why = std::io::Error::new(
+                std::io::ErrorKind::NotFound,
+                format!(
+                    "no baseline for agent `{name}` in {}; approve its tools first with `bundle baseline snapshot`",
+                    dir.display()
+                ),
+            );
+            return Err(crate::Error::io(&file, why).into());
+        }
+        self.baseline = Some(baseline::read(&file)?);
+        self.opts.baseline = Some(file);
+        Ok(())
     }
 
     /// The release gate against the baseline, if one was given: `Err` holds the refusal.
@@ -232,5 +273,72 @@ impl Verdict {
             Verdict::Passed { verified, baseline } => VerdictReport::passed(verified, baseline.as_ref()),
             Verdict::Refused { rejection, baseline } => VerdictReport::refused(rejection, baseline.as_ref()),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::{self, Write};
+
+    use super::*;
+    use crate::bundle::verify::Sink;
+    use crate::minisign::PublicKey;
+
+    /// Counts what the gate asks of its sink.
+    #[derive(Default)]
+    struct Recorder {
+        opened: usize,
+        commits: usize,
+    }
+
+    impl Sink for Recorder {
+        fn open(&mut self, _: &str, _: bool) -> io::Result<Box<dyn Write + '_>> {
+            self.opened += 1;
+            Ok(Box::new(io::sink()))
+        }
+        fn commit(&mut self) -> crate::Result<()> {
+            self.commits += 1;
+            Ok(())
+        }
+    }
+
+    fn options(state: Option<PathBuf>) -> GateOptions {
+        let key = PublicKey::from_text(include_str!("../../testdata/keys/test.pub")).expect("test key");
+        GateOptions {
+            keys: TrustedKeys::from_keys([key]),
+            name: None,
+            min_version: None,
+            now: Timestamp::parse("2026-01-01T00:00:00Z").expect("a timestamp"),
+            state,
+            baseline: None,
+        }
+    }
+
+    fn run(case: &str, state: Option<PathBuf>, sink: &mut Recorder) -> Verdict {
+        let path = PathBuf::from(format!("testdata/hostile/{case}.agent.bundle"));
+        let bytes = std::fs::read(&path).expect("the hostile corpus");
+        gate(&bytes[..], &path, options(state), sink).expect("the gate judges")
+    }
+
+    /// The contract a consumer (unpack, a registry pull) relies on: the sink is committed once,
+    /// only for a bundle that passed, and only then is the state recorded.
+    #[test]
+    fn the_sink_is_committed_and_the_state_recorded_only_when_the_bundle_passes() {
+        let dir = tempfile::tempdir().expect("a temp dir");
+        let state = dir.path().join("state.json");
+
+        let mut sink = Recorder::default();
+        let refused = run("digest_mismatch-prompt-replaced", Some(state.clone()), &mut sink);
+        assert!(matches!(&refused, Verdict::Refused { rejection, .. } if rejection.reason == Reason::DigestMismatch));
+        assert_eq!(sink.commits, 0);
+        assert!(sink.opened > 0, "entries streamed into the sink before the refusal");
+        assert!(!state.exists(), "a refused bundle is not recorded");
+
+        let mut sink = Recorder::default();
+        let passed = run("ok", Some(state.clone()), &mut sink);
+        assert!(matches!(passed, Verdict::Passed { .. }));
+        assert_eq!(sink.commits, 1);
+        let text = std::fs::read_to_string(&state).expect("the state file");
+        assert!(text.contains("\"hostile\""), "{text}");
     }
 }

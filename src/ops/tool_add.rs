@@ -42,8 +42,8 @@ pub struct NewTool {
 }
 
 impl NewTool {
-    /// The tools.json entry, keys in the order docs/TOOLS.md lists them. Secrets named by a
-    /// `${secret:<id>}` header placeholder are added to `secrets` when missing.
+    /// The tools.json entry, keys in the order docs/book/src/reference/tools-json.md lists them.
+    /// Secrets named by a `${secret:<id>}` header placeholder are added to `secrets` when missing.
     pub fn to_json(&self) -> Value {
         let mut secrets = self.secrets.clone();
         let transport = match &self.transport {

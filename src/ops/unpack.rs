@@ -3,13 +3,20 @@
 //! whole bundle has passed the gate is the temp folder renamed into place. A rejected
 //! bundle leaves nothing behind.
 //!
+//! With `replace`, an existing target is swapped for the new tree in one step once the bundle
+//! has passed: on Linux `renameat2(RENAME_EXCHANGE)` exchanges the two folders atomically, so a
+//! reader of the target path sees the old tree or the new one, never a mix, and never nothing;
+//! elsewhere (or on a file system without exchange) the old folder is renamed aside and the new
+//! one renamed into place, leaving only a moment with no folder at all. The old tree is removed
+//! after the swap. A refused bundle leaves the old folder as it was.
+//!
 //! An unpack killed outright (SIGKILL, power loss) cannot remove its temp folder. While an
 //! unpack runs it holds a lock on its temp folder; the next unpack into the same parent removes
 //! temp folders that nobody holds and that have not been touched for
 //! [`atomic::STALE_AFTER`](crate::atomic::STALE_AFTER).
 
 use std::fs::{self, File, OpenOptions};
-use std::io::{self, BufReader, Write};
+use std::io::{self, BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 
 use tempfile::TempDir;
@@ -18,11 +25,13 @@ use crate::bundle::verify::Sink;
 use crate::error::{Error, Result};
 use crate::ops::gate::{Gate, GateError, Verdict};
 
-/// Writes entries into the staging folder; [`Sink::commit`] renames it to the target.
+/// Writes entries into the staging folder; [`Sink::commit`] renames it to the target (or
+/// swaps it with the target, with `replace`).
 struct FolderSink {
     staging: Option<TempDir>,
     root: PathBuf,
     dest: PathBuf,
+    replace: bool,
 }
 
 impl Sink for FolderSink {
@@ -49,20 +58,63 @@ impl Sink for FolderSink {
     fn commit(&mut self) -> Result<()> {
         let Some(staging) = self.staging.take() else { return Ok(()) };
         let kept = staging.keep();
-        fs::rename(&kept, &self.dest).map_err(|e| {
-            let _ = fs::remove_dir_all(&kept);
-            Error::io(&self.dest, e)
-        })?;
+        // The folder's final mode before it is in place, so that no reader meets the temp
+        // folder's 0700.
         #[cfg(unix)]
         {
             use std::os::unix::fs::PermissionsExt;
-            fs::set_permissions(&self.dest, fs::Permissions::from_mode(0o755)).map_err(|e| Error::io(&self.dest, e))?;
+            fs::set_permissions(&kept, fs::Permissions::from_mode(0o755)).map_err(|e| {
+                let _ = fs::remove_dir_all(&kept);
+                Error::io(&self.dest, e)
+            })?;
         }
+        let placed = if self.replace && fs::symlink_metadata(&self.dest).is_ok() {
+            swap(&kept, &self.dest)
+        } else {
+            fs::rename(&kept, &self.dest)
+        };
+        placed.map_err(|e| {
+            let _ = fs::remove_dir_all(&kept);
+            Error::io(&self.dest, e)
+        })?;
         Ok(())
     }
 }
 
 const STAGING_PREFIX: &str = ".bundle-unpack.";
+/// Where the fallback swap puts the old tree for a moment. Not a staging prefix: a killed
+/// unpack may leave the only copy of the old tree here, which must not be cleaned up unasked.
+const ASIDE_PREFIX: &str = ".bundle-unpack-old.";
+
+/// Puts the tree at `new` in place of the folder `dest`, then removes the old tree (which ends
+/// up at `new`'s path or aside). A reader of `dest` sees the old tree or the new one.
+fn swap(new: &Path, dest: &Path) -> io::Result<()> {
+    #[cfg(target_os = "linux")]
+    {
+        use rustix::fs::{CWD, RenameFlags, renameat_with};
+        match renameat_with(CWD, new, CWD, dest, RenameFlags::EXCHANGE) {
+            Ok(()) => {
+                // `new` now names the old tree.
+                let _ = fs::remove_dir_all(new);
+                return Ok(());
+            }
+            // A file system or kernel without RENAME_EXCHANGE: rename aside instead.
+            Err(e) if e == rustix::io::Errno::INVAL || e == rustix::io::Errno::NOSYS => {}
+            Err(e) => return Err(e.into()),
+        }
+    }
+    let parent = new.parent().unwrap_or(Path::new("."));
+    let aside = tempfile::Builder::new().prefix(ASIDE_PREFIX).tempdir_in(parent)?.keep();
+    fs::remove_dir(&aside)?;
+    fs::rename(dest, &aside)?;
+    if let Err(e) = fs::rename(new, dest) {
+        // Put the old tree back rather than leave nothing.
+        let _ = fs::rename(&aside, dest);
+        return Err(e);
+    }
+    let _ = fs::remove_dir_all(&aside);
+    Ok(())
+}
 
 /// Removes staging folders of killed unpacks in `parent` (best effort): folders named
 /// `.bundle-unpack.*`, not links, unlocked, untouched for a while.
@@ -86,18 +138,72 @@ fn remove_stale_staging(parent: &Path) {
     }
 }
 
-/// Runs the deployment gate over `bundle`, extracting it into `dest` (which must not exist)
-/// only if it passes. On any other outcome nothing is left behind: neither the staging folder
-/// nor the parent folders this created.
-pub fn unpack(bundle: &Path, dest: &Path, gate: Gate) -> Result<Verdict, GateError> {
-    if dest.exists() {
-        return Err(Error::Usage(format!("{} already exists; unpack creates a new folder", dest.display())).into());
+/// Runs the deployment gate over `bundle`, extracting it into `dest` only if it passes. `dest`
+/// must not exist, unless `replace`: then an existing folder is swapped for the new tree (see
+/// the module docs). On any other outcome nothing is left behind: neither the staging folder
+/// nor the parent folders this created, and a replaced folder is untouched.
+pub fn unpack(bundle: &Path, dest: &Path, gate: Gate, replace: bool) -> Result<Verdict, GateError> {
+    check_dest(dest, replace)?;
+    let file = File::open(bundle).map_err(|e| Error::io(bundle, e))?;
+    stage_and_run(BufReader::with_capacity(1 << 20, file), bundle, dest, gate, replace)
+}
+
+/// `dest` must not exist, or with `replace` be a folder of its own.
+fn check_dest(dest: &Path, replace: bool) -> Result<(), GateError> {
+    if replace && dest.file_name().is_none() {
+        return Err(Error::Usage(format!(
+            "{} names no folder of its own; --replace needs the path of the folder to swap",
+            dest.display()
+        ))
+        .into());
     }
+    match fs::symlink_metadata(dest) {
+        Err(_) => {}
+        Ok(_) if !replace => {
+            return Err(Error::Usage(format!(
+                "{} already exists; unpack creates a new folder (add --replace to redeploy over it)",
+                dest.display()
+            ))
+            .into());
+        }
+        Ok(meta) if !meta.is_dir() => {
+            return Err(Error::Usage(format!(
+                "{} is not a folder{}; --replace swaps a folder for the new tree",
+                dest.display(),
+                if meta.file_type().is_symlink() { " (a symbolic link)" } else { "" }
+            ))
+            .into());
+        }
+        Ok(_) => {}
+    }
+    Ok(())
+}
+
+/// [`unpack`] from a stream of bundle bytes (a registry layer); `origin` names it in messages.
+/// The gate passes only a stream it read to its end, so a layer's digest, checked at its end
+/// by [`crate::oci::CheckedReader`], is checked before the folder is renamed into place.
+pub fn unpack_from(
+    input: impl BufRead,
+    origin: &Path,
+    dest: &Path,
+    gate: Gate,
+    replace: bool,
+) -> Result<Verdict, GateError> {
+    check_dest(dest, replace)?;
+    stage_and_run(input, origin, dest, gate, replace)
+}
+
+fn stage_and_run(
+    input: impl BufRead,
+    origin: &Path,
+    dest: &Path,
+    gate: Gate,
+    replace: bool,
+) -> Result<Verdict, GateError> {
     let parent = match dest.parent() {
         Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
         _ => PathBuf::from("."),
     };
-    let file = File::open(bundle).map_err(|e| Error::io(bundle, e))?;
     // Missing parent folders (a deploy job's `deploy/<name>`) are created, and removed again
     // if the bundle is rejected, so that a rejection still leaves nothing behind.
     let created = parent.ancestors().take_while(|a| !a.as_os_str().is_empty() && !a.exists()).count();
@@ -122,8 +228,8 @@ pub fn unpack(bundle: &Path, dest: &Path, gate: Gate) -> Result<Verdict, GateErr
         }
     };
     let root = staging.path().to_path_buf();
-    let mut sink = FolderSink { staging: Some(staging), root, dest: dest.to_path_buf() };
-    let verdict = gate.run(BufReader::with_capacity(1 << 20, file), bundle, &mut sink);
+    let mut sink = FolderSink { staging: Some(staging), root, dest: dest.to_path_buf(), replace };
+    let verdict = gate.run(input, origin, &mut sink);
     if sink.staging.is_some() {
         // Not committed: dropping the staging folder removes everything written so far.
         drop(sink);

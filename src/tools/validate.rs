@@ -1,5 +1,5 @@
-//! Every rule of tools.json version 1 (docs/TOOLS.md), checked in one pass that reports all
-//! problems instead of stopping at the first.
+//! Every rule of tools.json version 1 (docs/book/src/reference/tools-json.md), checked in one pass
+//! that reports all problems instead of stopping at the first.
 
 use std::collections::HashMap;
 

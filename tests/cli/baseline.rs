@@ -155,7 +155,8 @@ fn new_tools_reject_unless_read_only_and_removed_tools_are_noted() {
     env.copy("agents/mailer", "v1");
     pack(&env, "v1", "v1.agent.bundle");
     env.run(&["baseline", "snapshot", "v1.agent.bundle"]).expect_code(0);
-    assert!(env.path().join("approved.toml").is_file(), "default output");
+    std::fs::rename(env.path().join("baselines/mailer.toml"), env.path().join("approved.toml"))
+        .expect("default output");
 
     let v2 = env.copy("agents/mailer", "v2");
     edit_tools(&v2, |doc| {
@@ -360,4 +361,35 @@ fn unpack_with_a_baseline_rejects_contract_drift_like_verify_and_leaves_nothing(
     assert!(out.stderr.contains("tool contracts approved in approved.toml"), "{}", out.stderr);
     assert!(env.path().join("deploy/mailer/tools.json").is_file());
     assert!(std::fs::read_to_string(env.path().join("state.json")).unwrap().contains("\"mailer\""));
+}
+
+#[test]
+fn snapshot_writes_to_baselines_beside_agents_and_never_into_an_agent_folder() {
+    let env = Env::new();
+    env.copy("agents/mailer", "repo/agents/mailer");
+    let out = env.run(&["baseline", "snapshot", "repo/agents/mailer"]);
+    out.expect_code(0);
+    assert!(out.stderr.contains("wrote repo/baselines/mailer.toml"), "{}", out.stderr);
+    assert!(env.path().join("repo/baselines/mailer.toml").is_file());
+    // From inside the agent folder, the same place.
+    let inside = env.path().join("repo/agents/mailer");
+    let out = crate::support::run_in(&inside, &["baseline", "snapshot", ".", "--force"]);
+    out.expect_code(0);
+    // An agent folder not under agents/: baselines/ in the working directory.
+    env.copy("agents/mailer", "solo");
+    env.run(&["baseline", "snapshot", "solo"]).expect_code(0);
+    assert!(env.path().join("baselines/mailer.toml").is_file());
+
+    // A baseline inside an agent folder would be packed into its bundle: refused.
+    for target in ["repo/agents/mailer/approved.toml", "repo/agents/mailer/sub/dir/approved.toml"] {
+        let out = env.run(&["baseline", "snapshot", "repo/agents/mailer", "-o", target]);
+        out.expect_code(2);
+        assert!(out.stderr.contains("is inside the agent folder"), "{}", out.stderr);
+        assert!(!env.path().join(target).exists());
+    }
+    assert!(!env.path().join("repo/agents/mailer/sub").exists(), "no folder created either");
+    let out = crate::support::run_in(&env.path().join("solo"), &["baseline", "snapshot", "."]);
+    out.expect_code(2);
+    assert!(out.stderr.contains("is inside the agent folder"), "{}", out.stderr);
+    env.run(&["check", "repo/agents/mailer", "solo"]).expect_code(0);
 }

@@ -86,6 +86,24 @@ fn check_reports_all_problems_of_all_agents_at_once() {
 // (`check_human@unknown_field-tool-typo`: file, line:column, the source line, "did you mean").
 
 #[test]
+fn a_diagnostic_on_a_very_long_line_shows_a_window_around_the_span() {
+    let env = Env::new();
+    let dir = env.copy("agents/minimal", "a");
+    // Single-line JSON, as servers send it: the problem sits 330 characters in.
+    let line =
+        format!(r#"{{"version":1,"tools":[],"a":"{}","bogus":true,"c":"{}"}}"#, "x".repeat(300), "y".repeat(300));
+    std::fs::write(dir.join("tools.json"), &line).unwrap();
+    let out = env.run(&["check", "--color", "never", "a"]);
+    out.expect_code(1);
+    let column = line.find(r#""bogus""#).unwrap() + 1;
+    assert!(out.stderr.contains(&format!("a/tools.json:1:{column}")), "the real column: {}", out.stderr);
+    let shown = out.stderr.lines().find(|l| l.contains(r#""bogus":true"#)).expect("the source line is shown");
+    assert!(shown.chars().count() < 140, "a window, not the whole line: {shown}");
+    assert!(shown.contains("…x") && shown.contains("y…"), "ellipses where the line goes on: {shown}");
+    assert!(out.stderr.lines().all(|l| l.chars().count() < 140), "{}", out.stderr);
+}
+
+#[test]
 fn names_from_input_are_sanitised() {
     let env = Env::new();
     let dir = env.copy("agents/minimal", "a");
@@ -127,6 +145,22 @@ fn init_scaffolds_an_agent_that_passes_check_and_refuses_to_overwrite() {
     assert_eq!(std::fs::read_to_string(env.path().join("agents/mail-bot/tools.json")).unwrap(), "{}");
     env.run(&["init", "agents/mail-bot", "--force"]).expect_code(0);
     env.run(&["init", "x", "--name", "Bad Name"]).expect_code(2);
+}
+
+#[test]
+fn init_takes_the_first_version_and_name() {
+    let env = Env::new();
+    env.run(&["init", "agents/kb", "--version", "2.3.0-rc.1", "--name", "knowledge-base"]).expect_code(0);
+    let out = env.run(&["check", "--format", "json", "agents/kb"]);
+    out.expect_code(0);
+    assert_eq!(out.json()["agents"][0]["version"], "2.3.0-rc.1");
+    assert_eq!(out.json()["agents"][0]["name"], "knowledge-base");
+    let out = env.run(&["init", "agents/x", "--version", "1.0"]);
+    out.expect_code(2);
+    assert!(out.stderr.contains("--version"), "{}", out.stderr);
+    assert!(!env.path().join("agents/x").exists());
+    // `bundle --version` still prints the program's version.
+    assert!(env.run(&["--version"]).expect_code(0).stdout.starts_with("bundle "));
 }
 
 #[test]
