@@ -105,7 +105,8 @@ codes! {
     PinDrift => "pin_drift": "`bundle check --refresh`: a pinned URL now serves a different toolset (a warning when only formatting changed).",
     UncheckedSignature => "unchecked_signature": "`bundle export` from a bundle without `--key`: its signature was not checked (warning).",
     NotExportable => "not_exportable": "`bundle export`: the agent's tools cannot be written in the target format.",
-    LimitExceeded => "limit_exceeded": "manifest.toml, its signature or tools.json is larger than `bundle verify` accepts.",
+    LimitExceeded => "limit_exceeded": "An input is beyond a documented cap: a file larger than `bundle verify` accepts, JSON with too many values or nested too deep, a manifest with too many items.",
+    TooManyProblems => "too_many_problems": "More problems in one file than are reported (the first 100 are); fix those and check again.",
 }
 
 impl fmt::Display for Code {

@@ -9,7 +9,8 @@ use crate::fetch::Fetcher;
 use crate::manifest::{self, Manifest};
 use crate::ops::{lock, pin};
 use crate::policy::{self, Policy};
-use crate::tools;
+use crate::regular_file::{self, Links, ReadError};
+use crate::{limits, tools};
 
 /// The outcome of checking one agent folder.
 #[derive(Debug)]
@@ -70,7 +71,14 @@ pub fn display_prefix(dir: &Path) -> String {
 /// diagnostic.
 pub fn read_source(dir: &Path, prefix: &str, name: &str, required: bool, report: &mut Report) -> Option<Source> {
     let display = format!("{prefix}{name}");
-    match std::fs::read(dir.join(name)) {
+    // Each file is read under the cap `bundle verify` applies to it, never through a symlink,
+    // and never if it is a FIFO or a device (which would block or never end).
+    let limit = match name {
+        manifest::FILE_NAME => limits::MAX_MANIFEST_BYTES,
+        policy::FILE_NAME => limits::MAX_POLICY_BYTES,
+        _ => limits::MAX_JSON_BYTES,
+    };
+    match regular_file::read(&dir.join(name), limit, Links::Refuse) {
         Ok(bytes) => match crate::json::decode_utf8(&display, bytes) {
             Ok(text) => {
                 let source = Source::new(display, text);
@@ -82,7 +90,7 @@ pub fn read_source(dir: &Path, prefix: &str, name: &str, required: bool, report:
                 None
             }
         },
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+        Err(ReadError::NotFound) => {
             if required {
                 report.push(
                     Diagnostic::error(Code::MissingFile, &display, format!("the agent folder has no {name}"))
@@ -91,7 +99,29 @@ pub fn read_source(dir: &Path, prefix: &str, name: &str, required: bool, report:
             }
             None
         }
-        Err(e) => {
+        Err(ReadError::NotRegular { what }) => {
+            report.push(
+                Diagnostic::error(
+                    Code::UnsupportedFileType,
+                    &display,
+                    format!("{name} is {what}; an agent's files must be regular files"),
+                )
+                .with_help("replace it with a regular file (symbolic links are never followed)"),
+            );
+            None
+        }
+        Err(ReadError::TooLarge { limit }) => {
+            report.push(
+                Diagnostic::error(
+                    Code::LimitExceeded,
+                    &display,
+                    format!("{name} is larger than {limit} bytes, the most `bundle verify` accepts"),
+                )
+                .with_help("split the agent, or move data out of it into other files"),
+            );
+            None
+        }
+        Err(ReadError::Io(e)) => {
             report.push(Diagnostic::error(Code::IoError, &display, format!("cannot read {name}: {e}")));
             None
         }

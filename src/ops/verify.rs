@@ -8,7 +8,7 @@
 //! listed but absent, and any bytes after the tar end or the zstd frame. tools.json is
 //! validated again, against the bundle's own schema files and policy.caps.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::io::{self, BufRead, Read, Write};
 
 use serde::Serialize;
@@ -403,6 +403,8 @@ fn run(
     // Every other entry, streamed and hashed.
     let listed = manifest.entries();
     let mut seen: Vec<VerifiedFile> = Vec::with_capacity(listed.len());
+    // Membership by set: a bundle may hold a million entries.
+    let mut seen_paths: HashSet<String> = HashSet::with_capacity(listed.len());
     let mut kept: HashMap<String, Vec<u8>> = HashMap::new();
     let mut kept_total = 0;
     let mut previous: Option<String> = None;
@@ -410,7 +412,7 @@ fn run(
     while let Some(mut entry) = reader.next_entry()? {
         let path = entry.path.clone();
         let here = Some(path.as_str());
-        if path == manifest::FILE_NAME || path == SIGNATURE_ENTRY || seen.iter().any(|f| f.path == path) {
+        if path == manifest::FILE_NAME || path == SIGNATURE_ENTRY || seen_paths.contains(&path) {
             return Err(Rejection::new(Reason::DuplicateEntry, here, format!("`{path}` appears twice in the bundle")));
         }
         let Some(Some(expected)) = listed.get(path.as_str()) else {
@@ -487,6 +489,7 @@ fn run(
                 format!("`{path}` has BLAKE3 {}, the manifest says {}", hash.to_hex(), expected.blake3.to_hex()),
             ));
         }
+        seen_paths.insert(path.clone());
         seen.push(VerifiedFile {
             path: path.clone(),
             size: expected.size,
@@ -496,7 +499,7 @@ fn run(
         previous = Some(path);
     }
     for path in listed.keys() {
-        if !seen.iter().any(|f| f.path == *path) {
+        if !seen_paths.contains(*path) {
             return Err(Rejection::new(
                 Reason::MissingEntry,
                 Some(path),
@@ -651,12 +654,16 @@ fn validate_tools(kept: &HashMap<String, Vec<u8>>) -> Result<Option<ToolsFile>, 
     };
     let validated = tools::validate(&Source::new(tools::FILE_NAME, text), kept, "", &policy, &mut diags);
     if let Some(d) = diags.iter().find(|d| d.is_error()) {
-        let reason = if d.code == Code::UnsupportedVersion { Reason::UnsupportedVersion } else { Reason::InvalidTools };
         let mut r = invalid(d);
-        r.reason = reason;
+        r.reason = match d.code {
+            Code::UnsupportedVersion => Reason::UnsupportedVersion,
+            Code::LimitExceeded => Reason::LimitExceeded,
+            _ => Reason::InvalidTools,
+        };
         return Err(r);
     }
-    Ok(validated.model())
+    // Fail closed: valid by every rule but not the model would otherwise read as no tools.
+    validated.model().map_err(|why| Rejection::new(Reason::InvalidTools, here, why))
 }
 
 /// Files of a verified bundle by path, for display.

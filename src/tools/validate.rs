@@ -1,7 +1,7 @@
 //! Every rule of tools.json version 1 (docs/TOOLS.md), checked in one pass that reports all
 //! problems instead of stopping at the first.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 use serde_json::{Map, Value};
 
@@ -42,13 +42,45 @@ pub struct Validated {
     /// The document, when it had no errors.
     pub value: Option<Value>,
     pub sources: Vec<Source>,
+    /// The schema files read (paths relative to the agent folder), for `pack` to check that
+    /// `bundle verify` will hold each of them.
+    pub schema_files: Vec<String>,
 }
 
 impl Validated {
-    /// The typed model (built on demand: `check` does not need it).
-    pub fn model(self) -> Option<ToolsFile> {
-        self.value.and_then(|v| serde_json::from_value(v).ok())
+    /// The typed model (built on demand: `check` does not need it): `Ok(None)` when the file
+    /// had errors. A document that passed every rule but does not fit the model is an error,
+    /// never an empty tool list (fail closed).
+    pub fn model(self) -> Result<Option<ToolsFile>, String> {
+        self.value
+            .map(|v| {
+                serde_json::from_value(v).map_err(|e| format!("tools.json does not fit the tools.json model: {e}"))
+            })
+            .transpose()
     }
+}
+
+/// The most problems reported for one tools.json and its schema files; the rest are counted
+/// in one closing diagnostic, so a hostile file cannot make the report itself huge.
+pub const MAX_REPORTED: usize = 100;
+
+/// The closing `too_many_problems` diagnostic, when some were not reported.
+pub fn hidden_summary(file: &str, (errors, warnings): (usize, usize)) -> Option<Diagnostic> {
+    if errors + warnings == 0 {
+        return None;
+    }
+    let severity = if errors > 0 { Severity::Error } else { Severity::Warning };
+    Some(
+        Diagnostic::new(
+            severity,
+            Code::TooManyProblems,
+            file,
+            format!(
+                "{errors} more errors and {warnings} more warnings are not shown (at most {MAX_REPORTED} are reported)"
+            ),
+        )
+        .with_help("fix the problems shown and check again"),
+    )
 }
 
 /// Validates tools.json (already read as `source`) of an agent whose other files (schemas) come
@@ -62,19 +94,23 @@ pub fn validate(
     diags: &mut Vec<Diagnostic>,
 ) -> Validated {
     let before = diags.len();
-    let doc = match json::parse(source, diags) {
+    let resolver = Resolver::new(agent_files, display_dir.to_owned());
+    let doc = match json::parse_within(source, &resolver.budget, diags) {
         Ok(doc) => doc,
         Err(d) => {
             diags.push(d);
-            return Validated { value: None, sources: Vec::new() };
+            return Validated { value: None, sources: Vec::new(), schema_files: Vec::new() };
         }
     };
-    let mut checker =
-        Checker { src: source, doc: &doc, policy, diags, resolver: Resolver::new(agent_files, display_dir.to_owned()) };
+    let mut checker = Checker { src: source, doc: &doc, policy, diags, resolver, before, hidden: (0, 0) };
     checker.file();
     let sources = std::mem::take(&mut checker.resolver.sources);
+    let loaded = std::mem::take(&mut checker.resolver.loaded);
+    if let Some(d) = hidden_summary(&source.name, checker.hidden) {
+        diags.push(d);
+    }
     let clean = diags[before..].iter().all(|d| !d.is_error());
-    Validated { value: clean.then_some(doc.value), sources }
+    Validated { value: clean.then_some(doc.value), sources, schema_files: loaded }
 }
 
 struct Checker<'a> {
@@ -83,31 +119,55 @@ struct Checker<'a> {
     policy: &'a Policy,
     diags: &'a mut Vec<Diagnostic>,
     resolver: Resolver<'a>,
+    /// `diags.len()` when this check began.
+    before: usize,
+    /// Problems found after [`MAX_REPORTED`] were: (errors, warnings).
+    hidden: (usize, usize),
 }
 
 /// What the walk learned about one tool, for the checks that span several fields.
 #[derive(Default)]
 struct ToolFacts<'v> {
-    secrets: Vec<&'v str>,
-    input_properties: Option<Vec<String>>,
+    secrets: HashSet<&'v str>,
+    input_properties: Option<HashSet<String>>,
     url_templates: Vec<String>,
     headers: Vec<(String, &'v str)>,
 }
 
 impl<'a> Checker<'a> {
+    /// A problem at `path`. Once [`MAX_REPORTED`] are reported its position is not looked up:
+    /// [`Checker::emit`] only counts it.
     fn diag(&self, severity: Severity, code: Code, path: &JsonPath, on_key: bool, message: String) -> Diagnostic {
+        let d = Diagnostic::new(severity, code, &self.src.name, message).at_path(path.to_string());
+        if self.full() {
+            return d;
+        }
         let span = if on_key { self.doc.key_span(path) } else { self.doc.value_span(path) };
-        Diagnostic::new(severity, code, &self.src.name, message).at_path(path.to_string()).at_span(self.src, span)
+        d.at_span(self.src, span)
+    }
+
+    fn full(&self) -> bool {
+        self.diags.len() - self.before >= MAX_REPORTED
+    }
+
+    fn emit(&mut self, d: Diagnostic) {
+        if !self.full() {
+            self.emit(d);
+        } else if d.is_error() {
+            self.hidden.0 += 1;
+        } else {
+            self.hidden.1 += 1;
+        }
     }
 
     fn error(&mut self, code: Code, path: &JsonPath, message: String, help: impl Into<String>) {
         let d = self.diag(Severity::Error, code, path, false, message).with_help(help);
-        self.diags.push(d);
+        self.emit(d);
     }
 
     fn warning(&mut self, code: Code, path: &JsonPath, message: String, help: impl Into<String>) {
         let d = self.diag(Severity::Warning, code, path, false, message).with_help(help);
-        self.diags.push(d);
+        self.emit(d);
     }
 
     fn wrong_type(&mut self, path: &JsonPath, expected: &str, found: &Value) {
@@ -165,7 +225,7 @@ impl<'a> Checker<'a> {
             let d = self
                 .diag(Severity::Error, Code::MissingField, &path.key(key), false, format!("{what} has no `{key}`"))
                 .with_help(format!("add `\"{key}\"`: it is required"));
-            self.diags.push(d);
+            self.emit(d);
         }
         value
     }
@@ -188,7 +248,7 @@ impl<'a> Checker<'a> {
                     format!("unknown field `{key}` in {what}"),
                 )
                 .with_help(help);
-            self.diags.push(d);
+            self.emit(d);
         }
     }
 
@@ -220,7 +280,7 @@ impl<'a> Checker<'a> {
                 .with_help(format!(
                     "set `\"version\": {SUPPORTED_VERSION}` (an integer), or upgrade bundle if the file was written for a newer version"
                 ));
-            self.diags.push(d);
+            self.emit(d);
             // Fail closed: the other rules are only defined for version 1.
             return;
         }
@@ -317,15 +377,13 @@ impl<'a> Checker<'a> {
             let item = path.index(i);
             if let Err(why) = credentials::check_secret_id(secret) {
                 self.error(Code::InvalidSecret, &item, why, "name a secret id such as `runloop/mail/smtp_api_key`");
-            } else if facts.secrets.contains(&secret) {
+            } else if !facts.secrets.insert(secret) {
                 self.error(
                     Code::DuplicateSecret,
                     &item,
                     format!("secret `{secret}` is listed twice"),
                     "remove the repeated entry",
                 );
-            } else {
-                facts.secrets.push(secret);
             }
         }
     }
@@ -338,7 +396,7 @@ impl<'a> Checker<'a> {
                 let d = self
                     .diag(Severity::Error, Code::InvalidSchemaRef, &entry_path, true, why)
                     .with_help("schema ids use A-Z a-z 0-9 . _ -");
-                self.diags.push(d);
+                self.emit(d);
             }
             match entry {
                 Value::String(rel) => {
@@ -367,7 +425,7 @@ impl<'a> Checker<'a> {
         value: &Value,
         path: &JsonPath,
         refs: Option<&Map<String, Value>>,
-    ) -> Option<Vec<String>> {
+    ) -> Option<HashSet<String>> {
         if let Some(id) = schema_refs::as_schema_ref(value) {
             let ref_path = path.key("$ref");
             if let Err(why) = schema_refs::check_schema_id(id) {
@@ -377,8 +435,12 @@ impl<'a> Checker<'a> {
             return match self.resolver.resolve(id, refs, self.diags) {
                 Resolved::Schema(schema) => Some(property_names(&schema)),
                 Resolved::Missing(why) => {
-                    let d = schema_refs::unresolved(self.src, self.doc, &ref_path, id, &why);
-                    self.diags.push(d);
+                    if self.full() {
+                        self.hidden.0 += 1;
+                    } else {
+                        let d = schema_refs::unresolved(self.src, self.doc, &ref_path, id, &why);
+                        self.emit(d);
+                    }
                     None
                 }
                 Resolved::Broken => None,
@@ -398,8 +460,12 @@ impl<'a> Checker<'a> {
 
     fn inline_schema(&mut self, schema: &Value, path: &JsonPath, refs: Option<&Map<String, Value>>) {
         for (at, message) in schema_refs::meta_errors(schema, path) {
+            if self.full() {
+                self.hidden.0 += 1;
+                continue;
+            }
             let d = schema_refs::schema_diag(self.src, self.doc, &at, message);
-            self.diags.push(d);
+            self.emit(d);
         }
         let mut nested = Vec::new();
         schema_refs::nested_refs(schema, path, &mut nested);
@@ -407,8 +473,12 @@ impl<'a> Checker<'a> {
             if let Err(why) = schema_refs::check_schema_id(&id) {
                 self.error(Code::InvalidSchemaRef, &at, why, "write `\"$ref\": \"schema:<schema-id>\"`");
             } else if let Resolved::Missing(why) = self.resolver.resolve(&id, refs, self.diags) {
+                if self.full() {
+                    self.hidden.0 += 1;
+                    continue;
+                }
                 let d = schema_refs::unresolved(self.src, self.doc, &at, &id, &why);
-                self.diags.push(d);
+                self.emit(d);
             }
         }
     }
@@ -512,7 +582,7 @@ impl<'a> Checker<'a> {
     }
 
     fn capabilities(&mut self, value: &Value, path: &JsonPath, what: &str) {
-        let mut seen: Vec<&str> = Vec::new();
+        let mut seen: HashSet<&str> = HashSet::new();
         for (i, cap) in self.string_array(value, path) {
             let item = path.index(i);
             let parsed = match Capability::parse(cap) {
@@ -527,7 +597,7 @@ impl<'a> Checker<'a> {
                     continue;
                 }
             };
-            if seen.contains(&cap) {
+            if !seen.insert(cap) {
                 self.warning(
                     Code::DuplicateCapability,
                     &item,
@@ -536,7 +606,6 @@ impl<'a> Checker<'a> {
                 );
                 continue;
             }
-            seen.push(cap);
             if self.policy.grant_for(&parsed).is_none() {
                 self.error(
                     Code::CapabilityNotGranted,
@@ -632,7 +701,7 @@ impl<'a> Checker<'a> {
                 }
             };
             for p in &found {
-                if !facts.secrets.contains(&p.secret.as_str()) {
+                if !facts.secrets.contains(p.secret.as_str()) {
                     self.error(
                         Code::UnknownSecret,
                         &path,
@@ -733,7 +802,7 @@ pub fn check_url(url: &str) -> Result<Vec<String>, String> {
     }
 }
 
-fn property_names(schema: &Value) -> Vec<String> {
+fn property_names(schema: &Value) -> HashSet<String> {
     schema.get("properties").and_then(Value::as_object).map(|m| m.keys().cloned().collect()).unwrap_or_default()
 }
 
