@@ -25,3 +25,6 @@ pub const MAX_YAML_DEPTH: usize = 64;
 pub const MAX_STATE_BYTES: u64 = 16 << 20;
 /// The largest baseline file (`bundle baseline`, `verify --baseline`).
 pub const MAX_BASELINE_BYTES: u64 = 16 << 20;
+/// The largest Rune tool descriptor (one tool's YAML): YAML parsing holds every event of the
+/// document at once, so this cap is smaller than the JSON one.
+pub const MAX_RUNE_DESCRIPTOR_BYTES: u64 = 256 << 10;

@@ -25,6 +25,8 @@ pub struct AgentCheck {
     pub manifest_text: Option<std::sync::Arc<str>>,
     /// The files and their digests, when they were compared with the manifest.
     pub current: Option<lock::Current>,
+    /// The schema files tools.json's validation read (relative paths).
+    pub schema_files: Vec<String>,
 }
 
 /// The agent folders a PATH names: the folder itself when it holds manifest.toml or
@@ -187,15 +189,26 @@ pub fn check_agent_with(dir: &Path, opts: Options<'_>) -> AgentCheck {
         .unwrap_or_default();
 
     let mut tools_file = None;
+    let mut schema_files = Vec::new();
     if let Some(src) = read_source(dir, &prefix, tools::FILE_NAME, true, &mut report) {
         let validated = tools::validate(&src, &dir.to_path_buf(), &prefix, &policy, &mut diags);
         for s in &validated.sources {
             report.add_source(s);
         }
         tools_file = validated.value;
+        schema_files = validated.schema_files;
     }
     report.diagnostics.extend(diags);
-    AgentCheck { dir: dir.to_path_buf(), manifest, tools: tools_file, policy, report, manifest_text, current }
+    AgentCheck {
+        dir: dir.to_path_buf(),
+        manifest,
+        tools: tools_file,
+        policy,
+        report,
+        manifest_text,
+        current,
+        schema_files,
+    }
 }
 
 /// Checks every agent the paths name.

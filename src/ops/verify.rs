@@ -352,8 +352,11 @@ fn run(
     let manifest = parse_manifest(&manifest_bytes)?;
     *agent = Some((manifest.name.clone(), manifest.version.to_string()));
     let expected_comment = trust::trusted_comment(&manifest.name, &manifest.version.to_string());
-    if signature.trusted_comment() != expected_comment {
-        let signed_for = match trust::parse_trusted_comment(signature.trusted_comment()) {
+    // FORMAT §5.2: the two fields in either order, each exactly once, values byte for byte.
+    let signed_for = trust::parse_trusted_comment(signature.trusted_comment());
+    let matches = signed_for.as_ref().is_ok_and(|(n, v)| *n == manifest.name && *v == manifest.version.to_string());
+    if !matches {
+        let signed_for = match signed_for {
             Ok((n, v)) => format!("the signature is for {n} {v}"),
             Err(why) => why,
         };
@@ -449,11 +452,8 @@ fn run(
                 format!("`{path}` is {} bytes in the archive, the manifest says {}", entry.size, expected.size),
             ));
         }
-        // tools.json and policy.caps are always kept (within MAX_JSON_BYTES); other JSON files
-        // (schemas tools.json may reference) share MAX_JSON_TOTAL.
         let named = path == tools::FILE_NAME || path == policy::FILE_NAME;
-        let keep = entry.size <= MAX_JSON_BYTES
-            && (named || (path.ends_with(".json") && kept_total + entry.size <= MAX_JSON_TOTAL));
+        let keep = is_held(&path, entry.size, kept_total);
         let executable = entry.executable;
         let hash = {
             let out = sink
@@ -521,6 +521,29 @@ fn run(
         compressed_bytes: input.count,
         manifest_blake3,
     })
+}
+
+/// Whether an entry is held for re-validation (FORMAT §6 step 13), given the bytes of other
+/// JSON files held before it: tools.json and policy.caps always (within [`MAX_JSON_BYTES`]);
+/// other JSON files (schemas tools.json may reference) while they fit [`MAX_JSON_TOTAL`].
+pub fn is_held(path: &str, size: u64, held_total: u64) -> bool {
+    let named = path == tools::FILE_NAME || path == policy::FILE_NAME;
+    size <= MAX_JSON_BYTES && (named || (path.ends_with(".json") && held_total + size <= MAX_JSON_TOTAL))
+}
+
+/// The entries verify holds, for files in bundle order: what `pack` checks schemas against.
+pub fn held_paths<'p>(files: impl IntoIterator<Item = (&'p str, u64)>) -> HashSet<&'p str> {
+    let mut total = 0;
+    let mut held = HashSet::new();
+    for (path, size) in files {
+        if is_held(path, size, total) {
+            if path != tools::FILE_NAME && path != policy::FILE_NAME {
+                total += size;
+            }
+            held.insert(path);
+        }
+    }
+    held
 }
 
 /// Freeze and rollback: the signed expiry is not past, and the version is not older than

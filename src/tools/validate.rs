@@ -152,7 +152,7 @@ impl<'a> Checker<'a> {
 
     fn emit(&mut self, d: Diagnostic) {
         if !self.full() {
-            self.emit(d);
+            self.diags.push(d);
         } else if d.is_error() {
             self.hidden.0 += 1;
         } else {
