@@ -21,9 +21,9 @@ use std::io::{Read as _, Write};
 use std::path::Path;
 
 use agent_bundle::archive::ArchiveWriter;
+use agent_bundle::bundle::{SIGNATURE_ENTRY, UNTRUSTED_COMMENT};
 use agent_bundle::manifest;
 use agent_bundle::minisign::SecretKey;
-use agent_bundle::ops::pack::{SIGNATURE_ENTRY, UNTRUSTED_COMMENT};
 use agent_bundle::trust::trusted_comment;
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD as BASE64;

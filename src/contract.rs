@@ -5,9 +5,11 @@
 //! change visible: `bundle inspect` shows fingerprints, `bundle diff` classifies changes
 //! (`changes`), and `bundle verify --baseline` fails closed when a risky tool's contract is not
 //! the approved one. The risk class is derived here too, so that every command agrees on it.
-//! The rules are specified in docs/FORMAT.md, "Tool contracts".
+//! The rules are specified in docs/book/src/reference/format.md, "Tool contracts".
 
+pub mod baseline;
 mod changes;
+pub mod release;
 mod schema_changes;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -29,9 +31,9 @@ pub const MAX_SCHEMA_VALUES: usize = 1 << 18;
 /// back with a recursion limit of 128; the contract document adds two levels).
 pub const MAX_SCHEMA_DEPTH: usize = 100;
 
-/// The contract document of one tool (docs/FORMAT.md, "Tool contracts"). Fields that have a
-/// default in tools.json are always present here, so that `"args": []` and no `args` give the
-/// same fingerprint.
+/// The contract document of one tool (docs/book/src/reference/format.md, "Tool contracts"). Fields
+/// that have a default in tools.json are always present here, so that `"args": []` and no `args`
+/// give the same fingerprint.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ContractDoc {
@@ -242,7 +244,8 @@ fn origin(url: &str) -> String {
 }
 
 /// What a tool may do, derived from its contract. A tool can carry several flags; one without
-/// any is read-only. docs/FORMAT.md ("Risk class") gives the rules and their reasons.
+/// any is read-only. docs/book/src/reference/format.md ("Risk class") gives the rules and their
+/// reasons.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Risk {
     /// exec transport, an http method other than GET/HEAD, or a capability of a family other

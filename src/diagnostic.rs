@@ -57,12 +57,12 @@ macro_rules! codes {
 
 codes! {
     MissingFile => "missing_file": "A required file (tools.json, manifest.toml) is not in the agent folder.",
-    IoError => "io_error": "A file could not be read.",
+    IoError => "io_error": "A file could not be read (exit 2).",
     InvalidUtf8 => "invalid_utf8": "The file is not UTF-8 (or starts with a byte-order mark).",
-    InvalidJson => "invalid_json": "The file is not JSON.",
-    DuplicateKey => "duplicate_key": "The same key appears twice in one JSON object or TOML table.",
-    UnsupportedVersion => "unsupported_version": "A version this bundle does not support (tools.json `version`, manifest `[bundle] format`).",
-    UnknownField => "unknown_field": "A key the format does not define.",
+    InvalidJson => "invalid_json": "The file is not JSON (no comments, trailing commas or single quotes).",
+    DuplicateKey => "duplicate_key": "The same key appears twice in one JSON object (tools.json, and the agentcli, RAP and Rune inputs of `bundle import`) or TOML table.",
+    UnsupportedVersion => "unsupported_version": "A version this bundle does not support: tools.json `version` other than the integer 1, manifest `[bundle] format` other than 1, `[artifacts.tools] version` other than 1.",
+    UnknownField => "unknown_field": "A key the format does not define (with \"did you mean\").",
     MissingField => "missing_field": "A required key is absent.",
     WrongType => "wrong_type": "A value has the wrong JSON/TOML type.",
     InvalidId => "invalid_id": "A tool id breaks the id rules.",
@@ -82,30 +82,32 @@ codes! {
     InvalidCapability => "invalid_capability": "A capability is not of the form `family:scope`.",
     DuplicateCapability => "duplicate_capability": "A tool lists the same capability twice (warning).",
     CapabilityNotGranted => "capability_not_granted": "A tool needs a capability that policy.caps does not grant; the runtime would deny it.",
-    InvalidSecret => "invalid_secret": "A secret id breaks the secret id rules.",
+    InvalidSecret => "invalid_secret": "A secret id breaks the secret id rules (`[A-Za-z0-9._/-]`, no empty segment).",
     DuplicateSecret => "duplicate_secret": "A tool lists the same secret twice.",
     InvalidBudget => "invalid_budget": "budget.tokens is not a non-negative integer or budget.usd not a non-negative number.",
     InvalidGrant => "invalid_grant": "A policy.caps line is not a valid grant.",
     DuplicateGrant => "duplicate_grant": "policy.caps grants the same capability twice (warning).",
     InvalidToml => "invalid_toml": "manifest.toml is not TOML.",
-    InvalidName => "invalid_name": "The agent name breaks the name rules.",
+    InvalidName => "invalid_name": "The agent name breaks the name rules (1–64 of `a-z 0-9 - _`, starting with a letter).",
     InvalidVersion => "invalid_version": "The agent version is not semantic versioning.",
-    InvalidDigest => "invalid_digest": "A digest or size in manifest.toml is malformed.",
-    InvalidExpiry => "invalid_expiry": "`[bundle] expires` in manifest.toml is not an RFC 3339 date-time with an offset.",
+    InvalidDigest => "invalid_digest": "A digest (64 lowercase hex digits) or size in manifest.toml is malformed.",
+    InvalidExpiry => "invalid_expiry": "`[bundle] expires` in manifest.toml is not an RFC 3339 date-time with an offset (`\"2027-01-01T00:00:00Z\"`).",
     Expired => "expired": "`[bundle] expires` is already past: `bundle pack` refuses to sign a bundle every verifier would reject.",
     StaleDigest => "stale_digest": "manifest.toml's digests are missing or do not match the files; run `bundle lock`.",
-    UnsafePath => "unsafe_path": "A file path in the agent folder cannot be packed safely (not NFC, case collision, too long, control characters).",
+    UnsafePath => "unsafe_path": "A file path in the agent folder cannot be packed safely (not NFC, case collision, too long for ustar, control characters).",
     UnsupportedFileType => "unsupported_file_type": "A symlink, socket, device or other non-regular file is in the agent folder.",
     SecretFile => "secret_file": "A file that looks like a secret (.env, *.pem, private keys, id_*) would be packed.",
     InvalidImport => "invalid_import": "`bundle import`: the input breaks its own format's rules (the message is that format's own error text).",
     NotCarriedOver => "not_carried_over": "`bundle import`/`export`: a field or tool the target format cannot express; reported, never dropped silently (warning).",
-    RenamedTool => "renamed_tool": "`bundle import`/`export`: a tool name was changed to fit the target format's name rules (warning).",
+    RenamedTool => "renamed_tool": "`bundle import`/`export`: a tool name was changed to fit the target format's name rules, e.g. `mail.smtp_send` → `mail__smtp_send` for OpenAI (warning).",
     PinMismatch => "pin_mismatch": "A file pinned in manifest.toml `[pins]` is missing or no longer holds the pinned bytes.",
-    TlsError => "tls_error": "An https server could not be trusted (a certificate from an unknown CA, for another name, or expired) or the TLS handshake failed; nothing was fetched (exit 2). `--ca-cert` trusts a private root.",
+    TlsError => "tls_error": "An https server could not be trusted (a certificate from an unknown CA, for another name, or expired), the TLS handshake failed, or an https server redirected to plain http; nothing was fetched (exit 2). `--ca-cert` trusts a private root.",
     PinDrift => "pin_drift": "`bundle check --refresh`: a pinned URL now serves a different toolset (a warning when only formatting changed).",
-    UncheckedSignature => "unchecked_signature": "`bundle export` from a bundle without `--key`: its signature was not checked (warning).",
-    NotExportable => "not_exportable": "`bundle export`: the agent's tools cannot be written in the target format.",
-    LimitExceeded => "limit_exceeded": "An input is beyond a documented cap: a file larger than `bundle verify` accepts, JSON with too many values or nested too deep, a manifest with too many items.",
+    UncheckedSignature => "unchecked_signature": "`bundle export` from a bundle without `--key` (warning): every digest was checked, the signature was not, so anyone could have made the bundle.",
+    NotExportable => "not_exportable": "`bundle export`: the agent's tools cannot be written in the target format (e.g. RAP needs one endpoint).",
+    McpServerFailed => "mcp_server_failed": "`bundle import --from mcp --stdio`: the MCP server could not be started, did not answer within `--timeout`, exited early, or wrote something that is not the protocol (or too much of it); nothing was imported, and the server's stderr is shown (exit 2).",
+    LocalPath => "local_path": "`bundle import` (warning): a relative command was resolved to an absolute path on this machine; the runtime must have the program at that same path (`--exec-root` names where it will be).",
+    LimitExceeded => "limit_exceeded": "An input beyond a documented cap: a file larger than `bundle verify` accepts (manifest.toml 1 MiB; tools.json, policy.caps, schemas 4 MiB), JSON with more than 200 000 values or nested more than 64 deep, a manifest of more than 200 000 items; pack refuses.",
     TooManyProblems => "too_many_problems": "More problems in one file than are reported (the first 100 are); fix those and check again.",
 }
 
@@ -221,6 +223,63 @@ impl Source {
     }
 }
 
+/// How many characters of a long line a diagnostic shows around its span: servers send
+/// single-line JSON, and a 4 MiB line helps nobody.
+pub const EXCERPT_WIDTH: usize = 120;
+
+/// A window of one long source line around a span, with `…` where the line goes on.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Excerpt {
+    pub text: String,
+    /// The span, as byte offsets into `text`.
+    pub span: Range<usize>,
+    /// 0-based index of the line in the whole source.
+    pub line_index: usize,
+    /// Characters of the line before the first character of `text` that comes from it.
+    skipped: usize,
+    /// Bytes of the leading ellipsis (0 when the window starts the line).
+    lead: usize,
+}
+
+impl Excerpt {
+    /// 1-based column (in characters) in the whole line of a byte offset into `text`.
+    pub fn column(&self, byte_index: usize) -> usize {
+        let shown = self.text.get(self.lead..byte_index.max(self.lead)).map_or(0, |s| s.chars().count());
+        self.skipped + shown + 1
+    }
+}
+
+impl Source {
+    /// A window of about `width` characters around `span`, when the span's first line is
+    /// longer than that; `None` for a line short enough to show whole.
+    pub fn excerpt(&self, span: Range<usize>, width: usize) -> Option<Excerpt> {
+        let start = span.start.min(self.text.len());
+        let line_index = self.line_starts.partition_point(|&s| s <= start) - 1;
+        let line_start = self.line_starts[line_index];
+        let line_end = self.line_starts.get(line_index + 1).map_or(self.text.len(), |&next| next - 1);
+        let line = self.text.get(line_start..line_end)?;
+        let line = line.strip_suffix('\r').unwrap_or(line);
+        line.chars().nth(width)?;
+        let offsets: Vec<usize> = line.char_indices().map(|(i, _)| i).collect();
+        let byte = |c: usize| offsets.get(c).copied().unwrap_or(line.len());
+        let (from, to) = (start - line_start, span.end.clamp(start, line_start + line.len()) - line_start);
+        let (first, last) = (offsets.partition_point(|&o| o < from), offsets.partition_point(|&o| o < to));
+        let pad = width.saturating_sub(last - first) / 2;
+        let end = (first.saturating_sub(pad) + width).min(offsets.len());
+        let begin = end.saturating_sub(width);
+        let (lead, tail) = (if begin > 0 { "…" } else { "" }, if end < offsets.len() { "…" } else { "" });
+        let (b, e) = (byte(begin), byte(end));
+        let shift = |o: usize| lead.len() + o.clamp(b, e) - b;
+        Some(Excerpt {
+            text: format!("{lead}{}{tail}", &line[b..e]),
+            span: shift(from)..shift(to),
+            line_index,
+            skipped: begin,
+            lead: lead.len(),
+        })
+    }
+}
+
 /// Everything one run found, plus the sources needed to show it.
 #[derive(Debug, Default)]
 pub struct Report {
@@ -290,6 +349,17 @@ pub fn sanitize(text: &str) -> String {
     out
 }
 
+/// The closest allowed name, when it is close enough to be a likely typo.
+pub fn did_you_mean<'n>(found: &str, allowed: &[&'n str]) -> Option<&'n str> {
+    let mut best: std::collections::BTreeMap<usize, &str> = std::collections::BTreeMap::new();
+    for &name in allowed {
+        let d = strsim::damerau_levenshtein(&found.to_ascii_lowercase(), name);
+        best.entry(d).or_insert(name);
+    }
+    let (&d, &name) = best.iter().next()?;
+    (d <= (name.len() / 4).max(1) + usize::from(name.len() > 12)).then_some(name)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -301,6 +371,26 @@ mod tests {
         assert_eq!(s.line_column(3), (2, 1));
         assert_eq!(s.line_column(5), (2, 2));
         assert_eq!(s.offset_of(2, 2), 5);
+    }
+
+    #[test]
+    fn excerpt_windows_a_long_line_around_the_span() {
+        let long = format!("{{\"a\": [{}\"here\"{}]}}", "0,".repeat(500), ",1".repeat(500));
+        let source = Source::new("x.json", format!("{{\n{long}\n}}"));
+        let at = source.text.find("\"here\"").unwrap();
+        let ex = source.excerpt(at..at + 6, 40).unwrap();
+        assert_eq!(ex.line_index, 1);
+        assert_eq!(ex.text.chars().count(), 42, "40 characters and an ellipsis at each end: {}", ex.text);
+        assert!(ex.text.starts_with('…') && ex.text.ends_with('…'));
+        assert_eq!(&ex.text[ex.span.clone()], "\"here\"");
+        assert_eq!(ex.column(ex.span.start), source.line_column(at).1);
+        assert_eq!(source.excerpt(0..1, 40), None, "a short line is shown whole");
+        let start = source.excerpt(2..3, 40).unwrap();
+        assert!(!start.text.starts_with('…') && start.span == (0..1), "{start:?}");
+        let end = source.text.len() - 4;
+        let last = source.excerpt(end..end + 1, 40).unwrap();
+        assert!(last.text.starts_with('…') && !last.text.ends_with('…'), "{last:?}");
+        assert_eq!(&last.text[last.span.clone()], "]");
     }
 
     #[test]

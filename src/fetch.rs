@@ -12,6 +12,7 @@ use std::time::Duration;
 
 use ureq::tls::{Certificate, PemItem, RootCerts, TlsConfig};
 
+use crate::diagnostic::{Code, Diagnostic};
 use crate::error::{Error, Result};
 
 /// The largest document a fetch accepts.
@@ -36,6 +37,31 @@ pub enum FetchError {
     /// Anything else: no connection, a timeout, an HTTP error status, a body too large.
     #[error("cannot fetch {url}: {message}")]
     Other { url: String, message: String },
+}
+
+/// A document as fetched: the URL asked and the text the server sent.
+#[derive(Debug, Clone)]
+pub struct Fetched {
+    pub url: String,
+    pub text: String,
+}
+
+impl FetchError {
+    /// A failed fetch as a diagnostic on `file` (the URL, or the manifest that pins it):
+    /// `tls_error`, with a hint at `ca_hint` (how to trust a private root), or `io_error`. Both
+    /// stop the command with exit 2.
+    pub fn diagnostic(&self, file: &str, ca_hint: &str) -> Diagnostic {
+        match self {
+            FetchError::Tls { .. } => Diagnostic::error(Code::TlsError, file, format!("nothing was fetched: {self}"))
+                .with_help(format!(
+                    "if the server's certificate comes from a private CA, trust its root with {ca_hint}; and check that the URL names the host the certificate is for"
+                )),
+            FetchError::Downgrade { .. } => Diagnostic::error(Code::TlsError, file, format!("nothing was fetched: {self}"))
+                .with_help("fetch the toolset from an https URL that answers without leaving https (ask the server's operator to redirect to https)"),
+            FetchError::Other { .. } => Diagnostic::error(Code::IoError, file, self.to_string())
+                .with_help("check the URL and the network; the server must answer 200 with the toolset"),
+        }
+    }
 }
 
 impl Fetcher {

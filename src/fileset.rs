@@ -37,7 +37,7 @@ pub const DEFAULT_IGNORES: &[&str] = &[
     "*.pyc",
     "*.agent.bundle",
     ".*.tmp",
-    "manifest.toml.minisig",
+    crate::bundle::SIGNATURE_ENTRY,
 ];
 
 /// Names that look like secrets: refused unless explicitly allowed.

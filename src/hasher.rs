@@ -2,8 +2,8 @@
 //! entry beside decompression instead of after it. Buffers are recycled and at most
 //! [`IN_FLIGHT`] of [`CHUNK`] bytes exist at once, so memory stays bounded.
 //!
-//! Design decisions (measured on the 1 GiB bench agent, 2-core VM; see the README's
-//! Performance section):
+//! Design decisions (measured on the 1 GiB bench agent, 2-core VM; see
+//! docs/book/src/internals/performance.md):
 //! - Chunks are small (128 KiB, 1 MiB in flight): they stay in cache between the decoder that
 //!   writes them and the hasher that reads them. 1 MiB chunks cost the decoding thread about
 //!   0.1 s more in `memmove` per GiB.

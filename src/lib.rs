@@ -1,7 +1,9 @@
 //! agent-bundle: check, lock, sign, pack and verify AI agent release bundles.
 
+pub mod agent;
 pub mod archive;
 pub mod atomic;
+pub mod bundle;
 pub mod contract;
 pub mod diagnostic;
 pub mod digest;
@@ -13,6 +15,7 @@ pub mod hasher;
 pub mod json;
 pub mod limits;
 pub mod manifest;
+pub mod mcp_client;
 pub mod minisign;
 pub mod ops;
 pub mod paths;

@@ -5,8 +5,8 @@
 //! a cap on that structure, enforced while parsing. Any input within these caps is handled in
 //! bounded memory and time by every command; `pack` refuses what `verify` would refuse.
 
+pub use crate::bundle::{MAX_JSON_BYTES, MAX_JSON_TOTAL, MAX_MANIFEST_BYTES, MAX_SIGNATURE_BYTES};
 pub use crate::json::{MAX_DEPTH as MAX_JSON_DEPTH, MAX_VALUES as MAX_JSON_VALUES};
-pub use crate::ops::verify::{MAX_JSON_BYTES, MAX_JSON_TOTAL, MAX_MANIFEST_BYTES, MAX_SIGNATURE_BYTES};
 
 /// The largest policy.caps (held in memory by `bundle verify` like the JSON files).
 pub const MAX_POLICY_BYTES: u64 = MAX_JSON_BYTES;

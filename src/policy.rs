@@ -2,7 +2,7 @@
 //! requires (seed §3: "any missing grant denies the attachment outright").
 //!
 //! Format: one grant per line (`family:scope`), `#` comments, blank lines ignored. See
-//! docs/TOOLS.md for the matching rules.
+//! docs/book/src/reference/tools-json.md for the matching rules.
 
 use std::collections::HashMap;
 

@@ -19,7 +19,7 @@ use std::io::Write as _;
 
 use agent_bundle::archive::{ArchiveReader, Limits};
 use agent_bundle::minisign::PublicKey;
-use agent_bundle::ops::verify::{self, Discard, Expect, Trust};
+use agent_bundle::bundle::verify::{self, Discard, Expect, Trust};
 use agent_bundle::timestamp::Timestamp;
 use agent_bundle::trust::TrustedKeys;
 use libfuzzer_sys::fuzz_target;

@@ -23,8 +23,8 @@ use std::collections::BTreeSet;
 
 use agent_bundle::archive::ArchiveWriter;
 use agent_bundle::minisign::{PublicKey, SecretKey};
-use agent_bundle::ops::pack::{SIGNATURE_ENTRY, UNTRUSTED_COMMENT};
-use agent_bundle::ops::verify::{self, Discard, Expect, Trust};
+use agent_bundle::bundle::{SIGNATURE_ENTRY, UNTRUSTED_COMMENT};
+use agent_bundle::bundle::verify::{self, Discard, Expect, Trust};
 use agent_bundle::timestamp::Timestamp;
 use agent_bundle::trust::{TrustedKeys, trusted_comment};
 use agent_bundle::{manifest, paths};

@@ -17,7 +17,7 @@
 //! - `read.rs`: [`ArchiveReader`], a streaming, bounded-memory reader that
 //!   validates every header before handing out an entry.
 //!
-//! The byte format itself is specified in `docs/FORMAT.md`.
+//! The byte format itself is specified in `docs/book/src/reference/format.md`.
 
 use std::fmt;
 use std::io;

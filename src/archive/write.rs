@@ -42,7 +42,7 @@ const COPY_BUF: usize = 64 * 1024;
 static ZEROS: [u8; BLOCK] = [0; BLOCK];
 
 /// Streams entries into an `agent.bundle` container (see the module docs
-/// and `docs/FORMAT.md`).
+/// and `docs/book/src/reference/format.md`).
 ///
 /// After any error from [`append`](Self::append) the writer is unusable:
 /// further calls fail, and the output must be discarded.

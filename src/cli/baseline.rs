@@ -3,16 +3,16 @@
 
 use std::path::PathBuf;
 
+use agent_bundle::contract::baseline::{Approval, ApprovalAction};
 use agent_bundle::diagnostic::sanitize;
-use agent_bundle::ops::baseline::{self, Approval, ApprovalAction};
-use agent_bundle::ops::contracts;
+use agent_bundle::ops::baseline;
 
 use super::{Format, Global, Outcome, output};
 
 /// Record and update approved tool contracts (the baseline of `bundle verify --baseline`).
 #[derive(Debug, clap::Args)]
 #[command(
-    after_help = "Examples:\n  bundle baseline snapshot mailer-1.4.0.agent.bundle -o approved.toml\n  bundle baseline approve approved.toml --from mailer-1.5.0.agent.bundle mail.smtp_send\n  bundle verify mailer-1.5.0.agent.bundle --key release.pub --baseline approved.toml"
+    after_help = "Examples:\n  bundle baseline snapshot mailer-1.4.0.agent.bundle -o approved.toml\n  bundle baseline approve approved.toml \\\n      --from mailer-1.5.0.agent.bundle mail.smtp_send\n  bundle verify mailer-1.5.0.agent.bundle --key release.pub \\\n      --baseline approved.toml"
 )]
 pub struct Args {
     #[command(subcommand)]
@@ -31,14 +31,16 @@ enum Command {
 /// later drift can be explained. Exit status: 0 written, 2 usage or I/O error.
 #[derive(Debug, clap::Args)]
 #[command(
-    after_help = "Examples:\n  bundle baseline snapshot mailer-1.4.0.agent.bundle -o approved.toml\n  bundle baseline snapshot agents/mailer -o agents/mailer.approved.toml --force"
+    after_help = "Examples:\n  bundle baseline snapshot agents/mailer    # writes baselines/mailer.toml\n  bundle baseline snapshot mailer-1.4.0.agent.bundle -o approved.toml --force"
 )]
 pub struct SnapshotArgs {
     /// A bundle or an agent folder.
     source: PathBuf,
-    /// The baseline file to write.
-    #[arg(short, long, value_name = "FILE", default_value = "approved.toml")]
-    output: PathBuf,
+    /// The baseline file to write (default: baselines/<agent>.toml, with baselines/ beside the
+    /// agents/ folder that holds the agent, else in the working directory). Never inside an
+    /// agent folder: it would be packed into the bundle.
+    #[arg(short, long, value_name = "FILE")]
+    output: Option<PathBuf>,
     /// Replace the file if it exists.
     #[arg(long)]
     force: bool,
@@ -54,7 +56,7 @@ pub struct SnapshotArgs {
 /// `bundle diff`. Exit status: 0 done, 2 usage or I/O error.
 #[derive(Debug, clap::Args)]
 #[command(
-    after_help = "Examples:\n  bundle baseline approve approved.toml --from mailer-1.5.0.agent.bundle mail.smtp_send\n  bundle baseline approve approved.toml --from agents/mailer mail.smtp_send contacts.lookup"
+    after_help = "Examples:\n  bundle baseline approve approved.toml \\\n      --from mailer-1.5.0.agent.bundle mail.smtp_send\n  bundle baseline approve approved.toml --from agents/mailer \\\n      mail.smtp_send contacts.lookup"
 )]
 pub struct ApproveArgs {
     /// The baseline file to update.
@@ -92,26 +94,30 @@ fn short(fingerprint: &str) -> &str {
 }
 
 fn snapshot(args: SnapshotArgs, global: Global) -> anyhow::Result<Outcome> {
-    let agent = contracts::load(&args.source)?;
-    baseline::snapshot(&agent, &args.output, args.force)?;
+    let (agent, file) = baseline::snapshot(&args.source, args.output.as_deref(), args.force)?;
     let mut sorted: Vec<_> = agent.contracts.iter().collect();
     sorted.sort_by(|a, b| a.id().cmp(b.id()));
     match args.format {
         Format::Json => output::print_json(&output::sanitize_json(serde_json::json!({
             "ok": true,
-            "file": args.output.display().to_string(),
+            "file": file.display().to_string(),
             "agent": {"name": agent.name, "version": agent.version},
             "tools": sorted.iter().map(|c| serde_json::json!({
                 "id": c.id(), "fingerprint": c.fingerprint, "risk": c.risk,
             })).collect::<Vec<_>>(),
         })))?,
-        _ => {
+        Format::Github => output::notice(
+            Some(&file.display().to_string()),
+            "baseline written",
+            &format!("{} tools approved from {}", sorted.len(), sanitize(&agent.label())),
+        )?,
+        Format::Human => {
             let n = sorted.len();
             output::status(
                 global,
                 &format!(
                     "wrote {}: {n} tool{} approved from {}",
-                    args.output.display(),
+                    file.display(),
                     if n == 1 { "" } else { "s" },
                     sanitize(&agent.label())
                 ),
@@ -129,8 +135,7 @@ fn snapshot(args: SnapshotArgs, global: Global) -> anyhow::Result<Outcome> {
 }
 
 fn approve(args: ApproveArgs, global: Global) -> anyhow::Result<Outcome> {
-    let from = contracts::load(&args.from)?;
-    let done = baseline::approve(&args.baseline, &from, &args.tools)?;
+    let (from, done) = baseline::approve(&args.baseline, &args.from, &args.tools)?;
     match args.format {
         Format::Json => output::print_json(&output::sanitize_json(serde_json::json!({
             "ok": true,
@@ -138,7 +143,12 @@ fn approve(args: ApproveArgs, global: Global) -> anyhow::Result<Outcome> {
             "from": {"path": args.from.display().to_string(), "name": from.name, "version": from.version},
             "tools": done,
         })))?,
-        _ => {
+        Format::Github => {
+            for a in &done {
+                output::notice(Some(&args.baseline.display().to_string()), "baseline updated", &describe(a))?;
+            }
+        }
+        Format::Human => {
             for a in &done {
                 output::status(global, &format!("{}: {}", args.baseline.display(), describe(a)));
             }

@@ -1,5 +1,6 @@
 //! `bundle check [PATH]...`: validate agent folders; the pre-commit hook.
 
+use agent_bundle::agent::display_prefix;
 use agent_bundle::diagnostic::{Code, Report};
 use agent_bundle::fetch::Fetcher;
 use agent_bundle::ops::check;
@@ -8,15 +9,16 @@ use super::{Format, Global, Outcome, output};
 
 /// Validate agent folders: tools.json, policy.caps, manifest.toml and its digests.
 ///
-/// A PATH is an agent folder (it holds manifest.toml) or a folder whose agents/*/ are checked.
+/// A PATH is an agent folder (it holds manifest.toml) or a folder of agent folders: every agent
+/// below it is checked (below its agents/ when it has one), at any depth, in sorted order.
 /// Exit status: 0 clean (warnings allowed), 1 problems found, 2 usage or I/O error.
 #[derive(Debug, clap::Args)]
 #[command(
-    after_help = "Examples:\n  bundle check                 # the agent in ., or every agents/*/\n  bundle check agents/mailer\n  bundle check --refresh agents/github   # also fetch pinned toolsets and report drift\n  bundle check --refresh --ca-cert corp-root.pem agents/internal   # a private CA's server\n  bundle check --format json . | jq '.diagnostics[].code'"
+    after_help = "Examples:\n  bundle check                 # the agent in ., or every agent in agents/\n  bundle check agents/mailer\n  bundle check agents/team-a      # every agent below it\n  bundle check --refresh agents/github   # also fetch pinned toolsets\n  bundle check --refresh --ca-cert corp-root.pem agents/internal\n  bundle check --format json . | jq '.diagnostics[].code'"
 )]
 pub struct Args {
     #[command(flatten)]
-    pub(super) targets: super::Targets,
+    pub(super) targets: super::args::Targets,
 
     /// Also fetch every URL pinned in manifest.toml `[pins]` and report drift from the pinned
     /// copy (`pin_drift`). Uses the network; without it check never does.
@@ -32,7 +34,8 @@ pub struct Args {
 pub fn run(args: Args, global: Global) -> anyhow::Result<Outcome> {
     let paths = args.targets.paths();
     let fetcher = if args.refresh { Some(Fetcher::new(&args.ca_cert)?) } else { None };
-    let checks = check::check_paths(&paths, check::Options { digests: true, refresh: fetcher.as_ref() })?;
+    let checks =
+        check::check_paths(&paths, agent_bundle::agent::CheckOptions { digests: true, refresh: fetcher.as_ref() })?;
     let mut all = Report::default();
     let mut agents = Vec::new();
     for c in checks {
@@ -51,13 +54,24 @@ pub fn run(args: Args, global: Global) -> anyhow::Result<Outcome> {
 /// Exit status for a report: I/O and TLS problems are errors of the run (2), others
 /// rejections (1).
 pub fn outcome(report: &Report) -> Outcome {
-    if report.diagnostics.iter().any(|d| matches!(d.code, Code::IoError | Code::TlsError)) {
+    if report.diagnostics.iter().any(|d| matches!(d.code, Code::IoError | Code::TlsError | Code::McpServerFailed)) {
         Outcome::Failed
     } else if report.has_errors() {
         Outcome::Rejected
     } else {
         Outcome::Ok
     }
+}
+
+/// The JSON document of a report (what `render` prints for `--format json`).
+pub fn report_json(report: &Report, agents: Vec<serde_json::Value>) -> serde_json::Value {
+    serde_json::json!({
+        "ok": !report.has_errors(),
+        "errors": report.errors(),
+        "warnings": report.warnings(),
+        "agents": agents,
+        "diagnostics": report.diagnostics.iter().map(output::json_diagnostic).collect::<Vec<_>>(),
+    })
 }
 
 pub fn render(
@@ -68,14 +82,20 @@ pub fn render(
     verb: &str,
 ) -> std::io::Result<()> {
     match format {
-        Format::Json => output::print_json(&serde_json::json!({
-            "ok": !report.has_errors(),
-            "errors": report.errors(),
-            "warnings": report.warnings(),
-            "agents": agents,
-            "diagnostics": report.diagnostics.iter().map(output::json_diagnostic).collect::<Vec<_>>(),
-        })),
-        Format::Github => output::github(report),
+        Format::Json => output::print_json(&report_json(report, agents)),
+        Format::Github => {
+            output::github(report)?;
+            if verb != "check" {
+                return Ok(());
+            }
+            for a in agents.iter().filter(|a| a["ok"] == true) {
+                let label: Vec<&str> = [&a["name"], &a["version"]].into_iter().filter_map(|v| v.as_str()).collect();
+                let manifest =
+                    format!("{}manifest.toml", display_prefix(std::path::Path::new(a["dir"].as_str().unwrap_or("."))));
+                output::notice(Some(&manifest), "checked", &format!("{} passes check", label.join(" ")))?;
+            }
+            Ok(())
+        }
         Format::Human => {
             output::human(report, global)?;
             let (e, w) = (report.errors(), report.warnings());

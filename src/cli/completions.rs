@@ -13,7 +13,7 @@ use super::{Cli, Outcome};
 #[command(after_help = "\
 Examples:
   bundle completions bash > ~/.local/share/bash-completion/completions/bundle
-  bundle completions zsh > ~/.zfunc/_bundle      # with fpath+=(~/.zfunc) before compinit in ~/.zshrc
+  bundle completions zsh > ~/.zfunc/_bundle   # fpath+=(~/.zfunc) in ~/.zshrc
   bundle completions fish > ~/.config/fish/completions/bundle.fish
   bundle completions powershell >> $PROFILE")]
 pub struct Args {

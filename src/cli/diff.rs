@@ -3,9 +3,9 @@
 use std::io::Write;
 use std::path::PathBuf;
 
+use agent_bundle::contract::release::AgentContracts;
 use agent_bundle::contract::{Change, Impact};
 use agent_bundle::diagnostic::sanitize;
-use agent_bundle::ops::contracts::AgentContracts;
 use agent_bundle::ops::diff::{self, AgentDiff, FailOn, Status};
 
 use super::{Format, Global, Outcome, output};
@@ -20,7 +20,7 @@ use super::{Format, Global, Outcome, output};
 /// side that is not a valid agent or bundle.
 #[derive(Debug, clap::Args)]
 #[command(
-    after_help = "Examples:\n  bundle diff mailer-1.4.0.agent.bundle agents/mailer        # what the next release changes\n  bundle diff old.agent.bundle new.agent.bundle --fail-on widening,breaking\n  bundle diff old.agent.bundle new.agent.bundle --format json | jq '.summary'"
+    after_help = "Examples:\n  bundle diff mailer-1.4.0.agent.bundle agents/mailer   # the next release\n  bundle diff old.agent.bundle new.agent.bundle --fail-on widening,breaking\n  bundle diff old.agent.bundle new.agent.bundle --format json | jq '.summary'"
 )]
 pub struct Args {
     /// The old release: a bundle or an agent folder.

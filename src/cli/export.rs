@@ -2,9 +2,11 @@
 
 use std::path::PathBuf;
 
+use agent_bundle::agent;
 use agent_bundle::ops::export::{self, BundleTrust, Options, To};
 
-use super::keys::{TrustArgs, load_trust};
+use super::args::TrustArgs;
+use super::keys::load_trust;
 use super::{Format, Global, Outcome, check, output};
 
 #[derive(Debug, Clone, Copy, clap::ValueEnum)]
@@ -26,19 +28,23 @@ enum Target {
 #[derive(Debug, clap::Args)]
 #[command(after_help = "Examples:
   bundle export --to openai agents/mailer > openai-tools.json
-  bundle export --to mcp mailer-1.4.0.agent.bundle --key release.pub -o tools-list.json
-  bundle export --to rap agents/mailer --endpoint https://tools.example.com/invoke")]
+  bundle export --to mcp mailer-1.4.0.agent.bundle --key release.pub \\
+      -o tools-list.json
+  bundle export --to rap agents/mailer \\
+      --endpoint https://tools.example.com/invoke")]
 pub struct Args {
     /// The target format.
     #[arg(long, value_enum)]
     to: Target,
 
-    /// An agent folder or a .agent.bundle file.
+    /// An agent folder, a folder of agent folders (every one of them, needs -o DIR), or a
+    /// .agent.bundle file.
     #[arg(value_name = "AGENT_DIR|BUNDLE")]
     input: PathBuf,
 
-    /// Write the document here instead of stdout.
-    #[arg(short, long, value_name = "FILE")]
+    /// Write the document here instead of stdout; for a folder of agents, the folder each
+    /// agent's document goes into as <agent folder>.<format>.json (created if missing).
+    #[arg(short, long, value_name = "FILE|DIR")]
     output: Option<PathBuf>,
 
     /// RAP: the toolset name (default: the agent's name).
@@ -62,12 +68,20 @@ pub struct Args {
     pub(super) format: Format,
 }
 
-pub fn run(args: Args, global: Global) -> anyhow::Result<Outcome> {
+pub fn run(mut args: Args, global: Global) -> anyhow::Result<Outcome> {
     let to = match args.to {
         Target::Openai => To::Openai,
         Target::Rap => To::Rap,
         Target::Mcp => To::Mcp,
     };
+    if args.input.is_dir() && !agent::is_agent_folder(&args.input) {
+        let dirs = agent::find_agents(&args.input)?;
+        if let [dir] = dirs.as_slice() {
+            args.input = dir.clone();
+        } else {
+            return export_all(&args, to, dirs, global);
+        }
+    }
     let keys = if args.keys.is_empty() && args.trusted_keys.is_none() {
         None
     } else if args.input.is_dir() {
@@ -89,7 +103,7 @@ pub fn run(args: Args, global: Global) -> anyhow::Result<Outcome> {
         if args.format == Format::Human {
             output::human(&result.report, global)?;
         }
-        return super::verify::report(&opts.input, Err(rejection), args.format, global);
+        return super::verify::render_rejection(&opts.input, rejection, args.format, global);
     }
     let text = result.document.as_ref().map(|d| serde_json::to_string_pretty(d).unwrap_or_default() + "\n");
     if let (Some(text), Some(path)) = (&text, &args.output) {
@@ -104,9 +118,72 @@ pub fn run(args: Args, global: Global) -> anyhow::Result<Outcome> {
         }))?;
     } else {
         check::render(&result.report, Vec::new(), args.format, global, "export")?;
-        if let (Some(text), None) = (&text, &args.output) {
-            output::print_line(text.trim_end())?;
+        match (&text, &args.output) {
+            (Some(text), None) => output::print_line(text.trim_end())?,
+            (Some(_), Some(path)) if args.format == Format::Github => {
+                output::notice(Some(&path.display().to_string()), "exported", &format!("wrote {}", path.display()))?
+            }
+            _ => {}
         }
     }
     Ok(if result.document.is_some() { Outcome::Ok } else { check::outcome(&result.report) })
+}
+
+/// Every agent of a folder of agents, each into `-o DIR` as `<agent folder>.<format>.json`.
+fn export_all(args: &Args, to: To, dirs: Vec<PathBuf>, global: Global) -> anyhow::Result<Outcome> {
+    let Some(out_dir) = &args.output else {
+        anyhow::bail!(
+            "{} holds {} agents; say which folder their documents go into with -o DIR",
+            args.input.display(),
+            dirs.len()
+        );
+    };
+    if args.name.is_some() {
+        anyhow::bail!("--name names one toolset; export the agents one at a time to name each");
+    }
+    let format_name =
+        clap::ValueEnum::to_possible_value(&args.to).map_or_else(String::new, |v| v.get_name().to_owned());
+    let mut targets: Vec<(PathBuf, PathBuf)> = Vec::new();
+    for dir in dirs {
+        let stem = dir.file_name().map_or_else(|| "agent".into(), |n| n.to_string_lossy().into_owned());
+        let file = out_dir.join(format!("{stem}.{format_name}.json"));
+        if let Some((other, _)) = targets.iter().find(|(_, f)| *f == file) {
+            anyhow::bail!("{} and {} would both be exported to {}", other.display(), dir.display(), file.display());
+        }
+        targets.push((dir, file));
+    }
+    std::fs::create_dir_all(out_dir).map_err(|e| anyhow::anyhow!("cannot create {}: {e}", out_dir.display()))?;
+    let mut outcome = Outcome::Ok;
+    let mut results = Vec::new();
+    for (dir, file) in targets {
+        let opts = Options { to, input: dir, name: None, endpoint: args.endpoint.clone() };
+        let result = export::export(&opts, &BundleTrust::Unchecked)?;
+        if let Some(doc) = &result.document {
+            let text = serde_json::to_string_pretty(doc)? + "\n";
+            agent_bundle::atomic::write(&file, text.as_bytes(), true)?;
+        }
+        let this = if result.document.is_some() { Outcome::Ok } else { check::outcome(&result.report) };
+        outcome = outcome.worst(this);
+        match args.format {
+            Format::Json => results.push(serde_json::json!({
+                "ok": result.document.is_some(),
+                "input": opts.input.display().to_string(),
+                "output": result.document.is_some().then(|| file.display().to_string()),
+                "diagnostics": result.report.diagnostics.iter().map(output::json_diagnostic).collect::<Vec<_>>(),
+            })),
+            _ => {
+                check::render(&result.report, Vec::new(), args.format, global, "export")?;
+                let wrote = format!("{}: wrote {}", opts.input.display(), file.display());
+                match (result.document.is_some(), args.format) {
+                    (true, Format::Github) => output::notice(Some(&file.display().to_string()), "exported", &wrote)?,
+                    (true, _) => output::status(global, &wrote),
+                    (false, _) => {}
+                }
+            }
+        }
+    }
+    if args.format == Format::Json {
+        output::print_json(&serde_json::json!({"ok": outcome == Outcome::Ok, "results": results}))?;
+    }
+    Ok(outcome)
 }

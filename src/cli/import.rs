@@ -1,7 +1,11 @@
-//! `bundle import --from agentcli|rap|rune INPUT`: another system's tool manifest as tools.json.
+//! `bundle import --from agentcli|rap|rune|openai|mcp INPUT`: another system's tool manifest
+//! as tools.json.
 
 use std::path::PathBuf;
+use std::time::Duration;
 
+use agent_bundle::formats::Reach;
+use agent_bundle::mcp_client::{Limits, Server};
 use agent_bundle::ops::import::{self, From, Options};
 
 use super::{Format, Global, Outcome, check, output};
@@ -14,6 +18,10 @@ enum Source {
     Rap,
     /// Rune tool descriptors: an agent folder with tools/*.yaml, or the tools/ folder.
     Rune,
+    /// OpenAI function tools (Chat Completions, Responses or legacy form); needs --http or --exec.
+    Openai,
+    /// MCP tools: a tools/list response file, or a live server with --stdio; needs --http or --exec.
+    Mcp,
 }
 
 /// Convert another system's tool manifest to tools.json version 1.
@@ -24,20 +32,54 @@ enum Source {
 #[derive(Debug, clap::Args)]
 #[command(after_help = "Examples:
   bundle import --from agentcli tools/agentcli.json -o agents/clock/tools.json
-  bundle import --from agentcli manifest.json --exec-root /opt/clock   # where ./tools/bin/ lives
+  bundle import --from agentcli manifest.json --exec-root /opt/clock
   bundle import --from rap github-tools.json
   bundle import --from rap http://127.0.0.1:8080 http://127.0.0.1:8081
-  bundle import --from rap https://tools.example.com --pin -o agents/gh/tools.json
-  bundle import --from rap https://rap.corp.internal --ca-cert corp-root.pem   # private CA
-  bundle import --from rune path/to/rune-agent")]
+  bundle import --from rap https://tools.example.com --pin \\
+      -o agents/gh/tools.json
+  bundle import --from rap https://rap.corp.internal --ca-cert corp-root.pem
+  bundle import --from rune path/to/rune-agent
+  bundle import --from openai fns.json --http POST https://fn.example/{tool}
+  bundle import --from mcp tools-list.json --exec /opt/bin/call --arg {tool}
+  bundle import --from mcp --stdio --exec /opt/bin/mcp-call --arg {tool} \\
+      -o agents/clock/tools.json --force --grant -- mcp-server-time")]
 pub struct Args {
     /// The input format.
     #[arg(long, value_enum)]
     from: Source,
 
-    /// The manifest file, RAP files or URLs, or the Rune agent folder.
+    /// The manifest file, RAP files or URLs, the Rune agent folder; with --stdio, the MCP
+    /// server's command and its arguments (after `--`).
     #[arg(value_name = "INPUT", required = true)]
     inputs: Vec<String>,
+
+    /// MCP: start INPUT... as an MCP server (stdio transport), list its tools, stop it.
+    #[arg(long)]
+    stdio: bool,
+
+    /// --stdio: give up on a server that has not listed its tools after this many seconds.
+    #[arg(long, value_name = "SECS", default_value_t = 30, requires = "stdio",
+          value_parser = clap::value_parser!(u64).range(1..=3600))]
+    timeout: u64,
+
+    /// OpenAI, MCP: reach every tool over http with this method and URL (`{tool}` in the URL
+    /// is replaced by the tool's id); the tools need `net:<host>` (see --grant).
+    #[arg(long, num_args = 2, value_names = ["METHOD", "URL"], conflicts_with = "exec")]
+    http: Option<Vec<String>>,
+
+    /// OpenAI, MCP: reach every tool by running this program (an absolute path; `{tool}` is
+    /// replaced by the tool's id).
+    #[arg(long, value_name = "PATH")]
+    exec: Option<PathBuf>,
+
+    /// --exec: an argument for the program (repeatable; `{tool}` is replaced by the tool's id).
+    #[arg(long = "arg", value_name = "A", requires = "exec", allow_hyphen_values = true)]
+    exec_args: Vec<String>,
+
+    /// -o AGENT_DIR/tools.json: also add the capabilities the tools need to policy.caps (the
+    /// manifest is relocked either way).
+    #[arg(long, requires = "output")]
+    grant: bool,
 
     /// Write tools.json here instead of stdout (an existing file needs --force).
     #[arg(short, long, value_name = "FILE")]
@@ -58,8 +100,9 @@ pub struct Args {
     #[arg(long, value_name = "PEM")]
     ca_cert: Vec<PathBuf>,
 
-    /// agentcli: the folder relative `./tools/bin/` commands resolve against (default: the
-    /// manifest's folder); commands are written as absolute paths.
+    /// agentcli, Rune: the folder relative commands resolve against where the agent runs
+    /// (default: the input's folder, with a `local_path` warning); commands are written as
+    /// absolute paths.
     #[arg(long, value_name = "DIR")]
     exec_root: Option<PathBuf>,
 
@@ -73,6 +116,8 @@ pub fn run(args: Args, global: Global) -> anyhow::Result<Outcome> {
         Source::Agentcli => From::Agentcli,
         Source::Rap => From::Rap,
         Source::Rune => From::Rune,
+        Source::Openai => From::Openai,
+        Source::Mcp => From::Mcp,
     };
     if let Some(o) = &args.output
         && o.exists()
@@ -86,18 +131,48 @@ pub fn run(args: Args, global: Global) -> anyhow::Result<Outcome> {
     if args.pin && (!matches!(args.from, Source::Rap) || !args.inputs.iter().all(|i| import::is_url(i))) {
         anyhow::bail!("--pin pins RAP toolsets fetched from URLs: use --from rap with http:// or https:// inputs");
     }
-    let result =
-        import::import(&Options { from, inputs: args.inputs, exec_root: args.exec_root, ca_certs: args.ca_cert })?;
+    if args.stdio && !matches!(args.from, Source::Mcp) {
+        anyhow::bail!("--stdio starts an MCP server: use it with --from mcp");
+    }
+    let foreign = matches!(args.from, Source::Openai | Source::Mcp);
+    if !foreign && (args.http.is_some() || args.exec.is_some()) {
+        anyhow::bail!(
+            "--http and --exec give OpenAI and MCP tools a transport; the other formats say how a tool is reached"
+        );
+    }
+    if foreign && args.exec_root.is_some() {
+        anyhow::bail!("--exec-root resolves agentcli and Rune commands; give OpenAI and MCP tools --exec PATH instead");
+    }
+    let reach = match (&args.http, &args.exec) {
+        (Some(h), _) => Some(Reach::Http { method: h[0].to_ascii_uppercase(), url: h[1].clone() }),
+        (None, Some(p)) if !p.is_absolute() => anyhow::bail!(
+            "--exec {}: give the absolute path the runtime will run (tools.json exec commands are absolute)",
+            p.display()
+        ),
+        (None, Some(p)) => Some(Reach::Exec { command: p.display().to_string(), args: args.exec_args.clone() }),
+        (None, None) => None,
+    };
+    let server = args.stdio.then(|| Server { program: args.inputs[0].clone(), args: args.inputs[1..].to_vec() });
+    let opts = Options {
+        exec_root: args.exec_root,
+        ca_certs: args.ca_cert,
+        reach,
+        server,
+        limits: Limits { timeout: Duration::from_secs(args.timeout), ..Limits::default() },
+        ..Options::new(from, args.inputs)
+    };
+    let result = import::import(&opts)?;
     let mut pinned = Vec::new();
-    if let (Some(text), Some(path)) = (&result.text, &args.output) {
+    let mut installed = None;
+    if let (Some(text), Some(tools), Some(path)) = (&result.text, &result.tools, &args.output) {
         if args.pin {
             let agent_dir = match path.parent() {
                 Some(p) if !p.as_os_str().is_empty() => p,
                 _ => std::path::Path::new("."),
             };
-            pinned = agent_bundle::ops::pin::pin(agent_dir, &result.fetched)?;
+            pinned = agent_bundle::agent::pins::pin(agent_dir, &result.fetched)?;
         }
-        agent_bundle::atomic::write(path, text.as_bytes(), true)?;
+        installed = Some(import::install(path, text, tools, args.grant)?);
     }
     let tools = result.tools.as_ref().map_or(0, |t| t.tools.len());
     if args.format == Format::Json {
@@ -106,20 +181,29 @@ pub fn run(args: Args, global: Global) -> anyhow::Result<Outcome> {
             "tools": tools,
             "output": args.output.as_ref().map(|p| p.display().to_string()),
             "pinned": pinned,
+            "granted": installed.as_ref().map(|i| i.granted.clone()).unwrap_or_default(),
+            "ungranted": installed.as_ref().map(|i| i.ungranted.clone()).unwrap_or_default(),
+            "relocked": installed.as_ref().and_then(|i| i.lock.as_ref()).map(|l| !l.report.has_errors()),
             "document": if args.output.is_none() { result.text.as_deref().and_then(|t| serde_json::from_str(t).ok()) } else { None::<serde_json::Value> },
-            "diagnostics": result.report.diagnostics.iter().map(output::json_diagnostic).collect::<Vec<_>>(),
+            "diagnostics": result.report.diagnostics.iter().chain(installed.iter().flat_map(|i| i.lock.iter().flat_map(|l| &l.report.diagnostics))).map(output::json_diagnostic).collect::<Vec<_>>(),
         }))?;
     } else {
         check::render(&result.report, Vec::new(), args.format, global, "import")?;
         if let Some(text) = &result.text {
             match &args.output {
                 Some(p) => {
-                    output::status(
-                        global,
-                        &format!("imported {tools} tool{} into {}", if tools == 1 { "" } else { "s" }, p.display()),
-                    );
+                    let done =
+                        format!("imported {tools} tool{} into {}", if tools == 1 { "" } else { "s" }, p.display());
+                    if args.format == Format::Github {
+                        output::notice(Some(&p.display().to_string()), "imported", &done)?;
+                    } else {
+                        output::status(global, &done);
+                    }
                     for file in &pinned {
-                        output::status(global, &format!("pinned {file} in manifest.toml [pins]; run `bundle lock`"));
+                        output::status(global, &format!("pinned {file} in manifest.toml [pins]"));
+                    }
+                    if let Some(i) = &installed {
+                        render_installed(i, global)?;
                     }
                 }
                 None => output::print_line(text.trim_end())?,
@@ -131,4 +215,34 @@ pub fn run(args: Args, global: Global) -> anyhow::Result<Outcome> {
         Outcome::Ok => Outcome::Rejected,
         failed => failed,
     })
+}
+
+fn render_installed(i: &import::Installed, global: Global) -> std::io::Result<()> {
+    if let Some(policy) = &i.policy_path {
+        if !i.granted.is_empty() {
+            output::status(global, &format!("granted {} in {}", i.granted.join(", "), policy.display()));
+        }
+        if !i.ungranted.is_empty() {
+            output::status(
+                global,
+                &format!(
+                    "hint: {} does not grant {}; add --grant, or add the lines yourself, before `bundle check`",
+                    policy.display(),
+                    i.ungranted.join(", ")
+                ),
+            );
+        }
+    }
+    if let Some(lock) = &i.lock {
+        if lock.report.has_errors() {
+            output::human(&lock.report, global)?;
+            output::status(
+                global,
+                "the tools were written, but manifest.toml could not be relocked: fix the above, then run `bundle lock`",
+            );
+        } else if lock.written {
+            output::status(global, &format!("relocked {}", lock.manifest_path.display()));
+        }
+    }
+    Ok(())
 }

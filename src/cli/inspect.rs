@@ -2,12 +2,15 @@
 
 use std::fs::File;
 use std::io::{BufReader, Write};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
+use anyhow::Context;
+
+use agent_bundle::bundle::verify::{self, Discard, Expect, Trust, Verified};
+use agent_bundle::contract::release;
 use agent_bundle::contract::{Contract, ContractError};
 use agent_bundle::diagnostic::sanitize;
-use agent_bundle::ops::contracts;
-use agent_bundle::ops::verify::{self, Discard, Expect, Trust, Verified};
+use agent_bundle::ops::gate::Verdict;
 use agent_bundle::timestamp::Timestamp;
 use agent_bundle::tools::Transport;
 use agent_bundle::trust::TrustedKeys;
@@ -25,8 +28,9 @@ use super::{Format, Global, Outcome};
     after_help = "Examples:\n  bundle inspect mailer-1.4.0.agent.bundle\n  bundle inspect mailer-1.4.0.agent.bundle --key release.pub --format json"
 )]
 pub struct Args {
-    /// The bundle file.
-    bundle: PathBuf,
+    /// The bundle files, each shown in turn.
+    #[arg(value_name = "BUNDLE", required = true)]
+    bundles: Vec<PathBuf>,
     /// Check the signature against this public key (repeatable).
     #[arg(long = "key", value_name = "PUBLIC_KEY")]
     keys: Vec<PathBuf>,
@@ -42,25 +46,84 @@ pub fn run(args: Args, global: Global) -> anyhow::Result<Outcome> {
     let keys: Option<TrustedKeys> = if args.keys.is_empty() && args.trusted_keys.is_none() {
         None
     } else if args.trusted_keys.is_some() {
-        Some(load_trust(&super::keys::TrustArgs { keys: Vec::new(), trusted_keys: args.trusted_keys.clone() })?)
+        Some(load_trust(&super::args::TrustArgs { keys: Vec::new(), trusted_keys: args.trusted_keys.clone() })?)
     } else {
         Some(TrustedKeys::from_keys(args.keys.iter().map(|p| load_public_key(p)).collect::<anyhow::Result<Vec<_>>>()?))
     };
-    let file = File::open(&args.bundle).map_err(|e| anyhow::anyhow!("cannot open {}: {e}", args.bundle.display()))?;
-    let trust = keys.as_ref().map_or(Trust::Unchecked, Trust::Keys);
-    // Expiry is shown, not enforced: inspecting an expired bundle is how one finds out why.
-    match verify::verify(BufReader::new(file), trust, &Expect::default(), &mut Discard) {
-        Ok(v) => {
-            let contracts = contracts::from_verified(&v, &args.bundle).map(|a| a.contracts);
-            let now = global.now();
-            match args.format {
-                Format::Json => super::output::print_json(&json(&v, &contracts, now))?,
-                _ => human(&v, &contracts, now)?,
-            }
-            Ok(Outcome::Ok)
-        }
-        Err(r) => super::verify::report(&args.bundle, Err(r), args.format, global),
+    let keys = keys.as_ref();
+    if let [bundle] = args.bundles.as_slice() {
+        return Ok(inspect_one(bundle, keys, args.format, global, false)?.0);
     }
+    let mut outcome = Outcome::Ok;
+    let mut results = Vec::new();
+    for bundle in &args.bundles {
+        let (this, json) = match inspect_one(bundle, keys, args.format, global, true) {
+            Ok(done) => done,
+            // One bundle that cannot be read does not stop the others from being shown.
+            Err(e) => {
+                match args.format {
+                    Format::Json => {}
+                    Format::Github => super::output::github_error(&e),
+                    Format::Human => super::output::print_error(global, &e),
+                }
+                let code = super::output::error_code(&e);
+                (Outcome::Failed, Some(super::output::error_json(code, &e.to_string(), &[])))
+            }
+        };
+        outcome = outcome.worst(this);
+        if let Some(mut json) = json {
+            json["bundle"] = bundle.display().to_string().into();
+            results.push(json);
+        }
+    }
+    if args.format == Format::Json {
+        super::output::print_json(&serde_json::json!({"ok": outcome == Outcome::Ok, "results": results}))?;
+    }
+    Ok(outcome)
+}
+
+/// Shows one bundle; with `collect` and `--format json`, returns its document instead of
+/// printing it.
+fn inspect_one(
+    bundle: &Path,
+    keys: Option<&TrustedKeys>,
+    format: Format,
+    global: Global,
+    collect: bool,
+) -> anyhow::Result<(Outcome, Option<serde_json::Value>)> {
+    let file = File::open(bundle).with_context(|| format!("cannot open {}", bundle.display()))?;
+    let trust = keys.map_or(Trust::Unchecked, Trust::Keys);
+    // Expiry is shown, not enforced: inspecting an expired bundle is how one finds out why.
+    let v = match verify::verify(BufReader::new(file), trust, &Expect::default(), &mut Discard) {
+        Ok(v) => v,
+        Err(rejection) if collect && format == Format::Json => {
+            let verdict = Verdict::Refused { rejection, baseline: None };
+            return Ok((super::verify::outcome_of(&verdict), Some(super::verify::verdict_json(&verdict)?)));
+        }
+        Err(r) => return Ok((super::verify::render_rejection(bundle, r, format, global)?, None)),
+    };
+    if format == Format::Human && collect {
+        println!("bundle     {}", bundle.display());
+    }
+    let contracts = release::from_verified(&v, bundle).map(|a| a.contracts);
+    let now = global.now();
+    match format {
+        Format::Json if collect => return Ok((Outcome::Ok, Some(json(&v, &contracts, now)))),
+        Format::Json => super::output::print_json(&json(&v, &contracts, now))?,
+        Format::Github => super::output::notice(
+            Some(&bundle.display().to_string()),
+            "inspected",
+            &format!(
+                "{} {}: {} files, signature {}",
+                v.manifest.name,
+                v.manifest.version,
+                v.files.len(),
+                if v.signature_checked { "checked" } else { "NOT checked (pass --key)" }
+            ),
+        )?,
+        Format::Human => human(&v, &contracts, now)?,
+    }
+    Ok((Outcome::Ok, None))
 }
 
 /// The contract of tool `index`, when contracts could be computed.

@@ -10,6 +10,8 @@ use anyhow::{Context, bail};
 use agent_bundle::minisign::{KeyError, PublicKey, SecretKey};
 use agent_bundle::trust::TrustedKeys;
 
+use super::args::TrustArgs;
+
 /// The environment variable that may hold a secret key file's text (for CI).
 pub const SIGNING_KEY_ENV: &str = "BUNDLE_SIGNING_KEY";
 
@@ -57,17 +59,6 @@ pub fn load_secret_key(args: &SecretKeyArgs) -> anyhow::Result<SecretKey> {
         KeyError::WrongPassword => anyhow::anyhow!("{origin}: wrong password"),
         other => anyhow::anyhow!("{origin}: {other}"),
     })
-}
-
-/// Options shared by commands that verify.
-#[derive(Debug, clap::Args)]
-pub struct TrustArgs {
-    /// A trusted minisign public key file (repeatable).
-    #[arg(long = "key", value_name = "PUBLIC_KEY", required_unless_present = "trusted_keys")]
-    pub keys: Vec<PathBuf>,
-    /// A file of trusted public keys, each optionally limited to agent-name patterns.
-    #[arg(long, value_name = "FILE", conflicts_with = "keys")]
-    pub trusted_keys: Option<PathBuf>,
 }
 
 pub fn load_public_key(path: &Path) -> anyhow::Result<PublicKey> {

@@ -1,7 +1,7 @@
 //! `bundle lock [PATH]...`: write current digests into manifest.toml.
 
 use agent_bundle::diagnostic::Report;
-use agent_bundle::ops::{check, lock};
+use agent_bundle::ops::lock;
 
 use super::{Format, Global, Outcome, output};
 
@@ -11,30 +11,21 @@ use super::{Format, Global, Outcome, output};
 /// in sorted order. An up-to-date manifest is not rewritten. The write is atomic.
 #[derive(Debug, clap::Args)]
 #[command(
-    after_help = "Examples:\n  bundle lock                  # the agent in ., or every agents/*/\n  bundle lock agents/mailer && git add agents/mailer/manifest.toml"
+    after_help = "Examples:\n  bundle lock                  # the agent in ., or every agent in agents/\n  bundle lock agents/mailer && git add agents/mailer/manifest.toml"
 )]
 pub struct Args {
     #[command(flatten)]
-    pub(super) targets: super::Targets,
+    pub(super) targets: super::args::Targets,
 }
 
 pub fn run(args: Args, global: Global) -> anyhow::Result<Outcome> {
-    let paths = args.targets.paths();
-    let mut dirs = Vec::new();
-    for p in &paths {
-        dirs.extend(check::find_agents(p)?);
-    }
     let mut all = Report::default();
     let mut agents = Vec::new();
-    for dir in dirs {
-        let locked = lock::lock_agent(&dir);
-        if args.targets.format == Format::Github && locked.written {
-            output::print_line(&output::github_annotation(
-                "notice",
-                Some(&locked.manifest_path.display().to_string()),
-                "locked",
-                "manifest.toml was updated; commit it",
-            ))?;
+    for locked in lock::lock_paths(&args.targets.paths())? {
+        if args.targets.format == Format::Github && !locked.report.has_errors() {
+            let message =
+                if locked.written { "manifest.toml was updated; commit it" } else { "manifest.toml is up to date" };
+            output::notice(Some(&locked.manifest_path.display().to_string()), "locked", message)?;
         }
         if args.targets.format == Format::Human {
             let ok = !locked.report.has_errors();
@@ -49,7 +40,7 @@ pub fn run(args: Args, global: Global) -> anyhow::Result<Outcome> {
             output::status(global, &format!("{}: {what}", locked.manifest_path.display()));
         }
         agents.push(serde_json::json!({
-            "dir": dir.display().to_string(),
+            "dir": locked.dir.display().to_string(),
             "manifest": locked.manifest_path.display().to_string(),
             "written": locked.written,
             "added": locked.changes.added,

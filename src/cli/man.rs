@@ -13,9 +13,9 @@ use super::{Cli, Outcome};
 #[derive(Debug, clap::Args)]
 #[command(after_help = "\
 Examples:
-  bundle man | man -l -                                    # read it now
-  bundle man > ~/.local/share/man/man1/bundle.1            # then: man bundle
-  bundle man --dir /usr/local/share/man/man1               # bundle.1, bundle-check.1, ...")]
+  bundle man | man -l -                           # read it now
+  bundle man > ~/.local/share/man/man1/bundle.1   # then: man bundle
+  bundle man --dir /usr/local/share/man/man1      # a page per command")]
 pub struct Args {
     /// Write bundle.1 and a bundle-<command>.1 page for every subcommand into DIR instead.
     #[arg(long, value_name = "DIR")]

@@ -1,6 +1,7 @@
 //! Command-line definitions (clap) and dispatch; one file per subcommand renders that
 //! command's result. Only this layer prints.
 
+mod args;
 mod baseline;
 mod check;
 mod completions;
@@ -27,11 +28,11 @@ use clap::{CommandFactory, FromArgMatches, Parser, Subcommand, ValueEnum};
 
 const AFTER_HELP: &str = "\
 Examples:
-  bundle init agents/mailer                          # scaffold an agent that passes check
-  bundle tool add agents/mailer                      # add a tool (asks on a terminal)
-  bundle check                                       # the pre-commit hook
+  bundle init agents/mailer        # scaffold an agent that passes check
+  bundle tool add agents/mailer    # add a tool (asks on a terminal)
+  bundle check                     # the pre-commit hook
   bundle pack agents/mailer --key release.key --locked   # the release step
-  bundle verify mailer-1.4.0.agent.bundle --key release.pub   # the deployment gate
+  bundle verify mailer-1.4.0.agent.bundle --key release.pub   # the gate
   bundle completions bash > ~/.local/share/bash-completion/completions/bundle
 
 Exit status: 0 success, 1 checked and rejected, 2 usage or I/O error.";
@@ -120,25 +121,6 @@ impl Command {
     }
 }
 
-/// The agent folders `check` and `lock` work on, and how they print.
-#[derive(Debug, clap::Args)]
-pub struct Targets {
-    /// Agent folders, or folders with agents/*/ (default: .)
-    #[arg(value_name = "PATH")]
-    paths: Vec<std::path::PathBuf>,
-
-    /// Output format.
-    #[arg(long, value_enum, default_value_t = Format::Human)]
-    pub format: Format,
-}
-
-impl Targets {
-    /// The paths given, or `.`.
-    pub fn paths(&self) -> Vec<std::path::PathBuf> {
-        if self.paths.is_empty() { vec![".".into()] } else { self.paths.clone() }
-    }
-}
-
 /// Global settings every command's renderer needs.
 #[derive(Debug, Clone, Copy)]
 pub struct Global {
@@ -164,6 +146,18 @@ pub enum Outcome {
     Failed,
 }
 
+impl Outcome {
+    /// The outcome of two runs together: a failure outweighs a rejection, which outweighs
+    /// success.
+    pub fn worst(self, other: Outcome) -> Outcome {
+        match (self, other) {
+            (Outcome::Failed, _) | (_, Outcome::Failed) => Outcome::Failed,
+            (Outcome::Rejected, _) | (_, Outcome::Rejected) => Outcome::Rejected,
+            _ => Outcome::Ok,
+        }
+    }
+}
+
 /// The `--color` the command line asks for, read before clap parses it so that clap's own
 /// help and usage errors follow it too (clap itself already honours `NO_COLOR`).
 fn color_from_args(args: &[std::ffi::OsString]) -> Option<clap::ColorChoice> {
@@ -186,6 +180,28 @@ fn color_from_args(args: &[std::ffi::OsString]) -> Option<clap::ColorChoice> {
     choice
 }
 
+/// The `--format` the command line asks for, read before clap parses it so that a usage error
+/// is reported in that format too (`… --format json | jq -r .code` always has a document).
+fn format_from_args(args: &[std::ffi::OsString]) -> Format {
+    let mut rest = args.iter().skip(1).map(|a| a.to_str());
+    let mut format = Format::Human;
+    while let Some(arg) = rest.next() {
+        let value = match arg {
+            Some("--") => break,
+            Some("--format") => rest.next().flatten(),
+            Some(a) => a.strip_prefix("--format="),
+            None => None,
+        };
+        format = match value {
+            Some("json") => Format::Json,
+            Some("github") => Format::Github,
+            Some("human") => Format::Human,
+            _ => format,
+        };
+    }
+    format
+}
+
 pub fn main() -> ExitCode {
     let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
     let mut command = Cli::command();
@@ -197,7 +213,24 @@ pub fn main() -> ExitCode {
         Err(e) => {
             let e = e.format(&mut command);
             let _ = e.print();
-            return ExitCode::from(if e.use_stderr() { 2 } else { 0 });
+            if !e.use_stderr() {
+                return ExitCode::SUCCESS;
+            }
+            let rendered = e.render().to_string();
+            // The first paragraph, without clap's `error: ` and usage lines.
+            let paragraph = rendered.split("\n\n").next().unwrap_or_default();
+            let message = paragraph.split_whitespace().collect::<Vec<_>>().join(" ");
+            let message = message.trim_start_matches("error: ");
+            match format_from_args(&args) {
+                Format::Json => {
+                    let _ = output::print_json(&output::error_json("usage", message, &[]));
+                }
+                Format::Github => {
+                    let _ = output::print_line(&output::github_annotation("error", None, "bundle", message));
+                }
+                Format::Human => {}
+            }
+            return ExitCode::from(2);
         }
     };
     let global = Global { color: cli.color, quiet: cli.quiet, now: cli.now };
@@ -231,10 +264,44 @@ pub fn main() -> ExitCode {
                 return ExitCode::SUCCESS;
             }
             output::print_error(global, &e);
-            if format == Format::Github {
-                output::github_error(&e);
+            match format {
+                Format::Json => output::json_error(&e),
+                Format::Github => output::github_error(&e),
+                Format::Human => {}
             }
             ExitCode::from(2)
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every command with its subcommands, depth first.
+    fn all_commands(cmd: &clap::Command) -> Vec<clap::Command> {
+        let mut out = vec![cmd.clone()];
+        for sub in cmd.get_subcommands() {
+            out.extend(all_commands(sub));
+        }
+        out
+    }
+
+    #[test]
+    fn help_examples_do_not_wrap_at_80_columns() {
+        let mut root = Cli::command().term_width(80);
+        root.build();
+        let mut wrapped = Vec::new();
+        for mut cmd in all_commands(&root) {
+            let Some(after) = cmd.get_after_help().map(|h| h.to_string()) else { continue };
+            let rendered = cmd.render_long_help().to_string();
+            let lines: Vec<&str> = rendered.lines().map(str::trim_end).collect();
+            for example in after.lines().filter(|l| l.starts_with("  ")) {
+                if !lines.contains(&example.trim_end()) {
+                    wrapped.push(format!("{}: {example}", cmd.get_name()));
+                }
+            }
+        }
+        assert!(wrapped.is_empty(), "help lines wrapped at 80 columns:\n{}", wrapped.join("\n"));
     }
 }

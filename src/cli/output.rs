@@ -3,11 +3,16 @@
 
 use std::io::{self, IsTerminal, Write};
 
+use std::collections::BTreeMap;
+use std::ops::Range;
+
 use codespan_reporting::diagnostic::{Diagnostic as Rendered, Label};
-use codespan_reporting::files::SimpleFiles;
+use codespan_reporting::files::{self, Files, SimpleFile};
 use codespan_reporting::term::{self, termcolor::ColorChoice, termcolor::StandardStream};
 
-use agent_bundle::diagnostic::{Diagnostic, Report, Severity, sanitize, sanitize_source};
+use agent_bundle::diagnostic::{
+    Diagnostic, EXCERPT_WIDTH, Excerpt, Report, Severity, Source, sanitize, sanitize_source,
+};
 
 use super::{ColorWhen, Global};
 
@@ -29,38 +34,119 @@ pub fn stderr(global: Global) -> StandardStream {
     StandardStream::stderr(color_choice(global.color, io::stderr().is_terminal()))
 }
 
-/// Prints diagnostics rustc-style on stderr (warnings too, unless quiet).
-pub fn human(report: &Report, global: Global) -> io::Result<()> {
-    let mut files = SimpleFiles::new();
-    // Only the files that diagnostics point into are prepared for display.
-    let mut ids: std::collections::BTreeMap<&str, usize> = std::collections::BTreeMap::new();
-    for d in
-        report.diagnostics.iter().filter(|d| d.span.is_some() && !(global.quiet && d.severity == Severity::Warning))
-    {
-        if let Some(source) = report.sources.get(&d.file)
-            && !ids.contains_key(d.file.as_str())
-        {
-            ids.insert(d.file.as_str(), files.add(sanitize(&source.name), sanitize_source(&source.text)));
+/// The files diagnostics point into, as shown: a whole (sanitised) file, or, for a span on a
+/// very long line (single-line JSON from a server), a window of that line.
+#[derive(Default)]
+struct Shown {
+    files: Vec<ShownFile>,
+}
+
+enum ShownFile {
+    Whole(SimpleFile<String, String>),
+    Excerpt { name: String, excerpt: Excerpt },
+}
+
+impl<'a> Files<'a> for Shown {
+    type FileId = usize;
+    type Name = &'a str;
+    type Source = &'a str;
+
+    fn name(&'a self, id: usize) -> Result<&'a str, files::Error> {
+        Ok(match self.files.get(id).ok_or(files::Error::FileMissing)? {
+            ShownFile::Whole(f) => f.name(),
+            ShownFile::Excerpt { name, .. } => name,
+        })
+    }
+
+    fn source(&'a self, id: usize) -> Result<&'a str, files::Error> {
+        Ok(match self.files.get(id).ok_or(files::Error::FileMissing)? {
+            ShownFile::Whole(f) => f.source(),
+            ShownFile::Excerpt { excerpt, .. } => &excerpt.text,
+        })
+    }
+
+    fn line_index(&'a self, id: usize, byte_index: usize) -> Result<usize, files::Error> {
+        match self.files.get(id).ok_or(files::Error::FileMissing)? {
+            ShownFile::Whole(f) => f.line_index((), byte_index),
+            ShownFile::Excerpt { excerpt, .. } => Ok(excerpt.line_index),
         }
     }
-    let config = term::Config::default();
-    let stream = stderr(global);
-    let mut out = stream.lock();
-    for d in &report.diagnostics {
+
+    fn column_number(&'a self, id: usize, line_index: usize, byte_index: usize) -> Result<usize, files::Error> {
+        match self.files.get(id).ok_or(files::Error::FileMissing)? {
+            ShownFile::Whole(f) => f.column_number((), line_index, byte_index),
+            ShownFile::Excerpt { excerpt, .. } => Ok(excerpt.column(byte_index)),
+        }
+    }
+
+    fn line_range(&'a self, id: usize, line_index: usize) -> Result<std::ops::Range<usize>, files::Error> {
+        match self.files.get(id).ok_or(files::Error::FileMissing)? {
+            ShownFile::Whole(f) => f.line_range((), line_index),
+            ShownFile::Excerpt { excerpt, .. } if line_index == excerpt.line_index => Ok(0..excerpt.text.len()),
+            ShownFile::Excerpt { excerpt, .. } => {
+                Err(files::Error::LineTooLarge { given: line_index, max: excerpt.line_index })
+            }
+        }
+    }
+}
+
+impl Shown {
+    /// The file and span a diagnostic's label points at: a window of the line when it is long,
+    /// else the whole file (prepared once per file).
+    fn place(
+        &mut self,
+        whole: &mut BTreeMap<String, usize>,
+        source: &Source,
+        span: Range<usize>,
+    ) -> (usize, Range<usize>) {
+        if let Some(mut excerpt) = source.excerpt(span.clone(), EXCERPT_WIDTH) {
+            excerpt.text = sanitize_source(&excerpt.text);
+            let span = excerpt.span.clone();
+            self.files.push(ShownFile::Excerpt { name: sanitize(&source.name), excerpt });
+            return (self.files.len() - 1, span);
+        }
+        let id = *whole.entry(source.name.clone()).or_insert_with(|| {
+            self.files.push(ShownFile::Whole(SimpleFile::new(sanitize(&source.name), sanitize_source(&source.text))));
+            self.files.len() - 1
+        });
+        (id, span)
+    }
+}
+
+/// Prints diagnostics rustc-style on stderr (warnings too, unless quiet).
+pub fn human(report: &Report, global: Global) -> io::Result<()> {
+    let mut shown = Shown::default();
+    let mut whole = BTreeMap::new();
+    let mut rendered = Vec::new();
+    for (d, repeats) in collapse_repeats(&report.diagnostics) {
         if global.quiet && d.severity == Severity::Warning {
             continue;
         }
-        let mut rendered = match d.severity {
+        let message = match repeats.len() {
+            0 => sanitize(&d.message),
+            n => format!("{} ({} times)", sanitize(&d.message), n + 1),
+        };
+        let mut diagnostic = match d.severity {
             Severity::Error => Rendered::error(),
             Severity::Warning => Rendered::warning(),
         }
         .with_code(d.code.as_str())
-        .with_message(sanitize(&d.message));
+        .with_message(message);
         let mut notes = Vec::new();
-        match (d.span.clone(), ids.get(d.file.as_str())) {
-            (Some(span), Some(&id)) => {
+        if !repeats.is_empty() {
+            let paths: Vec<String> = std::iter::once(d)
+                .chain(repeats.iter().copied())
+                .filter_map(|r| r.path.as_deref().map(sanitize))
+                .collect();
+            let at = if paths.is_empty() { String::new() } else { format!(" at {}", paths.join(", ")) };
+            notes.push(format!("in {}{at}", sanitize(&d.file)));
+        }
+        match (d.span.clone(), report.sources.get(&d.file)) {
+            _ if !repeats.is_empty() => {}
+            (Some(span), Some(source)) => {
+                let (id, span) = shown.place(&mut whole, source, span);
                 let label = Label::primary(id, span);
-                rendered = rendered.with_labels(vec![match &d.path {
+                diagnostic = diagnostic.with_labels(vec![match &d.path {
                     Some(p) => label.with_message(sanitize(p)),
                     None => label,
                 }]);
@@ -73,10 +159,36 @@ pub fn human(report: &Report, global: Global) -> io::Result<()> {
         if let Some(help) = &d.help {
             notes.push(format!("help: {}", sanitize(help)));
         }
-        rendered = rendered.with_notes(notes);
-        term::emit_to_write_style(&mut out, &config, &files, &rendered).map_err(io::Error::other)?;
+        rendered.push(diagnostic.with_notes(notes));
+    }
+    let config = term::Config::default();
+    let stream = stderr(global);
+    let mut out = stream.lock();
+    for diagnostic in &rendered {
+        term::emit_to_write_style(&mut out, &config, &shown, diagnostic).map_err(io::Error::other)?;
     }
     Ok(())
+}
+
+/// Warnings that say the same thing (code, file, message, help) about several places are shown
+/// once, with a count and the places: each one first seen, with the later ones it stands for.
+/// Errors, and warnings that point into the source text, are each shown as they are.
+fn collapse_repeats(diagnostics: &[Diagnostic]) -> Vec<(&Diagnostic, Vec<&Diagnostic>)> {
+    let mut shown: Vec<(&Diagnostic, Vec<&Diagnostic>)> = Vec::new();
+    for d in diagnostics {
+        let same = |first: &Diagnostic| {
+            first.code == d.code && first.file == d.file && first.message == d.message && first.help == d.help
+        };
+        let collapsible = d.severity == Severity::Warning && d.span.is_none();
+        match shown
+            .iter_mut()
+            .find(|(first, _)| collapsible && first.span.is_none() && first.severity == d.severity && same(first))
+        {
+            Some((_, repeats)) => repeats.push(d),
+            None => shown.push((d, Vec::new())),
+        }
+    }
+    shown
 }
 
 /// One diagnostic as a GitHub Actions workflow command.
@@ -113,6 +225,11 @@ pub fn github_annotation(level: &str, file: Option<&str>, title: &str, message: 
     format!("::{level} {}::{}", props.join(","), escape_data(&sanitize(message)))
 }
 
+/// A success as a GitHub `::notice` line on stdout.
+pub fn notice(file: Option<&str>, title: &str, message: &str) -> io::Result<()> {
+    print_line(&github_annotation("notice", file, title, message))
+}
+
 /// A run-stopping error (exit 2) as an annotation too, so that a missing key or an unreadable
 /// file shows up on the pull request like any finding.
 pub fn github_error(e: &anyhow::Error) {
@@ -123,6 +240,50 @@ pub fn github_error(e: &anyhow::Error) {
     let mut out = io::stdout().lock();
     let _ = writeln!(out, "{}", github_annotation("error", None, "bundle", &message));
     let _ = out.flush();
+}
+
+/// The stable code of a run-stopping error (exit 2), from the first cause that has one:
+/// `io_error` for a file or stream that failed, `tls_error`, `key_error` for an unusable key,
+/// `state_error` for a malformed state file, else `usage`.
+pub fn error_code(e: &anyhow::Error) -> &'static str {
+    use agent_bundle::Error;
+    for cause in e.chain() {
+        if let Some(e) = cause.downcast_ref::<Error>() {
+            return match e {
+                Error::Io { .. } => "io_error",
+                Error::Usage(_) => "usage",
+                Error::Key { .. } => "key_error",
+            };
+        }
+        if cause.is::<std::io::Error>() {
+            return "io_error";
+        }
+        if cause.is::<agent_bundle::minisign::KeyError>() {
+            return "key_error";
+        }
+        if let Some(f) = cause.downcast_ref::<agent_bundle::fetch::FetchError>() {
+            return if matches!(f, agent_bundle::fetch::FetchError::Tls { .. }) { "tls_error" } else { "io_error" };
+        }
+        if let Some(agent_bundle::state::StateError::Malformed { .. }) = cause.downcast_ref() {
+            return "state_error";
+        }
+    }
+    "usage"
+}
+
+/// The one JSON document of a run that stopped with an error (exit 2).
+pub fn error_json(code: &str, message: &str, causes: &[String]) -> serde_json::Value {
+    serde_json::json!({
+        "ok": false,
+        "code": code,
+        "message": sanitize(message),
+        "causes": causes.iter().map(|c| sanitize(c)).collect::<Vec<_>>(),
+    })
+}
+
+/// A run-stopping error as the one JSON document on stdout.
+pub fn json_error(e: &anyhow::Error) {
+    let _ = print_json(&error_json(error_code(e), &e.to_string(), &new_causes(e)));
 }
 
 pub fn escape_data(s: &str) -> String {

@@ -2,27 +2,32 @@
 
 use std::path::PathBuf;
 
+use agent_bundle::agent;
 use agent_bundle::ops::pack::{self, PackFailure, PackOptions};
 use agent_bundle::timestamp::{Timestamp, parse_span};
 
 use super::keys::{SecretKeyArgs, load_secret_key};
-use super::{Format, Global, Outcome, output};
+use super::{Format, Global, Outcome, check, output};
 
 /// Check, lock, sign and write a reproducible <name>-<version>.agent.bundle.
 ///
-/// Any problem in the agent stops the pack and nothing is written. The bundle is written to a
+/// Several agent folders (or a folder of agent folders) are packed one after the other, each
+/// under its default name into -o DIR; every agent is reported, and the exit status is 1 if any
+/// was not packed. Any problem in an agent stops its pack and nothing is written for it. The bundle is written to a
 /// temp file and renamed into place, so an interrupted pack never leaves a partial bundle.
 #[derive(Debug, clap::Args)]
 #[command(
-    after_help = "Examples:\n  bundle pack agents/mailer --key release.key\n  bundle pack agents/mailer --key release.key --locked -o dist/   # CI release step\n  bundle pack agents/mailer --key release.key --expires-in 90d   # stops verifying in 90 days\n  BUNDLE_SIGNING_KEY=\"$(cat release.key)\" bundle pack agents/mailer --locked"
+    after_help = "Examples:\n  bundle pack agents/mailer --key release.key\n  bundle pack agents --key release.key --locked -o dist/   # every agent\n  bundle pack agents/mailer --key release.key --locked -o dist/   # CI\n  bundle pack agents/mailer --key release.key --expires-in 90d\n  BUNDLE_SIGNING_KEY=\"$(cat release.key)\" bundle pack agents/mailer --locked"
 )]
 pub struct Args {
-    /// The agent folder.
-    agent_dir: PathBuf,
+    /// Agent folders, or folders of agent folders (every agent below them).
+    #[arg(value_name = "AGENT_DIR", required = true)]
+    agent_dirs: Vec<PathBuf>,
     #[command(flatten)]
     key: SecretKeyArgs,
-    /// Output file, or an existing folder to write <name>-<version>.agent.bundle into
-    /// (default: that name in the working directory).
+    /// Output file, or a folder to write <name>-<version>.agent.bundle into (default: that name
+    /// in the working directory). With several agents, or ending in `/`, a folder, created if
+    /// missing.
     #[arg(short, long, value_name = "OUT")]
     output: Option<PathBuf>,
     /// Refuse a stale manifest instead of locking it (ship exactly what was reviewed).
@@ -78,19 +83,77 @@ fn expires(args: &Args, global: Global) -> anyhow::Result<Option<Timestamp>> {
 pub fn run(args: Args, global: Global) -> anyhow::Result<Outcome> {
     let expires = expires(&args, global)?;
     let key = load_secret_key(&args.key)?;
+    let mut dirs = Vec::new();
+    for path in &args.agent_dirs {
+        if path.is_dir() && !agent::is_agent_folder(path) {
+            dirs.extend(agent::find_agents(path)?);
+        } else {
+            dirs.push(path.clone());
+        }
+    }
+    let many = dirs.len() > 1;
+    if let Some(out) = &args.output
+        && (many || out.as_os_str().to_string_lossy().ends_with('/'))
+    {
+        if out.exists() && !out.is_dir() {
+            anyhow::bail!(
+                "{} is not a folder; with several agents, -o names the folder the bundles go into",
+                out.display()
+            );
+        }
+        std::fs::create_dir_all(out).map_err(|e| anyhow::anyhow!("cannot create {}: {e}", out.display()))?;
+    }
     let opts = PackOptions {
-        output: args.output,
+        output: args.output.clone(),
         locked: args.locked,
         level: args.level,
         mtime: mtime()?,
         now: global.now(),
         expires,
     };
+    let mut outcome = Outcome::Ok;
+    let mut results = Vec::new();
+    let mut written: Vec<(&std::path::Path, PathBuf)> = Vec::new();
+    for dir in &dirs {
+        let (this, json, bundle) = pack_one(dir, &key, &opts, args.format, global)?;
+        outcome = outcome.worst(this);
+        results.extend(json);
+        if let Some(bundle) = bundle {
+            // Two agents with the same name and version would share one default file name.
+            if let Some((first, _)) = written.iter().find(|(_, b)| *b == bundle) {
+                anyhow::bail!(
+                    "{} and {} are both packed to {}: the second replaced the first; give them distinct names or versions",
+                    first.display(),
+                    dir.display(),
+                    bundle.display()
+                );
+            }
+            written.push((dir, bundle));
+        }
+    }
+    if args.format == Format::Json {
+        let doc = match results.len() {
+            1 if !many => results.remove(0),
+            _ => serde_json::json!({"ok": outcome == Outcome::Ok, "results": results}),
+        };
+        output::print_json(&doc)?;
+    }
+    Ok(outcome)
+}
+
+/// Packs one agent; prints its human or GitHub report, and returns its JSON document.
+fn pack_one(
+    dir: &std::path::Path,
+    key: &agent_bundle::minisign::SecretKey,
+    opts: &PackOptions,
+    format: Format,
+    global: Global,
+) -> anyhow::Result<(Outcome, Option<serde_json::Value>, Option<PathBuf>)> {
     let bar = super::progress::Bar::new(global);
-    match pack::pack(&args.agent_dir, &key, &opts, &bar) {
+    match pack::pack(dir, key, opts, &bar) {
         Ok(p) => {
-            match args.format {
-                Format::Json => output::print_json(&serde_json::json!({
+            let json = match format {
+                Format::Json => Some(serde_json::json!({
                     "ok": true,
                     "bundle": p.path.display().to_string(),
                     "agent": {"name": p.name, "version": p.version},
@@ -99,33 +162,43 @@ pub fn run(args: Args, global: Global) -> anyhow::Result<Outcome> {
                     "content_bytes": p.content_bytes,
                     "bundle_bytes": p.bundle_bytes,
                     "relocked": p.relocked,
-                }))?,
-                Format::Github => output::print_line(&output::github_annotation(
-                    "notice",
-                    Some(&p.path.display().to_string()),
-                    "packed",
-                    &format!("packed {} {} (signed by {})", p.name, p.version, p.key_id),
-                ))?,
-                Format::Human => output::status(
-                    global,
-                    &format!(
-                        "packed {} {} -> {} ({} files, {} bytes, {} compressed; signed by {})",
-                        p.name,
-                        p.version,
-                        p.path.display(),
-                        p.files,
-                        p.content_bytes,
-                        p.bundle_bytes,
-                        p.key_id
-                    ),
-                ),
-            }
-            Ok(Outcome::Ok)
+                })),
+                Format::Github => {
+                    output::notice(
+                        Some(&p.path.display().to_string()),
+                        "packed",
+                        &format!("packed {} {} (signed by {})", p.name, p.version, p.key_id),
+                    )?;
+                    None
+                }
+                Format::Human => {
+                    output::status(
+                        global,
+                        &format!(
+                            "packed {} {} -> {} ({} files, {} bytes, {} compressed; signed by {})",
+                            p.name,
+                            p.version,
+                            p.path.display(),
+                            p.files,
+                            p.content_bytes,
+                            p.bundle_bytes,
+                            p.key_id
+                        ),
+                    );
+                    None
+                }
+            };
+            Ok((Outcome::Ok, json, Some(p.path)))
         }
         Err(PackFailure::Rejected(report)) => {
-            super::check::render(&report, Vec::new(), args.format, global, "pack")?;
             // An unwritable manifest is an I/O failure (exit 2), as in `bundle lock`.
-            Ok(super::check::outcome(&report))
+            let outcome = check::outcome(&report);
+            if format == Format::Json {
+                let agent = serde_json::json!({"dir": dir.display().to_string(), "ok": false});
+                return Ok((outcome, Some(check::report_json(&report, vec![agent])), None));
+            }
+            check::render(&report, Vec::new(), format, global, "pack")?;
+            Ok((outcome, None, None))
         }
         Err(PackFailure::Error(e)) => Err(e.into()),
     }

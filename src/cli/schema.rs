@@ -9,12 +9,12 @@ use super::Outcome;
 /// Print the JSON Schema of tools.json or manifest.toml on stdout.
 ///
 /// Editors use it for completion and inline errors: VS Code for tools.json, taplo (and the
-/// Even Better TOML extension) for manifest.toml. See the README's "Editors" section.
+/// Even Better TOML extension) for manifest.toml. See docs/book/src/guides/editors.md.
 #[derive(Debug, clap::Args)]
 #[command(after_help = "\
 Examples:
-  bundle schema tools > schemas/tools.v1.schema.json         # after mkdir -p schemas
-  bundle schema manifest > schemas/manifest.v1.schema.json   # for taplo's .taplo.toml")]
+  bundle schema tools > schemas/tools.v1.schema.json
+  bundle schema manifest > schemas/manifest.v1.schema.json   # for taplo")]
 pub struct Args {
     /// Which file's schema.
     #[arg(value_enum)]

@@ -1,27 +1,38 @@
-//! `bundle unpack <BUNDLE> <DIR>`: verify, then extract into a new folder atomically.
+//! `bundle unpack <BUNDLE> <DIR>`: run the deployment gate, then extract into a new folder
+//! atomically.
 
 use std::path::PathBuf;
 
-use agent_bundle::ops::unpack::{self, Unpacked};
+use agent_bundle::ops::gate::{Gate, Verdict};
+use agent_bundle::ops::unpack;
 
-use super::keys::{TrustArgs, load_trust};
+use super::args::{GateArgs, TrustArgs};
+use super::keys::load_trust;
 use super::{Format, Global, Outcome};
 
-/// Verify a bundle and extract it into DIR, which must not exist.
+/// Verify a bundle and extract it into DIR, which must not exist (or, with --replace, is
+/// swapped for the new tree).
 ///
 /// Missing parent folders are created (and removed again if the bundle is rejected). Entries are written to a temp folder beside DIR and renamed into place only once the whole
 /// bundle verified; nothing is ever written outside DIR, and a rejected bundle leaves nothing.
 #[derive(Debug, clap::Args)]
-#[command(after_help = "Examples:\n  bundle unpack mailer-1.4.0.agent.bundle /srv/agents/mailer --key release.pub")]
+#[command(
+    after_help = "Examples:\n  bundle unpack mailer-1.4.0.agent.bundle /srv/agents/mailer --key release.pub\n  bundle unpack mailer-1.5.0.agent.bundle /srv/agents/mailer --key release.pub \\\n      --replace --state /var/lib/agents/state.json   # redeploy"
+)]
 pub struct Args {
     /// The bundle file.
     bundle: PathBuf,
     /// The folder to create.
     dir: PathBuf,
+    /// Redeploy over an existing DIR: the bundle is verified and extracted beside it first,
+    /// then the two folders are swapped in one step (a reader sees the old tree or the new
+    /// one, never a mix) and the old tree removed. A refused bundle leaves DIR untouched.
+    #[arg(long)]
+    replace: bool,
     #[command(flatten)]
     trust: TrustArgs,
     #[command(flatten)]
-    gate: super::verify::GateArgs,
+    gate: GateArgs,
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Human)]
     pub(super) format: Format,
@@ -29,18 +40,16 @@ pub struct Args {
 
 pub fn run(args: Args, global: Global) -> anyhow::Result<Outcome> {
     let keys = load_trust(&args.trust)?;
-    let mut state = args.gate.open_state()?;
-    let expect = args.gate.expect(state.as_ref(), global);
-    let result = match unpack::unpack(&args.bundle, &args.dir, &keys, &expect)? {
-        Unpacked::Done(v) => Ok(*v),
-        Unpacked::Rejected(r) => Err(r),
-    };
-    if let Ok(v) = &result {
-        super::verify::record(state.as_mut(), v)?;
-    }
-    let outcome = super::verify::report(&args.bundle, result, args.format, global)?;
-    if outcome == Outcome::Ok {
-        super::output::status(global, &format!("unpacked into {}", args.dir.display()));
+    let gate = Gate::open(args.gate.options(keys, global))?;
+    let verdict = unpack::unpack(&args.bundle, &args.dir, gate, args.replace)?;
+    let outcome = super::verify::render(&args.bundle, &verdict, args.format, global)?;
+    if matches!(verdict, Verdict::Passed { .. }) {
+        let dir = args.dir.display().to_string();
+        match args.format {
+            Format::Github => super::output::notice(Some(&dir), "unpacked", &format!("unpacked into {dir}"))?,
+            Format::Human => super::output::status(global, &format!("unpacked into {dir}")),
+            Format::Json => {}
+        }
     }
     Ok(outcome)
 }

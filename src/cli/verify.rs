@@ -6,14 +6,14 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 
+use agent_bundle::bundle::verify::{Discard, Reason, Rejection};
+use agent_bundle::contract::baseline::Drift;
 use agent_bundle::diagnostic::sanitize;
-use agent_bundle::ops::baseline::{self, Drift, Gate};
-use agent_bundle::ops::contracts;
-use agent_bundle::ops::verify::{self, Discard, Expect, Reason, Rejection, Trust, Verified};
+use agent_bundle::ops::gate::{BaselineReport, Gate, GateOptions, Verdict};
 use agent_bundle::progress::{Progress, ProgressRead};
-use agent_bundle::state::StateFile;
 
-use super::keys::{TrustArgs, load_trust};
+use super::args::{GateArgs, TrustArgs};
+use super::keys::load_trust;
 use super::{Format, Global, Outcome, output};
 
 /// Verify a bundle in one streaming pass: trusted signature, versions, expiry (and rollback with
@@ -23,168 +23,126 @@ use super::{Format, Global, Outcome, output};
 /// destructive tool whose contract is not the approved one rejects (contract_drift); drift of a
 /// read-only tool is a warning.
 ///
-/// Exit status: 0 accepted, 1 rejected (with a stable reason code), 2 usage or I/O error.
+/// Several bundles are judged one after the other, each reported; --baseline DIR picks each
+/// agent's DIR/<agent>.toml.
+///
+/// Exit status: 0 all accepted, 1 any rejected (with a stable reason code), 2 usage or I/O
+/// error.
 #[derive(Debug, clap::Args)]
 #[command(
-    after_help = "Examples:\n  bundle verify mailer-1.4.0.agent.bundle --key release.pub\n  bundle verify mailer-1.4.0.agent.bundle --trusted-keys trusted-keys.txt --name mailer --state /var/lib/agents/bundle-state.json\n  bundle verify mailer-1.5.0.agent.bundle --key release.pub --baseline approved.toml   # release gate\n  bundle verify x.agent.bundle --key release.pub --format json | jq -r .code"
+    after_help = "Examples:\n  bundle verify mailer-1.4.0.agent.bundle --key release.pub\n  bundle verify mailer-1.4.0.agent.bundle --trusted-keys trusted-keys.txt \\\n      --name mailer --state /var/lib/agents/bundle-state.json\n  bundle verify mailer-1.5.0.agent.bundle --key release.pub \\\n      --baseline approved.toml   # the release gate\n  bundle verify x.agent.bundle --key release.pub --format json | jq -r .code"
 )]
 pub struct Args {
-    /// The bundle file.
-    bundle: PathBuf,
+    /// The bundle files: each is judged by the same gate and reported.
+    #[arg(value_name = "BUNDLE", required = true)]
+    bundles: Vec<PathBuf>,
     #[command(flatten)]
     trust: TrustArgs,
     #[command(flatten)]
     gate: GateArgs,
-    /// Also require every tool contract to match this approved baseline (see `bundle
-    /// baseline`).
-    #[arg(long, value_name = "FILE")]
-    baseline: Option<PathBuf>,
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Human)]
     pub(super) format: Format,
 }
 
-/// What a deployment gate requires beyond a trusted signature (verify and unpack).
-#[derive(Debug, clap::Args)]
-pub struct GateArgs {
-    /// Also require the bundle to be this agent.
-    #[arg(long, value_name = "NAME")]
-    pub name: Option<String>,
-    /// Reject a bundle older than one accepted before (`rollback`): FILE records the highest
-    /// version accepted per agent and signing key, and is updated atomically on success.
-    #[arg(long, value_name = "FILE")]
-    pub state: Option<PathBuf>,
-    /// Reject a bundle whose version is lower than this (`rollback`).
-    #[arg(long, value_name = "VERSION", value_parser = semver::Version::parse)]
-    pub min_version: Option<semver::Version>,
-}
-
-impl GateArgs {
-    /// Opens (and locks) the state file, if any; the lock lasts until the result is recorded.
-    pub fn open_state(&self) -> anyhow::Result<Option<StateFile>> {
-        self.state.as_deref().map(StateFile::open).transpose().map_err(anyhow::Error::from)
-    }
-
-    pub fn expect<'a>(&'a self, state: Option<&'a StateFile>, global: Global) -> Expect<'a> {
-        Expect {
-            name: self.name.as_deref(),
-            now: Some(global.now()),
-            state: state.map(|s| &s.state),
-            min_version: self.min_version.as_ref(),
-        }
-    }
-}
-
-/// Records an accepted bundle in the state file. A gate that cannot record what it let
-/// through fails (exit 2) rather than pass silently.
-pub fn record(state: Option<&mut StateFile>, v: &Verified) -> anyhow::Result<()> {
-    if let Some(state) = state {
-        state
-            .record(&v.manifest.name, &v.key_id, &v.manifest.version, &v.manifest_blake3)
-            .context("the bundle verified, but the state file could not be updated")?;
-    }
-    Ok(())
-}
-
 pub fn run(args: Args, global: Global) -> anyhow::Result<Outcome> {
     let keys = load_trust(&args.trust)?;
-    // A baseline or state file that cannot be read stops the run before the bundle is judged.
-    let approved = args.baseline.as_deref().map(|p| baseline::read(p).map(|b| (p, b))).transpose()?;
-    let mut state = args.gate.open_state()?;
-    let file = File::open(&args.bundle).map_err(|e| anyhow::anyhow!("cannot open {}: {e}", args.bundle.display()))?;
-    let expect = args.gate.expect(state.as_ref(), global);
+    let opts = args.gate.options(keys, global);
+    if let [bundle] = args.bundles.as_slice() {
+        let verdict = verify_one(bundle, opts, global)?;
+        return render(bundle, &verdict, args.format, global);
+    }
+    let mut outcome = Outcome::Ok;
+    let mut results = Vec::new();
+    let (mut passed, mut refused) = (0, 0);
+    for bundle in &args.bundles {
+        let (this, json) = match verify_one(bundle, opts.clone(), global) {
+            Ok(verdict) if args.format == Format::Json => (outcome_of(&verdict), verdict_json(&verdict)?),
+            Ok(verdict) => (render(bundle, &verdict, args.format, global)?, serde_json::Value::Null),
+            // One bundle that cannot be judged does not stop the others from being judged.
+            Err(e) => {
+                match args.format {
+                    Format::Json => {}
+                    Format::Github => output::github_error(&e),
+                    Format::Human => output::print_error(global, &e),
+                }
+                (Outcome::Failed, output::error_json(output::error_code(&e), &e.to_string(), &[]))
+            }
+        };
+        match this {
+            Outcome::Ok => passed += 1,
+            _ => refused += 1,
+        }
+        outcome = outcome.worst(this);
+        if args.format == Format::Json {
+            let mut json = json;
+            json["bundle"] = bundle.display().to_string().into();
+            results.push(json);
+        }
+    }
+    match args.format {
+        Format::Json => output::print_json(&serde_json::json!({"ok": outcome == Outcome::Ok, "results": results}))?,
+        Format::Human if refused > 0 => {
+            output::print_error_line(global, &format!("{passed} of {} bundles verified", args.bundles.len()))
+        }
+        Format::Human => output::status(global, &format!("all {passed} bundles verified")),
+        Format::Github => {}
+    }
+    Ok(outcome)
+}
+
+/// Judges one bundle with a gate of its own (the state file is locked for that bundle only).
+fn verify_one(bundle: &Path, opts: GateOptions, global: Global) -> anyhow::Result<Verdict> {
+    // A baseline or state file that cannot be read stops the gate before the bundle is judged.
+    let gate = Gate::open(opts)?;
+    let file = File::open(bundle).with_context(|| format!("cannot open {}", bundle.display()))?;
     let bar = super::progress::Bar::new(global);
     let size = file.metadata().map_or(0, |m| m.len());
     bar.begin("verifying", size);
     // The buffer is zeroed before its first use; a small bundle gets a small one.
     let capacity = usize::try_from(size).unwrap_or(usize::MAX).clamp(8 << 10, 1 << 20);
     let input = BufReader::with_capacity(capacity, ProgressRead { inner: file, progress: &bar });
-    let result = verify::verify(input, Trust::Keys(&keys), &expect, &mut Discard);
+    let verdict = gate.run(input, bundle, &mut Discard);
     bar.end();
-    let (Some((path, approved)), Ok(v)) = (approved, &result) else {
-        if let Ok(v) = &result {
-            record(state.as_mut(), v)?;
-        }
-        return report(&args.bundle, result, args.format, global);
-    };
-    let gate = match contracts::from_verified(v, &args.bundle) {
-        Ok(agent) => baseline::gate(&approved, &agent, path)?,
-        Err(e) => {
-            // Contracts that cannot be computed cannot be approved: fail closed.
-            let mut r = Rejection::new(
-                Reason::ContractDrift,
-                Some(agent_bundle::tools::FILE_NAME),
-                format!("cannot compute the tool contracts: {e}"),
-            );
-            r.agent = Some((v.manifest.name.clone(), v.manifest.version.to_string()));
-            r.key_id = Some(v.key_id.clone());
-            return report(&args.bundle, Err(r), args.format, global);
-        }
-    };
-    let result = match gate.rejection(path) {
-        Some(mut r) => {
-            r.agent = Some((v.manifest.name.clone(), v.manifest.version.to_string()));
-            r.key_id = Some(v.key_id.clone());
-            Err(r)
-        }
-        None => {
-            // Only a bundle that passed the gate too is recorded as accepted.
-            record(state.as_mut(), v)?;
-            result
-        }
-    };
-    report_gated(&args.bundle, result, Some((path, &gate)), args.format, global)
+    Ok(verdict?)
 }
 
-pub fn report(
+/// What a verdict means for the exit status.
+pub fn outcome_of(verdict: &Verdict) -> Outcome {
+    match verdict {
+        Verdict::Passed { .. } => Outcome::Ok,
+        Verdict::Refused { rejection, .. } if rejection.reason == Reason::IoError => Outcome::Failed,
+        Verdict::Refused { .. } => Outcome::Rejected,
+    }
+}
+
+/// The JSON document of a verdict, with untrusted text sanitised.
+pub fn verdict_json(verdict: &Verdict) -> anyhow::Result<serde_json::Value> {
+    Ok(output::sanitize_json(serde_json::to_value(verdict.report())?))
+}
+
+/// Prints a bundle rejected before any gate ran (inspect, export) as `verify` would.
+pub fn render_rejection(
     bundle: &Path,
-    result: Result<Verified, Rejection>,
+    rejection: Rejection,
     format: Format,
     global: Global,
 ) -> anyhow::Result<Outcome> {
-    report_gated(bundle, result, None, format, global)
+    render(bundle, &Verdict::Refused { rejection, baseline: None }, format, global)
 }
 
-/// The verdict, with the release gate's findings when a baseline was given.
-fn report_gated(
-    bundle: &Path,
-    result: Result<Verified, Rejection>,
-    gate: Option<(&Path, &Gate)>,
-    format: Format,
-    global: Global,
-) -> anyhow::Result<Outcome> {
-    let outcome = match &result {
-        Ok(_) => Outcome::Ok,
-        Err(r) if r.reason == Reason::IoError => Outcome::Failed,
-        Err(_) => Outcome::Rejected,
+/// Prints the gate's verdict in `format`; returns the outcome it means.
+pub fn render(bundle: &Path, verdict: &Verdict, format: Format, global: Global) -> anyhow::Result<Outcome> {
+    let (result, baseline) = match verdict {
+        Verdict::Passed { verified, baseline } => (Ok(&**verified), baseline.as_ref()),
+        Verdict::Refused { rejection, baseline } => (Err(rejection), baseline.as_ref()),
     };
+    let outcome = outcome_of(verdict);
     match format {
-        Format::Json => {
-            let mut doc = match &result {
-                Ok(v) => serde_json::json!({
-                    "ok": true,
-                    "code": null,
-                    "path": null,
-                    "message": null,
-                    "agent": {"name": v.manifest.name, "version": v.manifest.version.to_string()},
-                    "key_id": v.key_id,
-                    "files": v.files.len(),
-                    "bytes": v.files.iter().map(|f| f.size).sum::<u64>(),
-                }),
-                Err(r) => rejection_json(r),
-            };
-            if let Some((path, gate)) = gate {
-                doc["baseline"] = output::sanitize_json(serde_json::json!({
-                    "file": path.display().to_string(),
-                    "drift": gate.drift,
-                    "warnings": gate.warnings,
-                    "missing": gate.missing,
-                }));
-            }
-            output::print_json(&doc)?;
-        }
+        Format::Json => output::print_json(&verdict_json(verdict)?)?,
         Format::Github => {
-            if let Some((_, gate)) = gate {
+            if let Some(b) = baseline {
+                let gate = &b.findings;
                 for (level, d) in
                     gate.drift.iter().map(|d| ("error", d)).chain(gate.warnings.iter().map(|d| ("warning", d)))
                 {
@@ -195,7 +153,7 @@ fn report_gated(
                 }
             }
             let file = bundle.display().to_string();
-            match &result {
+            match result {
                 Ok(v) => output::print_line(&output::github_annotation(
                     "notice",
                     Some(&file),
@@ -213,14 +171,14 @@ fn report_gated(
                 }
             }
         }
-        Format::Human => match &result {
+        Format::Human => match result {
             Ok(v) => {
-                if let Some((path, gate)) = gate {
-                    gate_human(global, path, gate, bundle, false)?;
+                if let Some(b) = baseline {
+                    gate_human(global, b, bundle, false)?;
                 }
                 let bytes: u64 = v.files.iter().map(|f| f.size).sum();
                 let approved =
-                    gate.map(|(p, _)| format!("; tool contracts approved in {}", p.display())).unwrap_or_default();
+                    baseline.map(|b| format!("; tool contracts approved in {}", b.file.display())).unwrap_or_default();
                 output::status(
                     global,
                     &format!(
@@ -239,8 +197,8 @@ fn report_gated(
                     global,
                     &format!("rejected {}: {} [{}]{at}", bundle.display(), sanitize(&r.message), r.reason.as_str()),
                 );
-                if let Some((path, gate)) = gate {
-                    gate_human(global, path, gate, bundle, true)?;
+                if let Some(b) = baseline {
+                    gate_human(global, b, bundle, true)?;
                 }
             }
         },
@@ -250,7 +208,8 @@ fn report_gated(
 
 /// The gate's findings on stderr: rejecting drift (when `rejected`) or warnings, each with what
 /// changed since approval.
-fn gate_human(global: Global, path: &Path, gate: &Gate, bundle: &Path, rejected: bool) -> std::io::Result<()> {
+fn gate_human(global: Global, baseline: &BaselineReport, bundle: &Path, rejected: bool) -> std::io::Result<()> {
+    let (path, gate) = (baseline.file.as_path(), &baseline.findings);
     let stream = output::stderr(global);
     let mut out = stream.lock();
     let short = |f: Option<&str>| f.map_or("none", |f| &f[..f.len().min(16)]).to_owned();
@@ -288,15 +247,4 @@ fn gate_human(global: Global, path: &Path, gate: &Gate, bundle: &Path, rejected:
         }
     }
     out.flush()
-}
-
-pub fn rejection_json(r: &Rejection) -> serde_json::Value {
-    serde_json::json!({
-        "ok": false,
-        "code": r.reason,
-        "path": r.path.as_deref().map(sanitize),
-        "message": sanitize(&r.message),
-        "agent": r.agent.as_ref().map(|(n, v)| serde_json::json!({"name": sanitize(n), "version": sanitize(v)})),
-        "key_id": r.key_id,
-    })
 }

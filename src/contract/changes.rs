@@ -12,7 +12,8 @@ use crate::policy::{Capability, GrantIndex};
 
 macro_rules! change_kinds {
     ($($variant:ident => $name:literal: $doc:literal,)*) => {
-        /// The kind of a change. The string forms are stable (README, "Release gate").
+        /// The kind of a change. The string forms are stable (docs/book/src/reference/codes.md,
+        /// generated from these texts).
         #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
         pub enum ChangeKind { $(#[doc = $doc] $variant,)* }
 

@@ -12,10 +12,11 @@ pub mod rune;
 
 use std::collections::BTreeSet;
 
+use crate::contract::{READ_METHODS, Risk};
 use crate::diagnostic::{Code, Diagnostic, Source};
 use crate::json::{self, JsonDoc, JsonPath};
-use crate::tools::Tool;
 use crate::tools::validate::check_tool_id;
+use crate::tools::{Tool, Transport};
 
 /// A JSON input being validated by its own format's rules (agentcli, RAP). It is parsed with
 /// the same machinery as tools.json (`crate::json`): a syntax error is `invalid_json` and a
@@ -98,6 +99,19 @@ impl Note {
     pub fn renamed(tool: &str, message: impl Into<String>) -> Self {
         Note { tool: Some(tool.to_owned()), kind: NoteKind::Renamed, message: message.into() }
     }
+
+    /// Turns a note into a warning on the input file.
+    pub fn diagnostic(&self, file: &str) -> Diagnostic {
+        let code = match self.kind {
+            NoteKind::NotCarriedOver => Code::NotCarriedOver,
+            NoteKind::Renamed => Code::RenamedTool,
+        };
+        let d = Diagnostic::warning(code, file, &self.message);
+        match &self.tool {
+            Some(t) => d.at_path(t.clone()),
+            None => d,
+        }
+    }
 }
 
 /// The tools an import produced, with everything it could not carry over.
@@ -112,10 +126,10 @@ pub fn any_result() -> serde_json::Value {
     serde_json::json!({})
 }
 
-/// Maps a foreign tool name to a valid tools.json id (docs/TOOLS.md): lowercase, characters
-/// outside `[a-z0-9_-]` become `_`, a leading non-letter gets a `t_` prefix, at most 64
-/// characters, and unique among `taken` (a numeric suffix). Returns `None` when the name is
-/// already a valid, unused id.
+/// Maps a foreign tool name to a valid tools.json id (docs/book/src/reference/tools-json.md):
+/// lowercase, characters outside `[a-z0-9_-]` become `_`, a leading non-letter gets a `t_` prefix,
+/// at most 64 characters, and unique among `taken` (a numeric suffix). Returns `None` when the name
+/// is already a valid, unused id.
 pub fn to_id(name: &str, taken: &BTreeSet<String>) -> String {
     let mut id: String = name
         .chars()
@@ -153,8 +167,8 @@ pub fn assign_id(name: &str, taken: &mut BTreeSet<String>, notes: &mut Vec<Note>
     id
 }
 
-/// A function name for export formats whose names match `^[a-zA-Z0-9_-]{1,64}$` (OpenAI, RAP):
-/// our ids differ only by allowing `.`, which becomes `__`. Reversible as long as the id has no
+/// A function name for export formats whose names match `^[a-zA-Z0-9_-]+$` (OpenAI, RAP): our
+/// ids differ only by allowing `.`, which becomes `__`. Reversible as long as the id has no
 /// `__` of its own; the caller checks that and reports the mapping.
 pub fn function_name(id: &str) -> String {
     id.replace('.', "__")
@@ -165,27 +179,54 @@ pub fn id_from_function_name(name: &str) -> String {
     name.replace("__", ".")
 }
 
-/// A tool ready for export: the tools.json entry with its input schema's `$ref`s inlined.
+/// A name cut to `max` characters deterministically: a prefix, `_` and the first 8 hex digits
+/// of the BLAKE3 of `id`, so that two long ids with the same prefix still differ.
+pub fn shorten(name: &str, id: &str, max: usize) -> String {
+    let hash = blake3::hash(id.as_bytes()).to_hex();
+    let keep = max.saturating_sub(9);
+    format!("{}_{}", &name[..keep.min(name.len())], &hash[..8])
+}
+
+/// A tool ready for export: the tools.json entry with its schemas' `$ref`s inlined, and the
+/// risk class its contract gives it.
 #[derive(Debug, Clone)]
 pub struct ExportTool {
     pub tool: Tool,
     pub input_schema: serde_json::Value,
+    pub result_schema: serde_json::Value,
+    pub risk: Risk,
 }
 
-/// Function names for export: the reversible `.` → `__` mapping, each change reported; an id
-/// with its own `__` and a `.` could not be mapped back, so it is an error.
-pub fn function_names(tools: &[ExportTool], notes: &mut Vec<Note>, errors: &mut Vec<String>) -> Vec<String> {
+/// Function names for export, at most `max` characters of `[a-zA-Z0-9_-]`: the reversible
+/// `.` → `__` mapping, then a deterministic shortening ([`shorten`]) when that is too long;
+/// each change reported. An id with its own `__` and a `.` could not be mapped back, and two
+/// tools on one name cannot both be exported: both are errors, never an invalid name.
+pub fn function_names(
+    tools: &[ExportTool],
+    max: usize,
+    notes: &mut Vec<Note>,
+    errors: &mut Vec<String>,
+) -> Vec<String> {
     let mut seen = BTreeSet::new();
     tools
         .iter()
         .map(|t| {
             let id = &t.tool.id;
-            let name = function_name(id);
+            let mut name = function_name(id);
             if id.contains('.') && id.contains("__") {
                 errors
                     .push(format!("tool `{id}`: has both `.` and `__`, so its function name could not be mapped back"));
+            } else if name.len() > max {
+                name = shorten(&name, id, max);
+                notes.push(Note::renamed(
+                    id,
+                    format!("tool `{id}` is exported as `{name}` (function names are at most {max} characters: a prefix and a hash of the id)"),
+                ));
             } else if name != *id {
                 notes.push(Note::renamed(id, format!("tool `{id}` is exported as `{name}` (`.` becomes `__`)")));
+            }
+            if !valid_function_name(&name, max) {
+                errors.push(format!("tool `{id}`: `{name}` is not a valid function name"));
             }
             if !seen.insert(name.clone()) {
                 errors.push(format!("tool `{id}`: function name `{name}` is already taken"));
@@ -195,14 +236,140 @@ pub fn function_names(tools: &[ExportTool], notes: &mut Vec<Note>, errors: &mut 
         .collect()
 }
 
-/// Reports the parts of a tool that a schema-only export format (OpenAI, MCP) has no place for.
-pub fn note_unexpressed(t: &ExportTool, format: &str, notes: &mut Vec<Note>) {
+/// `^[a-zA-Z0-9_-]{1,max}$`, the function-name rule of OpenAI (max 64) and RAP (max 128).
+pub fn valid_function_name(name: &str, max: usize) -> bool {
+    !name.is_empty() && name.len() <= max && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+}
+
+/// How imported tools are reached when their format does not say (OpenAI functions, MCP
+/// tools): one transport for all of them, with [`TOOL_PLACEHOLDER`] in the URL, command or
+/// arguments replaced by each tool's id.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Reach {
+    Http { method: String, url: String },
+    Exec { command: String, args: Vec<String> },
+}
+
+/// Replaced by the tool's id in `--http URL`, `--exec PATH` and `--arg`.
+pub const TOOL_PLACEHOLDER: &str = "{tool}";
+
+impl Reach {
+    pub fn transport(&self, id: &str) -> Transport {
+        let fill = |s: &str| s.replace(TOOL_PLACEHOLDER, id);
+        match self {
+            Reach::Http { method, url } => {
+                Transport::Http { method: method.clone(), url: fill(url), headers: Default::default() }
+            }
+            Reach::Exec { command, args } => {
+                Transport::Exec { command: fill(command), args: args.iter().map(|a| fill(a)).collect() }
+            }
+        }
+    }
+
+    /// What the tool needs in policy.caps: `net:<host>` for an http transport.
+    pub fn capabilities(&self) -> Vec<String> {
+        match self {
+            Reach::Http { url, .. } => url_host(url).map(|h| vec![format!("net:{h}")]).unwrap_or_default(),
+            Reach::Exec { .. } => Vec::new(),
+        }
+    }
+}
+
+/// The lowercased host of an http(s) URL (no user info, no port), if it has a literal one.
+pub fn url_host(url: &str) -> Option<String> {
+    let rest = url.split_once("://")?.1;
+    let authority = rest.split(['/', '?', '#']).next()?;
+    let host = authority.rsplit('@').next()?;
+    let host = if host.starts_with('[') { host.split(']').next().map(|h| &h[1..])? } else { host.split(':').next()? };
+    (!host.is_empty() && !host.contains('{')).then(|| host.to_ascii_lowercase())
+}
+
+/// The MCP tool annotations a tool's contract implies (docs/book: import and export).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Hints {
+    /// Neither write-capable nor destructive.
+    pub read_only: bool,
+    pub destructive: bool,
+    /// An http GET or HEAD.
+    pub idempotent: bool,
+    /// A `net:` capability or an http transport.
+    pub open_world: bool,
+}
+
+impl Hints {
+    pub fn of(risk: Risk, transport: &Transport) -> Hints {
+        let (idempotent, http) = match transport {
+            Transport::Http { method, .. } => (READ_METHODS.contains(&method.as_str()), true),
+            Transport::Exec { .. } => (false, false),
+        };
+        Hints {
+            read_only: !risk.write && !risk.destructive,
+            destructive: risk.destructive,
+            idempotent,
+            open_world: risk.network || http,
+        }
+    }
+
+    /// For a tool not yet written anywhere (an import): its risk from its own contract.
+    pub fn of_tool(tool: &Tool) -> Hints {
+        let none: std::collections::HashMap<String, Vec<u8>> = Default::default();
+        let mut resolver = crate::tools::Resolver::new(&none, String::new());
+        let risk = crate::contract::document(tool, &mut resolver).map(|d| Risk::of(&d)).unwrap_or(Risk {
+            write: true,
+            network: true,
+            secrets: false,
+            destructive: true,
+        });
+        Hints::of(risk, &tool.transport)
+    }
+}
+
+/// Reports the parts of a tool that a schema-only export format (OpenAI, MCP) has no place
+/// for. The messages name no tool (the path does), so that the same loss on many tools is
+/// shown once with a count.
+pub fn note_unexpressed(t: &ExportTool, format: &str, carries_result: bool, notes: &mut Vec<Note>) {
     let id = Some(t.tool.id.as_str());
-    notes.push(Note::dropped(id, format!("transport `{}` is not part of {format}", t.tool.transport.summary())));
-    if t.tool.result_schema != serde_json::json!({}) && t.tool.result_schema != serde_json::json!(true) {
+    notes.push(Note::dropped(id, format!("the {} transport is not part of {format}", t.tool.transport.kind())));
+    if !carries_result
+        && t.tool.result_schema != serde_json::json!({})
+        && t.tool.result_schema != serde_json::json!(true)
+    {
         notes.push(Note::dropped(id, format!("result_schema has no place in {format}")));
     }
     if !t.tool.capabilities.is_empty() || !t.tool.secrets.is_empty() || t.tool.budget.is_some() {
         notes.push(Note::dropped(id, format!("capabilities, secrets and budget have no place in {format}")));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hosts_of_urls() {
+        assert_eq!(url_host("https://User@API.Example.com:8443/x?y").as_deref(), Some("api.example.com"));
+        assert_eq!(url_host("http://[::1]:8080/").as_deref(), Some("::1"));
+        assert_eq!(url_host("https://{host}/x"), None);
+        assert_eq!(url_host("not a url"), None);
+    }
+
+    #[test]
+    fn the_tool_placeholder_is_filled_everywhere() {
+        let exec = Reach::Exec { command: "/opt/{tool}/run".into(), args: vec!["--tool={tool}".into()] };
+        let Transport::Exec { command, args } = exec.transport("a.b") else { panic!() };
+        assert_eq!((command.as_str(), args[0].as_str()), ("/opt/a.b/run", "--tool=a.b"));
+        let http = Reach::Http { method: "GET".into(), url: "https://gw.example/{tool}?q={query}".into() };
+        let Transport::Http { url, .. } = http.transport("x") else { panic!() };
+        assert_eq!(url, "https://gw.example/x?q={query}", "other templates stay");
+        assert_eq!(http.capabilities(), ["net:gw.example"]);
+    }
+
+    #[test]
+    fn shortened_names_fit_and_differ() {
+        let a = shorten(&"x".repeat(70), "id-a", 64);
+        let b = shorten(&"x".repeat(70), "id-b", 64);
+        assert_eq!(a.len(), 64);
+        assert!(valid_function_name(&a, 64));
+        assert_ne!(a, b);
     }
 }

@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::{Map, Value, json};
 
-use super::{ExportTool, Imported, JsonInput, Note, any_result, assign_id, function_names};
+use super::{ExportTool, Hints, Imported, JsonInput, Note, any_result, assign_id, function_names};
 use crate::diagnostic::{Diagnostic, Source};
 use crate::json::{JsonDoc, JsonPath};
 use crate::tools::model::Observability;
@@ -16,6 +16,9 @@ use crate::tools::{Tool, Transport};
 
 /// The path runtimes append to a tool server's base URL.
 pub const WELL_KNOWN: &str = "/.well-known/rap-toolset";
+
+/// RAP tool names: at most 128 characters of `[A-Za-z0-9_-]`.
+const MAX_NAME: usize = 128;
 
 const TOOLSET_FIELDS: &[&str] = &["name", "description", "endpoint", "tools", "needsMigration"];
 const TOOL_FIELDS: &[&str] = &["name", "description", "inputSchema", "annotations", "displayScript"];
@@ -331,7 +334,7 @@ pub fn export(
 ) -> Result<(Value, Vec<super::Note>), Vec<String>> {
     let mut notes = Vec::new();
     let mut errors = Vec::new();
-    let names = function_names(tools, &mut notes, &mut errors);
+    let names = function_names(tools, MAX_NAME, &mut notes, &mut errors);
     let urls: BTreeSet<&str> = tools
         .iter()
         .filter_map(|t| match &t.tool.transport {
@@ -359,6 +362,9 @@ pub fn export(
         let mut ann = Map::new();
         if t.tool.requires_confirmation {
             ann.insert("destructive".to_owned(), Value::Bool(true));
+        }
+        if Hints::of(t.risk, &t.tool.transport).read_only {
+            ann.insert("readOnly".to_owned(), Value::Bool(true));
         }
         for tag in t.tool.observability.iter().flat_map(|o| &o.tags) {
             match tag.strip_prefix("rap.").map(|r| r.split_once('=').unwrap_or((r, ""))) {

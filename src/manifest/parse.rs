@@ -7,11 +7,12 @@ use std::ops::Range;
 use toml_edit::{Item, TableLike};
 
 use super::{Artifact, Digest, FORMAT, Manifest, Pin, PinFormat, check_agent_name, parse_blake3};
+use crate::diagnostic::did_you_mean;
 use crate::diagnostic::{Code, Diagnostic, Severity, Source};
 use crate::limits::MAX_TOML_ITEMS;
 use crate::paths;
 use crate::timestamp::Timestamp;
-use crate::tools::validate::{MAX_REPORTED, did_you_mean};
+use crate::tools::validate::MAX_REPORTED;
 
 const TOP_KEYS: &[&str] = &["bundle", "agent", "artifacts", "files", "pins"];
 const BUNDLE_KEYS: &[&str] = &["format", "allow_secret_files", "expires"];

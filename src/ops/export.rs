@@ -1,6 +1,6 @@
 //! `bundle export`: an agent's tools in a neighbouring format. The agent (a folder, or a
 //! bundle) must pass validation first; exported schemas have every `schema:` reference inlined.
-//! A bundle is read by `ops::verify`: fully verified against trusted keys when the caller has
+//! A bundle is read by `bundle::verify`: fully verified against trusted keys when the caller has
 //! them, else with every digest and archive check but the signature unchecked (and a warning
 //! saying so).
 
@@ -9,12 +9,12 @@ use std::fs::File;
 use std::io::BufReader;
 use std::path::PathBuf;
 
-use crate::contract;
+use crate::agent;
+use crate::bundle::verify::{self, Discard, Expect, Rejection, Trust};
+use crate::contract::{self, Risk};
 use crate::diagnostic::{Code, Diagnostic, Report};
 use crate::error::{Error, Result};
 use crate::formats::{self, ExportTool};
-use crate::ops::check;
-use crate::ops::verify::{self, Discard, Expect, Rejection, Trust};
 use crate::timestamp::Timestamp;
 use crate::tools::{AgentFiles, Resolver, ToolsFile};
 use crate::trust::TrustedKeys;
@@ -58,7 +58,7 @@ pub fn export(opts: &Options, trust: &BundleTrust<'_>) -> Result<Export> {
     let mut out = Export::default();
     let display = opts.input.display().to_string();
     let (tools, files, agent_name): (ToolsFile, Box<dyn AgentFiles>, String) = if opts.input.is_dir() {
-        let c = check::check_agent_with(&opts.input, check::Options { digests: false, refresh: None });
+        let c = agent::check_agent_with(&opts.input, agent::CheckOptions { digests: false, refresh: None });
         let name = c.manifest.as_ref().map(|m| m.name.clone()).unwrap_or_else(|| "tools".to_owned());
         if c.report.has_errors() {
             out.report = c.report;
@@ -114,7 +114,10 @@ pub fn export(opts: &Options, trust: &BundleTrust<'_>) -> Result<Export> {
     let mut ready = Vec::new();
     for tool in tools.tools {
         match contract::document(&tool, &mut resolver) {
-            Ok(doc) => ready.push(ExportTool { tool, input_schema: doc.input_schema }),
+            Ok(doc) => {
+                let risk = Risk::of(&doc);
+                ready.push(ExportTool { tool, input_schema: doc.input_schema, result_schema: doc.result_schema, risk })
+            }
             Err(e) => out.report.push(Diagnostic::error(Code::UnresolvedSchemaRef, &display, e.to_string())),
         }
     }
@@ -129,7 +132,7 @@ pub fn export(opts: &Options, trust: &BundleTrust<'_>) -> Result<Export> {
     match result {
         Ok((doc, notes)) => {
             for n in &notes {
-                out.report.push(super::import::note_diagnostic(&display, n));
+                out.report.push(n.diagnostic(&display));
             }
             out.document = Some(doc);
         }

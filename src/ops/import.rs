@@ -2,13 +2,18 @@
 //! tools.json v1 and validate the result by ours. Every field that could not be carried over
 //! comes back as a warning; an input that breaks its own spec comes back as errors.
 
+mod foreign;
+mod install;
+
+pub use install::{Installed, agent_of, install};
+
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use crate::diagnostic::{Code, Diagnostic, Report, Source};
 use crate::error::{Error, Result};
-use crate::fetch::{FetchError, Fetcher};
-use crate::formats::{self, Imported, Note, NoteKind};
+use crate::fetch::{Fetched, Fetcher};
+use crate::formats::{self, Imported};
 use crate::json::{self, JsonPath};
 use crate::limits::{self, MAX_RUNE_DESCRIPTOR_BYTES};
 use crate::policy::Policy;
@@ -20,6 +25,8 @@ pub enum From {
     Agentcli,
     Rap,
     Rune,
+    Openai,
+    Mcp,
 }
 
 #[derive(Debug, Clone)]
@@ -27,10 +34,30 @@ pub struct Options {
     pub from: From,
     /// A manifest file, a Rune agent folder (or its `tools/`), or RAP files / base URLs.
     pub inputs: Vec<String>,
-    /// Where relative agentcli commands resolve (default: the manifest's folder).
+    /// Where relative agentcli commands and Rune modules resolve (default: the input's folder,
+    /// with a `local_path` warning).
     pub exec_root: Option<PathBuf>,
     /// RAP from https URLs: PEM files of extra trusted roots (private CAs).
     pub ca_certs: Vec<PathBuf>,
+    /// OpenAI and MCP: the transport every tool gets.
+    pub reach: Option<formats::Reach>,
+    /// MCP: list the tools of this server (over stdio) instead of reading a file.
+    pub server: Option<crate::mcp_client::Server>,
+    pub limits: crate::mcp_client::Limits,
+}
+
+impl Options {
+    pub fn new(from: From, inputs: Vec<String>) -> Options {
+        Options {
+            from,
+            inputs,
+            exec_root: None,
+            ca_certs: Vec::new(),
+            reach: None,
+            server: None,
+            limits: Default::default(),
+        }
+    }
 }
 
 /// What an import produced: the tools.json text when the input was valid and the result passed
@@ -41,7 +68,7 @@ pub struct Import {
     pub text: Option<String>,
     pub tools: Option<ToolsFile>,
     /// RAP toolsets fetched over the network, as sent (what `--pin` keeps).
-    pub fetched: Vec<super::pin::Fetched>,
+    pub fetched: Vec<Fetched>,
 }
 
 pub fn import(opts: &Options) -> Result<Import> {
@@ -49,28 +76,17 @@ pub fn import(opts: &Options) -> Result<Import> {
     let (display, converted) = match opts.from {
         From::Agentcli => import_agentcli(opts, &mut out.report)?,
         From::Rap => import_rap(opts, &mut out.fetched, &mut out.report)?,
-        From::Rune => import_rune(Path::new(single(opts)?), &mut out.report)?,
+        From::Rune => import_rune(Path::new(single(opts)?), opts.exec_root.as_deref(), &mut out.report)?,
+        From::Openai => foreign::import_openai(opts, &mut out.report)?,
+        From::Mcp => foreign::import_mcp(opts, &mut out.report)?,
     };
     let Some(imported) = converted else {
         return Ok(out);
     };
     for note in &imported.notes {
-        out.report.push(note_diagnostic(&display, note));
+        out.report.push(note.diagnostic(&display));
     }
     finish(imported, out)
-}
-
-/// Turns a note into a warning on the input file.
-pub fn note_diagnostic(file: &str, note: &Note) -> Diagnostic {
-    let code = match note.kind {
-        NoteKind::NotCarriedOver => Code::NotCarriedOver,
-        NoteKind::Renamed => Code::RenamedTool,
-    };
-    let d = Diagnostic::warning(code, file, &note.message);
-    match &note.tool {
-        Some(t) => d.at_path(t.clone()),
-        None => d,
-    }
 }
 
 /// Serialises the tools and checks them as `bundle check` would.
@@ -80,7 +96,11 @@ fn finish(imported: Imported, mut out: Import) -> Result<Import> {
     let source = Source::new("tools.json (imported)", text.as_str());
     let mut diags = Vec::new();
     let no_files: HashMap<String, Vec<u8>> = HashMap::new();
-    let validated = tools::validate(&source, &no_files, "", &Policy::default(), &mut diags);
+    // The tools' own capabilities are granted here: whether the agent's policy.caps grants
+    // them is `bundle check`'s question (and `--grant`'s answer), not the import's.
+    let caps: Vec<&str> = file.tools.iter().flat_map(|t| &t.capabilities).map(String::as_str).collect();
+    let policy = Policy::parse(&Source::new("policy.caps", caps.join("\n")), &mut Vec::new());
+    let validated = tools::validate(&source, &no_files, "", &policy, &mut diags);
     if validated.value.is_none() {
         out.report.add_source(&source);
     }
@@ -137,12 +157,35 @@ fn import_agentcli(opts: &Options, report: &mut Report) -> Result<Converted> {
     };
     let root = absolute(&root)?;
     match formats::agentcli::parse(&source) {
-        Ok(specs) => Ok((display, Some(formats::agentcli::to_tools(&specs, &root)))),
+        Ok(specs) => {
+            if opts.exec_root.is_none() {
+                for (i, spec) in specs.iter().enumerate() {
+                    if !spec.command[0].starts_with('/') {
+                        report.push(local_path(&display, format!("tools[{i}].command[0]"), &root));
+                    }
+                }
+            }
+            Ok((display, Some(formats::agentcli::to_tools(&specs, &root))))
+        }
         Err(found) => {
             problems(report, &source, found);
             Ok((display, None))
         }
     }
+}
+
+/// A command resolved against `root`, a folder of the importing machine (no `--exec-root`).
+fn local_path(file: &str, path: String, root: &Path) -> Diagnostic {
+    Diagnostic::warning(
+        Code::LocalPath,
+        file,
+        format!(
+            "the relative command is written as an absolute path under {}, a folder on this machine; the runtime must have the program at that same path",
+            root.display()
+        ),
+    )
+    .at_path(path)
+    .with_help("pass --exec-root DIR to name the folder the tools will be installed in where the agent runs")
 }
 
 /// An absolute, lexically clean form of `dir` (symlinks kept, so the path is what the user named).
@@ -165,7 +208,7 @@ pub fn absolute(dir: &Path) -> Result<PathBuf> {
 /// RAP: each input is a file or an `http(s)://` base URL (the well-known path is appended).
 /// Every toolset is validated; any problem anywhere imports nothing. A server that cannot be
 /// fetched is an `io_error` or `tls_error` in `report`.
-fn import_rap(opts: &Options, fetched: &mut Vec<super::pin::Fetched>, report: &mut Report) -> Result<Converted> {
+fn import_rap(opts: &Options, fetched: &mut Vec<Fetched>, report: &mut Report) -> Result<Converted> {
     if opts.inputs.is_empty() {
         return Err(Error::Usage("give at least one RAP toolset file or server URL".to_owned()));
     }
@@ -182,11 +225,11 @@ fn import_rap(opts: &Options, fetched: &mut Vec<super::pin::Fetched>, report: &m
             let url = discovery_url(input);
             match fetcher.get(&url) {
                 Ok(text) => {
-                    fetched.push(super::pin::Fetched { url: url.clone(), text: text.clone() });
+                    fetched.push(Fetched { url: url.clone(), text: text.clone() });
                     Source::new(url, text)
                 }
                 Err(e) => {
-                    report.push(fetch_diagnostic(&url, &e, "`--ca-cert FILE.pem`"));
+                    report.push(e.diagnostic(&url, "`--ca-cert FILE.pem`"));
                     continue;
                 }
             }
@@ -245,24 +288,8 @@ pub fn discovery_url(base: &str) -> String {
     }
 }
 
-/// A failed fetch as a diagnostic on `file` (the URL, or the manifest that pins it):
-/// `tls_error`, with a hint at `ca_hint` (how to trust a private root), or `io_error`. Both
-/// stop the command with exit 2.
-pub fn fetch_diagnostic(file: &str, e: &FetchError, ca_hint: &str) -> Diagnostic {
-    match e {
-        FetchError::Tls { .. } => Diagnostic::error(Code::TlsError, file, format!("nothing was fetched: {e}"))
-            .with_help(format!(
-                "if the server's certificate comes from a private CA, trust its root with {ca_hint}; and check that the URL names the host the certificate is for"
-            )),
-        FetchError::Downgrade { .. } => Diagnostic::error(Code::TlsError, file, format!("nothing was fetched: {e}"))
-            .with_help("fetch the toolset from an https URL that answers without leaving https (ask the server's operator to redirect to https)"),
-        FetchError::Other { .. } => Diagnostic::error(Code::IoError, file, e.to_string())
-            .with_help("check the URL and the network; the server must answer 200 with the toolset"),
-    }
-}
-
 /// Rune: an agent folder (its `tools/*.yaml`) or the `tools/` folder itself.
-fn import_rune(input: &Path, report: &mut Report) -> Result<Converted> {
+fn import_rune(input: &Path, exec_root: Option<&Path>, report: &mut Report) -> Result<Converted> {
     let tools_dir = if input.join("tools").is_dir() { input.join("tools") } else { input.to_path_buf() };
     let agent_dir = absolute(tools_dir.parent().unwrap_or(Path::new(".")))?;
     let mut files: Vec<PathBuf> = std::fs::read_dir(&tools_dir)
@@ -300,5 +327,16 @@ fn import_rune(input: &Path, report: &mut Report) -> Result<Converted> {
         let text = regular_file::read_to_string(&agent_dir.join(rel), limits::MAX_JSON_BYTES, Links::Refuse).ok()?;
         json::parse_within(&Source::new(rel, text), &budget, &mut Vec::new()).ok().map(|d| d.value)
     };
-    Ok((display, Some(formats::rune::to_tools(&descriptors, &agent_dir, &load))))
+    let command_root = match exec_root {
+        Some(r) => absolute(r)?,
+        None => {
+            for (f, d) in files.iter().zip(&descriptors) {
+                if d.runtime == formats::rune::Runtime::Process && !d.name.starts_with("rune@") {
+                    report.push(local_path(&f.display().to_string(), "module".to_owned(), &agent_dir));
+                }
+            }
+            agent_dir.clone()
+        }
+    };
+    Ok((display, Some(formats::rune::to_tools(&descriptors, &command_root, &load))))
 }

@@ -26,7 +26,20 @@ pub fn name_from_dir(dir: &Path) -> Option<String> {
     check_agent_name(&name).ok().map(|()| name)
 }
 
-pub fn init(dir: &Path, name: Option<&str>, force: bool) -> Result<Initialized> {
+/// What `init` writes beyond the defaults.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct Options<'a> {
+    /// The agent name (default: derived from the folder name).
+    pub name: Option<&'a str>,
+    /// The first version (default: 0.1.0).
+    pub version: Option<&'a semver::Version>,
+    /// Overwrite existing files.
+    pub force: bool,
+}
+
+pub fn init(dir: &Path, opts: &Options<'_>) -> Result<Initialized> {
+    let Options { name, version, force } = *opts;
+    let version = version.map_or_else(|| "0.1.0".to_owned(), |v| v.to_string());
     let name = match name {
         Some(n) => {
             check_agent_name(n).map_err(Error::Usage)?;
@@ -52,7 +65,7 @@ pub fn init(dir: &Path, name: Option<&str>, force: bool) -> Result<Initialized> 
             format!(
                 "# manifest.toml: what this agent is. `bundle lock` adds the BLAKE3 digest and size of\n\
                  # every file; `bundle pack` signs this file.\n\
-                 [bundle]\nformat = 1\n\n[agent]\nname = \"{name}\"\nversion = \"0.1.0\"\n"
+                 [bundle]\nformat = 1\n\n[agent]\nname = \"{name}\"\nversion = \"{version}\"\n"
             ),
         ),
     ];
@@ -67,7 +80,7 @@ pub fn init(dir: &Path, name: Option<&str>, force: bool) -> Result<Initialized> 
         written.push(path);
     }
     // Lock right away, so that the new agent passes `bundle check` as it is.
-    let locked = crate::ops::lock::lock_agent(dir);
+    let locked = crate::agent::lock_agent(dir);
     if let Some(d) = locked.report.diagnostics.iter().find(|d| d.is_error()) {
         return Err(Error::Usage(format!("created the files, but could not lock them: {}", d.message)));
     }

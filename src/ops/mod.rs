@@ -3,15 +3,15 @@
 
 pub mod baseline;
 pub mod check;
-pub mod contracts;
 pub mod diff;
 pub mod export;
+pub mod gate;
 pub mod import;
 pub mod init;
 pub mod keygen;
 pub mod lock;
 pub mod pack;
-pub mod pin;
 pub mod tool_add;
+pub mod tool_list;
+pub mod tool_remove;
 pub mod unpack;
-pub mod verify;

@@ -5,22 +5,16 @@ use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 
+use crate::agent::{self, Current, claimed_digests, display_prefix, lock_agent};
 use crate::archive::ArchiveWriter;
+use crate::bundle::{self, SIGNATURE_ENTRY, UNTRUSTED_COMMENT};
 use crate::diagnostic::{Code, Diagnostic, Report};
 use crate::error::Error;
 use crate::manifest::{self, Digest};
 use crate::minisign::SecretKey;
-use crate::ops::check::{self, display_prefix};
-use crate::ops::lock::{self, Current};
-use crate::ops::verify;
 use crate::progress::{Progress, ProgressRead};
 use crate::timestamp::Timestamp;
 use crate::{atomic, trust};
-
-/// The name of the signature entry, the bundle's second.
-pub const SIGNATURE_ENTRY: &str = "manifest.toml.minisig";
-/// The untrusted comment of every signature `bundle` writes (fixed, so packs are reproducible).
-pub const UNTRUSTED_COMMENT: &str = "signature from agent-bundle";
 
 #[derive(Debug, Clone)]
 pub struct PackOptions {
@@ -69,10 +63,6 @@ impl From<Error> for PackFailure {
     }
 }
 
-pub fn default_file_name(name: &str, version: &str) -> String {
-    format!("{name}-{version}.agent.bundle")
-}
-
 pub fn pack(dir: &Path, key: &SecretKey, opts: &PackOptions, progress: &dyn Progress) -> Result<Packed, PackFailure> {
     if !crate::archive::LEVELS.contains(&opts.level) {
         return Err(Error::Usage(format!("--level must be between 1 and 19, not {}", opts.level)).into());
@@ -81,7 +71,7 @@ pub fn pack(dir: &Path, key: &SecretKey, opts: &PackOptions, progress: &dyn Prog
     // archive pass compares every file's hash with the manifest's as it reads it (so each file
     // is read once); otherwise `lock` hashes everything first (the manifest is entry 1, so its
     // digests must be known before anything is written).
-    let checked = check::check_agent_with(dir, check::Options { digests: false, refresh: None });
+    let checked = agent::check_agent_with(dir, agent::CheckOptions { digests: false, refresh: None });
     if checked.report.has_errors() {
         return Err(PackFailure::Rejected(checked.report));
     }
@@ -106,7 +96,7 @@ pub fn pack(dir: &Path, key: &SecretKey, opts: &PackOptions, progress: &dyn Prog
     let (current, manifest_text, relocked) = if opts.locked {
         let m = checked.manifest.as_ref().expect("a clean check has a manifest");
         let mut diags = Vec::new();
-        let (current, stale) = lock::claimed_digests(dir, &display_prefix(dir), m, &mut diags);
+        let (current, stale) = claimed_digests(dir, &display_prefix(dir), m, &mut diags);
         let mut report = Report::default();
         report.diagnostics.extend(diags);
         for (key, message) in stale {
@@ -125,7 +115,7 @@ pub fn pack(dir: &Path, key: &SecretKey, opts: &PackOptions, progress: &dyn Prog
         }
         (current, checked.manifest_text.as_deref().unwrap_or_default().to_owned(), false)
     } else {
-        let locked = lock::lock_agent(dir);
+        let locked = lock_agent(dir);
         if locked.report.has_errors() {
             return Err(PackFailure::Rejected(locked.report));
         }
@@ -140,8 +130,8 @@ pub fn pack(dir: &Path, key: &SecretKey, opts: &PackOptions, progress: &dyn Prog
     // Never write a bundle the verifier would refuse for its size.
     let tools_size = current.digest_of(crate::tools::FILE_NAME).map_or(0, |d| d.size);
     for (what, size, limit) in [
-        (manifest::FILE_NAME, manifest_bytes.len() as u64, verify::MAX_MANIFEST_BYTES),
-        (crate::tools::FILE_NAME, tools_size, verify::MAX_JSON_BYTES),
+        (manifest::FILE_NAME, manifest_bytes.len() as u64, bundle::MAX_MANIFEST_BYTES),
+        (crate::tools::FILE_NAME, tools_size, bundle::MAX_JSON_BYTES),
     ] {
         if size > limit {
             let mut report = Report::default();
@@ -158,7 +148,7 @@ pub fn pack(dir: &Path, key: &SecretKey, opts: &PackOptions, progress: &dyn Prog
     }
     // verify re-validates tools.json against only the JSON files it holds: every schema the
     // check read must be one of them, or the bundle would verify as invalid_tools.
-    let held = verify::held_paths(current.files.iter().map(|f| (f.path.as_str(), f.size)));
+    let held = bundle::held_paths(current.files.iter().map(|f| (f.path.as_str(), f.size)));
     if let Some(rel) = checked.schema_files.iter().find(|rel| !held.contains(rel.as_str())) {
         let mut report = Report::default();
         report.push(
@@ -167,8 +157,8 @@ pub fn pack(dir: &Path, key: &SecretKey, opts: &PackOptions, progress: &dyn Prog
                 format!("{}{rel}", display_prefix(dir)),
                 format!(
                     "`bundle verify` would not hold {rel} to check tools.json against it: it holds JSON files of at most {} bytes, {} in all, in bundle order",
-                    verify::MAX_JSON_BYTES,
-                    verify::MAX_JSON_TOTAL
+                    bundle::MAX_JSON_BYTES,
+                    bundle::MAX_JSON_TOTAL
                 ),
             )
             .with_help("make the schema smaller, or move large .json data files out of the agent"),
@@ -182,14 +172,14 @@ pub fn pack(dir: &Path, key: &SecretKey, opts: &PackOptions, progress: &dyn Prog
         .map_err(|e| Error::Key { message: format!("cannot sign: {e}") })?;
 
     let signature_text = signature.to_text();
-    if signature_text.len() as u64 > verify::MAX_SIGNATURE_BYTES {
+    if signature_text.len() as u64 > bundle::MAX_SIGNATURE_BYTES {
         return Err(Error::Usage(format!(
             "the signature would be {} bytes; shorten the agent version",
             signature_text.len()
         ))
         .into());
     }
-    let default_name = default_file_name(&m.name, &m.version.to_string());
+    let default_name = bundle::default_file_name(&m.name, &m.version.to_string());
     let output = match &opts.output {
         // An existing folder (a release job's dist/) gets the bundle under its default name.
         Some(dir) if dir.is_dir() => dir.join(default_name),

@@ -10,10 +10,9 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value, json};
 
+use crate::agent::{Locked, display_prefix, lock_agent, read_source};
 use crate::diagnostic::{Code, Diagnostic, Report, Source};
 use crate::error::Error;
-use crate::ops::check::{display_prefix, read_source};
-use crate::ops::lock::{self, Locked};
 use crate::policy::{self, Capability, Policy};
 use crate::{atomic, tools};
 
@@ -43,8 +42,8 @@ pub struct NewTool {
 }
 
 impl NewTool {
-    /// The tools.json entry, keys in the order docs/TOOLS.md lists them. Secrets named by a
-    /// `${secret:<id>}` header placeholder are added to `secrets` when missing.
+    /// The tools.json entry, keys in the order docs/book/src/reference/tools-json.md lists them.
+    /// Secrets named by a `${secret:<id>}` header placeholder are added to `secrets` when missing.
     pub fn to_json(&self) -> Value {
         let mut secrets = self.secrets.clone();
         let transport = match &self.transport {
@@ -219,7 +218,7 @@ pub fn add_tool(dir: &Path, tool: &NewTool, grant: bool) -> Result<Added, AddFai
         atomic::write(&policy_path, new_policy.as_bytes(), true).map_err(|e| Error::io(&policy_path, e))?;
     }
     atomic::write(&tools_path, tools_text.as_bytes(), true).map_err(|e| Error::io(&tools_path, e))?;
-    let lock = lock::lock_agent(dir);
+    let lock = lock_agent(dir);
     Ok(Added { tools_path, granted, policy_path, report, lock })
 }
 

@@ -1,6 +1,14 @@
-//! `bundle unpack`: verify and extract into a new folder, atomically. Entries are written into
-//! a temp folder beside the target while the bundle streams; only when the whole bundle has
-//! verified is the temp folder renamed into place. A rejected bundle leaves nothing behind.
+//! `bundle unpack`: run the deployment gate and extract into a new folder, atomically. Entries
+//! are written into a temp folder beside the target while the bundle streams; only when the
+//! whole bundle has passed the gate is the temp folder renamed into place. A rejected
+//! bundle leaves nothing behind.
+//!
+//! With `replace`, an existing target is swapped for the new tree in one step once the bundle
+//! has passed: on Linux `renameat2(RENAME_EXCHANGE)` exchanges the two folders atomically, so a
+//! reader of the target path sees the old tree or the new one, never a mix, and never nothing;
+//! elsewhere (or on a file system without exchange) the old folder is renamed aside and the new
+//! one renamed into place, leaving only a moment with no folder at all. The old tree is removed
+//! after the swap. A refused bundle leaves the old folder as it was.
 //!
 //! An unpack killed outright (SIGKILL, power loss) cannot remove its temp folder. While an
 //! unpack runs it holds a lock on its temp folder; the next unpack into the same parent removes
@@ -11,12 +19,19 @@ use std::fs::{self, File, OpenOptions};
 use std::io::{self, BufReader, Write};
 use std::path::{Path, PathBuf};
 
-use crate::error::{Error, Result};
-use crate::ops::verify::{self, Expect, Rejection, Sink, Trust, Verified};
-use crate::trust::TrustedKeys;
+use tempfile::TempDir;
 
+use crate::bundle::verify::Sink;
+use crate::error::{Error, Result};
+use crate::ops::gate::{Gate, GateError, Verdict};
+
+/// Writes entries into the staging folder; [`Sink::commit`] renames it to the target (or
+/// swaps it with the target, with `replace`).
 struct FolderSink {
+    staging: Option<TempDir>,
     root: PathBuf,
+    dest: PathBuf,
+    replace: bool,
 }
 
 impl Sink for FolderSink {
@@ -39,9 +54,67 @@ impl Sink for FolderSink {
         let _ = executable;
         Ok(Box::new(io::BufWriter::new(options.open(target)?)))
     }
+
+    fn commit(&mut self) -> Result<()> {
+        let Some(staging) = self.staging.take() else { return Ok(()) };
+        let kept = staging.keep();
+        // The folder's final mode before it is in place, so that no reader meets the temp
+        // folder's 0700.
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            fs::set_permissions(&kept, fs::Permissions::from_mode(0o755)).map_err(|e| {
+                let _ = fs::remove_dir_all(&kept);
+                Error::io(&self.dest, e)
+            })?;
+        }
+        let placed = if self.replace && fs::symlink_metadata(&self.dest).is_ok() {
+            swap(&kept, &self.dest)
+        } else {
+            fs::rename(&kept, &self.dest)
+        };
+        placed.map_err(|e| {
+            let _ = fs::remove_dir_all(&kept);
+            Error::io(&self.dest, e)
+        })?;
+        Ok(())
+    }
 }
 
 const STAGING_PREFIX: &str = ".bundle-unpack.";
+/// Where the fallback swap puts the old tree for a moment. Not a staging prefix: a killed
+/// unpack may leave the only copy of the old tree here, which must not be cleaned up unasked.
+const ASIDE_PREFIX: &str = ".bundle-unpack-old.";
+
+/// Puts the tree at `new` in place of the folder `dest`, then removes the old tree (which ends
+/// up at `new`'s path or aside). A reader of `dest` sees the old tree or the new one.
+fn swap(new: &Path, dest: &Path) -> io::Result<()> {
+    #[cfg(target_os = "linux")]
+    {
+        use rustix::fs::{CWD, RenameFlags, renameat_with};
+        match renameat_with(CWD, new, CWD, dest, RenameFlags::EXCHANGE) {
+            Ok(()) => {
+                // `new` now names the old tree.
+                let _ = fs::remove_dir_all(new);
+                return Ok(());
+            }
+            // A file system or kernel without RENAME_EXCHANGE: rename aside instead.
+            Err(e) if e == rustix::io::Errno::INVAL || e == rustix::io::Errno::NOSYS => {}
+            Err(e) => return Err(e.into()),
+        }
+    }
+    let parent = new.parent().unwrap_or(Path::new("."));
+    let aside = tempfile::Builder::new().prefix(ASIDE_PREFIX).tempdir_in(parent)?.keep();
+    fs::remove_dir(&aside)?;
+    fs::rename(dest, &aside)?;
+    if let Err(e) = fs::rename(new, dest) {
+        // Put the old tree back rather than leave nothing.
+        let _ = fs::rename(&aside, dest);
+        return Err(e);
+    }
+    let _ = fs::remove_dir_all(&aside);
+    Ok(())
+}
 
 /// Removes staging folders of killed unpacks in `parent` (best effort): folders named
 /// `.bundle-unpack.*`, not links, unlocked, untouched for a while.
@@ -65,15 +138,36 @@ fn remove_stale_staging(parent: &Path) {
     }
 }
 
-/// The outcome: extracted, or rejected (with nothing left behind).
-pub enum Unpacked {
-    Done(Box<Verified>),
-    Rejected(Rejection),
-}
-
-pub fn unpack(bundle: &Path, dest: &Path, keys: &TrustedKeys, expect: &Expect<'_>) -> Result<Unpacked> {
-    if dest.exists() {
-        return Err(Error::Usage(format!("{} already exists; unpack creates a new folder", dest.display())));
+/// Runs the deployment gate over `bundle`, extracting it into `dest` only if it passes. `dest`
+/// must not exist, unless `replace`: then an existing folder is swapped for the new tree (see
+/// the module docs). On any other outcome nothing is left behind: neither the staging folder
+/// nor the parent folders this created, and a replaced folder is untouched.
+pub fn unpack(bundle: &Path, dest: &Path, gate: Gate, replace: bool) -> Result<Verdict, GateError> {
+    if replace && dest.file_name().is_none() {
+        return Err(Error::Usage(format!(
+            "{} names no folder of its own; --replace needs the path of the folder to swap",
+            dest.display()
+        ))
+        .into());
+    }
+    match fs::symlink_metadata(dest) {
+        Err(_) => {}
+        Ok(_) if !replace => {
+            return Err(Error::Usage(format!(
+                "{} already exists; unpack creates a new folder (add --replace to redeploy over it)",
+                dest.display()
+            ))
+            .into());
+        }
+        Ok(meta) if !meta.is_dir() => {
+            return Err(Error::Usage(format!(
+                "{} is not a folder{}; --replace swaps a folder for the new tree",
+                dest.display(),
+                if meta.file_type().is_symlink() { " (a symbolic link)" } else { "" }
+            ))
+            .into());
+        }
+        Ok(_) => {}
     }
     let parent = match dest.parent() {
         Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
@@ -95,34 +189,21 @@ pub fn unpack(bundle: &Path, dest: &Path, keys: &TrustedKeys, expect: &Expect<'_
         lock.lock()?;
         Ok((t, lock))
     });
-    // `_lock` is held until the process ends (also after the folder became `dest`).
-    let (temp, _lock) = match staged {
+    // `_lock` is held until the unpack returns (also after the folder became `dest`).
+    let (staging, _lock) = match staged {
         Ok(t) => t,
         Err(e) => {
             remove_created();
-            return Err(Error::io(&parent, e));
+            return Err(Error::io(&parent, e).into());
         }
     };
-    let mut sink = FolderSink { root: temp.path().to_path_buf() };
-    match verify::verify(BufReader::with_capacity(1 << 20, file), Trust::Keys(keys), expect, &mut sink) {
-        Ok(verified) => {
-            let kept = temp.keep();
-            fs::rename(&kept, dest).map_err(|e| {
-                let _ = fs::remove_dir_all(&kept);
-                Error::io(dest, e)
-            })?;
-            #[cfg(unix)]
-            {
-                use std::os::unix::fs::PermissionsExt;
-                fs::set_permissions(dest, fs::Permissions::from_mode(0o755)).map_err(|e| Error::io(dest, e))?;
-            }
-            Ok(Unpacked::Done(Box::new(verified)))
-        }
-        // Dropping `temp` removes everything written so far.
-        Err(r) => {
-            drop(temp);
-            remove_created();
-            Ok(Unpacked::Rejected(r))
-        }
+    let root = staging.path().to_path_buf();
+    let mut sink = FolderSink { staging: Some(staging), root, dest: dest.to_path_buf(), replace };
+    let verdict = gate.run(BufReader::with_capacity(1 << 20, file), bundle, &mut sink);
+    if sink.staging.is_some() {
+        // Not committed: dropping the staging folder removes everything written so far.
+        drop(sink);
+        remove_created();
     }
+    verdict
 }

@@ -1,12 +1,14 @@
 //! tools.json version 1: the host tools an agent may call (seed 000, "Tool Attachments").
 //!
-//! `validate` walks the raw JSON and reports every broken rule (docs/TOOLS.md); `model` is the
-//! typed view the rest of the program uses once a file has passed.
+//! `validate` walks the raw JSON and reports every broken rule
+//! (docs/book/src/reference/tools-json.md); `model` is the typed view the rest of the program uses
+//! once a file has passed.
 
 pub mod credentials;
 pub mod meta_schema;
 pub mod model;
 pub mod schema_refs;
+pub mod summary;
 pub mod validate;
 
 pub use model::{Tool, ToolsFile, Transport};

@@ -1,7 +1,7 @@
-//! Every rule of tools.json version 1 (docs/TOOLS.md), checked in one pass that reports all
-//! problems instead of stopping at the first.
+//! Every rule of tools.json version 1 (docs/book/src/reference/tools-json.md), checked in one pass
+//! that reports all problems instead of stopping at the first.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{HashMap, HashSet};
 
 use serde_json::{Map, Value};
 
@@ -9,7 +9,7 @@ use super::credentials;
 use super::model::ToolsFile;
 pub use super::schema_refs::AgentFiles;
 use super::schema_refs::{self, Resolved, Resolver};
-use crate::diagnostic::{Code, Diagnostic, Severity, Source};
+use crate::diagnostic::{Code, Diagnostic, Severity, Source, did_you_mean};
 use crate::json::{self, JsonDoc, JsonPath};
 use crate::policy::{Capability, Policy};
 
@@ -820,17 +820,6 @@ fn type_name(v: &Value) -> &'static str {
         Value::Array(_) => "an array",
         Value::Object(_) => "an object",
     }
-}
-
-/// The closest allowed name, when it is close enough to be a likely typo.
-pub fn did_you_mean<'n>(found: &str, allowed: &[&'n str]) -> Option<&'n str> {
-    let mut best: BTreeMap<usize, &str> = BTreeMap::new();
-    for &name in allowed {
-        let d = strsim::damerau_levenshtein(&found.to_ascii_lowercase(), name);
-        best.entry(d).or_insert(name);
-    }
-    let (&d, &name) = best.iter().next()?;
-    (d <= (name.len() / 4).max(1) + usize::from(name.len() > 12)).then_some(name)
 }
 
 #[cfg(test)]

@@ -2,6 +2,7 @@
 
 use serde_json::{Value, json};
 
+use crate::snapshot::{bundle_snapshot, in_env};
 use crate::support::{Env, Run, edit_tools, set_version, testdata, tool};
 
 fn key(name: &str) -> String {
@@ -30,16 +31,20 @@ fn docs_search() -> Value {
     })
 }
 
-/// The README's release story: v1 is approved; v2 adds a secret and an http host to the send
-/// tool; the gate stops it; the change is approved; v2 passes.
+/// The book's release story (guides/deployment-gate.md): v1 is approved; v2 adds a secret and
+/// an http host to the send tool; the gate stops it; the change is approved; v2 passes. What
+/// the user sees at each step is a snapshot.
 #[test]
 fn release_story_v2_adds_a_secret_and_a_host_and_is_stopped_until_approved() {
     let env = Env::new();
+    let temp = env.path();
     env.copy("agents/mailer", "v1");
     pack(&env, "v1", "mailer-1.0.0.agent.bundle");
-    let out = env.run(&["baseline", "snapshot", "mailer-1.0.0.agent.bundle", "-o", "approved.toml"]);
-    out.expect_code(0);
-    assert!(out.stderr.contains("wrote approved.toml: 4 tools approved from mailer 1.0.0"), "{}", out.stderr);
+    bundle_snapshot!(
+        "release_story_1_snapshot",
+        in_env(&env, &["baseline", "snapshot", "mailer-1.0.0.agent.bundle", "-o", "approved.toml"]),
+        [temp]
+    );
     verify(&env, "mailer-1.0.0.agent.bundle", "approved.toml", &[]).expect_code(0);
 
     let v2 = env.copy("agents/mailer", "v2");
@@ -53,22 +58,9 @@ fn release_story_v2_adds_a_secret_and_a_host_and_is_stopped_until_approved() {
     });
     pack(&env, "v2", "mailer-1.1.0.agent.bundle");
 
-    let out = verify(&env, "mailer-1.1.0.agent.bundle", "approved.toml", &[]);
-    out.expect_code(1);
-    assert!(out.stderr.contains("[contract_drift]"), "{}", out.stderr);
-    assert!(out.stderr.contains("widening    secret runloop/mail/archive_key added"), "{}", out.stderr);
-    assert!(
-        out.stderr.contains("widening    http host https://api.mail.example -> https://relay.mail.example"),
-        "{}",
-        out.stderr
-    );
-    assert!(
-        out.stderr.contains(
-            "help: review the changes with `bundle diff`; to approve them: bundle baseline approve approved.toml --from mailer-1.1.0.agent.bundle mail.smtp_send"
-        ),
-        "{}",
-        out.stderr
-    );
+    let pubkey = key("test.pub");
+    let verify_v2 = ["verify", "mailer-1.1.0.agent.bundle", "--key", &pubkey, "--baseline", "approved.toml"];
+    bundle_snapshot!("release_story_2_stopped", in_env(&env, &verify_v2), [temp]);
     let out = verify(&env, "mailer-1.1.0.agent.bundle", "approved.toml", &["--format", "json"]);
     out.expect_code(1);
     let j = out.json();
@@ -84,19 +76,18 @@ fn release_story_v2_adds_a_secret_and_a_host_and_is_stopped_until_approved() {
     assert!(kinds.contains(&"secret_added") && kinds.contains(&"http_host_changed"), "{kinds:?}");
 
     let before = std::fs::read_to_string(env.path().join("approved.toml")).unwrap();
-    let out =
-        env.run(&["baseline", "approve", "approved.toml", "--from", "mailer-1.1.0.agent.bundle", "mail.smtp_send"]);
-    out.expect_code(0);
-    assert!(
-        out.stderr
-            .contains("approved.toml: approved mail.smtp_send (write-capable, network, secret-using, destructive)")
+    bundle_snapshot!(
+        "release_story_3_approve",
+        in_env(
+            &env,
+            &["baseline", "approve", "approved.toml", "--from", "mailer-1.1.0.agent.bundle", "mail.smtp_send"]
+        ),
+        [temp]
     );
     let after = std::fs::read_to_string(env.path().join("approved.toml")).unwrap();
     assert_ne!(before, after);
     assert!(after.contains("approved_from = \"mailer 1.1.0\""));
-    let out = verify(&env, "mailer-1.1.0.agent.bundle", "approved.toml", &[]);
-    out.expect_code(0);
-    assert!(out.stderr.contains("tool contracts approved in approved.toml"), "{}", out.stderr);
+    bundle_snapshot!("release_story_4_passes", in_env(&env, &verify_v2), [temp]);
     // The old release no longer matches the approved send tool.
     verify(&env, "mailer-1.0.0.agent.bundle", "approved.toml", &[]).expect_code(1);
 }
@@ -164,7 +155,8 @@ fn new_tools_reject_unless_read_only_and_removed_tools_are_noted() {
     env.copy("agents/mailer", "v1");
     pack(&env, "v1", "v1.agent.bundle");
     env.run(&["baseline", "snapshot", "v1.agent.bundle"]).expect_code(0);
-    assert!(env.path().join("approved.toml").is_file(), "default output");
+    std::fs::rename(env.path().join("baselines/mailer.toml"), env.path().join("approved.toml"))
+        .expect("default output");
 
     let v2 = env.copy("agents/mailer", "v2");
     edit_tools(&v2, |doc| {
@@ -316,4 +308,88 @@ fn github_format_annotates_drift() {
         "{}",
         lines[1]
     );
+}
+
+/// `bundle unpack` runs the same deployment gate as `verify`: with --baseline, contract drift
+/// of a risky tool refuses the bundle with the same report, and nothing is left behind (no
+/// target, no staging folder, no created parent, no state recorded).
+#[test]
+fn unpack_with_a_baseline_rejects_contract_drift_like_verify_and_leaves_nothing() {
+    let env = Env::new();
+    env.copy("agents/mailer", "v1");
+    pack(&env, "v1", "v1.agent.bundle");
+    env.run(&["baseline", "snapshot", "v1.agent.bundle", "-o", "approved.toml"]).expect_code(0);
+    let v2 = env.copy("agents/mailer", "v2");
+    set_version(&v2, "1.1.0");
+    edit_tools(&v2, |doc| {
+        tool(doc, "mail.smtp_send")["transport"]["url"] = json!("https://relay.mail.example/{mailbox}/send");
+    });
+    pack(&env, "v2", "v2.agent.bundle");
+    let pubkey = key("test.pub");
+    let unpack = |bundle: &str, extra: &[&str]| {
+        let mut args = vec!["unpack", bundle, "deploy/mailer", "--key", &pubkey, "--baseline", "approved.toml"];
+        args.extend_from_slice(&["--state", "state.json"]);
+        args.extend_from_slice(extra);
+        env.run(&args)
+    };
+
+    let verified = verify(&env, "v2.agent.bundle", "approved.toml", &["--format", "json"]);
+    verified.expect_code(1);
+    let unpacked = unpack("v2.agent.bundle", &["--format", "json"]);
+    unpacked.expect_code(1);
+    assert_eq!(unpacked.json()["code"], "contract_drift");
+    assert_eq!(unpacked.json(), verified.json(), "unpack reports exactly what verify reports");
+    let human = unpack("v2.agent.bundle", &[]);
+    human.expect_code(1);
+    assert!(human.stderr.contains("[contract_drift]") && human.stderr.contains("help: review the changes"));
+    let left: Vec<String> =
+        std::fs::read_dir(env.path()).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+    assert!(!left.iter().any(|n| n == "deploy" || n == "state.json" || n.starts_with(".bundle-unpack")), "{left:?}");
+
+    // --name and --min-version gate unpack as they gate verify.
+    let out = unpack("v1.agent.bundle", &["--name", "other", "--format", "json"]);
+    out.expect_code(1);
+    assert_eq!(out.json()["code"], "name_mismatch");
+    let out = unpack("v1.agent.bundle", &["--min-version", "1.1.0", "--format", "json"]);
+    out.expect_code(1);
+    assert_eq!(out.json()["code"], "rollback");
+    assert!(!env.path().join("deploy").exists());
+
+    // The approved release passes, is extracted and recorded.
+    let out = unpack("v1.agent.bundle", &[]);
+    out.expect_code(0);
+    assert!(out.stderr.contains("tool contracts approved in approved.toml"), "{}", out.stderr);
+    assert!(env.path().join("deploy/mailer/tools.json").is_file());
+    assert!(std::fs::read_to_string(env.path().join("state.json")).unwrap().contains("\"mailer\""));
+}
+
+#[test]
+fn snapshot_writes_to_baselines_beside_agents_and_never_into_an_agent_folder() {
+    let env = Env::new();
+    env.copy("agents/mailer", "repo/agents/mailer");
+    let out = env.run(&["baseline", "snapshot", "repo/agents/mailer"]);
+    out.expect_code(0);
+    assert!(out.stderr.contains("wrote repo/baselines/mailer.toml"), "{}", out.stderr);
+    assert!(env.path().join("repo/baselines/mailer.toml").is_file());
+    // From inside the agent folder, the same place.
+    let inside = env.path().join("repo/agents/mailer");
+    let out = crate::support::run_in(&inside, &["baseline", "snapshot", ".", "--force"]);
+    out.expect_code(0);
+    // An agent folder not under agents/: baselines/ in the working directory.
+    env.copy("agents/mailer", "solo");
+    env.run(&["baseline", "snapshot", "solo"]).expect_code(0);
+    assert!(env.path().join("baselines/mailer.toml").is_file());
+
+    // A baseline inside an agent folder would be packed into its bundle: refused.
+    for target in ["repo/agents/mailer/approved.toml", "repo/agents/mailer/sub/dir/approved.toml"] {
+        let out = env.run(&["baseline", "snapshot", "repo/agents/mailer", "-o", target]);
+        out.expect_code(2);
+        assert!(out.stderr.contains("is inside the agent folder"), "{}", out.stderr);
+        assert!(!env.path().join(target).exists());
+    }
+    assert!(!env.path().join("repo/agents/mailer/sub").exists(), "no folder created either");
+    let out = crate::support::run_in(&env.path().join("solo"), &["baseline", "snapshot", "."]);
+    out.expect_code(2);
+    assert!(out.stderr.contains("is inside the agent folder"), "{}", out.stderr);
+    env.run(&["check", "repo/agents/mailer", "solo"]).expect_code(0);
 }

@@ -398,3 +398,76 @@ fn unpack_removes_staging_folders_of_killed_unpacks() {
     left.sort();
     assert_eq!(left, [".bundle-unpack.Run456", ".bundle-unpack.XyZ789", "mailer"]);
 }
+
+/// The names and contents of every file under `dir`, sorted.
+fn tree(dir: &Path) -> Vec<(String, Vec<u8>)> {
+    let mut files: Vec<(String, Vec<u8>)> = walk(dir)
+        .into_iter()
+        .filter(|p| p.is_file())
+        .map(|p| (p.strip_prefix(dir).unwrap().display().to_string(), std::fs::read(&p).unwrap()))
+        .collect();
+    files.sort();
+    files
+}
+
+#[test]
+fn unpack_replace_swaps_in_the_new_tree_and_leaves_the_old_one_on_a_refusal() {
+    use std::os::unix::fs::MetadataExt;
+    let env = Env::new();
+    env.copy("agents/mailer", "mailer");
+    pack(&env, "mailer", "v1.agent.bundle").expect_code(0);
+    crate::support::set_version(&env.path().join("mailer"), "1.1.0");
+    std::fs::remove_file(env.path().join("mailer/prompts/system.md")).unwrap();
+    pack(&env, "mailer", "v2.agent.bundle").expect_code(0);
+    let pubkey = key("test.pub");
+    env.run(&["unpack", "v1.agent.bundle", "deploy/mailer", "--key", &pubkey]).expect_code(0);
+    let deployed = env.path().join("deploy/mailer");
+    let v1 = tree(&deployed);
+
+    // Without --replace an existing folder is refused, and says how to redeploy.
+    let out = env.run(&["unpack", "v2.agent.bundle", "deploy/mailer", "--key", &pubkey]);
+    out.expect_code(2);
+    assert!(out.stderr.contains("--replace"), "{}", out.stderr);
+
+    // A bundle that fails the gate (an untrusted key) leaves the old folder as it was: the
+    // same folder (inode), the same files.
+    let inode = std::fs::metadata(&deployed).unwrap().ino();
+    let out = env.run(&["unpack", "v2.agent.bundle", "deploy/mailer", "--key", &key("minisign-nopw.pub"), "--replace"]);
+    out.expect_code(1);
+    assert_eq!(std::fs::metadata(&deployed).unwrap().ino(), inode);
+    assert_eq!(tree(&deployed), v1);
+    let tampered = env.path().join("tampered.agent.bundle");
+    let mut bytes = std::fs::read(env.path().join("v2.agent.bundle")).unwrap();
+    let n = bytes.len();
+    bytes[n - 40] ^= 1;
+    std::fs::write(&tampered, bytes).unwrap();
+    env.run(&["unpack", "tampered.agent.bundle", "deploy/mailer", "--key", &pubkey, "--replace"]).expect_code(1);
+    assert_eq!(tree(&deployed), v1);
+
+    // The redeploy: a new folder swapped in whole (another inode), the removed file gone, and
+    // nothing left beside it.
+    let out =
+        env.run(&["unpack", "v2.agent.bundle", "deploy/mailer", "--key", &pubkey, "--replace", "--format", "json"]);
+    out.expect_code(0);
+    assert_eq!(out.json()["agent"]["version"], "1.1.0");
+    assert_ne!(std::fs::metadata(&deployed).unwrap().ino(), inode, "swapped, not written into");
+    let v2 = tree(&deployed);
+    assert!(v1.iter().any(|(p, _)| p == "prompts/system.md") && !v2.iter().any(|(p, _)| p == "prompts/system.md"));
+    let manifest = String::from_utf8(v2.iter().find(|(p, _)| p == "manifest.toml").unwrap().1.clone()).unwrap();
+    assert!(manifest.contains("version = \"1.1.0\""), "{manifest}");
+    let left: Vec<String> = std::fs::read_dir(env.path().join("deploy"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(left, ["mailer"]);
+    // `.` (or any path without a folder name of its own) cannot be swapped.
+    let out =
+        crate::support::run_in(&deployed, &["unpack", "../../v2.agent.bundle", ".", "--key", &pubkey, "--replace"]);
+    out.expect_code(2);
+    assert!(out.stderr.contains("--replace needs the path of the folder"), "{}", out.stderr);
+    assert_eq!(tree(&deployed), v2);
+    // A file where the folder should be is not replaced.
+    std::fs::write(env.path().join("deploy/file"), "x").unwrap();
+    env.run(&["unpack", "v2.agent.bundle", "deploy/file", "--key", &pubkey, "--replace"]).expect_code(2);
+    assert_eq!(std::fs::read_to_string(env.path().join("deploy/file")).unwrap(), "x");
+}

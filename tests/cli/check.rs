@@ -2,6 +2,7 @@
 
 use std::collections::BTreeSet;
 
+use crate::snapshot::{bundle_snapshot, in_env, in_repo};
 use crate::support::{self, Env, run, testdata};
 
 /// Every diagnostic of a `check --format json` run as `severity code file location`, with the
@@ -81,24 +82,25 @@ fn check_reports_all_problems_of_all_agents_at_once() {
     assert!(codes.contains(&"duplicate_id") && codes.contains(&"hardcoded_credential"), "{codes:?}");
 }
 
-#[test]
-fn human_output_shows_file_line_source_and_help() {
-    let out = run(&["check", "--color", "never", "testdata/invalid/unknown_field-tool-typo"]);
-    out.expect_code(1);
-    let e = &out.stderr;
-    assert!(e.contains("error[unknown_field]"), "{e}");
-    assert!(e.contains("testdata/invalid/unknown_field-tool-typo/tools.json:"), "{e}");
-    assert!(e.contains("\"requires_confirmaton\""), "shows the source line: {e}");
-    assert!(e.contains("did you mean `requires_confirmation`?"), "{e}");
-    assert!(e.contains("checked 1 agent: 1 error"), "{e}");
-}
+// The human, JSON and GitHub renderings of every invalid case are snapshots in output.rs
+// (`check_human@unknown_field-tool-typo`: file, line:column, the source line, "did you mean").
 
 #[test]
-fn github_format_prints_annotations() {
-    let out = run(&["check", "--format", "github", "testdata/invalid/duplicate_id"]);
+fn a_diagnostic_on_a_very_long_line_shows_a_window_around_the_span() {
+    let env = Env::new();
+    let dir = env.copy("agents/minimal", "a");
+    // Single-line JSON, as servers send it: the problem sits 330 characters in.
+    let line =
+        format!(r#"{{"version":1,"tools":[],"a":"{}","bogus":true,"c":"{}"}}"#, "x".repeat(300), "y".repeat(300));
+    std::fs::write(dir.join("tools.json"), &line).unwrap();
+    let out = env.run(&["check", "--color", "never", "a"]);
     out.expect_code(1);
-    assert!(out.stdout.starts_with("::error file=testdata/invalid/duplicate_id/tools.json,line="), "{}", out.stdout);
-    assert!(out.stdout.contains("title=duplicate_id::"), "{}", out.stdout);
+    let column = line.find(r#""bogus""#).unwrap() + 1;
+    assert!(out.stderr.contains(&format!("a/tools.json:1:{column}")), "the real column: {}", out.stderr);
+    let shown = out.stderr.lines().find(|l| l.contains(r#""bogus":true"#)).expect("the source line is shown");
+    assert!(shown.chars().count() < 140, "a window, not the whole line: {shown}");
+    assert!(shown.contains("…x") && shown.contains("y…"), "ellipses where the line goes on: {shown}");
+    assert!(out.stderr.lines().all(|l| l.chars().count() < 140), "{}", out.stderr);
 }
 
 #[test]
@@ -108,9 +110,8 @@ fn names_from_input_are_sanitised() {
     // Escaped in JSON: the key's decoded name reaches the message.
     std::fs::write(dir.join("tools.json"), r#"{"version": 1, "tools": [], "x\u202e\u001b[31m": 1}"#).unwrap();
     let out = env.run(&["check", "--color", "never", "a"]);
-    out.expect_code(1);
     assert!(!out.stderr.contains('\u{202e}') && !out.stderr.contains('\u{1b}'), "{:?}", out.stderr);
-    assert!(out.stderr.contains("\\u{202e}"), "{}", out.stderr);
+    bundle_snapshot!("sanitised_key_name", in_env(&env, &["check", "--color", "never", "a"]), [env.path()]);
     // Raw in the file: the quoted source line must not carry them either.
     std::fs::write(dir.join("tools.json"), "{\"version\": 1, \"tools\": [], \"x\u{202e}\": 1}").unwrap();
     let out = env.run(&["check", "--color", "never", "a"]);
@@ -144,6 +145,22 @@ fn init_scaffolds_an_agent_that_passes_check_and_refuses_to_overwrite() {
     assert_eq!(std::fs::read_to_string(env.path().join("agents/mail-bot/tools.json")).unwrap(), "{}");
     env.run(&["init", "agents/mail-bot", "--force"]).expect_code(0);
     env.run(&["init", "x", "--name", "Bad Name"]).expect_code(2);
+}
+
+#[test]
+fn init_takes_the_first_version_and_name() {
+    let env = Env::new();
+    env.run(&["init", "agents/kb", "--version", "2.3.0-rc.1", "--name", "knowledge-base"]).expect_code(0);
+    let out = env.run(&["check", "--format", "json", "agents/kb"]);
+    out.expect_code(0);
+    assert_eq!(out.json()["agents"][0]["version"], "2.3.0-rc.1");
+    assert_eq!(out.json()["agents"][0]["name"], "knowledge-base");
+    let out = env.run(&["init", "agents/x", "--version", "1.0"]);
+    out.expect_code(2);
+    assert!(out.stderr.contains("--version"), "{}", out.stderr);
+    assert!(!env.path().join("agents/x").exists());
+    // `bundle --version` still prints the program's version.
+    assert!(env.run(&["--version"]).expect_code(0).stdout.starts_with("bundle "));
 }
 
 #[test]
@@ -221,9 +238,5 @@ fn published_schema_agrees_with_the_validator() {
 
 #[test]
 fn a_missing_folder_is_an_io_error_said_once() {
-    let out = crate::support::run(&["check", "/nonexistent/agent"]);
-    out.expect_code(2);
-    assert!(out.stderr.contains("/nonexistent/agent"), "{}", out.stderr);
-    assert_eq!(out.stderr.matches("No such file or directory").count(), 1, "{}", out.stderr);
-    assert!(!out.stderr.contains("caused by"), "{}", out.stderr);
+    bundle_snapshot!("missing_folder", in_repo(&["check", "/nonexistent/agent"]));
 }

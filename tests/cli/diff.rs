@@ -6,6 +6,7 @@ use std::path::PathBuf;
 
 use serde_json::{Value, json};
 
+use crate::snapshot::{bundle_snapshot, in_env};
 use crate::support::{Env, Run, edit_tools, testdata, tool};
 
 /// Two copies of the mailer agent, `old` and `new`; `edit` changes the new one's tools.json.
@@ -377,9 +378,7 @@ fn fail_on_selects_what_makes_a_pipeline_fail() {
         tool(doc, "contacts.lookup")["input_schema"]["properties"]["org"] = json!({"type": "string"});
     });
     env.run(&["diff", "old", "new", "--fail-on", "widening", "--fail-on", "breaking"]).expect_code(0);
-    let out = env.run(&["diff", "old", "new", "--fail-on", "any"]);
-    out.expect_code(1);
-    assert!(out.stderr.contains("diff failed: 1 change matches --fail-on any"), "{}", out.stderr);
+    bundle_snapshot!("fail_on_any_compatible", in_env(&env, &["diff", "old", "new", "--fail-on", "any"]), [env.path()]);
     env.run(&["diff", "old", "new", "--fail-on", "everything"]).expect_code(2);
 }
 
@@ -443,13 +442,9 @@ fn bundles_and_folders_compare_alike_and_bad_sides_are_errors() {
 
     env.run(&["diff", "old", "missing"]).expect_code(2);
     std::fs::write(env.path().join("junk.agent.bundle"), "not a bundle").unwrap();
-    let out = env.run(&["diff", "junk.agent.bundle", "new"]);
-    out.expect_code(2);
-    assert!(out.stderr.contains("malformed_archive"), "{}", out.stderr);
+    bundle_snapshot!("junk_bundle", in_env(&env, &["diff", "junk.agent.bundle", "new"]), [env.path()]);
     edit_tools(&env.path().join("new"), |doc| tool(doc, SEND)["capabilities"] = json!(["net:evil.example"]));
-    let out = env.run(&["diff", "old", "new"]);
-    out.expect_code(2);
-    assert!(out.stderr.contains("capability_not_granted") && out.stderr.contains("bundle check"), "{}", out.stderr);
+    bundle_snapshot!("side_that_fails_check", in_env(&env, &["diff", "old", "new"]), [env.path()]);
 }
 
 #[test]

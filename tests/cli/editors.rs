@@ -1,20 +1,20 @@
-//! Editor support as the README documents it: `bundle schema`, the VS Code settings, and
-//! taplo validating manifests with `.taplo.toml`.
+//! Editor support as the book documents it (docs/book/src/guides/editors.md): `bundle schema`,
+//! the VS Code settings, and taplo validating manifests with `.taplo.toml`.
 
 use std::process::Command;
 
 use crate::support::{Env, repo, require_tool, run};
 
-/// The `.taplo.toml` the README tells users to write.
-const README_TAPLO: &str = r#"[[rule]]
+/// The `.taplo.toml` the editors guide tells users to write.
+const GUIDE_TAPLO: &str = r#"[[rule]]
 include = ["**/agents/*/manifest.toml"]
 
 [rule.schema]
 path = "schemas/manifest.v1.schema.json"
 "#;
 
-/// The `.vscode/settings.json` the README tells users to write.
-const README_VSCODE: &str = r#"{
+/// The `.vscode/settings.json` the editors guide tells users to write.
+const GUIDE_VSCODE: &str = r#"{
   "json.schemas": [
     {
       "fileMatch": ["**/agents/*/tools.json"],
@@ -24,8 +24,8 @@ const README_VSCODE: &str = r#"{
 }
 "#;
 
-fn readme() -> String {
-    std::fs::read_to_string(repo().join("README.md")).unwrap()
+fn guide() -> String {
+    std::fs::read_to_string(repo().join("docs/book/src/guides/editors.md")).unwrap()
 }
 
 #[test]
@@ -39,11 +39,11 @@ fn bundle_schema_prints_the_published_schemas() {
 }
 
 #[test]
-fn readme_vscode_settings_point_at_the_schema_bundle_writes() {
-    assert!(readme().contains(README_VSCODE), "README's VS Code settings changed; update this test");
-    let settings: serde_json::Value = serde_json::from_str(README_VSCODE).unwrap();
+fn guide_vscode_settings_point_at_the_schema_bundle_writes() {
+    assert!(guide().contains(GUIDE_VSCODE), "the editors guide's VS Code settings changed; update this test");
+    let settings: serde_json::Value = serde_json::from_str(GUIDE_VSCODE).unwrap();
     assert_eq!(settings["json.schemas"][0]["url"], "./schemas/tools.v1.schema.json");
-    // The README offers both ways; bundle accepts either form of tools.json.
+    // The guide offers both ways; bundle accepts either form of tools.json.
     let env = Env::new();
     env.run(&["init", "agents/a"]).expect_code(0);
     let tools = env.path().join("agents/a/tools.json");
@@ -76,10 +76,10 @@ fn taplo_checks_manifests_with_the_documented_config() {
     let (ok, out) = taplo(&repo());
     assert!(ok, "{out}");
 
-    // A new user's repository, set up as the README says.
-    assert!(readme().contains(README_TAPLO), "README's .taplo.toml changed; update this test");
+    // A new user's repository, set up as the guide says.
+    assert!(guide().contains(GUIDE_TAPLO), "the editors guide's .taplo.toml changed; update this test");
     let env = Env::new();
-    std::fs::write(env.path().join(".taplo.toml"), README_TAPLO).unwrap();
+    std::fs::write(env.path().join(".taplo.toml"), GUIDE_TAPLO).unwrap();
     std::fs::create_dir(env.path().join("schemas")).unwrap();
     std::fs::write(env.path().join("schemas/manifest.v1.schema.json"), run(&["schema", "manifest"]).stdout).unwrap();
     env.run(&["init", "agents/mailer"]).expect_code(0);

@@ -7,7 +7,7 @@ use std::collections::BTreeSet;
 use std::io::Read;
 use std::path::Path;
 
-use agent_bundle::ops::verify::Reason;
+use agent_bundle::bundle::verify::Reason;
 
 use crate::support::{Env, testdata};
 

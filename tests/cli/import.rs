@@ -307,3 +307,88 @@ fn import_rune_problems_carry_key_path_and_line_column() {
     assert!(human.stderr.contains("unknown field `backoff`"), "{}", human.stderr);
     assert!(human.stderr.contains("escape.yaml:3:1"), "{}", human.stderr);
 }
+
+/// Issue 17: `-o AGENT/tools.json` leaves the agent passing `bundle check` right away, for
+/// every import format: the manifest is relocked, and `--grant` grants what the tools need.
+#[test]
+fn import_into_an_agent_folder_relocks_and_grants_for_every_format() {
+    let cases: Vec<Vec<String>> = vec![
+        ["agentcli", &path("import/agentcli/minimal.json"), "--exec-root", "/opt/clock"].map(str::to_owned).to_vec(),
+        ["rap", &path("import/rap/github-tools.json")].map(str::to_owned).to_vec(),
+        ["rune", &path("import/rune"), "--exec-root", "/opt/kb"].map(str::to_owned).to_vec(),
+        ["openai", &path("import/openai/responses.json"), "--http", "POST", "https://fn.example.com/{tool}", "--grant"]
+            .map(str::to_owned)
+            .to_vec(),
+        ["mcp", &path("import/mcp/output-schema.json"), "--http", "GET", "https://mcp.example.com/{tool}", "--grant"]
+            .map(str::to_owned)
+            .to_vec(),
+    ];
+    for case in cases {
+        let env = Env::new();
+        env.run(&["init", "agents/x"]).expect_code(0);
+        let mut args = vec!["import", "--from"];
+        args.extend(case.iter().map(String::as_str));
+        args.extend(["-o", "agents/x/tools.json", "--force"]);
+        let out = env.run(&args);
+        out.expect_code(0);
+        assert!(out.stderr.contains("relocked agents/x/manifest.toml"), "{case:?}: {}", out.stderr);
+        env.run(&["check", "agents/x"]).expect_code(0);
+    }
+}
+
+#[test]
+fn import_http_tools_without_grant_hint_at_it_and_check_names_the_capability() {
+    let env = Env::new();
+    env.run(&["init", "x"]).expect_code(0);
+    let file = path("import/openai/chat-completions.json");
+    let out = env.run(&[
+        "import",
+        "--from",
+        "openai",
+        &file,
+        "--http",
+        "POST",
+        "https://fn.example.com/{tool}",
+        "-o",
+        "x/tools.json",
+        "--force",
+    ]);
+    out.expect_code(0);
+    assert!(out.stderr.contains("does not grant net:fn.example.com; add --grant"), "{}", out.stderr);
+    let check = env.run(&["check", "x", "--format", "json"]);
+    check.expect_code(1);
+    assert!(check.stdout.contains("capability_not_granted"), "{}", check.stdout);
+    // --grant needs an agent folder to grant in.
+    let out = env.run(&[
+        "import",
+        "--from",
+        "openai",
+        &file,
+        "--http",
+        "POST",
+        "https://fn.example.com/{tool}",
+        "-o",
+        "loose.json",
+        "--grant",
+    ]);
+    out.expect_code(2);
+    assert!(out.stderr.contains("-o must be AGENT_DIR/tools.json"), "{}", out.stderr);
+}
+
+/// Issue 17: `--exec-root` applies to Rune too, and a command resolved against the importing
+/// machine's folder is a `local_path` warning (printed once with a count when repeated).
+#[test]
+fn exec_root_applies_to_rune_and_machine_paths_are_warned_about() {
+    let out = run(&["import", "--from", "rune", &path("import/rune"), "--exec-root", "/opt/kb", "--format", "json"]);
+    out.expect_code(0);
+    let j = out.json();
+    assert_eq!(j["document"]["tools"][0]["transport"]["command"], "/opt/kb/tools/search_kb.py");
+    assert!(!out.stdout.contains("local_path"));
+    let out = run(&["import", "--from", "rune", &path("import/rune"), "--format", "json"]);
+    out.expect_code(0);
+    assert!(out.stdout.contains("\"local_path\""), "{}", out.stdout);
+    let out = run(&["import", "--from", "agentcli", &path("import/agentcli/minimal.json")]);
+    out.expect_code(0);
+    assert!(out.stderr.contains("warning[local_path]"), "{}", out.stderr);
+    assert!(out.stderr.contains("--exec-root DIR"), "{}", out.stderr);
+}

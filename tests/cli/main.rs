@@ -2,6 +2,7 @@
 //!
 //! One test binary (STYLE.md); submodules group the commands.
 
+mod snapshot;
 mod support;
 
 mod baseline;
@@ -16,10 +17,15 @@ mod freshness;
 mod hostile;
 mod import;
 mod lock;
+mod mcp;
+mod monorepo;
+mod openai;
+mod output;
 mod pin;
 mod pipeline;
 mod precommit;
 mod properties;
 mod schemas;
+mod scripts;
 mod tls;
 mod tool;

@@ -294,7 +294,7 @@ fn every_subcommand_help_has_examples() {
 }
 
 /// The `run:` scripts of each job of a workflow file, in order (a small reader for the plain
-/// block style docs/github-actions.yml uses).
+/// block style docs/book/src/guides/github-actions.yml uses).
 fn workflow_scripts(yaml: &str) -> Vec<(String, Vec<String>)> {
     let indent = |l: &str| l.len() - l.trim_start().len();
     let mut jobs: Vec<(String, Vec<String>)> = Vec::new();
@@ -337,7 +337,7 @@ fn github_actions_workflow_checks_packs_verifies_and_gates_the_deploy() {
     if !require_tool("bash") {
         return;
     }
-    let yaml = std::fs::read_to_string(crate::support::repo().join("docs/github-actions.yml")).unwrap();
+    let yaml = std::fs::read_to_string(crate::support::repo().join("docs/book/src/guides/github-actions.yml")).unwrap();
     let jobs = workflow_scripts(&yaml);
     let names: Vec<&str> = jobs.iter().map(|(n, _)| n.as_str()).collect();
     assert_eq!(names, ["check", "release", "deploy"]);
@@ -347,6 +347,9 @@ fn github_actions_workflow_checks_packs_verifies_and_gates_the_deploy() {
     env.copy("agents/mailer", "agents/mailer");
     env.copy("agents/minimal", "agents/minimal");
     std::fs::copy(key("test.pub"), env.path().join("release.pub")).unwrap();
+    for agent in ["agents/mailer", "agents/minimal"] {
+        env.run(&["baseline", "snapshot", agent]).expect_code(0);
+    }
     let bin_dir = std::path::Path::new(env!("CARGO_BIN_EXE_bundle")).parent().unwrap().to_path_buf();
     let path = std::env::join_paths(
         std::iter::once(bin_dir).chain(std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default())),
@@ -362,6 +365,8 @@ fn github_actions_workflow_checks_packs_verifies_and_gates_the_deploy() {
                 .current_dir(env.path())
                 .env("PATH", &path)
                 .env("BUNDLE_PUBLIC_KEY", "release.pub")
+                .env("BUNDLE_BASELINES", "baselines")
+                .env("BUNDLE_STATE", "state/bundle-state.json")
                 .env("BUNDLE_SIGNING_KEY", &signing_key)
                 .env("BUNDLE_GIT", "unused")
                 .env("BUNDLE_TAG", "unused")
@@ -384,10 +389,15 @@ fn github_actions_workflow_checks_packs_verifies_and_gates_the_deploy() {
     assert!(out.contains("title=verified::minimal"), "{out}");
     let (ok, out) = run_job("deploy");
     assert!(ok, "{out}");
-    assert!(env.path().join("deploy/mailer-1.0.0/tools.json").is_file(), "{out}");
+    assert!(env.path().join("deploy/mailer/tools.json").is_file(), "{out}");
+    assert!(std::fs::read_to_string(env.path().join("state/bundle-state.json")).unwrap().contains("\"mailer\""));
+    // The next deploy of the same release replaces the running copy.
+    let (ok, out) = run_job("deploy");
+    assert!(ok, "{out}");
+    let deployed = std::fs::read(env.path().join("deploy/mailer/tools.json")).unwrap();
 
-    // A bundle swapped on the way to the deploy job is stopped at the gate.
-    std::fs::remove_dir_all(env.path().join("deploy")).unwrap();
+    // A bundle swapped on the way to the deploy job is stopped at the gate, and the running
+    // copy stays as it was.
     std::fs::copy(
         crate::support::repo().join(hostile("bad_signature-manifest-tampered")),
         env.path().join("dist/mailer-1.0.0.agent.bundle"),
@@ -395,7 +405,7 @@ fn github_actions_workflow_checks_packs_verifies_and_gates_the_deploy() {
     .unwrap();
     let (ok, out) = run_job("deploy");
     assert!(!ok && out.contains("title=bad_signature::"), "{out}");
-    assert!(!env.path().join("deploy/mailer-1.0.0").exists());
+    assert_eq!(std::fs::read(env.path().join("deploy/mailer/tools.json")).unwrap(), deployed);
 
     // On a pull request, a stale manifest fails the check job with an annotation on it.
     std::fs::write(env.path().join("agents/minimal/notes.md"), "new\n").unwrap();

@@ -9,9 +9,9 @@ use std::io::{self, Write};
 use std::path::Path;
 use std::sync::OnceLock;
 
+use agent_bundle::bundle::verify::{self, Expect, Sink, Trust};
 use agent_bundle::minisign::{PublicKey, SecretKey};
 use agent_bundle::ops::pack::{self, PackOptions};
-use agent_bundle::ops::verify::{self, Expect, Sink, Trust};
 use agent_bundle::timestamp::Timestamp;
 use agent_bundle::trust::TrustedKeys;
 use proptest::prelude::*;

@@ -189,3 +189,95 @@ fn tool_add_asks_on_a_terminal() {
     assert_eq!(v["tools"][0]["capabilities"], serde_json::json!(["net:kb.example"]));
     env.run(&["check"]).expect_code(0);
 }
+
+#[test]
+fn tool_add_reads_a_schema_from_a_file() {
+    let env = Env::new();
+    env.run(&["init", "agents/kb"]).expect_code(0);
+    std::fs::write(env.path().join("search.input.json"), r#"{"type": "object", "required": ["query"]}"#).unwrap();
+    let out = env.run(&[
+        "tool",
+        "add",
+        "agents/kb",
+        "--id",
+        "kb.search",
+        "--description",
+        "Search.",
+        "--exec",
+        "/usr/bin/kb",
+        "--input-schema",
+        "@search.input.json",
+    ]);
+    out.expect_code(0);
+    let v: serde_json::Value = serde_json::from_str(&tools_json(&env, "agents/kb")).unwrap();
+    assert_eq!(v["tools"][0]["input_schema"]["required"], serde_json::json!(["query"]));
+    let out = env.run(&[
+        "tool",
+        "add",
+        "agents/kb",
+        "--id",
+        "kb.x",
+        "--description",
+        "X.",
+        "--exec",
+        "/x",
+        "--input-schema",
+        "@nope.json",
+    ]);
+    out.expect_code(2);
+    assert!(out.stderr.contains("--input-schema: cannot read nope.json"), "{}", out.stderr);
+}
+
+#[test]
+fn tool_list_shows_every_tool_even_of_a_broken_file() {
+    let env = Env::new();
+    env.copy("agents/mailer", "agents/mailer");
+    let out = env.run(&["tool", "list", "agents/mailer", "--format", "json"]);
+    out.expect_code(0);
+    let json = out.json();
+    let ids: Vec<&str> = json["tools"].as_array().unwrap().iter().map(|t| t["id"].as_str().unwrap()).collect();
+    assert_eq!(ids, ["mail.mailbox_search", "contacts.lookup", "mail.draft_render", "mail.smtp_send"]);
+    let out = env.run(&["tool", "list", "agents/mailer"]);
+    out.expect_code(0);
+    assert!(out.stdout.lines().next().unwrap().starts_with("id "), "a header row: {}", out.stdout);
+    assert!(
+        out.stdout.contains("mail.smtp_send") && out.stdout.contains("http POST https://api.mail.example"),
+        "{}",
+        out.stdout
+    );
+    // A tool that fails check is still listed, so that it can be named for removal.
+    crate::support::edit_tools(&env.path().join("agents/mailer"), |doc| doc["tools"][0]["id"] = "Bad Id".into());
+    let out = env.run(&["tool", "list", "agents/mailer", "--format", "json"]);
+    out.expect_code(0);
+    assert_eq!(out.json()["tools"][0]["id"], "Bad Id");
+    std::fs::write(env.path().join("agents/mailer/tools.json"), "{").unwrap();
+    env.run(&["tool", "list", "agents/mailer"]).expect_code(1);
+    env.run(&["tool", "list", "nowhere"]).expect_code(2);
+}
+
+#[test]
+fn tool_remove_relocks_and_refuses_an_unknown_id_with_a_suggestion() {
+    let env = Env::new();
+    env.copy("agents/mailer", "agents/mailer");
+    let before = tools_json(&env, "agents/mailer");
+    let out = env.run(&["tool", "remove", "agents/mailer", "mail.smtp_snd"]);
+    out.expect_code(2);
+    assert!(
+        out.stderr.contains("no tool `mail.smtp_snd`") && out.stderr.contains("did you mean `mail.smtp_send`?"),
+        "{}",
+        out.stderr
+    );
+    assert_eq!(tools_json(&env, "agents/mailer"), before, "nothing written");
+    let out = env.run(&["tool", "remove", "agents/mailer", "zzz"]);
+    out.expect_code(2);
+    assert!(out.stderr.contains("its tools are: mail.mailbox_search, contacts.lookup"), "{}", out.stderr);
+
+    let out = env.run(&["tool", "remove", "agents/mailer", "mail.draft_render"]);
+    out.expect_code(0);
+    assert!(out.stderr.contains("removed tool `mail.draft_render`"), "{}", out.stderr);
+    assert!(out.stderr.contains("no remaining tool needs fs:/srv/mail/templates"), "{}", out.stderr);
+    let v: serde_json::Value = serde_json::from_str(&tools_json(&env, "agents/mailer")).unwrap();
+    assert!(v["tools"].as_array().unwrap().iter().all(|t| t["id"] != "mail.draft_render"));
+    assert_eq!(v["tools"].as_array().unwrap().len(), 3);
+    env.run(&["check", "agents/mailer"]).expect_code(0);
+}

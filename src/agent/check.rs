@@ -1,0 +1,109 @@
+//! Checking one agent folder: tools.json, policy.caps, manifest.toml and its pins, every
+//! problem at once. `check`, `pack`, `diff` and `export` all start from this.
+
+use std::path::{Path, PathBuf};
+
+use super::{Current, current_digests, display_prefix, pins, read_source, stale_entries};
+use crate::diagnostic::{Code, Diagnostic, Report};
+use crate::fetch::Fetcher;
+use crate::manifest::{self, Manifest};
+use crate::policy::{self, Policy};
+use crate::tools;
+
+/// The outcome of checking one agent folder.
+#[derive(Debug)]
+pub struct AgentCheck {
+    pub dir: PathBuf,
+    pub manifest: Option<Manifest>,
+    /// tools.json as JSON, when it is valid (`tools::Validated::model` gives the typed view).
+    pub tools: Option<serde_json::Value>,
+    pub policy: Policy,
+    pub report: Report,
+    /// The manifest's text as read, when it parsed.
+    pub manifest_text: Option<std::sync::Arc<str>>,
+    /// The files and their digests, when they were compared with the manifest.
+    pub current: Option<Current>,
+    /// The schema files tools.json's validation read (relative paths).
+    pub schema_files: Vec<String>,
+}
+
+/// What a check does besides validating the files.
+#[derive(Debug, Clone, Copy)]
+pub struct Options<'a> {
+    /// Hash the files and compare them with the manifest (`pack` without `--locked` skips
+    /// it, because it locks right after).
+    pub digests: bool,
+    /// Fetch every pinned URL with this client and report drift (`bundle check --refresh`;
+    /// network).
+    pub refresh: Option<&'a Fetcher>,
+}
+
+impl Default for Options<'_> {
+    fn default() -> Self {
+        Options { digests: true, refresh: None }
+    }
+}
+
+/// Checks one agent folder, including whether the manifest's digests are current.
+pub fn check_agent(dir: &Path) -> AgentCheck {
+    check_agent_with(dir, Options::default())
+}
+
+/// Checks one agent folder as `opts` says.
+pub fn check_agent_with(dir: &Path, opts: Options<'_>) -> AgentCheck {
+    let prefix = display_prefix(dir);
+    let mut report = Report::default();
+    let mut diags = Vec::new();
+
+    let manifest = read_source(dir, &prefix, manifest::FILE_NAME, true, &mut report)
+        .and_then(|src| manifest::parse(&src, &mut diags).map(|m| (m, src)));
+    let mut current = None;
+    let manifest_text = manifest.as_ref().map(|(_, src)| src.text.clone());
+    // Digests are compared only when the manifest itself is sound: lock cannot fix them
+    // before the manifest is fixed, and the noise would hide the real problem.
+    let manifest_sound = !diags.iter().any(|d| d.is_error());
+    if let Some((m, src)) = manifest.as_ref().filter(|_| opts.digests && manifest_sound) {
+        let found = current_digests(dir, &prefix, m, &mut diags);
+        for (key, message) in stale_entries(m, &found.digests) {
+            diags.push(
+                Diagnostic::error(Code::StaleDigest, &src.name, message)
+                    .at_path(key)
+                    .with_help("run `bundle lock` to update the digests"),
+            );
+        }
+        current = Some(found);
+    }
+    if let Some((m, src)) = manifest.as_ref() {
+        pins::check(dir, &prefix, m, &src.name, &mut diags);
+        if let Some(fetcher) = opts.refresh {
+            pins::refresh(fetcher, dir, &prefix, m, &src.name, &mut diags);
+        }
+    }
+    let manifest = manifest.map(|(m, _)| m);
+
+    let policy = read_source(dir, &prefix, policy::FILE_NAME, false, &mut report)
+        .map(|src| Policy::parse(&src, &mut diags))
+        .unwrap_or_default();
+
+    let mut tools_file = None;
+    let mut schema_files = Vec::new();
+    if let Some(src) = read_source(dir, &prefix, tools::FILE_NAME, true, &mut report) {
+        let validated = tools::validate(&src, &dir.to_path_buf(), &prefix, &policy, &mut diags);
+        for s in &validated.sources {
+            report.add_source(s);
+        }
+        tools_file = validated.value;
+        schema_files = validated.schema_files;
+    }
+    report.diagnostics.extend(diags);
+    AgentCheck {
+        dir: dir.to_path_buf(),
+        manifest,
+        tools: tools_file,
+        policy,
+        report,
+        manifest_text,
+        current,
+        schema_files,
+    }
+}

@@ -1,0 +1,151 @@
+//! The agent's files and their digests: hashed now (`check`, `lock`), or as the manifest
+//! claims them (`pack --locked`), and where the two differ.
+
+use std::path::Path;
+
+use crate::diagnostic::{Code, Diagnostic};
+use crate::digest;
+use crate::fileset::{self, AgentFile};
+use crate::manifest::edit::Digests;
+use crate::manifest::{Digest, Manifest};
+use crate::{policy, tools};
+
+/// The agent's files and their current digests.
+#[derive(Debug)]
+pub struct Current {
+    pub files: Vec<AgentFile>,
+    pub digests: Digests,
+}
+
+impl Current {
+    /// The digest of one file, by relative path.
+    pub fn digest_of(&self, path: &str) -> Option<&Digest> {
+        match path {
+            tools::FILE_NAME => self.digests.tools.as_ref(),
+            policy::FILE_NAME => self.digests.policy.as_ref(),
+            other => self.digests.files.get(other),
+        }
+    }
+}
+
+/// Lists and hashes the agent's files; problems (symlinks, secrets, bad names, unreadable
+/// files) are reported and the affected files left out.
+pub fn current_digests(dir: &Path, prefix: &str, manifest: &Manifest, diags: &mut Vec<Diagnostic>) -> Current {
+    use rayon::prelude::*;
+    let files = fileset::collect(dir, prefix, &manifest.allow_secret_files, diags);
+    // One file per core; results come back in the files' (sorted) order.
+    let hashed: Vec<_> = files.par_iter().map(|f| digest::hash_file(&f.full)).collect();
+    let mut digests = Digests::default();
+    for (f, result) in files.iter().zip(hashed) {
+        let (hash, size) = match result {
+            Ok(x) => x,
+            Err(e) => {
+                diags.push(Diagnostic::error(
+                    Code::IoError,
+                    format!("{prefix}{}", f.path),
+                    format!("cannot read {}: {e}", f.path),
+                ));
+                continue;
+            }
+        };
+        let d = Digest { blake3: hash, size, executable: f.executable };
+        match f.path.as_str() {
+            tools::FILE_NAME => digests.tools = Some(d),
+            policy::FILE_NAME => digests.policy = Some(d),
+            other => {
+                digests.files.insert(other.to_owned(), d);
+            }
+        }
+    }
+    Current { files, digests }
+}
+
+/// The agent's files with the digests the manifest claims for them, without reading any file:
+/// paths, sizes and executable bits are compared now (a difference is returned as stale
+/// entries); contents are compared by the caller while it reads the files anyway (`pack
+/// --locked` hashes what it archives).
+pub fn claimed_digests(
+    dir: &Path,
+    prefix: &str,
+    manifest: &Manifest,
+    diags: &mut Vec<Diagnostic>,
+) -> (Current, Vec<(String, String)>) {
+    let files = fileset::collect(dir, prefix, &manifest.allow_secret_files, diags);
+    let listed = manifest.entries();
+    let mut stale = Vec::new();
+    let mut digests = Digests::default();
+    for f in &files {
+        let key = manifest_key(&f.path);
+        match listed.get(f.path.as_str()) {
+            None => stale.push((key, format!("{} is not listed in the manifest", f.path))),
+            Some(None) => stale.push((key, format!("{} has no digest in the manifest", f.path))),
+            Some(Some(d)) if d.size != f.size || d.executable != f.executable => {
+                stale.push((key, format!("{} changed since the manifest was locked", f.path)));
+            }
+            Some(Some(d)) => match f.path.as_str() {
+                tools::FILE_NAME => digests.tools = Some((*d).clone()),
+                policy::FILE_NAME => digests.policy = Some((*d).clone()),
+                other => {
+                    digests.files.insert(other.to_owned(), (*d).clone());
+                }
+            },
+        }
+    }
+    for path in listed.keys() {
+        if !files.iter().any(|f| f.path == *path) {
+            stale.push((
+                manifest_key(path),
+                format!("the manifest lists {path}, which is not in the agent folder (or is ignored)"),
+            ));
+        }
+    }
+    (Current { files, digests }, stale)
+}
+
+fn manifest_key(path: &str) -> String {
+    match path {
+        tools::FILE_NAME => "artifacts.tools".to_owned(),
+        policy::FILE_NAME => "artifacts.policy".to_owned(),
+        other => format!("files.{}", toml_edit::Value::from(other)),
+    }
+}
+
+/// Where the manifest's digests differ from the files: `(manifest key, message)`.
+pub fn stale_entries(manifest: &Manifest, current: &Digests) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    let named = [
+        ("artifacts.tools", tools::FILE_NAME, manifest.tools.as_ref(), current.tools.as_ref()),
+        ("artifacts.policy", policy::FILE_NAME, manifest.policy.as_ref(), current.policy.as_ref()),
+    ];
+    for (key, file, listed, actual) in named {
+        match (listed.map(|a| a.digest.as_ref()), actual) {
+            (None, Some(_)) => out.push((key.to_owned(), format!("manifest.toml has no [{key}] digest for {file}"))),
+            (Some(None), Some(_)) => out.push((key.to_owned(), format!("[{key}] has no digest for {file}"))),
+            (Some(Some(l)), Some(a)) if l != a => {
+                out.push((key.to_owned(), format!("{file} changed since the manifest was locked")))
+            }
+            (Some(_), None) => {
+                out.push((key.to_owned(), format!("[{key}] lists {file}, which is not in the agent folder")))
+            }
+            _ => {}
+        }
+    }
+    for (path, actual) in &current.files {
+        let key = format!("files.{}", toml_edit::Value::from(path.as_str()));
+        match manifest.files.get(path) {
+            None => out.push((key, format!("{path} is not listed in [files]"))),
+            Some(Some(listed)) if listed != actual => {
+                out.push((key, format!("{path} changed since the manifest was locked")))
+            }
+            Some(None) => out.push((key, format!("{path} has no digest in [files]"))),
+            _ => {}
+        }
+    }
+    for path in manifest.files.keys() {
+        if !current.files.contains_key(path) {
+            let key = format!("files.{}", toml_edit::Value::from(path.as_str()));
+            out.push((key, format!("[files] lists {path}, which is not in the agent folder (or is ignored)")));
+        }
+    }
+    out
+}

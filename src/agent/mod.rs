@@ -1,0 +1,161 @@
+//! The agent folder: finding agents under a path, reading their text files into sources for
+//! diagnostics, and listing and hashing their files against what manifest.toml claims. Every
+//! operation that starts from a folder (check, lock, pack, tool add) reads it through here, and
+//! the steps several of them share live here too: checking one agent, locking one, its pins.
+
+use std::path::{Path, PathBuf};
+
+use crate::diagnostic::{Code, Diagnostic, Report, Source};
+use crate::error::{Error, Result};
+use crate::regular_file::{self, Links, ReadError};
+use crate::{limits, manifest, tools};
+
+mod check;
+mod digests;
+mod lock;
+pub mod pins;
+
+pub use check::{AgentCheck, Options as CheckOptions, check_agent, check_agent_with};
+pub use digests::{Current, claimed_digests, current_digests, stale_entries};
+pub use lock::{Locked, lock_agent};
+
+/// How deep below a PATH agent folders are looked for (grouping folders such as
+/// `agents/team-a/mailer` need a few levels; the bound keeps a walk of a large tree short).
+const MAX_SEARCH_DEPTH: usize = 8;
+
+/// Whether `dir` is an agent folder: it holds manifest.toml or tools.json.
+pub fn is_agent_folder(dir: &Path) -> bool {
+    dir.join(manifest::FILE_NAME).exists() || dir.join(tools::FILE_NAME).exists()
+}
+
+/// The agent folders a PATH names, in sorted order: the folder itself when it is an agent
+/// folder; else every agent folder below its `agents/` when it has one (so `.` in a repository
+/// means `agents/`), else every agent folder below it, at any depth. Hidden folders,
+/// `node_modules`, caches (with a `CACHEDIR.TAG`) and symlinks are not searched, and the search
+/// does not go into an agent folder.
+pub fn find_agents(path: &Path) -> Result<Vec<PathBuf>> {
+    let meta = std::fs::metadata(path).map_err(|e| Error::io(path, e))?;
+    if !meta.is_dir() {
+        return Err(Error::Usage(format!(
+            "{} is not a folder; give an agent folder or a folder with agents/",
+            path.display()
+        )));
+    }
+    if is_agent_folder(path) {
+        return Ok(vec![path.to_path_buf()]);
+    }
+    // `agents/mailer`, not `./agents/mailer`: the names reach annotations and JSON output.
+    let agents = if path == Path::new(".") { PathBuf::from("agents") } else { path.join("agents") };
+    let root = if agents.is_dir() { agents } else { path.to_path_buf() };
+    let mut found = Vec::new();
+    search(&root, 1, &mut found)?;
+    found.sort();
+    if found.is_empty() {
+        return Err(Error::Usage(format!(
+            "no agent in {}: an agent folder holds manifest.toml and tools.json (create one with `bundle init`)",
+            path.display()
+        )));
+    }
+    Ok(found)
+}
+
+/// Collects the agent folders below `dir`. A folder directly in an `agents/` folder counts as
+/// an agent even without its files (when no agent is below it), so that `check` reports what
+/// it lacks instead of passing over it.
+fn search(dir: &Path, depth: usize, found: &mut Vec<PathBuf>) -> Result<()> {
+    let mut subdirs: Vec<PathBuf> = Vec::new();
+    for entry in std::fs::read_dir(dir).map_err(|e| Error::io(dir, e))? {
+        let entry = entry.map_err(|e| Error::io(dir, e))?;
+        let name = entry.file_name();
+        let skipped = name.to_string_lossy().starts_with('.') || name == "node_modules";
+        // file_type() does not follow symlinks: a linked folder is not searched. Nor is a
+        // cache (a build's target/ marks itself with CACHEDIR.TAG): it can be huge.
+        if !skipped && entry.file_type().is_ok_and(|t| t.is_dir()) && !entry.path().join("CACHEDIR.TAG").exists() {
+            subdirs.push(if dir == Path::new(".") { PathBuf::from(entry.file_name()) } else { entry.path() });
+        }
+    }
+    subdirs.sort();
+    let in_agents = dir.file_name().is_some_and(|n| n == "agents");
+    for sub in subdirs {
+        if is_agent_folder(&sub) {
+            found.push(sub);
+            continue;
+        }
+        let before = found.len();
+        if depth < MAX_SEARCH_DEPTH {
+            search(&sub, depth + 1, found)?;
+        }
+        if found.len() == before && in_agents {
+            found.push(sub);
+        }
+    }
+    Ok(())
+}
+
+/// How an agent folder's files are named in diagnostics: `agents/mailer/tools.json`.
+pub fn display_prefix(dir: &Path) -> String {
+    let s = dir.to_string_lossy();
+    let s = s.strip_prefix("./").unwrap_or(&s);
+    if s.is_empty() || s == "." { String::new() } else { format!("{}/", s.trim_end_matches('/')) }
+}
+
+/// Reads a text file of the agent into a [`Source`]; a missing or unreadable file becomes a
+/// diagnostic.
+pub fn read_source(dir: &Path, prefix: &str, name: &str, required: bool, report: &mut Report) -> Option<Source> {
+    let display = format!("{prefix}{name}");
+    // Each file is read under the cap `bundle verify` applies to it, never through a symlink,
+    // and never if it is a FIFO or a device (which would block or never end).
+    let limit = match name {
+        crate::manifest::FILE_NAME => limits::MAX_MANIFEST_BYTES,
+        crate::policy::FILE_NAME => limits::MAX_POLICY_BYTES,
+        _ => limits::MAX_JSON_BYTES,
+    };
+    match regular_file::read(&dir.join(name), limit, Links::Refuse) {
+        Ok(bytes) => match crate::json::decode_utf8(&display, bytes) {
+            Ok(text) => {
+                let source = Source::new(display, text);
+                report.add_source(&source);
+                Some(source)
+            }
+            Err(d) => {
+                report.push(d);
+                None
+            }
+        },
+        Err(ReadError::NotFound) => {
+            if required {
+                report.push(
+                    Diagnostic::error(Code::MissingFile, &display, format!("the agent folder has no {name}"))
+                        .with_help("create it, e.g. with `bundle init`"),
+                );
+            }
+            None
+        }
+        Err(ReadError::NotRegular { what }) => {
+            report.push(
+                Diagnostic::error(
+                    Code::UnsupportedFileType,
+                    &display,
+                    format!("{name} is {what}; an agent's files must be regular files"),
+                )
+                .with_help("replace it with a regular file (symbolic links are never followed)"),
+            );
+            None
+        }
+        Err(ReadError::TooLarge { limit }) => {
+            report.push(
+                Diagnostic::error(
+                    Code::LimitExceeded,
+                    &display,
+                    format!("{name} is larger than {limit} bytes, the most `bundle verify` accepts"),
+                )
+                .with_help("split the agent, or move data out of it into other files"),
+            );
+            None
+        }
+        Err(ReadError::Io(e)) => {
+            report.push(Diagnostic::error(Code::IoError, &display, format!("cannot read {name}: {e}")));
+            None
+        }
+    }
+}

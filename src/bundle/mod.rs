@@ -1,0 +1,49 @@
+//! The bundle format: the names, order and size limits of the entries a `.agent.bundle` holds
+//! (docs/book/src/reference/format.md), and the streaming [`verify`]er that reads one. The packer
+//! writes what this module names and the verifier accepts no more, so both take the constants from
+//! here.
+
+pub mod verify;
+
+/// The name of the signature entry, the bundle's second.
+pub const SIGNATURE_ENTRY: &str = "manifest.toml.minisig";
+/// The untrusted comment of every signature `bundle` writes (fixed, so packs are reproducible).
+pub const UNTRUSTED_COMMENT: &str = "signature from agent-bundle";
+/// The file name extension of a bundle; the packer's file-set leaves such files out.
+pub const EXTENSION: &str = ".agent.bundle";
+
+/// Largest manifest.toml accepted (read into memory before anything is trusted).
+pub const MAX_MANIFEST_BYTES: u64 = 1 << 20;
+/// Largest signature file accepted.
+pub const MAX_SIGNATURE_BYTES: u64 = 4096;
+/// Largest JSON file (tools.json, schemas) held in memory for re-validation, and the total.
+pub const MAX_JSON_BYTES: u64 = 4 << 20;
+pub const MAX_JSON_TOTAL: u64 = 16 << 20;
+
+/// Whether an entry is held for re-validation (FORMAT §6 step 13), given the bytes of other
+/// JSON files held before it: tools.json and policy.caps always (within [`MAX_JSON_BYTES`]);
+/// other JSON files (schemas tools.json may reference) while they fit [`MAX_JSON_TOTAL`].
+pub fn is_held(path: &str, size: u64, held_total: u64) -> bool {
+    let named = path == crate::tools::FILE_NAME || path == crate::policy::FILE_NAME;
+    size <= MAX_JSON_BYTES && (named || (path.ends_with(".json") && held_total + size <= MAX_JSON_TOTAL))
+}
+
+/// The entries verify holds, for files in bundle order: what `pack` checks schemas against.
+pub fn held_paths<'p>(files: impl IntoIterator<Item = (&'p str, u64)>) -> std::collections::HashSet<&'p str> {
+    let mut total = 0;
+    let mut held = std::collections::HashSet::new();
+    for (path, size) in files {
+        if is_held(path, size, total) {
+            if path != crate::tools::FILE_NAME && path != crate::policy::FILE_NAME {
+                total += size;
+            }
+            held.insert(path);
+        }
+    }
+    held
+}
+
+/// The file name `bundle pack` writes when not told otherwise: `<name>-<version>.agent.bundle`.
+pub fn default_file_name(name: &str, version: &str) -> String {
+    format!("{name}-{version}{EXTENSION}")
+}

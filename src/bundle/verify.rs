@@ -1,0 +1,671 @@
+//! The one reader of bundles (behind `verify`, `inspect`, `unpack`, `diff`, `export`): one
+//! streaming pass over a bundle that trusts nothing the signature does not cover.
+//!
+//! Order: entry 1 (manifest.toml) and entry 2 (its minisign signature) are read under small
+//! caps; the signature is checked against the trusted keys, the trusted comment against the
+//! manifest, then the versions; then every entry is streamed and hashed, rejecting at the
+//! first that is unsafe, unlisted, duplicated, oversized or mismatched; finally anything
+//! listed but absent, and any bytes after the tar end or the zstd frame. tools.json is
+//! validated again, against the bundle's own schema files and policy.caps.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::io::{self, BufRead, Read, Write};
+
+use serde::Serialize;
+
+use super::{MAX_JSON_BYTES, MAX_MANIFEST_BYTES, MAX_SIGNATURE_BYTES, SIGNATURE_ENTRY, is_held};
+use crate::archive::{ArchiveError, ArchiveReader, Limits};
+use crate::diagnostic::{Code, Source};
+use crate::hasher::EntryHasher;
+use crate::manifest::{self, Manifest};
+use crate::minisign::{Signature, SignatureError};
+use crate::policy::{self, Policy};
+use crate::state::State;
+use crate::timestamp::Timestamp;
+use crate::tools::{self, ToolsFile};
+use crate::trust::{self, TrustedKey, TrustedKeys};
+
+macro_rules! reasons {
+    ($($variant:ident => $name:literal: $doc:literal,)*) => {
+        /// Why a bundle was rejected. The string forms are stable.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+        pub enum Reason { $(#[doc = $doc] $variant,)* }
+
+        impl Reason {
+            pub const ALL: &'static [Reason] = &[$(Reason::$variant,)*];
+            pub fn as_str(self) -> &'static str { match self { $(Reason::$variant => $name,)* } }
+            pub fn describe(self) -> &'static str { match self { $(Reason::$variant => $doc,)* } }
+        }
+    };
+}
+
+reasons! {
+    MissingSignature => "missing_signature": "The second entry is not manifest.toml.minisig.",
+    BadSignature => "bad_signature": "The signature or its trusted comment does not verify with the trusted key, or is malformed.",
+    UntrustedKey => "untrusted_key": "The signing key is not trusted, or not trusted for this agent name.",
+    NameMismatch => "name_mismatch": "The trusted comment names another agent or version than the manifest (or than --name).",
+    UnsupportedVersion => "unsupported_version": "The bundle format or tools.json version is not one this bundle supports.",
+    MalformedManifest => "malformed_manifest": "manifest.toml is missing, not entry 1, or breaks the manifest rules.",
+    DigestMismatch => "digest_mismatch": "An entry's BLAKE3 digest differs from the manifest's.",
+    SizeMismatch => "size_mismatch": "An entry's size differs from the manifest's.",
+    ModeMismatch => "mode_mismatch": "An entry's executable bit differs from the manifest's.",
+    MissingEntry => "missing_entry": "A file the manifest lists is not in the bundle.",
+    UnlistedEntry => "unlisted_entry": "An entry the manifest does not list.",
+    DuplicateEntry => "duplicate_entry": "The same path twice in the bundle.",
+    UnsafePath => "unsafe_path": "An entry path that is absolute, escapes with `..`, or breaks the path rules.",
+    UnsafeMode => "unsafe_mode": "An entry mode other than 0644 or 0755 (setuid, setgid, sticky, group/world-writable).",
+    UnsupportedEntryType => "unsupported_entry_type": "A link, directory, device, fifo, or PAX/GNU extension entry.",
+    MalformedArchive => "malformed_archive": "Not a single checksummed zstd frame holding a well-formed ustar archive in canonical order.",
+    TrailingData => "trailing_data": "Bytes after the tar end marker or after the zstd frame.",
+    LimitExceeded => "limit_exceeded": "A size, count or compression window beyond the limits.",
+    Expired => "expired": "The signed manifest's `[bundle] expires` is past: a stale bundle offered again (freeze).",
+    Rollback => "rollback": "Older than a version already accepted (--state, --min-version), or another bundle of an accepted version.",
+    InvalidTools => "invalid_tools": "tools.json in the bundle breaks the tools.json rules.",
+    ContractDrift => "contract_drift": "With --baseline: a write-capable, network, secret-using or destructive tool (or one whose http host moved) differs from its approved contract, or is new.",
+    IoError => "io_error": "The bundle could not be read (exit 2).",
+}
+
+impl Serialize for Reason {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
+    }
+}
+
+/// A rejected bundle: the reason code, the entry concerned, and a message.
+#[derive(Debug, Clone)]
+pub struct Rejection {
+    pub reason: Reason,
+    pub path: Option<String>,
+    pub message: String,
+    /// The agent and signer, when known at the time of rejection.
+    pub agent: Option<(String, String)>,
+    pub key_id: Option<String>,
+}
+
+impl Rejection {
+    pub fn new(reason: Reason, path: Option<&str>, message: impl Into<String>) -> Self {
+        Rejection { reason, path: path.map(str::to_owned), message: message.into(), agent: None, key_id: None }
+    }
+}
+
+impl From<ArchiveError> for Rejection {
+    fn from(e: ArchiveError) -> Self {
+        let reason = match e.code() {
+            "unsupported_entry_type" => Reason::UnsupportedEntryType,
+            "unsafe_path" => Reason::UnsafePath,
+            "unsafe_mode" => Reason::UnsafeMode,
+            "limit_exceeded" => Reason::LimitExceeded,
+            "trailing_data" => Reason::TrailingData,
+            "io_error" => Reason::IoError,
+            _ => Reason::MalformedArchive,
+        };
+        let path = match &e {
+            ArchiveError::UnsupportedEntryType { path, .. }
+            | ArchiveError::UnsafePath { path, .. }
+            | ArchiveError::UnsafeMode { path, .. } => Some(path.clone()),
+            ArchiveError::Malformed { path, .. }
+            | ArchiveError::LimitExceeded { path, .. }
+            | ArchiveError::Io { path, .. } => path.clone(),
+            _ => None,
+        };
+        Rejection { reason, path, message: e.to_string(), agent: None, key_id: None }
+    }
+}
+
+/// How signatures are treated.
+pub enum Trust<'a> {
+    /// Require a signature from one of these keys (verify, unpack).
+    Keys(&'a TrustedKeys),
+    /// Read the signature but do not check it (inspect without keys).
+    Unchecked,
+}
+
+/// What the caller requires of a bundle beyond a trusted signature and intact content. The
+/// checks run once the manifest is authenticated, before any file's data is read.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct Expect<'a> {
+    /// The agent name the bundle must have (`--name`).
+    pub name: Option<&'a str>,
+    /// The time `[bundle] expires` is judged against: the system clock, or an injected one in
+    /// tests. `None` skips the expiry check; only `inspect`, which shows the expiry instead,
+    /// passes `None`.
+    pub now: Option<Timestamp>,
+    /// The versions accepted before (`--state`): an older one is a rollback.
+    pub state: Option<&'a State>,
+    /// The lowest version accepted (`--min-version`).
+    pub min_version: Option<&'a semver::Version>,
+}
+
+/// One file of a verified bundle.
+#[derive(Debug, Clone, Serialize)]
+pub struct VerifiedFile {
+    pub path: String,
+    pub size: u64,
+    pub blake3: String,
+    pub executable: bool,
+}
+
+/// What a bundle holds, once read to the end.
+#[derive(Debug)]
+pub struct Verified {
+    pub manifest: Manifest,
+    pub key_id: String,
+    pub trusted_comment: String,
+    /// Whether the signature was checked against trusted keys.
+    pub signature_checked: bool,
+    pub files: Vec<VerifiedFile>,
+    pub tools: Option<ToolsFile>,
+    /// The entries held in memory for re-validation (step 13 of docs/book/src/reference/format.md
+    /// §6): tools.json, policy.caps and the JSON files within the limits, so that callers can
+    /// resolve the schemas tools.json references without reading the bundle again.
+    pub held: HashMap<String, Vec<u8>>,
+    pub compressed_bytes: u64,
+    /// The BLAKE3 of the signed manifest's bytes: what a state file records.
+    pub manifest_blake3: blake3::Hash,
+}
+
+/// Where verified entries go: nowhere (verify), or a folder (unpack).
+pub trait Sink {
+    /// A writer for the entry's bytes.
+    fn open(&mut self, path: &str, executable: bool) -> io::Result<Box<dyn Write + '_>>;
+
+    /// Puts what was written into use (unpack renames its staging folder into place). The
+    /// verifier never calls this; the deployment gate (`ops::gate`) calls it once, after the
+    /// bundle passed every check and before the acceptance is recorded in the state file.
+    fn commit(&mut self) -> crate::Result<()> {
+        Ok(())
+    }
+}
+
+/// Discards entries.
+pub struct Discard;
+
+impl Sink for Discard {
+    fn open(&mut self, _: &str, _: bool) -> io::Result<Box<dyn Write + '_>> {
+        Ok(Box::new(io::sink()))
+    }
+}
+
+/// Counts bytes read from the compressed input.
+struct Counting<R> {
+    inner: R,
+    count: u64,
+}
+
+impl<R: Read> Read for Counting<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.count += n as u64;
+        Ok(n)
+    }
+}
+
+impl<R: BufRead> BufRead for Counting<R> {
+    fn fill_buf(&mut self) -> io::Result<&[u8]> {
+        self.inner.fill_buf()
+    }
+    fn consume(&mut self, amt: usize) {
+        self.count += amt as u64;
+        self.inner.consume(amt);
+    }
+}
+
+/// Verifies a bundle read from `input`, writing entries to `sink` as they stream by. Nothing
+/// written to the sink may be used unless this returns `Ok`.
+pub fn verify(
+    input: impl BufRead,
+    trust: Trust<'_>,
+    expect: &Expect<'_>,
+    sink: &mut dyn Sink,
+) -> Result<Verified, Rejection> {
+    let mut signer = None;
+    let mut agent = None;
+    let result = run(input, trust, expect, sink, &mut signer, &mut agent);
+    result.map_err(|mut r| {
+        r.key_id = signer;
+        r.agent = agent;
+        r
+    })
+}
+
+fn read_small(entry: &mut dyn Read, size: u64) -> Result<Vec<u8>, Rejection> {
+    let mut buf = Vec::with_capacity(size as usize);
+    entry.read_to_end(&mut buf).map_err(|e| Rejection::from(ArchiveError::from(e)))?;
+    Ok(buf)
+}
+
+fn run(
+    input: impl BufRead,
+    trust: Trust<'_>,
+    expect: &Expect<'_>,
+    sink: &mut dyn Sink,
+    signer: &mut Option<String>,
+    agent: &mut Option<(String, String)>,
+) -> Result<Verified, Rejection> {
+    let limits = Limits {
+        max_window_log: 24,
+        max_entry_size: u64::MAX >> 1,
+        max_total_size: u64::MAX >> 1,
+        max_entries: 1_000_000,
+    };
+    let mut input = Counting { inner: input, count: 0 };
+    let mut reader = ArchiveReader::new(&mut input, limits)?;
+
+    // Entry 1: the manifest, under a small cap.
+    let manifest_bytes = {
+        let Some(mut entry) = reader.next_entry()? else {
+            return Err(Rejection::new(
+                Reason::MalformedManifest,
+                None,
+                "the bundle is empty: entry 1 must be manifest.toml",
+            ));
+        };
+        if entry.path != manifest::FILE_NAME {
+            return Err(Rejection::new(
+                Reason::MalformedManifest,
+                Some(&entry.path),
+                format!("entry 1 is `{}`; it must be manifest.toml", entry.path),
+            ));
+        }
+        if entry.size > MAX_MANIFEST_BYTES {
+            return Err(Rejection::new(
+                Reason::LimitExceeded,
+                Some(manifest::FILE_NAME),
+                format!("manifest.toml is {} bytes; at most {MAX_MANIFEST_BYTES} are accepted", entry.size),
+            ));
+        }
+        let size = entry.size;
+        read_small(&mut entry, size)?
+    };
+
+    // Entry 2: the signature, under a smaller cap.
+    let signature_text = {
+        let Some(mut entry) = reader.next_entry()? else {
+            return Err(Rejection::new(
+                Reason::MissingSignature,
+                None,
+                "the bundle ends after manifest.toml: entry 2 must be manifest.toml.minisig",
+            ));
+        };
+        if entry.path != SIGNATURE_ENTRY {
+            return Err(Rejection::new(
+                Reason::MissingSignature,
+                Some(&entry.path),
+                format!("entry 2 is `{}`; it must be {SIGNATURE_ENTRY}", entry.path),
+            ));
+        }
+        if entry.size > MAX_SIGNATURE_BYTES {
+            return Err(Rejection::new(
+                Reason::LimitExceeded,
+                Some(SIGNATURE_ENTRY),
+                format!("the signature is {} bytes; at most {MAX_SIGNATURE_BYTES} are accepted", entry.size),
+            ));
+        }
+        let size = entry.size;
+        read_small(&mut entry, size)?
+    };
+    let signature = std::str::from_utf8(&signature_text)
+        .map_err(|_| "the signature file is not UTF-8".to_owned())
+        .and_then(|t| Signature::from_text(t).map_err(|e| e.to_string()))
+        .map_err(|why| {
+            Rejection::new(Reason::BadSignature, Some(SIGNATURE_ENTRY), format!("malformed signature: {why}"))
+        })?;
+    *signer = Some(signature.key_id_hex());
+
+    // The signature, before anything in the manifest is believed. A key may appear on several
+    // lines of a trusted-keys file (with different scopes): keep every line that verifies.
+    let verified_by: Option<Vec<&TrustedKey>> = match trust {
+        Trust::Keys(keys) => {
+            let candidates: Vec<_> = keys.with_id(signature.key_id()).collect();
+            if candidates.is_empty() {
+                return Err(Rejection::new(
+                    Reason::UntrustedKey,
+                    Some(SIGNATURE_ENTRY),
+                    format!("signed by key {}, which is not among the trusted keys", signature.key_id_hex()),
+                ));
+            }
+            let mut good = Vec::new();
+            let mut failure = None;
+            for k in candidates {
+                match signature.verify(&k.key, &manifest_bytes) {
+                    Ok(()) => good.push(k),
+                    Err(e) => failure = Some(e),
+                }
+            }
+            if good.is_empty() {
+                let what = match failure {
+                    Some(SignatureError::BadTrustedComment) => {
+                        "the trusted comment was altered (its signature does not verify)".to_owned()
+                    }
+                    Some(other) => format!("the manifest's signature does not verify: {other}"),
+                    None => "the manifest's signature does not verify".to_owned(),
+                };
+                return Err(Rejection::new(Reason::BadSignature, Some(SIGNATURE_ENTRY), what));
+            }
+            Some(good)
+        }
+        Trust::Unchecked => None,
+    };
+
+    // The manifest, now authenticated (or knowingly unchecked).
+    let manifest = parse_manifest(&manifest_bytes)?;
+    *agent = Some((manifest.name.clone(), manifest.version.to_string()));
+    let expected_comment = trust::trusted_comment(&manifest.name, &manifest.version.to_string());
+    // FORMAT §5.2: the two fields in either order, each exactly once, values byte for byte.
+    let signed_for = trust::parse_trusted_comment(signature.trusted_comment());
+    let matches = signed_for.as_ref().is_ok_and(|(n, v)| *n == manifest.name && *v == manifest.version.to_string());
+    if !matches {
+        let signed_for = match signed_for {
+            Ok((n, v)) => format!("the signature is for {n} {v}"),
+            Err(why) => why,
+        };
+        return Err(Rejection::new(
+            Reason::NameMismatch,
+            Some(SIGNATURE_ENTRY),
+            format!(
+                "{signed_for}; the manifest says {} {} (expected the trusted comment `{expected_comment}`)",
+                manifest.name, manifest.version
+            ),
+        ));
+    }
+    if let Some(lines) = &verified_by
+        && !lines.iter().any(|k| k.may_sign(&manifest.name))
+    {
+        let scopes: Vec<String> = lines.iter().flat_map(|k| k.scopes.iter().cloned()).collect();
+        return Err(Rejection::new(
+            Reason::UntrustedKey,
+            Some(SIGNATURE_ENTRY),
+            format!(
+                "key {} is trusted only for agents matching {}, not `{}`",
+                signature.key_id_hex(),
+                scopes.join(", "),
+                manifest.name
+            ),
+        ));
+    }
+    if let Some(want) = expect.name
+        && want != manifest.name
+    {
+        return Err(Rejection::new(
+            Reason::NameMismatch,
+            None,
+            format!("the bundle is agent `{}`, expected `{want}`", manifest.name),
+        ));
+    }
+    let manifest_blake3 = blake3::hash(&manifest_bytes);
+    freshness(&manifest, &signature.key_id_hex(), &manifest_blake3, expect)?;
+
+    // The manifest and its signature go to the sink too (an unpacked agent keeps them).
+    for (path, bytes) in [(manifest::FILE_NAME, &manifest_bytes), (SIGNATURE_ENTRY, &signature_text)] {
+        let io_err = |e: io::Error| Rejection::new(Reason::IoError, Some(path), format!("cannot write `{path}`: {e}"));
+        let mut out = sink.open(path, false).map_err(io_err)?;
+        out.write_all(bytes).and_then(|()| out.flush()).map_err(io_err)?;
+    }
+
+    // Every other entry, streamed and hashed.
+    let listed = manifest.entries();
+    let mut seen: Vec<VerifiedFile> = Vec::with_capacity(listed.len());
+    // Membership by set: a bundle may hold a million entries.
+    let mut seen_paths: HashSet<String> = HashSet::with_capacity(listed.len());
+    let mut kept: HashMap<String, Vec<u8>> = HashMap::new();
+    let mut kept_total = 0;
+    let mut previous: Option<String> = None;
+    let mut hasher = EntryHasher::new();
+    while let Some(mut entry) = reader.next_entry()? {
+        let path = entry.path.clone();
+        let here = Some(path.as_str());
+        if path == manifest::FILE_NAME || path == SIGNATURE_ENTRY || seen_paths.contains(&path) {
+            return Err(Rejection::new(Reason::DuplicateEntry, here, format!("`{path}` appears twice in the bundle")));
+        }
+        let Some(Some(expected)) = listed.get(path.as_str()) else {
+            return Err(Rejection::new(
+                Reason::UnlistedEntry,
+                here,
+                format!("`{path}` is in the bundle but not in the signed manifest"),
+            ));
+        };
+        if let Some(prev) = &previous
+            && prev.as_bytes() >= path.as_bytes()
+        {
+            return Err(Rejection::new(
+                Reason::MalformedArchive,
+                here,
+                format!("`{path}` comes after `{prev}`: entries must be in byte-wise sorted order"),
+            ));
+        }
+        if entry.executable != expected.executable {
+            return Err(Rejection::new(
+                Reason::ModeMismatch,
+                here,
+                format!(
+                    "`{path}` is {} in the archive, the manifest says {}",
+                    mode_name(entry.executable),
+                    mode_name(expected.executable)
+                ),
+            ));
+        }
+        if entry.size != expected.size {
+            return Err(Rejection::new(
+                Reason::SizeMismatch,
+                here,
+                format!("`{path}` is {} bytes in the archive, the manifest says {}", entry.size, expected.size),
+            ));
+        }
+        let named = path == tools::FILE_NAME || path == policy::FILE_NAME;
+        let keep = is_held(&path, entry.size, kept_total);
+        let executable = entry.executable;
+        let hash = {
+            let out = sink
+                .open(&path, executable)
+                .map_err(|e| Rejection::new(Reason::IoError, here, format!("cannot write `{path}`: {e}")))?;
+            let mut out = out;
+            let mut copy = keep.then(Vec::new);
+            let size = entry.size;
+            let hash = hasher
+                .hash_reader(size, &mut entry, |chunk| {
+                    if let Some(c) = &mut copy {
+                        c.extend_from_slice(chunk);
+                    }
+                    out.write_all(chunk).map_err(SinkError::wrap)
+                })
+                .map_err(|e| match SinkError::unwrap(e) {
+                    Ok(sink) => Rejection::new(Reason::IoError, here, format!("cannot write `{path}`: {sink}")),
+                    Err(archive) => Rejection::from(ArchiveError::from(archive)),
+                })?;
+            out.flush().map_err(|e| Rejection::new(Reason::IoError, here, format!("cannot write `{path}`: {e}")))?;
+            if let Some(bytes) = copy {
+                if !named {
+                    kept_total += bytes.len() as u64;
+                }
+                kept.insert(path.clone(), bytes);
+            }
+            hash
+        };
+        if hash != expected.blake3 {
+            return Err(Rejection::new(
+                Reason::DigestMismatch,
+                here,
+                format!("`{path}` has BLAKE3 {}, the manifest says {}", hash.to_hex(), expected.blake3.to_hex()),
+            ));
+        }
+        seen_paths.insert(path.clone());
+        seen.push(VerifiedFile {
+            path: path.clone(),
+            size: expected.size,
+            blake3: hash.to_hex().to_string(),
+            executable,
+        });
+        previous = Some(path);
+    }
+    for path in listed.keys() {
+        if !seen_paths.contains(*path) {
+            return Err(Rejection::new(
+                Reason::MissingEntry,
+                Some(path),
+                format!("the manifest lists `{path}`, which is not in the bundle"),
+            ));
+        }
+    }
+    reader.finish()?;
+
+    let tools = validate_tools(&kept)?;
+    Ok(Verified {
+        manifest,
+        key_id: signature.key_id_hex(),
+        trusted_comment: signature.trusted_comment().to_owned(),
+        signature_checked: verified_by.is_some(),
+        files: seen,
+        tools,
+        held: kept,
+        compressed_bytes: input.count,
+        manifest_blake3,
+    })
+}
+
+/// Freeze and rollback: the signed expiry is not past, and the version is not older than
+/// what the caller accepted before.
+fn freshness(m: &Manifest, key_id: &str, manifest_blake3: &blake3::Hash, expect: &Expect<'_>) -> Result<(), Rejection> {
+    let here = Some(manifest::FILE_NAME);
+    if let (Some(expires), Some(now)) = (m.expires, expect.now)
+        && now >= expires
+    {
+        return Err(Rejection::new(
+            Reason::Expired,
+            here,
+            format!(
+                "{} {} expired at {expires} (now {now}); ask its publisher for a current release",
+                m.name, m.version
+            ),
+        ));
+    }
+    if let Some(min) = expect.min_version
+        && m.version.cmp_precedence(min).is_lt()
+    {
+        return Err(Rejection::new(
+            Reason::Rollback,
+            here,
+            format!("{} {} is older than the minimum version {min}", m.name, m.version),
+        ));
+    }
+    if let Some(state) = expect.state {
+        state
+            .check(&m.name, key_id, &m.version, manifest_blake3)
+            .map_err(|r| Rejection::new(Reason::Rollback, here, r.message))?;
+    }
+    Ok(())
+}
+
+/// Tells a failed write to the sink apart from a failed read of the archive, both of which
+/// come back from the hashing pipeline as `io::Error`.
+#[derive(Debug)]
+struct SinkError(io::Error);
+
+impl std::fmt::Display for SinkError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+impl std::error::Error for SinkError {}
+
+impl SinkError {
+    fn wrap(e: io::Error) -> io::Error {
+        io::Error::other(SinkError(e))
+    }
+
+    /// `Ok(sink error)` or `Err(the original error)`.
+    fn unwrap(e: io::Error) -> Result<io::Error, io::Error> {
+        if e.get_ref().is_some_and(|inner| inner.is::<SinkError>()) {
+            match e.into_inner().map(|inner| inner.downcast::<SinkError>()) {
+                Some(Ok(sink)) => Ok(sink.0),
+                _ => Err(io::Error::other("sink error")),
+            }
+        } else {
+            Err(e)
+        }
+    }
+}
+
+fn mode_name(executable: bool) -> &'static str {
+    if executable { "executable (0755)" } else { "not executable (0644)" }
+}
+
+fn parse_manifest(bytes: &[u8]) -> Result<Manifest, Rejection> {
+    let here = Some(manifest::FILE_NAME);
+    let text = crate::json::decode_utf8(manifest::FILE_NAME, bytes.to_vec())
+        .map_err(|d| Rejection::new(Reason::MalformedManifest, here, format!("manifest.toml: {}", d.message)))?;
+    let mut diags = Vec::new();
+    let parsed = manifest::parse(&Source::new(manifest::FILE_NAME, text), &mut diags);
+    // An unsupported version explains every other problem, so it is reported first.
+    let first =
+        diags.iter().find(|d| d.code == Code::UnsupportedVersion).or_else(|| diags.iter().find(|d| d.is_error()));
+    if let Some(d) = first {
+        let reason =
+            if d.code == Code::UnsupportedVersion { Reason::UnsupportedVersion } else { Reason::MalformedManifest };
+        let at = d.path.as_deref().map(|p| format!(" at `{p}`")).unwrap_or_default();
+        return Err(Rejection::new(reason, here, format!("manifest.toml{at}: {}", d.message)));
+    }
+    let m = parsed.ok_or_else(|| Rejection::new(Reason::MalformedManifest, here, "manifest.toml could not be read"))?;
+    if m.tools.is_none() {
+        return Err(Rejection::new(Reason::MalformedManifest, here, "manifest.toml has no [artifacts.tools]"));
+    }
+    if let Some((path, _)) = m.entries().into_iter().find(|(_, d)| d.is_none()) {
+        return Err(Rejection::new(
+            Reason::MalformedManifest,
+            here,
+            format!("manifest.toml has no digest for `{path}`"),
+        ));
+    }
+    Ok(m)
+}
+
+fn validate_tools(kept: &HashMap<String, Vec<u8>>) -> Result<Option<ToolsFile>, Rejection> {
+    let here = Some(tools::FILE_NAME);
+    let Some(bytes) = kept.get(tools::FILE_NAME) else {
+        return Err(Rejection::new(
+            Reason::LimitExceeded,
+            here,
+            format!("tools.json is larger than {MAX_JSON_BYTES} bytes"),
+        ));
+    };
+    let invalid = |d: &crate::diagnostic::Diagnostic| {
+        let at = match (&d.path, d.line) {
+            (Some(p), Some(l)) => format!(" at {p} (line {l})"),
+            (Some(p), None) => format!(" at {p}"),
+            _ => String::new(),
+        };
+        Rejection::new(Reason::InvalidTools, Some(&d.file), format!("{}{at}: {} [{}]", d.file, d.message, d.code))
+    };
+    let text = crate::json::decode_utf8(tools::FILE_NAME, bytes.clone()).map_err(|d| invalid(&d))?;
+    let mut diags = Vec::new();
+    let policy = match kept.get(policy::FILE_NAME) {
+        Some(p) => match crate::json::decode_utf8(policy::FILE_NAME, p.clone()) {
+            Ok(t) => Policy::parse(&Source::new(policy::FILE_NAME, t), &mut diags),
+            Err(d) => {
+                return Err(Rejection::new(
+                    Reason::InvalidTools,
+                    Some(policy::FILE_NAME),
+                    format!("policy.caps: {}", d.message),
+                ));
+            }
+        },
+        None => Policy::default(),
+    };
+    let validated = tools::validate(&Source::new(tools::FILE_NAME, text), kept, "", &policy, &mut diags);
+    if let Some(d) = diags.iter().find(|d| d.is_error()) {
+        let mut r = invalid(d);
+        r.reason = match d.code {
+            Code::UnsupportedVersion => Reason::UnsupportedVersion,
+            Code::LimitExceeded => Reason::LimitExceeded,
+            _ => Reason::InvalidTools,
+        };
+        return Err(r);
+    }
+    // Fail closed: valid by every rule but not the model would otherwise read as no tools.
+    validated.model().map_err(|why| Rejection::new(Reason::InvalidTools, here, why))
+}
+
+/// Files of a verified bundle by path, for display.
+pub fn file_table(v: &Verified) -> BTreeMap<&str, &VerifiedFile> {
+    v.files.iter().map(|f| (f.path.as_str(), f)).collect()
+}

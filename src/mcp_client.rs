@@ -1,0 +1,520 @@
+//! Just enough of an MCP client (specification 2025-11-25) to list a server's tools over the
+//! stdio transport: start the server, `initialize`, `notifications/initialized`, `tools/list`
+//! page by page (`nextCursor`), then shut it down as the lifecycle says (close its stdin, wait,
+//! SIGTERM, SIGKILL).
+//!
+//! The server is someone else's program and is treated as hostile: everything is bounded by one
+//! deadline and a byte budget for what it writes to stdout, a line that is not a JSON-RPC
+//! message is an error (the transport says the server MUST NOT write anything else there),
+//! and on every outcome the server's whole process group is gone before this returns, so
+//! that a wrapper script's children are not left behind either. What it writes to stderr is
+//! kept (the last part of it) and handed back only with a failure.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+/// The protocol version asked for; the server may answer with any of [`KNOWN_VERSIONS`].
+pub const PROTOCOL_VERSION: &str = "2025-11-25";
+/// The revisions whose `tools/list` this client understands (the Tool object only grew).
+pub const KNOWN_VERSIONS: &[&str] = &["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"];
+/// At most this many bytes of the server's stderr are kept (the end of it).
+const STDERR_KEEP: usize = 16 * 1024;
+/// How long a server gets to exit after its stdin is closed, and again after SIGTERM.
+const GRACE: Duration = Duration::from_millis(1000);
+
+/// The server to start: a program and its arguments.
+#[derive(Debug, Clone)]
+pub struct Server {
+    pub program: String,
+    pub args: Vec<String>,
+}
+
+impl Server {
+    /// The command line, for messages.
+    pub fn display(&self) -> String {
+        std::iter::once(self.program.as_str()).chain(self.args.iter().map(String::as_str)).collect::<Vec<_>>().join(" ")
+    }
+}
+
+/// The bounds one listing runs under.
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
+    /// From start to the last page (the shutdown that follows has its own short grace).
+    pub timeout: Duration,
+    /// Everything the server writes to stdout, all messages together.
+    pub max_bytes: usize,
+    /// `tools/list` pages.
+    pub max_pages: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits { timeout: Duration::from_secs(30), max_bytes: 16 << 20, max_pages: 1000 }
+    }
+}
+
+/// What the server listed.
+#[derive(Debug, Clone)]
+pub struct Listed {
+    /// The Tool objects of every page, in order, as sent.
+    pub tools: Vec<Value>,
+    /// `serverInfo.name` and `.version`, when given.
+    pub server_name: Option<String>,
+    pub server_version: Option<String>,
+    /// The protocol version the server chose.
+    pub protocol_version: String,
+    pub pages: usize,
+}
+
+/// Why a listing failed. Every variant means the server did not behave as the protocol says
+/// (or could not be started); the process is gone either way.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum McpError {
+    #[error("cannot start `{program}`: {message}")]
+    Spawn { program: String, message: String },
+    #[error("no answer to `{method}` within {secs} s (--timeout)")]
+    Timeout { method: String, secs: u64 },
+    #[error("the server exited before answering `{method}` ({status})")]
+    Exited { method: String, status: String },
+    #[error(
+        "the server wrote more than {limit} bytes to stdout (while waiting for `{method}`); a tools/list answer is not that large"
+    )]
+    TooLarge { method: String, limit: usize },
+    #[error(
+        "the server wrote something that is not a JSON-RPC message to stdout (while waiting for `{method}`): {line}"
+    )]
+    Garbage { method: String, line: String },
+    #[error("the server answered `{method}` with error {code}: {message}")]
+    ServerError { method: String, code: i64, message: String },
+    #[error("the server's answer to `{method}` breaks the protocol: {message}")]
+    Protocol { method: String, message: String },
+}
+
+/// A failed listing with the end of what the server wrote to stderr.
+#[derive(Debug, Clone)]
+pub struct Failure {
+    pub error: McpError,
+    pub stderr: String,
+}
+
+/// Starts `server`, lists its tools and shuts it down.
+pub fn list_tools(server: &Server, limits: Limits) -> Result<Listed, Failure> {
+    let mut session = match Session::start(server, limits) {
+        Ok(s) => s,
+        Err(error) => return Err(Failure { error, stderr: String::new() }),
+    };
+    let listed = session.run();
+    let stderr = session.shutdown();
+    listed.map_err(|error| Failure { error, stderr })
+}
+
+/// What the stdout reader thread hands over.
+enum Line {
+    Message(String),
+    /// The server closed stdout.
+    Eof,
+    TooLarge,
+    NotUtf8,
+}
+
+struct Session {
+    child: Child,
+    /// Messages for the server's stdin, written by a thread of their own: a server that does
+    /// not read its stdin must not block this side past the deadline.
+    stdin: Option<mpsc::Sender<Vec<u8>>>,
+    lines: Receiver<Line>,
+    stderr: Receiver<String>,
+    deadline: Instant,
+    limits: Limits,
+    next_id: i64,
+    /// Set once the reader saw the end of stdout or gave up.
+    closed: bool,
+}
+
+impl Session {
+    fn start(server: &Server, limits: Limits) -> Result<Session, McpError> {
+        let mut cmd = Command::new(&server.program);
+        cmd.args(&server.args).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
+        #[cfg(unix)]
+        {
+            // Its own process group: the server and everything it starts are stopped together.
+            use std::os::unix::process::CommandExt;
+            cmd.process_group(0);
+        }
+        let mut child =
+            cmd.spawn().map_err(|e| McpError::Spawn { program: server.program.clone(), message: e.to_string() })?;
+        let stdin = child.stdin.take().map(|pipe| {
+            let (tx, rx) = mpsc::channel::<Vec<u8>>();
+            thread::spawn(move || write_all(pipe, &rx));
+            tx
+        });
+        let stdout = child.stdout.take();
+        let stderr_pipe = child.stderr.take();
+        let (line_tx, lines) = mpsc::channel();
+        if let Some(out) = stdout {
+            let max = limits.max_bytes;
+            thread::spawn(move || read_lines(out, max, &line_tx));
+        }
+        let (err_tx, stderr) = mpsc::channel();
+        if let Some(err) = stderr_pipe {
+            thread::spawn(move || {
+                let _ = err_tx.send(read_tail(err));
+            });
+        }
+        Ok(Session {
+            child,
+            stdin,
+            lines,
+            stderr,
+            deadline: Instant::now() + limits.timeout,
+            limits,
+            next_id: 1,
+            closed: false,
+        })
+    }
+
+    fn run(&mut self) -> Result<Listed, McpError> {
+        let init = self.request(
+            "initialize",
+            json!({
+                "protocolVersion": PROTOCOL_VERSION,
+                "capabilities": {},
+                "clientInfo": {"name": "bundle", "version": env!("CARGO_PKG_VERSION")},
+            }),
+        )?;
+        let protocol_version = init.get("protocolVersion").and_then(Value::as_str).unwrap_or_default().to_owned();
+        if !KNOWN_VERSIONS.contains(&protocol_version.as_str()) {
+            return Err(McpError::Protocol {
+                method: "initialize".to_owned(),
+                message: format!(
+                    "protocol version {protocol_version:?} is not one this client knows ({})",
+                    KNOWN_VERSIONS.join(", ")
+                ),
+            });
+        }
+        if init.get("capabilities").and_then(|c| c.get("tools")).is_none() {
+            return Err(McpError::Protocol {
+                method: "initialize".to_owned(),
+                message: "the server does not declare the `tools` capability, so it has no tools to list".to_owned(),
+            });
+        }
+        let info = init.get("serverInfo");
+        // Names for messages: a server could send megabytes here.
+        let text = |k: &str| info.and_then(|i| i.get(k)).and_then(Value::as_str).map(|s| s.chars().take(80).collect());
+        let (server_name, server_version) = (text("name"), text("version"));
+        self.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+
+        let mut tools = Vec::new();
+        let mut cursor: Option<String> = None;
+        let mut seen = std::collections::BTreeSet::new();
+        let mut pages = 0;
+        loop {
+            pages += 1;
+            if pages > self.limits.max_pages {
+                return Err(protocol("tools/list", format!("more than {} pages", self.limits.max_pages)));
+            }
+            let params = match &cursor {
+                Some(c) => json!({"cursor": c}),
+                None => json!({}),
+            };
+            let result = self.request("tools/list", params)?;
+            match result.get("tools") {
+                Some(Value::Array(page)) => tools.extend(page.iter().cloned()),
+                _ => return Err(protocol("tools/list", "the result has no `tools` array".to_owned())),
+            }
+            match result.get("nextCursor") {
+                None | Some(Value::Null) => break,
+                Some(Value::String(c)) => {
+                    if !seen.insert(c.clone()) {
+                        return Err(protocol("tools/list", format!("nextCursor {c:?} was already given (a loop)")));
+                    }
+                    cursor = Some(c.clone());
+                }
+                Some(_) => return Err(protocol("tools/list", "nextCursor is not a string".to_owned())),
+            }
+        }
+        Ok(Listed { tools, server_name, server_version, protocol_version, pages })
+    }
+
+    /// Sends a request and waits for its answer: the `result`, or the error the server sent.
+    fn request(&mut self, method: &str, params: Value) -> Result<Value, McpError> {
+        let id = self.next_id;
+        self.next_id += 1;
+        self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
+        loop {
+            let message = self.receive(method)?;
+            let Some(obj) = message.as_object() else {
+                return Err(garbage(method, &message.to_string()));
+            };
+            if let Some(request) = obj.get("method").and_then(Value::as_str) {
+                // A request from the server (only `ping` is allowed this early) or a
+                // notification (logging, progress): answered or ignored.
+                if let Some(rid) = obj.get("id") {
+                    let answer = if request == "ping" {
+                        json!({"jsonrpc": "2.0", "id": rid, "result": {}})
+                    } else {
+                        json!({"jsonrpc": "2.0", "id": rid, "error": {"code": -32601, "message": "Method not found"}})
+                    };
+                    self.send(&answer);
+                }
+                continue;
+            }
+            if obj.get("id").and_then(Value::as_i64) != Some(id) {
+                return Err(protocol(
+                    method,
+                    format!("an answer with id {} came instead of {id}", obj.get("id").unwrap_or(&Value::Null)),
+                ));
+            }
+            if let Some(error) = obj.get("error") {
+                return Err(McpError::ServerError {
+                    method: method.to_owned(),
+                    code: error.get("code").and_then(Value::as_i64).unwrap_or_default(),
+                    message: error
+                        .get("message")
+                        .and_then(Value::as_str)
+                        .unwrap_or_default()
+                        .chars()
+                        .take(500)
+                        .collect(),
+                });
+            }
+            return match obj.get("result") {
+                Some(r @ Value::Object(_)) => Ok(r.clone()),
+                _ => Err(protocol(method, "the answer has no `result` object".to_owned())),
+            };
+        }
+    }
+
+    fn send(&self, message: &Value) {
+        let mut line = message.to_string();
+        line.push('\n');
+        // When the writer has stopped (a broken pipe), the server is gone or not reading; the
+        // next read says which, in the order the server wrote things.
+        if let Some(tx) = &self.stdin {
+            let _ = tx.send(line.into_bytes());
+        }
+    }
+
+    /// The next JSON-RPC message from stdout.
+    fn receive(&mut self, method: &str) -> Result<Value, McpError> {
+        let timeout = || McpError::Timeout { method: method.to_owned(), secs: self.limits.timeout.as_secs() };
+        let left = self.deadline.saturating_duration_since(Instant::now());
+        let line = if self.closed {
+            Line::Eof
+        } else {
+            match self.lines.recv_timeout(left) {
+                Ok(line) => line,
+                Err(RecvTimeoutError::Timeout) => return Err(timeout()),
+                Err(RecvTimeoutError::Disconnected) => Line::Eof,
+            }
+        };
+        match line {
+            Line::Message(text) => match serde_json::from_str::<Value>(&text) {
+                Ok(v) if v.get("jsonrpc").and_then(Value::as_str) == Some("2.0") => Ok(v),
+                _ => Err(garbage(method, &text)),
+            },
+            Line::Eof => {
+                self.closed = true;
+                Err(McpError::Exited { method: method.to_owned(), status: self.exit_status() })
+            }
+            Line::TooLarge => {
+                self.closed = true;
+                Err(McpError::TooLarge { method: method.to_owned(), limit: self.limits.max_bytes })
+            }
+            Line::NotUtf8 => {
+                self.closed = true;
+                Err(garbage(method, "(bytes that are not UTF-8)"))
+            }
+        }
+    }
+
+    /// How the server ended, waiting a moment for it (stdout closes just before the exit).
+    fn exit_status(&mut self) -> String {
+        let until = Instant::now() + Duration::from_millis(500);
+        loop {
+            match self.child.try_wait() {
+                Ok(Some(status)) => return describe(status),
+                Ok(None) if Instant::now() < until => thread::sleep(Duration::from_millis(10)),
+                _ => return "it closed stdout and is still running".to_owned(),
+            }
+        }
+    }
+
+    /// Stops the server as the lifecycle says (close stdin; wait; SIGTERM; wait; SIGKILL) and
+    /// then its whole process group; returns the end of its stderr.
+    fn shutdown(mut self) -> String {
+        drop(self.stdin.take());
+        if !wait_for(&mut self.child, GRACE) {
+            signal_group(&mut self.child, Signal::Term);
+            if !wait_for(&mut self.child, GRACE) {
+                signal_group(&mut self.child, Signal::Kill);
+                let _ = self.child.wait();
+            }
+        }
+        // Whatever the server started and left running goes too; SIGKILL is delivered
+        // asynchronously, so give the group a moment to be gone (a killed child of an exited
+        // parent may stay a zombie until init reaps it, which is why this is bounded).
+        if signal_group(&mut self.child, Signal::Kill) {
+            let until = Instant::now() + Duration::from_millis(250);
+            while group_alive(&self.child) && Instant::now() < until {
+                thread::sleep(Duration::from_millis(5));
+            }
+        }
+        self.stderr.recv_timeout(Duration::from_millis(500)).unwrap_or_default()
+    }
+}
+
+fn protocol(method: &str, message: String) -> McpError {
+    McpError::Protocol { method: method.to_owned(), message }
+}
+
+fn garbage(method: &str, text: &str) -> McpError {
+    let mut line: String = text.chars().take(120).collect();
+    if line.len() < text.len() {
+        line.push('…');
+    }
+    McpError::Garbage { method: method.to_owned(), line: format!("{line:?}") }
+}
+
+fn describe(status: ExitStatus) -> String {
+    #[cfg(unix)]
+    {
+        use std::os::unix::process::ExitStatusExt;
+        if let Some(sig) = status.signal() {
+            return format!("killed by signal {sig}");
+        }
+    }
+    match status.code() {
+        Some(code) => format!("exit status {code}"),
+        None => status.to_string(),
+    }
+}
+
+/// Reads newline-delimited messages, at most `max` bytes in all; stops at the first problem.
+fn read_lines(out: impl Read, max: usize, tx: &mpsc::Sender<Line>) {
+    let mut reader = BufReader::with_capacity(64 * 1024, out);
+    let mut total = 0usize;
+    let mut line = Vec::new();
+    loop {
+        let buf = match reader.fill_buf() {
+            Ok([]) | Err(_) => {
+                let _ = tx.send(Line::Eof);
+                return;
+            }
+            Ok(buf) => buf,
+        };
+        let (chunk, done) = match buf.iter().position(|&b| b == b'\n') {
+            Some(i) => (&buf[..=i], true),
+            None => (buf, false),
+        };
+        let n = chunk.len();
+        total += n;
+        if total > max {
+            let _ = tx.send(Line::TooLarge);
+            return;
+        }
+        line.extend_from_slice(chunk);
+        reader.consume(n);
+        if done {
+            let bytes = std::mem::take(&mut line);
+            let Ok(text) = String::from_utf8(bytes) else {
+                let _ = tx.send(Line::NotUtf8);
+                return;
+            };
+            let text = text.trim_end_matches(['\n', '\r']);
+            if text.trim().is_empty() {
+                continue;
+            }
+            if tx.send(Line::Message(text.to_owned())).is_err() {
+                return;
+            }
+        }
+    }
+}
+
+/// Writes each message to the server's stdin until the sender is dropped (then stdin is closed)
+/// or the server stops reading for good (a broken pipe).
+fn write_all(mut pipe: ChildStdin, rx: &Receiver<Vec<u8>>) {
+    for message in rx {
+        if pipe.write_all(&message).and_then(|()| pipe.flush()).is_err() {
+            return;
+        }
+    }
+}
+
+/// Reads stderr to its end, keeping the last [`STDERR_KEEP`] bytes.
+fn read_tail(err: impl Read) -> String {
+    let mut kept: Vec<u8> = Vec::new();
+    let mut reader = BufReader::new(err);
+    let mut buf = [0u8; 8192];
+    while let Ok(n) = reader.read(&mut buf) {
+        if n == 0 {
+            break;
+        }
+        kept.extend_from_slice(&buf[..n]);
+        if kept.len() > 2 * STDERR_KEEP {
+            kept.drain(..kept.len() - STDERR_KEEP);
+        }
+    }
+    if kept.len() > STDERR_KEEP {
+        kept.drain(..kept.len() - STDERR_KEEP);
+    }
+    String::from_utf8_lossy(&kept).into_owned()
+}
+
+/// Whether the child exited within `grace` (it is reaped then).
+fn wait_for(child: &mut Child, grace: Duration) -> bool {
+    let until = Instant::now() + grace;
+    loop {
+        match child.try_wait() {
+            Ok(Some(_)) => return true,
+            Ok(None) if Instant::now() < until => thread::sleep(Duration::from_millis(10)),
+            Ok(None) => return false,
+            Err(_) => return true,
+        }
+    }
+}
+
+enum Signal {
+    Term,
+    Kill,
+}
+
+/// Signals the child's process group (its own, see `start`); elsewhere, kills the child.
+/// Whether any process received it.
+fn signal_group(child: &mut Child, signal: Signal) -> bool {
+    #[cfg(unix)]
+    {
+        use rustix::process::{Pid, Signal as Sig, kill_process_group};
+        let sig = match signal {
+            Signal::Term => Sig::TERM,
+            Signal::Kill => Sig::KILL,
+        };
+        // A group that is already empty is ESRCH: nothing left to stop.
+        kill_process_group(Pid::from_child(child), sig).is_ok()
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = signal;
+        child.kill().is_ok()
+    }
+}
+
+/// Whether the child's process group still has members (zombies included).
+fn group_alive(child: &Child) -> bool {
+    #[cfg(unix)]
+    {
+        use rustix::process::{Pid, test_kill_process_group};
+        test_kill_process_group(Pid::from_child(child)).is_ok()
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = child;
+        false
+    }
+}

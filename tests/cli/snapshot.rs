@@ -1,0 +1,77 @@
+//! Snapshots of what a user sees, as uv's `uv_snapshot!` does: one run of the real binary
+//! becomes one text (success, exit code, stdout, stderr), checked against a file in
+//! `tests/cli/snapshots/`. Review and accept changed output with
+//!
+//!     INSTA_UPDATE=always cargo test --locked --test cli     # or: cargo insta review
+//!
+//! and read the diff before committing it.
+//!
+//! Every run is made deterministic: no colors (`NO_COLOR`), a fixed terminal width for clap's
+//! help (`COLUMNS=100`), no signing key or `SOURCE_DATE_EPOCH` from the environment, and the
+//! repository's and each temp dir's absolute path replaced by `[REPO]` and `[TEMP]`. Snapshots
+//! sign with the committed test key, so key ids are stable and need no filter.
+
+use std::path::Path;
+use std::process::Command;
+
+use crate::support::{Env, bin, repo};
+
+/// `bundle ARGS` run in the repository (fixture paths stay relative in the output).
+pub fn in_repo(args: &[&str]) -> Command {
+    let mut cmd = bin();
+    cmd.current_dir(repo()).args(args);
+    cmd
+}
+
+/// `bundle ARGS` run in a test's temp dir.
+pub fn in_env(env: &Env, args: &[&str]) -> Command {
+    let mut cmd = bin();
+    cmd.current_dir(env.path()).args(args);
+    cmd
+}
+
+/// Runs `cmd` and renders exit code, stdout and stderr as one text, with the absolute paths
+/// of `temps` and of the repository filtered out.
+pub fn shown(cmd: &mut Command, temps: &[&Path]) -> String {
+    cmd.env("NO_COLOR", "1").env("COLUMNS", "100").env_remove("CLICOLOR_FORCE");
+    let out = cmd.output().expect("run bundle");
+    let code = out.status.code().map_or_else(|| "none (killed by a signal)".to_owned(), |c| c.to_string());
+    let text = format!(
+        "success: {}\nexit_code: {code}\n----- stdout -----\n{}\n----- stderr -----\n{}\n",
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    filter(text, temps)
+}
+
+fn filter(mut text: String, temps: &[&Path]) -> String {
+    let mut paths: Vec<(String, &str)> = Vec::new();
+    for temp in temps {
+        paths.push((temp.display().to_string(), "[TEMP]"));
+        if let Ok(canonical) = temp.canonicalize() {
+            paths.push((canonical.display().to_string(), "[TEMP]"));
+        }
+    }
+    paths.push((repo().display().to_string(), "[REPO]"));
+    // Longest first, so that a temp dir inside the repository is not half-replaced.
+    paths.sort_by_key(|(path, _)| std::cmp::Reverse(path.len()));
+    for (path, with) in paths {
+        text = text.replace(&path, with);
+    }
+    text
+}
+
+/// `bundle_snapshot!(NAME, COMMAND)` or `bundle_snapshot!(NAME, COMMAND, [TEMP_DIRS])`: runs
+/// COMMAND (a `std::process::Command` of the real binary, e.g. from [`in_repo`]) and checks
+/// exit code + stdout + stderr against the snapshot `NAME`.
+macro_rules! bundle_snapshot {
+    ($name:expr, $cmd:expr) => {
+        $crate::snapshot::bundle_snapshot!($name, $cmd, [])
+    };
+    ($name:expr, $cmd:expr, [$($temp:expr),* $(,)?]) => {{
+        let shown = $crate::snapshot::shown(&mut $cmd, &[$(::std::path::Path::new($temp)),*]);
+        insta::assert_snapshot!($name, shown);
+    }};
+}
+pub(crate) use bundle_snapshot;
