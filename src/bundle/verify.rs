@@ -600,8 +600,11 @@ fn parse_manifest(bytes: &[u8]) -> Result<Manifest, Rejection> {
     let first =
         diags.iter().find(|d| d.code == Code::UnsupportedVersion).or_else(|| diags.iter().find(|d| d.is_error()));
     if let Some(d) = first {
-        let reason =
-            if d.code == Code::UnsupportedVersion { Reason::UnsupportedVersion } else { Reason::MalformedManifest };
+        let reason = match d.code {
+            Code::UnsupportedVersion => Reason::UnsupportedVersion,
+            Code::LimitExceeded => Reason::LimitExceeded,
+            _ => Reason::MalformedManifest,
+        };
         let at = d.path.as_deref().map(|p| format!(" at `{p}`")).unwrap_or_default();
         return Err(Rejection::new(reason, here, format!("manifest.toml{at}: {}", d.message)));
     }

@@ -323,9 +323,22 @@ pub fn print_line(line: &str) -> io::Result<()> {
     out.flush()
 }
 
+/// One JSON document on stdout.
+///
+/// Every string (keys too) is sanitised like human output: names and messages come from checked
+/// files, and a raw U+202E would reorder what a terminal or log viewer shows. The one exception
+/// is a top-level `document` (what `export`/`import` produced): it is data, printed as is.
 pub fn print_json(value: &serde_json::Value) -> io::Result<()> {
+    let value = match value {
+        serde_json::Value::Object(map) => serde_json::Value::Object(
+            map.iter()
+                .map(|(k, v)| (sanitize(k), if k == "document" { v.clone() } else { sanitize_json(v.clone()) }))
+                .collect(),
+        ),
+        other => sanitize_json(other.clone()),
+    };
     let mut out = io::stdout().lock();
-    serde_json::to_writer_pretty(&mut out, value)?;
+    serde_json::to_writer_pretty(&mut out, &value)?;
     writeln!(out)?;
     out.flush()
 }

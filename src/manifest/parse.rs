@@ -44,7 +44,7 @@ fn document(src: &Source, diags: &mut Vec<Diagnostic>) -> Option<toml_edit::Docu
             Diagnostic::error(
                 Code::LimitExceeded,
                 &src.name,
-                format!("manifest.toml holds more than {MAX_TOML_ITEMS} keys, values and tables"),
+                format!("too many items: more than {MAX_TOML_ITEMS} keys, values and tables"),
             )
             .at_span(src, offset..offset)
             .with_help("a manifest lists files, each in a few keys: remove what is not a manifest key"),
