@@ -190,6 +190,30 @@ impl Diagnostic {
     }
 }
 
+/// The most problems reported for one file (tools.json with its schema files, policy.caps,
+/// manifest.toml); the rest are counted in one closing diagnostic, so that a hostile file
+/// cannot make the report itself huge (nor its positions costly to find).
+pub const MAX_REPORTED: usize = 100;
+
+/// The closing `too_many_problems` diagnostic, when some were not reported.
+pub fn hidden_summary(file: &str, (errors, warnings): (usize, usize)) -> Option<Diagnostic> {
+    if errors + warnings == 0 {
+        return None;
+    }
+    let severity = if errors > 0 { Severity::Error } else { Severity::Warning };
+    Some(
+        Diagnostic::new(
+            severity,
+            Code::TooManyProblems,
+            file,
+            format!(
+                "{errors} more errors and {warnings} more warnings are not shown (at most {MAX_REPORTED} are reported)"
+            ),
+        )
+        .with_help("fix the problems shown and check again"),
+    )
+}
+
 /// A file's text with its display name, kept so that diagnostics can show the offending line.
 #[derive(Clone, Debug)]
 pub struct Source {

@@ -141,7 +141,7 @@ impl Policy {
             shown += 1;
             diagnostics.push(problem.at_path(format!("line:{line}")).at_span(source, span));
         }
-        if let Some(d) = crate::tools::validate::hidden_summary(&source.name, hidden) {
+        if let Some(d) = crate::diagnostic::hidden_summary(&source.name, hidden) {
             diagnostics.push(d);
         }
         let index = GrantIndex::new(grants.iter().map(|g| &g.capability));

@@ -7,12 +7,12 @@ use std::ops::Range;
 use toml_edit::{Item, TableLike};
 
 use super::{Artifact, Digest, FORMAT, Manifest, Pin, PinFormat, check_agent_name, parse_blake3};
+use crate::diagnostic::MAX_REPORTED;
 use crate::diagnostic::did_you_mean;
 use crate::diagnostic::{Code, Diagnostic, Severity, Source};
 use crate::limits::MAX_TOML_ITEMS;
 use crate::paths;
 use crate::timestamp::Timestamp;
-use crate::tools::validate::MAX_REPORTED;
 
 const TOP_KEYS: &[&str] = &["bundle", "agent", "artifacts", "files", "pins"];
 const BUNDLE_KEYS: &[&str] = &["format", "allow_secret_files", "expires"];
@@ -31,7 +31,7 @@ pub fn parse(src: &Source, diags: &mut Vec<Diagnostic>) -> Option<Manifest> {
     let mut p = Parser { src, diags, shown: 0, hidden: (0, 0) };
     let manifest = p.manifest(root);
     let hidden = p.hidden;
-    if let Some(d) = crate::tools::validate::hidden_summary(&src.name, hidden) {
+    if let Some(d) = crate::diagnostic::hidden_summary(&src.name, hidden) {
         diags.push(d);
     }
     manifest

@@ -5,7 +5,7 @@ use std::collections::HashMap;
 
 use serde_json::Value;
 
-use super::validate::MAX_REPORTED;
+use crate::diagnostic::MAX_REPORTED;
 use crate::diagnostic::{Code, Diagnostic, Source};
 use crate::json::{self, Budget, JsonDoc, JsonPath};
 use crate::limits::MAX_JSON_BYTES;
@@ -295,7 +295,7 @@ impl<'a> Resolver<'a> {
                 }
             }
         }
-        if let Some(d) = super::validate::hidden_summary(display, (hidden, 0)) {
+        if let Some(d) = crate::diagnostic::hidden_summary(display, (hidden, 0)) {
             diags.push(d);
         }
         (diags[before..].iter().all(|d| !d.is_error())).then_some(doc.value)

@@ -34,6 +34,11 @@ const EXEC_KEYS: &[&str] = &["kind", "command", "args"];
 const HTTP_KEYS: &[&str] = &["kind", "method", "url", "headers"];
 const BUDGET_KEYS: &[&str] = &["tokens", "usd"];
 const OBSERVABILITY_KEYS: &[&str] = &["tags"];
+mod fields;
+
+pub use super::rules::{ID_HELP, check_command, check_tool_id, check_url};
+use crate::diagnostic::{MAX_REPORTED, hidden_summary};
+
 pub const HTTP_METHODS: &[&str] = &["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"];
 
 /// What validation produced: the typed file when there were no errors, and the schema files it
@@ -58,29 +63,6 @@ impl Validated {
             })
             .transpose()
     }
-}
-
-/// The most problems reported for one tools.json and its schema files; the rest are counted
-/// in one closing diagnostic, so a hostile file cannot make the report itself huge.
-pub const MAX_REPORTED: usize = 100;
-
-/// The closing `too_many_problems` diagnostic, when some were not reported.
-pub fn hidden_summary(file: &str, (errors, warnings): (usize, usize)) -> Option<Diagnostic> {
-    if errors + warnings == 0 {
-        return None;
-    }
-    let severity = if errors > 0 { Severity::Error } else { Severity::Warning };
-    Some(
-        Diagnostic::new(
-            severity,
-            Code::TooManyProblems,
-            file,
-            format!(
-                "{errors} more errors and {warnings} more warnings are not shown (at most {MAX_REPORTED} are reported)"
-            ),
-        )
-        .with_help("fix the problems shown and check again"),
-    )
 }
 
 /// Validates tools.json (already read as `source`) of an agent whose other files (schemas) come
@@ -483,104 +465,6 @@ impl<'a> Checker<'a> {
         }
     }
 
-    fn transport<'v>(&mut self, value: &'v Value, path: &JsonPath, facts: &mut ToolFacts<'v>) {
-        let Some(obj) = self.object(value, path) else {
-            return;
-        };
-        let Some(kind) = self.required(obj, path, "kind", "the transport") else {
-            return;
-        };
-        let Some(kind) = self.string(kind, &path.key("kind")) else {
-            return;
-        };
-        match kind {
-            "exec" => {
-                self.known_keys(obj, path, EXEC_KEYS, "an exec transport");
-                if let Some(cmd) = self.required(obj, path, "command", "an exec transport")
-                    && let Some(cmd) = self.string(cmd, &path.key("command"))
-                    && let Err(why) = check_command(cmd)
-                {
-                    self.error(
-                        Code::InvalidCommand,
-                        &path.key("command"),
-                        why,
-                        "use an absolute path such as `/usr/local/bin/tool`; the runtime does not search PATH",
-                    );
-                }
-                if let Some(args) = obj.get("args") {
-                    self.string_array(args, &path.key("args"));
-                }
-            }
-            "http" => {
-                self.known_keys(obj, path, HTTP_KEYS, "an http transport");
-                if let Some(method) = self.required(obj, path, "method", "an http transport")
-                    && let Some(method) = self.string(method, &path.key("method"))
-                    && !HTTP_METHODS.contains(&method)
-                {
-                    let help = match HTTP_METHODS.iter().find(|m| m.eq_ignore_ascii_case(method)) {
-                        Some(m) => format!("write it in upper case: `{m}`"),
-                        None => format!("use one of {}", HTTP_METHODS.join(", ")),
-                    };
-                    self.error(
-                        Code::InvalidMethod,
-                        &path.key("method"),
-                        format!("`{method}` is not a supported HTTP method"),
-                        help,
-                    );
-                }
-                if let Some(url) = self.required(obj, path, "url", "an http transport")
-                    && let Some(url) = self.string(url, &path.key("url"))
-                {
-                    self.url(url, &path.key("url"), facts);
-                }
-                if let Some(headers) = obj.get("headers")
-                    && let Some(map) = self.object(headers, &path.key("headers"))
-                {
-                    for (name, v) in map {
-                        if let Some(s) = self.string(v, &path.key("headers").key(name)) {
-                            facts.headers.push((name.clone(), s));
-                        }
-                    }
-                }
-            }
-            other => {
-                let help = match did_you_mean(other, &["exec", "http"]) {
-                    Some(near) => format!("did you mean `{near}`? tools.json version 1 knows `exec` and `http`"),
-                    None => "tools.json version 1 knows `exec` and `http`; other kinds need a newer version".to_owned(),
-                };
-                self.error(
-                    Code::UnknownTransport,
-                    &path.key("kind"),
-                    format!("unknown transport kind `{other}`"),
-                    help,
-                );
-            }
-        }
-    }
-
-    fn url(&mut self, url: &str, path: &JsonPath, facts: &mut ToolFacts<'_>) {
-        match check_url(url) {
-            Ok(templates) => facts.url_templates = templates,
-            Err(why) => {
-                self.error(
-                    Code::InvalidUrl,
-                    path,
-                    why,
-                    "write an absolute http:// or https:// URL; `{name}` inserts an input property",
-                );
-                return;
-            }
-        }
-        if let Some(why) = credentials::literal_credential_in_url(url) {
-            self.error(
-                Code::HardcodedCredential,
-                path,
-                why,
-                "pass credentials through `secrets` and a header placeholder `${secret:<id>}`",
-            );
-        }
-    }
-
     fn capabilities(&mut self, value: &Value, path: &JsonPath, what: &str) {
         let mut seen: HashSet<&str> = HashSet::new();
         for (i, cap) in self.string_array(value, path) {
@@ -615,59 +499,6 @@ impl<'a> Checker<'a> {
                     ),
                     format!("add the line `{cap}` to policy.caps, or remove the capability from the tool"),
                 );
-            }
-        }
-    }
-
-    fn budget(&mut self, value: &Value, path: &JsonPath) {
-        let Some(obj) = self.object(value, path) else {
-            return;
-        };
-        self.known_keys(obj, path, BUDGET_KEYS, "budget");
-        if let Some(tokens) = obj.get("tokens") {
-            let p = path.key("tokens");
-            match tokens {
-                Value::Number(n) if n.is_u64() => {}
-                Value::Number(n) => self.error(
-                    Code::InvalidBudget,
-                    &p,
-                    format!("budget.tokens must be a non-negative integer, found {n}"),
-                    "write a whole number of tokens, e.g. 4000",
-                ),
-                other => self.wrong_type(&p, "a non-negative integer", other),
-            }
-        }
-        if let Some(usd) = obj.get("usd") {
-            let p = path.key("usd");
-            match usd {
-                Value::Number(n) if n.as_f64().is_some_and(|f| f >= 0.0 && f.is_finite()) => {}
-                Value::Number(n) => self.error(
-                    Code::InvalidBudget,
-                    &p,
-                    format!("budget.usd must be a non-negative number, found {n}"),
-                    "write an amount in US dollars, e.g. 0.25",
-                ),
-                other => self.wrong_type(&p, "a non-negative number", other),
-            }
-        }
-    }
-
-    fn observability(&mut self, value: &Value, path: &JsonPath) {
-        let Some(obj) = self.object(value, path) else {
-            return;
-        };
-        self.known_keys(obj, path, OBSERVABILITY_KEYS, "observability");
-        if let Some(tags) = obj.get("tags") {
-            let tags_path = path.key("tags");
-            for (i, tag) in self.string_array(tags, &tags_path) {
-                if tag.trim().is_empty() {
-                    self.error(
-                        Code::WrongType,
-                        &tags_path.index(i),
-                        "a tag must be a non-empty string".to_owned(),
-                        "remove the empty tag",
-                    );
-                }
             }
         }
     }
@@ -725,83 +556,6 @@ impl<'a> Checker<'a> {
     }
 }
 
-const ID_HELP: &str = "ids are 1-64 characters: lowercase letters, digits, `_` and `-`, in dot-separated segments that start with a letter, e.g. `mail.smtp_send`";
-
-/// Tool ids: 1-64 characters, `^[a-z][a-z0-9_-]*(\.[a-z][a-z0-9_-]*)*$`.
-pub fn check_tool_id(id: &str) -> Result<(), String> {
-    if id.is_empty() || id.len() > 64 {
-        return Err(format!("tool id `{id}` must be 1 to 64 characters long (it has {})", id.chars().count()));
-    }
-    for segment in id.split('.') {
-        let ok = segment.starts_with(|c: char| c.is_ascii_lowercase())
-            && segment.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_' || c == '-');
-        if !ok {
-            return Err(if segment.is_empty() {
-                format!("tool id `{id}` has an empty segment")
-            } else {
-                format!("tool id `{id}` has an invalid segment `{segment}`")
-            });
-        }
-    }
-    Ok(())
-}
-
-/// Exec commands: an absolute path to a file.
-pub fn check_command(cmd: &str) -> Result<(), String> {
-    if !cmd.starts_with('/') {
-        return Err(format!("command `{cmd}` is not an absolute path"));
-    }
-    if cmd.ends_with('/') || cmd.chars().any(char::is_control) {
-        return Err(format!("command `{cmd}` is not a path to a file"));
-    }
-    Ok(())
-}
-
-/// Checks an http(s) URL with `{name}` templates; returns the template names.
-pub fn check_url(url: &str) -> Result<Vec<String>, String> {
-    let mut names = Vec::new();
-    let mut concrete = String::with_capacity(url.len());
-    let mut chars = url.char_indices();
-    while let Some((_, c)) = chars.next() {
-        match c {
-            '{' => {
-                let mut name = String::new();
-                let mut closed = false;
-                for (_, c) in chars.by_ref() {
-                    if c == '}' {
-                        closed = true;
-                        break;
-                    }
-                    name.push(c);
-                }
-                let valid = closed
-                    && name.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_')
-                    && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
-                if !valid {
-                    return Err(format!("url `{url}` has a malformed template `{{{name}`; templates are `{{name}}`"));
-                }
-                names.push(name);
-                concrete.push('x');
-            }
-            '}' => return Err(format!("url `{url}` has a `}}` without a matching `{{`")),
-            c if c.is_whitespace() || c.is_control() => {
-                return Err(format!("url `{url}` contains whitespace or control characters"));
-            }
-            c => concrete.push(c),
-        }
-    }
-    let uri = fluent_uri::Uri::parse(concrete.as_str())
-        .map_err(|e| format!("url `{url}` is not a valid absolute URL: {e}"))?;
-    let scheme = uri.scheme().as_str();
-    if scheme != "http" && scheme != "https" {
-        return Err(format!("url `{url}` must use http:// or https://, not `{scheme}:`"));
-    }
-    match uri.authority() {
-        Some(a) if !a.host().is_empty() => Ok(names),
-        _ => Err(format!("url `{url}` has no host")),
-    }
-}
-
 fn property_names(schema: &Value) -> HashSet<String> {
     schema.get("properties").and_then(Value::as_object).map(|m| m.keys().cloned().collect()).unwrap_or_default()
 }
@@ -825,25 +579,6 @@ fn type_name(v: &Value) -> &'static str {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn tool_ids() {
-        assert!(check_tool_id("mail.smtp_send").is_ok());
-        assert!(check_tool_id("a-b.c2").is_ok());
-        for bad in ["", "Mail", "1a", "a..b", "a.", ".a", "a b", &"a".repeat(65)] {
-            assert!(check_tool_id(bad).is_err(), "{bad}");
-        }
-    }
-
-    #[test]
-    fn urls() {
-        assert_eq!(check_url("https://api.x.com/m/{box}/send").unwrap(), vec!["box"]);
-        assert!(check_url("/send").is_err());
-        assert!(check_url("ftp://x.com").is_err());
-        assert!(check_url("https://x.com/{a").is_err());
-        assert!(check_url("https://x.com/a}").is_err());
-        assert!(check_url("https:///path").is_err());
-    }
 
     #[test]
     fn suggestions() {
