@@ -13,6 +13,10 @@ and prints medians, peak memory (max RSS) and the ratios the targets are stated 
 Small-agent figures: bundle check over 100 copies of the rich example, and bundle verify of
 its bundle. With --big-mib, also verifies a bundle of that size to show memory stays flat.
 Needs: cargo, python3, zstd, tar, b3sum, minisign, /usr/bin/time.
+
+scripts/bench.py --registry [--runs N] [--mib N]: only bundle push and pull+verify against
+ORAS (Python) push and pull on a loopback docker-registry, with peak RSS (needs
+docker-registry and `import oras.client`).
 """
 import argparse, os, shutil, statistics, subprocess, sys, tempfile, time
 
@@ -127,5 +131,101 @@ def main():
         print(f"\n{a.big_mib} MiB agent: verify {wall:.2f} s, peak RSS {rss / 1024:.0f} MiB; pack {pw:.2f} s, peak RSS {prss / 1024:.0f} MiB")
 
 
+# --- Registry: push and pull+verify against ORAS (issue 18) ------------------------------------
+
+ORAS_SCRIPT = """
+import sys, oras.client
+op, host, target, path = sys.argv[1:5]
+c = oras.client.OrasClient(hostname=host, insecure=True)
+if op == "push":
+    c.push(target=target, files=[path + ":application/vnd.agent-bundle.v1.tar+zstd"],
+           manifest_config="/dev/null:application/vnd.agent-bundle.config.v1+json",
+           disable_path_validation=True)
+else:
+    c.pull(target=target, outdir=path)
+"""
+
+
+def registry_bench(bundle, bundle_file, work, runs):
+    """bundle push and bundle pull (full verify, -o FILE) of `bundle_file` against ORAS (Python)
+    push and plain pull, on a docker-registry on loopback (filesystem storage in `work`).
+    Each push goes to a fresh repository, so that every run uploads the whole layer."""
+    import socket
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    host = f"127.0.0.1:{port}"
+    store = os.path.join(work, "registry")
+    shutil.rmtree(store, ignore_errors=True)
+    os.makedirs(store)
+    with open(os.path.join(store, "config.yml"), "w") as f:
+        f.write(f"version: 0.1\nlog:\n  level: error\n  accesslog:\n    disabled: true\nstorage:\n"
+                f"  filesystem:\n    rootdirectory: {store}/data\nhttp:\n  addr: {host}\n")
+    with open(os.path.join(store, "oras-op.py"), "w") as f:
+        f.write(ORAS_SCRIPT)
+    reg = subprocess.Popen(["docker-registry", "serve", os.path.join(store, "config.yml")],
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.time() + 20
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                if time.time() > deadline:
+                    raise
+                time.sleep(0.1)
+        oras = f"python3 {store}/oras-op.py"
+        name = os.path.basename(bundle_file)
+        out = os.path.join(store, "out")
+        results = {k: [] for k in ["bundle push", "ORAS push", "bundle pull (+verify)", "ORAS pull"]}
+        for r in range(runs):
+            results["bundle push"].append(timed(
+                f"{bundle} push -q {bundle_file} oci://{host}/bench/b{r}:1 --plain-http --key {KEYS}/test.pub"))
+            results["ORAS push"].append(timed(
+                f"cd {os.path.dirname(bundle_file)} && {oras} push {host} {host}/bench/o{r}:1 {name}"))
+            shutil.rmtree(out, ignore_errors=True)
+            os.makedirs(out)
+            results["bundle pull (+verify)"].append(timed(
+                f"{bundle} pull -q oci://{host}/bench/b{r}:1 --plain-http --key {KEYS}/test.pub -o {out}/pulled.agent.bundle"))
+            results["ORAS pull"].append(timed(f"{oras} pull {host} {host}/bench/b{r}:1 {out}/oras"))
+            print(f"registry round {r + 1}/{runs} done", file=sys.stderr)
+    finally:
+        reg.kill()
+        reg.wait()
+    size = os.path.getsize(bundle_file) / (1 << 20)
+    med = {k: (statistics.median(x[0] for x in v), max(x[1] for x in v)) for k, v in results.items()}
+    print(f"\nregistry on loopback, {size:.0f} MiB bundle, medians of {runs} runs\n")
+    print("| command | wall s | peak RSS MiB |")
+    print("| --- | ---: | ---: |")
+    for k, (wall, rss) in med.items():
+        print(f"| {k} | {wall:.2f} | {rss / 1024:.0f} |")
+    print("\n| ratio | value | target |")
+    print("| --- | ---: | ---: |")
+    print(f"| bundle push / ORAS push | {med['bundle push'][0] / med['ORAS push'][0]:.2f} | <= 1.0 |")
+    print(f"| bundle pull+verify / ORAS pull | {med['bundle pull (+verify)'][0] / med['ORAS pull'][0]:.2f} | <= 1.0 |")
+    print(f"| peak RSS push, pull | {med['bundle push'][1] / 1024:.0f}, {med['bundle pull (+verify)'][1] / 1024:.0f} MiB | <= 64 |")
+
+
+def registry_main():
+    """`--registry`: only the registry section (packs the bench agent if needed)."""
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--registry", action="store_true")
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--mib", type=int, default=1024)
+    ap.add_argument("--work", default=os.path.join(REPO, "target", "bench"))
+    a = ap.parse_args()
+    target = os.environ.get("CARGO_TARGET_DIR", os.path.join(REPO, "target"))
+    sh(f"cd {REPO} && cargo build --release --locked -q")
+    bundle = os.path.join(target, "release", "bundle")
+    os.makedirs(a.work, exist_ok=True)
+    agent = os.path.join(a.work, f"agent-{a.mib}")
+    make_agent(agent, a.mib, 256)
+    bundle_file = os.path.join(a.work, "a.agent.bundle")
+    if not os.path.exists(bundle_file):
+        sh(f"{bundle} lock -q {agent} && {bundle} pack -q {agent} --locked --key {KEYS}/test.key -o {bundle_file}")
+    registry_bench(bundle, bundle_file, a.work, a.runs)
+
+
 if __name__ == "__main__":
-    main()
+    registry_main() if "--registry" in sys.argv else main()

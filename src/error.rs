@@ -12,6 +12,9 @@ pub enum Error {
     Usage(String),
     #[error("{message}")]
     Key { message: String },
+    /// An ssh-agent or PKCS#11 key could not sign; [`crate::keys::SignerError::code`] says why.
+    #[error(transparent)]
+    Signer(#[from] crate::keys::SignerError),
 }
 
 impl Error {

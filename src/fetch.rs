@@ -69,18 +69,9 @@ impl Fetcher {
     /// files `extra_roots` (for servers with a private CA). A file that cannot be read or holds
     /// no certificate is an error.
     pub fn new(extra_roots: &[PathBuf]) -> Result<Self> {
-        let mut tls = TlsConfig::builder();
-        if !extra_roots.is_empty() {
-            let mut roots: Vec<Certificate<'static>> =
-                webpki_root_certs::TLS_SERVER_ROOT_CERTS.iter().map(|c| Certificate::from_der(c.as_ref())).collect();
-            for path in extra_roots {
-                roots.extend(read_roots(path)?);
-            }
-            tls = tls.root_certs(RootCerts::new_with_certs(&roots));
-        }
         let agent = ureq::Agent::config_builder()
             .timeout_global(Some(Duration::from_secs(30)))
-            .tls_config(tls.build())
+            .tls_config(tls_config(extra_roots)?)
             .build()
             .into();
         Ok(Fetcher { agent })
@@ -104,6 +95,22 @@ impl Fetcher {
     }
 }
 
+/// The TLS settings every client of `bundle` uses: the Mozilla roots, plus every certificate in
+/// the PEM files `extra_roots` (`--ca-cert`, for servers with a private CA). A file that cannot
+/// be read or holds no certificate is an error.
+pub fn tls_config(extra_roots: &[PathBuf]) -> Result<TlsConfig> {
+    let mut tls = TlsConfig::builder();
+    if !extra_roots.is_empty() {
+        let mut roots: Vec<Certificate<'static>> =
+            webpki_root_certs::TLS_SERVER_ROOT_CERTS.iter().map(|c| Certificate::from_der(c.as_ref())).collect();
+        for path in extra_roots {
+            roots.extend(read_roots(path)?);
+        }
+        tls = tls.root_certs(RootCerts::new_with_certs(&roots));
+    }
+    Ok(tls.build())
+}
+
 /// The certificates of one PEM file.
 fn read_roots(path: &Path) -> Result<Vec<Certificate<'static>>> {
     let pem = std::fs::read(path).map_err(|e| Error::io(path, e))?;
@@ -124,7 +131,8 @@ fn read_roots(path: &Path) -> Result<Vec<Certificate<'static>>> {
     Ok(certs)
 }
 
-fn classify(url: &str, e: ureq::Error) -> FetchError {
+/// Tells a TLS failure (or an https-to-http redirect) from any other failure of a request.
+pub fn classify(url: &str, e: ureq::Error) -> FetchError {
     let tls = match &e {
         ureq::Error::Tls(_) | ureq::Error::Pem(_) | ureq::Error::Rustls(_) | ureq::Error::TlsRequired => true,
         ureq::Error::Io(io) => io.get_ref().is_some_and(|inner| inner.is::<rustls::Error>()),

@@ -65,8 +65,13 @@ pub struct TrustedKeys {
 }
 
 impl TrustedKeys {
-    /// Parses a trusted-keys file; the error names the line.
+    /// Parses a trusted-keys file, or a plain minisign public key file (its first line an
+    /// untrusted comment: one key, trusted for every agent); the error names the line.
     pub fn parse(text: &str) -> Result<Self, String> {
+        if text.trim_start().starts_with("untrusted comment:") {
+            let key = PublicKey::from_text(text).map_err(|e| e.to_string())?;
+            return Ok(Self::from_keys([key]));
+        }
         let mut keys = Vec::new();
         for (i, line) in text.lines().enumerate() {
             let line = line.split_once('#').map_or(line, |(before, _)| before).trim();

@@ -62,7 +62,17 @@ reasons! {
     Rollback => "rollback": "Older than a version already accepted (--state, --min-version), or another bundle of an accepted version.",
     InvalidTools => "invalid_tools": "tools.json in the bundle breaks the tools.json rules.",
     ContractDrift => "contract_drift": "With --baseline: a write-capable, network, secret-using or destructive tool (or one whose http host moved) differs from its approved contract, or is new.",
+    UnsupportedArtifact => "unsupported_artifact": "From a registry: the manifest is not a bundle artifact (another type, not exactly one layer, another layer media type).",
+    BlobMismatch => "blob_mismatch": "From a registry: a layer or manifest whose bytes are not the ones its sha256 digest and size name.",
     IoError => "io_error": "The bundle could not be read (exit 2).",
+    AuthFailed => "auth_failed": "The registry wants credentials that are missing or were refused (exit 2).",
+}
+
+impl Reason {
+    /// Whether this is a failure to judge (exit 2) rather than a rejection (exit 1).
+    pub fn is_failure(self) -> bool {
+        matches!(self, Reason::IoError | Reason::AuthFailed)
+    }
 }
 
 impl Serialize for Reason {

@@ -35,7 +35,8 @@ pub struct TrustArgs {
     /// A trusted minisign public key file (repeatable).
     #[arg(long = "key", value_name = "PUBLIC_KEY", required_unless_present = "trusted_keys")]
     pub keys: Vec<PathBuf>,
-    /// A file of trusted public keys, each optionally limited to agent-name patterns.
+    /// A file of trusted public keys, each optionally limited to agent-name patterns; or a plain
+    /// minisign public key file (one key, every agent).
     #[arg(long, value_name = "FILE", conflicts_with = "keys")]
     pub trusted_keys: Option<PathBuf>,
 }

@@ -1,16 +1,18 @@
 //! `bundle inspect <BUNDLE>`: what a bundle holds, and whether its signature was checked.
 
 use std::fs::File;
-use std::io::{BufReader, Write};
+use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 
-use agent_bundle::bundle::verify::{self, Discard, Expect, Trust, Verified};
+use agent_bundle::bundle::verify::{self, Discard, Expect, Rejection, Trust, Verified};
 use agent_bundle::contract::release;
 use agent_bundle::contract::{Contract, ContractError};
 use agent_bundle::diagnostic::sanitize;
+use agent_bundle::oci;
 use agent_bundle::ops::gate::Verdict;
+use agent_bundle::ops::pull::rejection;
 use agent_bundle::timestamp::Timestamp;
 use agent_bundle::tools::Transport;
 use agent_bundle::trust::TrustedKeys;
@@ -28,7 +30,9 @@ use super::{Format, Global, Outcome};
     after_help = "Examples:\n  bundle inspect mailer-1.4.0.agent.bundle\n  bundle inspect mailer-1.4.0.agent.bundle --key release.pub --format json"
 )]
 pub struct Args {
-    /// The bundle files, each shown in turn.
+    /// The bundle files, each shown in turn; or registry artifacts,
+    /// oci://HOST[:PORT]/REPO(:TAG|@sha256:HEX) (without --key: shown from the artifact's
+    /// config, without downloading the bundle).
     #[arg(value_name = "BUNDLE", required = true)]
     bundles: Vec<PathBuf>,
     /// Check the signature against this public key (repeatable).
@@ -37,6 +41,8 @@ pub struct Args {
     /// Check the signature against a trusted-keys file.
     #[arg(long, value_name = "FILE", conflicts_with = "keys")]
     trusted_keys: Option<PathBuf>,
+    #[command(flatten)]
+    registry: super::registry::RegistryArgs,
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Human)]
     pub(super) format: Format,
@@ -52,12 +58,12 @@ pub fn run(args: Args, global: Global) -> anyhow::Result<Outcome> {
     };
     let keys = keys.as_ref();
     if let [bundle] = args.bundles.as_slice() {
-        return Ok(inspect_one(bundle, keys, args.format, global, false)?.0);
+        return Ok(inspect_one(bundle, keys, &args.registry, args.format, global, false)?.0);
     }
     let mut outcome = Outcome::Ok;
     let mut results = Vec::new();
     for bundle in &args.bundles {
-        let (this, json) = match inspect_one(bundle, keys, args.format, global, true) {
+        let (this, json) = match inspect_one(bundle, keys, &args.registry, args.format, global, true) {
             Ok(done) => done,
             // One bundle that cannot be read does not stop the others from being shown.
             Err(e) => {
@@ -87,14 +93,42 @@ pub fn run(args: Args, global: Global) -> anyhow::Result<Outcome> {
 fn inspect_one(
     bundle: &Path,
     keys: Option<&TrustedKeys>,
+    registry: &super::registry::RegistryArgs,
     format: Format,
     global: Global,
     collect: bool,
 ) -> anyhow::Result<(Outcome, Option<serde_json::Value>)> {
-    let file = File::open(bundle).with_context(|| format!("cannot open {}", bundle.display()))?;
     let trust = keys.map_or(Trust::Unchecked, Trust::Keys);
+    let reference = super::registry::reference(bundle)?;
+    let opened: Result<(Box<dyn BufRead>, _), Rejection> = match &reference {
+        Some(reference) => {
+            let options = registry.options(reference)?;
+            if keys.is_none() {
+                return config_view(reference, &options, format, global, collect);
+            }
+            match oci::open_layer(reference, &options) {
+                Ok(layer) => {
+                    let fault = layer.reader.mismatch();
+                    Ok((Box::new(BufReader::with_capacity(1 << 20, layer.reader)), Some(fault)))
+                }
+                Err(e) => Err(rejection(&e)),
+            }
+        }
+        None => {
+            registry.refuse_for_file(bundle)?;
+            let file = File::open(bundle).with_context(|| format!("cannot open {}", bundle.display()))?;
+            Ok((Box::new(BufReader::new(file)), None))
+        }
+    };
     // Expiry is shown, not enforced: inspecting an expired bundle is how one finds out why.
-    let v = match verify::verify(BufReader::new(file), trust, &Expect::default(), &mut Discard) {
+    let result = opened.and_then(|(input, fault)| {
+        let result = verify::verify(input, trust, &Expect::default(), &mut Discard);
+        match (fault.and_then(|f| f.lock().unwrap_or_else(|p| p.into_inner()).clone()), &reference) {
+            (Some(f), Some(reference)) => Err(super::registry::blob_mismatch(reference, &f, result.err())),
+            _ => result,
+        }
+    });
+    let v = match result {
         Ok(v) => v,
         Err(rejection) if collect && format == Format::Json => {
             let verdict = Verdict::Refused { rejection, baseline: None };
@@ -235,4 +269,65 @@ fn list_cell(items: &[String]) -> String {
     }
     let cut: String = joined.chars().take(MAX_CHARS).collect();
     format!("{cut}... ({} in all)", items.len())
+}
+
+/// `inspect oci://…` without keys: the manifest and the config, which are informational only
+/// (unsigned; nothing in them is checked against the bundle).
+fn config_view(
+    reference: &oci::Reference,
+    options: &oci::Options,
+    format: Format,
+    global: Global,
+    collect: bool,
+) -> anyhow::Result<(Outcome, Option<serde_json::Value>)> {
+    let (digest, artifact, config) = match oci::fetch_config(reference, options) {
+        Ok(found) => found,
+        Err(e) => {
+            let label = std::path::PathBuf::from(reference.to_string());
+            let verdict = Verdict::Refused { rejection: rejection(&e), baseline: None };
+            if collect && format == Format::Json {
+                return Ok((super::verify::outcome_of(&verdict), Some(super::verify::verdict_json(&verdict)?)));
+            }
+            return Ok((super::verify::render(&label, &verdict, format, global)?, None));
+        }
+    };
+    if format == Format::Json {
+        let doc = super::output::sanitize_json(serde_json::json!({
+            "ref": reference.to_string(),
+            "digest": digest,
+            "from_config": true,
+            "signature_checked": false,
+            "agent": {"name": config.name, "version": config.version},
+            "key_id": config.key_id,
+            "expires": config.expires,
+            "tools": config.tools,
+            "layer": {"digest": artifact.layer_digest, "size": artifact.layer_size, "title": artifact.title},
+        }));
+        if collect {
+            return Ok((Outcome::Ok, Some(doc)));
+        }
+        super::output::print_json(&doc)?;
+        return Ok((Outcome::Ok, None));
+    }
+    let none = || "?".to_owned();
+    let mut out = std::io::stdout().lock();
+    writeln!(out, "artifact:  {reference}")?;
+    writeln!(out, "digest:    {digest}")?;
+    writeln!(
+        out,
+        "agent:     {} {}",
+        sanitize(&config.name.clone().unwrap_or_else(none)),
+        sanitize(&config.version.clone().unwrap_or_else(none))
+    )?;
+    writeln!(
+        out,
+        "signed by: {} (from the config: NOT checked; pass --key to verify the bundle)",
+        sanitize(&config.key_id.clone().unwrap_or_else(none))
+    )?;
+    if let Some(e) = &config.expires {
+        writeln!(out, "expires:   {}", sanitize(e))?;
+    }
+    writeln!(out, "bundle:    {} bytes, {}", artifact.layer_size, artifact.layer_digest)?;
+    writeln!(out, "tools:     {}", config.tools.iter().map(|t| sanitize(t)).collect::<Vec<_>>().join(", "))?;
+    Ok((Outcome::Ok, None))
 }

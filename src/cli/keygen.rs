@@ -4,6 +4,7 @@ use std::io::IsTerminal;
 use std::path::PathBuf;
 
 use agent_bundle::ops::keygen;
+use zeroize::Zeroizing;
 
 use super::keys::password_from_env;
 use super::{Global, Outcome, output};
@@ -37,16 +38,16 @@ pub fn run(args: Args, global: Global) -> anyhow::Result<Outcome> {
             if !std::io::stdin().is_terminal() {
                 anyhow::bail!("--password needs a terminal; use --password-env VAR in scripts");
             }
-            let first = rpassword::prompt_password("Password for the new key: ")?;
-            let again = rpassword::prompt_password("Password (again): ")?;
+            let mut first = Zeroizing::new(rpassword::prompt_password("Password for the new key: ")?);
+            let again = Zeroizing::new(rpassword::prompt_password("Password (again): ")?);
             if first != again {
                 anyhow::bail!("the passwords differ");
             }
-            Some(first.into_bytes())
+            Some(Zeroizing::new(std::mem::take(&mut *first).into_bytes()))
         }
         (None, false) => None,
     };
-    let done = keygen::keygen(&args.name, password.as_deref(), args.force)?;
+    let done = keygen::keygen(&args.name, password.as_ref().map(|p| p.as_slice()), args.force)?;
     output::status(
         global,
         &format!(

@@ -1,77 +1,219 @@
-//! Loading keys for the commands that sign or verify: secret keys from a file or from
-//! `BUNDLE_SIGNING_KEY`, passwords from an environment variable or a terminal prompt, public
-//! keys from `--key` files or a `--trusted-keys` file.
+//! Loading keys for the commands that sign or verify: signing keys from a file, from
+//! `BUNDLE_SIGNING_KEY`, from an ssh-agent or a PKCS#11 token; passwords and PINs from an
+//! environment variable or a terminal prompt; public keys from `--key` files or a
+//! `--trusted-keys` file. A key of the wrong kind (a public key given to sign, a secret key
+//! given to verify) is named as such, with the file to use instead.
 
-use std::io::IsTerminal;
+use std::ffi::OsString;
+use std::io::{IsTerminal, Read as _};
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, bail};
+use zeroize::Zeroizing;
 
+use agent_bundle::keys::pkcs11::{MODULE_ENV, TokenKey};
+use agent_bundle::keys::ssh_agent::{AUTH_SOCK_ENV, AgentKey};
+use agent_bundle::keys::{KeyRef, Signer};
 use agent_bundle::minisign::{KeyError, PublicKey, SecretKey};
 use agent_bundle::trust::TrustedKeys;
 
 use super::args::TrustArgs;
 
-/// The environment variable that may hold a secret key file's text (for CI).
+/// The environment variable that may hold a secret key file's text, or a key reference (for CI).
 pub const SIGNING_KEY_ENV: &str = "BUNDLE_SIGNING_KEY";
 
+/// Key files are a few hundred bytes; anything much larger is not a key file.
+pub const MAX_KEY_FILE: u64 = 64 * 1024;
+/// A trusted-keys file lists about 60 bytes per key.
+const MAX_TRUSTED_KEYS_FILE: u64 = 4 << 20;
+
 /// Options shared by commands that sign.
-#[derive(Debug, clap::Args)]
+#[derive(clap::Args)]
 pub struct SecretKeyArgs {
-    /// The minisign secret key file (default: the text of $BUNDLE_SIGNING_KEY).
-    #[arg(long, value_name = "SECRET_KEY")]
-    pub key: Option<PathBuf>,
-    /// Read the key's password from this environment variable (encrypted keys); on a terminal
-    /// you are prompted instead.
+    /// The signing key: a minisign secret key file, `ssh-agent:` (the running agent's Ed25519
+    /// key; `ssh-agent:SHA256:<fingerprint>` picks one), or a `pkcs11:` URI naming a key on a
+    /// token (RFC 7512). Default: $BUNDLE_SIGNING_KEY (a key file's text, or a reference).
+    #[arg(long, value_name = "KEY")]
+    pub key: Option<OsString>,
+    /// Read the key file's password, or the token's PIN, from this environment variable; on a
+    /// terminal you are prompted instead.
     #[arg(long, value_name = "VAR")]
     pub password_env: Option<String>,
 }
 
-pub fn password_from_env(var: &str) -> anyhow::Result<Vec<u8>> {
+/// A `pkcs11:` URI may carry `pin-value`: Debug shows only what kind of key is meant.
+impl std::fmt::Debug for SecretKeyArgs {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let key = self.key.as_ref().map(|k| match KeyRef::parse(k) {
+            Ok(KeyRef::File(path)) => path.display().to_string(),
+            Ok(KeyRef::SshAgent { fingerprint }) => format!("ssh-agent:{}", fingerprint.unwrap_or_default()),
+            Ok(KeyRef::Pkcs11(uri)) => uri.to_string(),
+            Err(_) => "<invalid key reference>".to_owned(),
+        });
+        f.debug_struct("SecretKeyArgs").field("key", &key).field("password_env", &self.password_env).finish()
+    }
+}
+
+pub fn password_from_env(var: &str) -> anyhow::Result<Zeroizing<Vec<u8>>> {
     match std::env::var_os(var) {
-        Some(v) => Ok(v.into_encoded_bytes()),
+        Some(v) => Ok(Zeroizing::new(v.into_encoded_bytes())),
         None => bail!("--password-env {var}: the environment variable {var} is not set"),
     }
 }
 
-pub fn load_secret_key(args: &SecretKeyArgs) -> anyhow::Result<SecretKey> {
-    let (text, origin) = match &args.key {
-        Some(path) => (
-            std::fs::read_to_string(path).with_context(|| format!("cannot read the secret key {}", path.display()))?,
-            path.display().to_string(),
-        ),
-        None => match std::env::var(SIGNING_KEY_ENV) {
-            Ok(text) => (text, format!("${SIGNING_KEY_ENV}")),
-            Err(_) => bail!("no signing key: pass --key FILE or set {SIGNING_KEY_ENV} to the key file's text"),
-        },
+/// The signer `--key` (or `BUNDLE_SIGNING_KEY`) names.
+pub fn open_signer(args: &SecretKeyArgs) -> anyhow::Result<Signer> {
+    if let Some(reference) = &args.key {
+        return match KeyRef::parse(reference)? {
+            KeyRef::File(path) => {
+                let text = read_key_file(&path, "secret key", MAX_KEY_FILE)?;
+                Ok(Signer::File(secret_from_text(&text, &path.display().to_string(), Some(&path), args)?))
+            }
+            external => open_external(external, args),
+        };
+    }
+    let Some(value) = std::env::var_os(SIGNING_KEY_ENV) else {
+        bail!(
+            "no signing key: pass --key (a key file, ssh-agent: or a pkcs11: URI) or set {SIGNING_KEY_ENV} to the key file's text"
+        );
     };
-    let encrypted = SecretKey::is_encrypted(&text).map_err(|e| anyhow::anyhow!("{origin}: {e}"))?;
+    let text =
+        Zeroizing::new(value.into_string().map_err(|_| anyhow::anyhow!("${SIGNING_KEY_ENV} is not UTF-8 text"))?);
+    let trimmed = text.trim();
+    if KeyRef::is_external(trimmed) {
+        return open_external(KeyRef::parse(trimmed.as_ref())?, args);
+    }
+    if !trimmed.contains('\n') {
+        // One line: never echo it (it could be a secret key's base64 line), unless it is a
+        // path that exists.
+        if Path::new(trimmed).exists() {
+            bail!(
+                "${SIGNING_KEY_ENV} holds a file path ({trimmed}), not the key file's text: use --key {trimmed}, or set {SIGNING_KEY_ENV}=\"$(cat {trimmed})\""
+            );
+        }
+        bail!(
+            "${SIGNING_KEY_ENV} holds one line, not a minisign secret key file's text (a comment line and a key line): set it with {SIGNING_KEY_ENV}=\"$(cat release.key)\""
+        );
+    }
+    Ok(Signer::File(secret_from_text(&text, &format!("${SIGNING_KEY_ENV}"), None, args)?))
+}
+
+fn open_external(reference: KeyRef, args: &SecretKeyArgs) -> anyhow::Result<Signer> {
+    Ok(match reference {
+        KeyRef::SshAgent { fingerprint } => {
+            Signer::SshAgent(AgentKey::open(std::env::var_os(AUTH_SOCK_ENV), fingerprint.as_deref())?)
+        }
+        KeyRef::Pkcs11(uri) => {
+            let module = std::env::var_os(MODULE_ENV).map(PathBuf::from);
+            let pin = |token: &str| token_pin(token, args);
+            Signer::Pkcs11(TokenKey::open(&uri, module, &pin)?)
+        }
+        KeyRef::File(path) => {
+            let text = read_key_file(&path, "secret key", MAX_KEY_FILE)?;
+            Signer::File(secret_from_text(&text, &path.display().to_string(), Some(&path), args)?)
+        }
+    })
+}
+
+/// A token's PIN when the URI has none: from --password-env, else a prompt on a terminal.
+fn token_pin(token: &str, args: &SecretKeyArgs) -> Option<Zeroizing<String>> {
+    if let Some(var) = &args.password_env {
+        return std::env::var(var).ok().map(Zeroizing::new);
+    }
+    if std::io::stdin().is_terminal() && std::io::stderr().is_terminal() {
+        return rpassword::prompt_password(format!("PIN for token \"{token}\": ")).ok().map(Zeroizing::new);
+    }
+    None
+}
+
+/// Reads a key file into a buffer that is wiped when dropped.
+pub fn read_key_file(path: &Path, what: &str, limit: u64) -> anyhow::Result<Zeroizing<String>> {
+    let file = std::fs::File::open(path).with_context(|| format!("cannot read the {what} file {}", path.display()))?;
+    // Room for the whole file up front, so that reading never moves (and leaves behind) a copy.
+    let size = file.metadata().map_or(0, |m| m.len()).min(limit);
+    let mut bytes = Zeroizing::new(Vec::with_capacity(size as usize + 1));
+    file.take(limit + 1)
+        .read_to_end(&mut bytes)
+        .with_context(|| format!("cannot read the {what} file {}", path.display()))?;
+    if bytes.len() as u64 > limit {
+        bail!("{} is larger than {limit} bytes, so it is not a {what} file", path.display());
+    }
+    let text = std::str::from_utf8(&bytes)
+        .map_err(|_| anyhow::anyhow!("{} is not a text file, so it is not a {what} file", path.display()))?;
+    let mut owned = Zeroizing::new(String::with_capacity(text.len()));
+    owned.push_str(text);
+    Ok(owned)
+}
+
+/// The file beside `path` with extension `ext`, if it exists (release.pub -> release.key).
+fn sibling(path: Option<&Path>, ext: &str) -> Option<PathBuf> {
+    let other = path?.with_extension(ext);
+    (other != path? && other.is_file()).then_some(other)
+}
+
+fn secret_from_text(text: &str, origin: &str, path: Option<&Path>, args: &SecretKeyArgs) -> anyhow::Result<SecretKey> {
+    if PublicKey::from_text(text).is_ok() {
+        let fix = match sibling(path, "key") {
+            Some(secret) => format!("pass --key {}", secret.display()),
+            None => {
+                "pass the secret key file made with it (`bundle keygen` writes NAME.key beside NAME.pub)".to_owned()
+            }
+        };
+        bail!("{origin} is a public key, but signing needs the secret key: {fix}");
+    }
+    let encrypted = SecretKey::is_encrypted(text).map_err(|e| anyhow::anyhow!("{origin}: {e}"))?;
     let password = if !encrypted {
         None
     } else if let Some(var) = &args.password_env {
         Some(password_from_env(var)?)
     } else if std::io::stdin().is_terminal() && std::io::stderr().is_terminal() {
-        Some(rpassword::prompt_password(format!("Password for {origin}: "))?.into_bytes())
+        Some(Zeroizing::new(rpassword::prompt_password(format!("Password for {origin}: "))?.into_bytes()))
     } else {
         bail!("{origin} is encrypted: pass --password-env VAR naming a variable that holds its password");
     };
-    SecretKey::from_text(&text, password.as_deref()).map_err(|e| match e {
+    SecretKey::from_text(text, password.as_ref().map(|p| p.as_slice())).map_err(|e| match e {
         KeyError::WrongPassword => anyhow::anyhow!("{origin}: wrong password"),
         other => anyhow::anyhow!("{origin}: {other}"),
     })
 }
 
 pub fn load_public_key(path: &Path) -> anyhow::Result<PublicKey> {
-    let text =
-        std::fs::read_to_string(path).with_context(|| format!("cannot read the public key {}", path.display()))?;
-    PublicKey::from_text(&text).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))
+    let text = read_key_file(path, "public key", MAX_KEY_FILE)?;
+    PublicKey::from_text(&text)
+        .map_err(|e| not_a_public_key(path, &text).unwrap_or_else(|| anyhow::anyhow!("{}: {e}", path.display())))
+}
+
+/// The error for a secret key given where a public key belongs (nothing of it is shown).
+fn not_a_public_key(path: &Path, text: &str) -> Option<anyhow::Error> {
+    SecretKey::is_encrypted(text).ok()?;
+    let fix = match sibling(Some(path), "pub") {
+        Some(public) => format!("use {}", public.display()),
+        None => format!("write it with `bundle pubkey {} -o {}`", path.display(), path.with_extension("pub").display()),
+    };
+    Some(anyhow::anyhow!(
+        "{} is a secret key, but verifying needs the public key: {fix} (and keep the secret key off the machines that verify)",
+        path.display()
+    ))
 }
 
 pub fn load_trust(args: &TrustArgs) -> anyhow::Result<TrustedKeys> {
     if let Some(path) = &args.trusted_keys {
-        let text = std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
-        return TrustedKeys::parse(&text).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()));
+        let text = read_key_file(path, "trusted-keys", MAX_TRUSTED_KEYS_FILE)?;
+        return TrustedKeys::parse(&text)
+            .map_err(|e| not_a_public_key(path, &text).unwrap_or_else(|| anyhow::anyhow!("{}: {e}", path.display())));
     }
     let keys = args.keys.iter().map(|p| load_public_key(p)).collect::<anyhow::Result<Vec<_>>>()?;
     Ok(TrustedKeys::from_keys(keys))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn debug_never_shows_a_pin_value() {
+        let args = SecretKeyArgs { key: Some("pkcs11:token=t?pin-value=s3cr3t".into()), password_env: None };
+        let shown = format!("{args:?}");
+        assert!(shown.contains("pkcs11:token=t") && !shown.contains("s3cr3t"), "{shown}");
+    }
 }

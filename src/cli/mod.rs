@@ -17,6 +17,10 @@ mod man;
 pub mod output;
 mod pack;
 mod progress;
+mod pubkey;
+mod pull;
+mod push;
+mod registry;
 mod schema;
 mod tool;
 mod unpack;
@@ -86,11 +90,14 @@ enum Command {
     Lock(lock::Args),
     Keygen(keygen::Args),
     Pack(pack::Args),
+    Pubkey(pubkey::Args),
     Verify(verify::Args),
     Inspect(inspect::Args),
     Diff(diff::Args),
     Baseline(baseline::Args),
     Unpack(unpack::Args),
+    Push(push::Args),
+    Pull(pull::Args),
     Import(import::Args),
     Export(export::Args),
     Tool(tool::Args),
@@ -109,14 +116,19 @@ impl Command {
             Command::Verify(a) => a.format,
             Command::Inspect(a) => a.format,
             Command::Unpack(a) => a.format,
+            Command::Push(a) => a.format,
+            Command::Pull(a) => a.format,
             Command::Import(a) => a.format,
             Command::Export(a) => a.format,
             Command::Tool(a) => a.format(),
             Command::Diff(a) => a.format,
             Command::Baseline(a) => a.format(),
-            Command::Init(_) | Command::Keygen(_) | Command::Schema(_) | Command::Completions(_) | Command::Man(_) => {
-                Format::Human
-            }
+            Command::Init(_)
+            | Command::Keygen(_)
+            | Command::Pubkey(_)
+            | Command::Schema(_)
+            | Command::Completions(_)
+            | Command::Man(_) => Format::Human,
         }
     }
 }
@@ -241,11 +253,14 @@ pub fn main() -> ExitCode {
         Command::Lock(args) => lock::run(args, global),
         Command::Keygen(args) => keygen::run(args, global),
         Command::Pack(args) => pack::run(args, global),
+        Command::Pubkey(args) => pubkey::run(args, global),
         Command::Verify(args) => verify::run(args, global),
         Command::Inspect(args) => inspect::run(args, global),
         Command::Diff(args) => diff::run(args, global),
         Command::Baseline(args) => baseline::run(args, global),
         Command::Unpack(args) => unpack::run(args, global),
+        Command::Push(args) => push::run(args, global),
+        Command::Pull(args) => pull::run(args, global),
         Command::Import(args) => import::run(args, global),
         Command::Export(args) => export::run(args, global),
         Command::Tool(args) => tool::run(args, global),

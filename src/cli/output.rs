@@ -244,7 +244,8 @@ pub fn github_error(e: &anyhow::Error) {
 
 /// The stable code of a run-stopping error (exit 2), from the first cause that has one:
 /// `io_error` for a file or stream that failed, `tls_error`, `key_error` for an unusable key,
-/// `state_error` for a malformed state file, else `usage`.
+/// `state_error` for a malformed state file, a signer's own code (`ssh_agent_unavailable`, `pin_incorrect`, ...) for an
+/// ssh-agent or PKCS#11 key that could not sign, else `usage`.
 pub fn error_code(e: &anyhow::Error) -> &'static str {
     use agent_bundle::Error;
     for cause in e.chain() {
@@ -253,6 +254,7 @@ pub fn error_code(e: &anyhow::Error) -> &'static str {
                 Error::Io { .. } => "io_error",
                 Error::Usage(_) => "usage",
                 Error::Key { .. } => "key_error",
+                Error::Signer(e) => e.code(),
             };
         }
         if cause.is::<std::io::Error>() {
@@ -260,6 +262,9 @@ pub fn error_code(e: &anyhow::Error) -> &'static str {
         }
         if cause.is::<agent_bundle::minisign::KeyError>() {
             return "key_error";
+        }
+        if let Some(e) = cause.downcast_ref::<agent_bundle::keys::SignerError>() {
+            return e.code();
         }
         if let Some(f) = cause.downcast_ref::<agent_bundle::fetch::FetchError>() {
             return if matches!(f, agent_bundle::fetch::FetchError::Tls { .. }) { "tls_error" } else { "io_error" };

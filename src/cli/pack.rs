@@ -6,7 +6,7 @@ use agent_bundle::agent;
 use agent_bundle::ops::pack::{self, PackFailure, PackOptions};
 use agent_bundle::timestamp::{Timestamp, parse_span};
 
-use super::keys::{SecretKeyArgs, load_secret_key};
+use super::keys::{SecretKeyArgs, open_signer};
 use super::{Format, Global, Outcome, check, output};
 
 /// Check, lock, sign and write a reproducible <name>-<version>.agent.bundle.
@@ -17,7 +17,7 @@ use super::{Format, Global, Outcome, check, output};
 /// temp file and renamed into place, so an interrupted pack never leaves a partial bundle.
 #[derive(Debug, clap::Args)]
 #[command(
-    after_help = "Examples:\n  bundle pack agents/mailer --key release.key\n  bundle pack agents --key release.key --locked -o dist/   # every agent\n  bundle pack agents/mailer --key release.key --locked -o dist/   # CI\n  bundle pack agents/mailer --key release.key --expires-in 90d\n  BUNDLE_SIGNING_KEY=\"$(cat release.key)\" bundle pack agents/mailer --locked"
+    after_help = "Examples:\n  bundle pack agents/mailer --key release.key\n  bundle pack agents --key release.key --locked -o dist/   # every agent\n  bundle pack agents/mailer --key release.key --expires-in 90d\n  bundle pack agents/mailer --key ssh-agent: --locked\n  bundle pack agents/mailer --locked \\\n      --key 'pkcs11:token=release;object=bundle?pin-source=/run/pin'\n  BUNDLE_SIGNING_KEY=\"$(cat release.key)\" bundle pack agents/mailer --locked"
 )]
 pub struct Args {
     /// Agent folders, or folders of agent folders (every agent below them).
@@ -82,7 +82,7 @@ fn expires(args: &Args, global: Global) -> anyhow::Result<Option<Timestamp>> {
 
 pub fn run(args: Args, global: Global) -> anyhow::Result<Outcome> {
     let expires = expires(&args, global)?;
-    let key = load_secret_key(&args.key)?;
+    let mut signer = open_signer(&args.key)?;
     let mut dirs = Vec::new();
     for path in &args.agent_dirs {
         if path.is_dir() && !agent::is_agent_folder(path) {
@@ -115,7 +115,7 @@ pub fn run(args: Args, global: Global) -> anyhow::Result<Outcome> {
     let mut results = Vec::new();
     let mut written: Vec<(&std::path::Path, PathBuf)> = Vec::new();
     for dir in &dirs {
-        let (this, json, bundle) = pack_one(dir, &key, &opts, args.format, global)?;
+        let (this, json, bundle) = pack_one(dir, &mut signer, &opts, args.format, global)?;
         outcome = outcome.worst(this);
         results.extend(json);
         if let Some(bundle) = bundle {
@@ -144,7 +144,7 @@ pub fn run(args: Args, global: Global) -> anyhow::Result<Outcome> {
 /// Packs one agent; prints its human or GitHub report, and returns its JSON document.
 fn pack_one(
     dir: &std::path::Path,
-    key: &agent_bundle::minisign::SecretKey,
+    key: &mut agent_bundle::keys::Signer,
     opts: &PackOptions,
     format: Format,
     global: Global,

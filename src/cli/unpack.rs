@@ -1,7 +1,11 @@
 //! `bundle unpack <BUNDLE> <DIR>`: run the deployment gate, then extract into a new folder
 //! atomically.
 
+use std::io::BufReader;
 use std::path::PathBuf;
+
+use agent_bundle::oci;
+use agent_bundle::ops::pull::rejection;
 
 use agent_bundle::ops::gate::{Gate, Verdict};
 use agent_bundle::ops::unpack;
@@ -20,7 +24,7 @@ use super::{Format, Global, Outcome};
     after_help = "Examples:\n  bundle unpack mailer-1.4.0.agent.bundle /srv/agents/mailer --key release.pub\n  bundle unpack mailer-1.5.0.agent.bundle /srv/agents/mailer --key release.pub \\\n      --replace --state /var/lib/agents/state.json   # redeploy"
 )]
 pub struct Args {
-    /// The bundle file.
+    /// The bundle file, or a registry artifact: oci://HOST[:PORT]/REPO(:TAG|@sha256:HEX).
     bundle: PathBuf,
     /// The folder to create.
     dir: PathBuf,
@@ -33,6 +37,8 @@ pub struct Args {
     trust: TrustArgs,
     #[command(flatten)]
     gate: GateArgs,
+    #[command(flatten)]
+    registry: super::registry::RegistryArgs,
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Human)]
     pub(super) format: Format,
@@ -41,7 +47,24 @@ pub struct Args {
 pub fn run(args: Args, global: Global) -> anyhow::Result<Outcome> {
     let keys = load_trust(&args.trust)?;
     let gate = Gate::open(args.gate.options(keys, global))?;
-    let verdict = unpack::unpack(&args.bundle, &args.dir, gate, args.replace)?;
+    let verdict = match super::registry::reference(&args.bundle)? {
+        Some(reference) => {
+            let options = args.registry.options(&reference)?;
+            match oci::open_layer(&reference, &options) {
+                Err(e) => Verdict::Refused { rejection: rejection(&e), baseline: None },
+                Ok(layer) => {
+                    let fault = layer.reader.mismatch();
+                    let input = BufReader::with_capacity(1 << 20, layer.reader);
+                    let verdict = unpack::unpack_from(input, &args.bundle, &args.dir, gate, args.replace)?;
+                    super::registry::with_fault(&reference, verdict, &fault)
+                }
+            }
+        }
+        None => {
+            args.registry.refuse_for_file(&args.bundle)?;
+            unpack::unpack(&args.bundle, &args.dir, gate, args.replace)?
+        }
+    };
     let outcome = super::verify::render(&args.bundle, &verdict, args.format, global)?;
     if matches!(verdict, Verdict::Passed { .. }) {
         let dir = args.dir.display().to_string();

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 
-use agent_bundle::bundle::verify::{Discard, Reason, Rejection};
+use agent_bundle::bundle::verify::{Discard, Rejection};
 use agent_bundle::contract::baseline::Drift;
 use agent_bundle::diagnostic::sanitize;
 use agent_bundle::ops::gate::{BaselineReport, Gate, GateOptions, Verdict};
@@ -33,13 +33,16 @@ use super::{Format, Global, Outcome, output};
     after_help = "Examples:\n  bundle verify mailer-1.4.0.agent.bundle --key release.pub\n  bundle verify mailer-1.4.0.agent.bundle --trusted-keys trusted-keys.txt \\\n      --name mailer --state /var/lib/agents/bundle-state.json\n  bundle verify mailer-1.5.0.agent.bundle --key release.pub \\\n      --baseline approved.toml   # the release gate\n  bundle verify x.agent.bundle --key release.pub --format json | jq -r .code"
 )]
 pub struct Args {
-    /// The bundle files: each is judged by the same gate and reported.
+    /// The bundle files (or registry artifacts, oci://HOST[:PORT]/REPO(:TAG|@sha256:HEX)): each
+    /// is judged by the same gate and reported.
     #[arg(value_name = "BUNDLE", required = true)]
     bundles: Vec<PathBuf>,
     #[command(flatten)]
     trust: TrustArgs,
     #[command(flatten)]
     gate: GateArgs,
+    #[command(flatten)]
+    registry: super::registry::RegistryArgs,
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Human)]
     pub(super) format: Format,
@@ -49,14 +52,14 @@ pub fn run(args: Args, global: Global) -> anyhow::Result<Outcome> {
     let keys = load_trust(&args.trust)?;
     let opts = args.gate.options(keys, global);
     if let [bundle] = args.bundles.as_slice() {
-        let verdict = verify_one(bundle, opts, global)?;
+        let verdict = verify_one(bundle, opts, &args.registry, global)?;
         return render(bundle, &verdict, args.format, global);
     }
     let mut outcome = Outcome::Ok;
     let mut results = Vec::new();
     let (mut passed, mut refused) = (0, 0);
     for bundle in &args.bundles {
-        let (this, json) = match verify_one(bundle, opts.clone(), global) {
+        let (this, json) = match verify_one(bundle, opts.clone(), &args.registry, global) {
             Ok(verdict) if args.format == Format::Json => (outcome_of(&verdict), verdict_json(&verdict)?),
             Ok(verdict) => (render(bundle, &verdict, args.format, global)?, serde_json::Value::Null),
             // One bundle that cannot be judged does not stop the others from being judged.
@@ -92,9 +95,18 @@ pub fn run(args: Args, global: Global) -> anyhow::Result<Outcome> {
 }
 
 /// Judges one bundle with a gate of its own (the state file is locked for that bundle only).
-fn verify_one(bundle: &Path, opts: GateOptions, global: Global) -> anyhow::Result<Verdict> {
+fn verify_one(
+    bundle: &Path,
+    opts: GateOptions,
+    registry: &super::registry::RegistryArgs,
+    global: Global,
+) -> anyhow::Result<Verdict> {
     // A baseline or state file that cannot be read stops the gate before the bundle is judged.
     let gate = Gate::open(opts)?;
+    if let Some(reference) = super::registry::reference(bundle)? {
+        return super::registry::verify(&reference, &registry.options(&reference)?, gate);
+    }
+    registry.refuse_for_file(bundle)?;
     let file = File::open(bundle).with_context(|| format!("cannot open {}", bundle.display()))?;
     let bar = super::progress::Bar::new(global);
     let size = file.metadata().map_or(0, |m| m.len());
@@ -111,7 +123,7 @@ fn verify_one(bundle: &Path, opts: GateOptions, global: Global) -> anyhow::Resul
 pub fn outcome_of(verdict: &Verdict) -> Outcome {
     match verdict {
         Verdict::Passed { .. } => Outcome::Ok,
-        Verdict::Refused { rejection, .. } if rejection.reason == Reason::IoError => Outcome::Failed,
+        Verdict::Refused { rejection, .. } if rejection.reason.is_failure() => Outcome::Failed,
         Verdict::Refused { .. } => Outcome::Rejected,
     }
 }

@@ -20,10 +20,9 @@
 //! Only prehashed (`"ED"`) signatures are accepted; verification is strict
 //! (canonical scalars, no small-order points or weak keys). The library never
 //! prints and never exits; every failure is a typed error whose message says
-//! what is wrong and what to do about it. (The only panics are in
-//! [`SecretKey::generate`] and [`SecretKey::to_text`] if the operating system
-//! cannot provide random bytes; [`SecretKey::try_generate`] and
-//! [`SecretKey::to_text_with`] report that as an error instead.)
+//! what is wrong and what to do about it. (The only panic is in
+//! [`SecretKey::generate`] if the operating system cannot provide random bytes;
+//! [`SecretKey::try_generate`] reports that as an error instead.)
 //!
 //! [minisign]: https://jedisct1.github.io/minisign/
 

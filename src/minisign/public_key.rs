@@ -56,8 +56,16 @@ impl PublicKey {
         if bytes[..2] != SIG_ALG {
             return Err(KeyError::UnsupportedAlgorithm);
         }
-        let key_id = take_array::<KEY_ID_LEN>(&bytes[2..]);
-        let encoded = take_array::<PUBLIC_KEY_LEN>(&bytes[2 + KEY_ID_LEN..]);
+        Self::from_ed25519(take_array(&bytes[2..]), take_array(&bytes[2 + KEY_ID_LEN..]))
+    }
+
+    /// A public key from its parts: a key id and a raw 32-byte Ed25519 public key (as an
+    /// ssh-agent or a PKCS#11 token reports it), with the same checks as a key file gets.
+    ///
+    /// # Errors
+    /// [`KeyError::Malformed`] for an invalid or non-canonical point, [`KeyError::WeakKey`]
+    /// for a small-order one.
+    pub fn from_ed25519(key_id: [u8; KEY_ID_LEN], encoded: [u8; PUBLIC_KEY_LEN]) -> Result<Self, KeyError> {
         let key = VerifyingKey::from_bytes(&encoded)
             .map_err(|_| KeyError::Malformed("the public key is not a valid Ed25519 point".into()))?;
         if key.is_weak() {
@@ -92,6 +100,11 @@ impl PublicKey {
         bytes[2..2 + KEY_ID_LEN].copy_from_slice(&self.key_id);
         bytes[2 + KEY_ID_LEN..].copy_from_slice(self.key.as_bytes());
         BASE64.encode(bytes)
+    }
+
+    /// The raw 32-byte Ed25519 public key.
+    pub fn ed25519_bytes(&self) -> [u8; PUBLIC_KEY_LEN] {
+        self.key.to_bytes()
     }
 
     /// The 8-byte key id, in file order.

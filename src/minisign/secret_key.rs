@@ -5,16 +5,15 @@ use std::fmt;
 
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD as BASE64;
-use blake2::{Blake2b256, Blake2b512, Digest as _};
+use blake2::{Blake2b256, Digest as _};
 use ed25519_dalek::{Signer as _, SigningKey};
-use zeroize::{Zeroize as _, Zeroizing};
+use zeroize::Zeroizing;
 
 use super::kdf::{KdfLimits, kdf_stream};
-use super::signature::global_message;
 use super::{
     CHECKSUM_LEN, CHK_BLAKE2B, ENCRYPTED_SECRET_KEY_COMMENT, KDF_NONE, KDF_SCRYPT, KEY_ID_LEN, KEYPAIR_LEN, KeyError,
-    MAX_TRUSTED_COMMENT_LEN, MAX_UNTRUSTED_COMMENT_LEN, PublicKey, SALT_LEN, SECRET_BLOCK_LEN, SECRET_BOX_LEN,
-    SECRET_KEY_WHAT, SIG_ALG, SK_BLOCK, SK_CHK, SK_KDF, SK_MEMLIMIT, SK_OPSLIMIT, SK_SALT, Signature, SignatureError,
+    MAX_UNTRUSTED_COMMENT_LEN, PublicKey, SALT_LEN, SECRET_BLOCK_LEN, SECRET_BOX_LEN, SECRET_KEY_WHAT, SIG_ALG,
+    SK_BLOCK, SK_CHK, SK_KDF, SK_MEMLIMIT, SK_OPSLIMIT, SK_SALT, Signature, SignatureError,
     UNENCRYPTED_SECRET_KEY_COMMENT, UNTRUSTED_PREFIX, check_comment, decode_line, hex_key_id, split_lines, take_array,
     untrusted_comment_of,
 };
@@ -180,22 +179,17 @@ impl SecretKey {
     /// with scrypt using minisign's default cost ([`KdfLimits::MINISIGN_DEFAULT`],
     /// about 1 GiB of memory and a few seconds); `None` writes an unencrypted
     /// key like `minisign -G -W` (but with a valid checksum, which minisign
-    /// also accepts).
+    /// also accepts). The text is wiped from memory when dropped.
     ///
     /// minisign reads passwords as a line of text: a password containing a
     /// line break or NUL byte, or longer than 1023 bytes, works here but cannot
     /// be typed into minisign.
     ///
-    /// # Panics
-    /// If the OS random number generator fails while making the salt.
-    pub fn to_text(&self, password: Option<&[u8]>) -> String {
+    /// # Errors
+    /// [`KeyError::Randomness`] if the OS random number generator fails while making the salt.
+    pub fn to_text(&self, password: Option<&[u8]>) -> Result<Zeroizing<String>, KeyError> {
         let comment = if password.is_some() { ENCRYPTED_SECRET_KEY_COMMENT } else { UNENCRYPTED_SECRET_KEY_COMMENT };
-        match self.to_text_with(password, comment, KdfLimits::MINISIGN_DEFAULT) {
-            Ok(text) => text,
-            // The comment and limits are constants known to be valid, so only
-            // the OS random number generator can fail here.
-            Err(e) => panic!("{e}"),
-        }
+        self.to_text_with(password, comment, KdfLimits::MINISIGN_DEFAULT)
     }
 
     /// Like [`SecretKey::to_text`], with a custom untrusted comment and scrypt
@@ -206,7 +200,12 @@ impl SecretKey {
     /// [`KeyError::InvalidComment`] for a comment minisign cannot read,
     /// [`KeyError::UnsupportedKdf`] for unusable limits,
     /// [`KeyError::Randomness`] if no salt can be made.
-    pub fn to_text_with(&self, password: Option<&[u8]>, comment: &str, limits: KdfLimits) -> Result<String, KeyError> {
+    pub fn to_text_with(
+        &self,
+        password: Option<&[u8]>,
+        comment: &str,
+        limits: KdfLimits,
+    ) -> Result<Zeroizing<String>, KeyError> {
         check_comment(comment, MAX_UNTRUSTED_COMMENT_LEN, "secret key comment").map_err(KeyError::InvalidComment)?;
         let mut bytes = Zeroizing::new([0u8; SECRET_BOX_LEN]);
         bytes[..2].copy_from_slice(&SIG_ALG);
@@ -228,9 +227,15 @@ impl SecretKey {
             bytes[SK_MEMLIMIT..SK_BLOCK].copy_from_slice(&limits.memlimit.to_le_bytes());
             bytes[SK_BLOCK..].iter_mut().zip(stream.iter()).for_each(|(b, s)| *b ^= s);
         }
-        let mut encoded = BASE64.encode(&bytes[..]);
-        let text = format!("{UNTRUSTED_PREFIX}{comment}\n{encoded}\n");
-        encoded.zeroize();
+        // Every buffer the key text passes through is wiped: the base64 is encoded into one
+        // allocation of the right size, and the file text is built in one allocated up front
+        // (no `format!`, whose growing buffer would leave copies behind).
+        let encoded = Zeroizing::new(BASE64.encode(&bytes[..]));
+        let mut text =
+            Zeroizing::new(String::with_capacity(UNTRUSTED_PREFIX.len() + comment.len() + encoded.len() + 2));
+        for part in [UNTRUSTED_PREFIX, comment, "\n", encoded.as_str(), "\n"] {
+            text.push_str(part);
+        }
         Ok(text)
     }
 
@@ -263,20 +268,16 @@ impl SecretKey {
         trusted_comment: &str,
         untrusted_comment: &str,
     ) -> Result<Signature, SignatureError> {
-        check_comment(trusted_comment, MAX_TRUSTED_COMMENT_LEN, "trusted comment")
-            .map_err(SignatureError::InvalidComment)?;
-        check_comment(untrusted_comment, MAX_UNTRUSTED_COMMENT_LEN, "untrusted comment")
-            .map_err(SignatureError::InvalidComment)?;
-        let digest: [u8; 64] = Blake2b512::digest(data).into();
-        let signature = self.signing.sign(&digest).to_bytes();
-        let global_signature = self.signing.sign(&global_message(&signature, trusted_comment)).to_bytes();
-        Ok(Signature {
-            key_id: self.key_id,
-            signature,
-            untrusted_comment: untrusted_comment.to_owned(),
-            trusted_comment: trusted_comment.to_owned(),
-            global_signature,
+        Signature::create(self.key_id, data, trusted_comment, untrusted_comment, |message| {
+            Ok::<_, SignatureError>(self.signing.sign(message).to_bytes())
         })
+    }
+
+    /// A secret key from a raw 32-byte Ed25519 seed (the secret half of an OpenSSH or PKCS#8
+    /// Ed25519 key) and a key id: the way to put a key that lives elsewhere into a minisign
+    /// file, or to check that an agent or token signs exactly as the file key does.
+    pub fn from_seed(seed: &[u8; 32], key_id: [u8; KEY_ID_LEN]) -> SecretKey {
+        SecretKey { key_id, signing: SigningKey::from_bytes(seed) }
     }
 }
 

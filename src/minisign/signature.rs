@@ -6,9 +6,9 @@ use base64::engine::general_purpose::STANDARD as BASE64;
 use blake2::{Blake2b512, Digest as _};
 
 use super::{
-    KEY_ID_LEN, MAX_TRUSTED_COMMENT_LEN, PublicKey, SIG_ALG, SIG_ALG_PREHASHED, SIGNATURE_BOX_LEN, SIGNATURE_LEN,
-    SignatureError, TRUSTED_PREFIX, UNTRUSTED_PREFIX, check_comment, decode_line, hex_key_id, split_lines, take_array,
-    untrusted_comment_of,
+    KEY_ID_LEN, MAX_TRUSTED_COMMENT_LEN, MAX_UNTRUSTED_COMMENT_LEN, PublicKey, SIG_ALG, SIG_ALG_PREHASHED,
+    SIGNATURE_BOX_LEN, SIGNATURE_LEN, SignatureError, TRUSTED_PREFIX, UNTRUSTED_PREFIX, check_comment, decode_line,
+    hex_key_id, split_lines, take_array, untrusted_comment_of,
 };
 
 /// What the global signature covers: `signature || trusted comment`.
@@ -30,6 +30,38 @@ pub struct Signature {
 }
 
 impl Signature {
+    /// Signs `data` the way current minisign does, with any Ed25519 signer: `sign` is called
+    /// once over BLAKE2b-512(data) (the "ED" signature) and once over `signature || trusted
+    /// comment` (the global signature). A file key, an ssh-agent and a PKCS#11 token all sign
+    /// through here, so their signatures are the same bytes for the same key.
+    ///
+    /// # Errors
+    /// [`SignatureError::InvalidComment`] (converted into `E`) if a comment contains a line
+    /// break or NUL byte, or is longer than minisign can read (1003 bytes untrusted, 8173
+    /// bytes trusted); such a file would not verify with minisign. Errors of `sign` as they are.
+    pub fn create<E: From<SignatureError>>(
+        key_id: [u8; KEY_ID_LEN],
+        data: &[u8],
+        trusted_comment: &str,
+        untrusted_comment: &str,
+        mut sign: impl FnMut(&[u8]) -> Result<[u8; SIGNATURE_LEN], E>,
+    ) -> Result<Self, E> {
+        check_comment(trusted_comment, MAX_TRUSTED_COMMENT_LEN, "trusted comment")
+            .map_err(SignatureError::InvalidComment)?;
+        check_comment(untrusted_comment, MAX_UNTRUSTED_COMMENT_LEN, "untrusted comment")
+            .map_err(SignatureError::InvalidComment)?;
+        let digest: [u8; 64] = Blake2b512::digest(data).into();
+        let signature = sign(&digest)?;
+        let global_signature = sign(&global_message(&signature, trusted_comment))?;
+        Ok(Signature {
+            key_id,
+            signature,
+            untrusted_comment: untrusted_comment.to_owned(),
+            trusted_comment: trusted_comment.to_owned(),
+            global_signature,
+        })
+    }
+
     /// Parses the 4-line `.minisig` format.
     ///
     /// # Errors

@@ -175,7 +175,7 @@ fn signs_with_unencrypted_minisign_key() {
 #[test]
 fn unencrypted_round_trip() {
     let sk = SecretKey::generate();
-    let text = sk.to_text(None);
+    let text = sk.to_text(None).unwrap();
     assert!(text.starts_with("untrusted comment: minisign unencrypted secret key\n"));
     assert!(!SecretKey::is_encrypted(&text).unwrap());
     let back = SecretKey::from_text(&text, None).unwrap();
@@ -410,7 +410,7 @@ fn malformed_secret_keys() {
 #[test]
 fn corrupted_unencrypted_secret_key() {
     let sk = SecretKey::generate();
-    let text = sk.to_text(None);
+    let text = sk.to_text(None).unwrap();
     // A bit flip in the secret half breaks the checksum.
     let corrupted = edit_b64_line(&text, 1, |b| b[SK_BLOCK + KEY_ID_LEN + 3] ^= 1);
     assert_eq!(SecretKey::from_text(&corrupted, None).unwrap_err(), KeyError::ChecksumMismatch);

@@ -27,8 +27,9 @@ pub fn keygen(base: &Path, password: Option<&[u8]>, force: bool) -> Result<Gener
             }
         }
     }
-    let key = SecretKey::try_generate().map_err(|e| Error::Key { message: e.to_string() })?;
-    let secret_text = key.to_text(password);
+    let key_error = |e: crate::minisign::KeyError| Error::Key { message: e.to_string() };
+    let key = SecretKey::try_generate().map_err(key_error)?;
+    let secret_text = key.to_text(password).map_err(key_error)?;
     write_secret(&secret_path, secret_text.as_bytes(), force)?;
     atomic::write(&public_path, key.public_key().to_text().as_bytes(), force)
         .map_err(|e| Error::io(&public_path, e))?;

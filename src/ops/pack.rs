@@ -10,8 +10,8 @@ use crate::archive::ArchiveWriter;
 use crate::bundle::{self, SIGNATURE_ENTRY, UNTRUSTED_COMMENT};
 use crate::diagnostic::{Code, Diagnostic, Report};
 use crate::error::Error;
+use crate::keys::Signer;
 use crate::manifest::{self, Digest};
-use crate::minisign::SecretKey;
 use crate::progress::{Progress, ProgressRead};
 use crate::timestamp::Timestamp;
 use crate::{atomic, trust};
@@ -63,7 +63,7 @@ impl From<Error> for PackFailure {
     }
 }
 
-pub fn pack(dir: &Path, key: &SecretKey, opts: &PackOptions, progress: &dyn Progress) -> Result<Packed, PackFailure> {
+pub fn pack(dir: &Path, key: &mut Signer, opts: &PackOptions, progress: &dyn Progress) -> Result<Packed, PackFailure> {
     if !crate::archive::LEVELS.contains(&opts.level) {
         return Err(Error::Usage(format!("--level must be between 1 and 19, not {}", opts.level)).into());
     }
@@ -167,9 +167,7 @@ pub fn pack(dir: &Path, key: &SecretKey, opts: &PackOptions, progress: &dyn Prog
     }
     let m = checked.manifest.expect("a clean check has a manifest");
     let comment = trust::trusted_comment(&m.name, &m.version.to_string());
-    let signature = key
-        .sign(&manifest_bytes, &comment, UNTRUSTED_COMMENT)
-        .map_err(|e| Error::Key { message: format!("cannot sign: {e}") })?;
+    let signature = key.sign(&manifest_bytes, &comment, UNTRUSTED_COMMENT).map_err(Error::Signer)?;
 
     let signature_text = signature.to_text();
     if signature_text.len() as u64 > bundle::MAX_SIGNATURE_BYTES {
@@ -215,7 +213,7 @@ pub fn pack(dir: &Path, key: &SecretKey, opts: &PackOptions, progress: &dyn Prog
         path: output,
         name: m.name,
         version: m.version.to_string(),
-        key_id: key.key_id_hex(),
+        key_id: key.public_key().key_id_hex(),
         files: current.files.len(),
         content_bytes,
         bundle_bytes,

@@ -16,7 +16,7 @@
 //! [`atomic::STALE_AFTER`](crate::atomic::STALE_AFTER).
 
 use std::fs::{self, File, OpenOptions};
-use std::io::{self, BufReader, Write};
+use std::io::{self, BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 
 use tempfile::TempDir;
@@ -143,6 +143,13 @@ fn remove_stale_staging(parent: &Path) {
 /// the module docs). On any other outcome nothing is left behind: neither the staging folder
 /// nor the parent folders this created, and a replaced folder is untouched.
 pub fn unpack(bundle: &Path, dest: &Path, gate: Gate, replace: bool) -> Result<Verdict, GateError> {
+    check_dest(dest, replace)?;
+    let file = File::open(bundle).map_err(|e| Error::io(bundle, e))?;
+    stage_and_run(BufReader::with_capacity(1 << 20, file), bundle, dest, gate, replace)
+}
+
+/// `dest` must not exist, or with `replace` be a folder of its own.
+fn check_dest(dest: &Path, replace: bool) -> Result<(), GateError> {
     if replace && dest.file_name().is_none() {
         return Err(Error::Usage(format!(
             "{} names no folder of its own; --replace needs the path of the folder to swap",
@@ -169,11 +176,34 @@ pub fn unpack(bundle: &Path, dest: &Path, gate: Gate, replace: bool) -> Result<V
         }
         Ok(_) => {}
     }
+    Ok(())
+}
+
+/// [`unpack`] from a stream of bundle bytes (a registry layer); `origin` names it in messages.
+/// The gate passes only a stream it read to its end, so a layer's digest, checked at its end
+/// by [`crate::oci::CheckedReader`], is checked before the folder is renamed into place.
+pub fn unpack_from(
+    input: impl BufRead,
+    origin: &Path,
+    dest: &Path,
+    gate: Gate,
+    replace: bool,
+) -> Result<Verdict, GateError> {
+    check_dest(dest, replace)?;
+    stage_and_run(input, origin, dest, gate, replace)
+}
+
+fn stage_and_run(
+    input: impl BufRead,
+    origin: &Path,
+    dest: &Path,
+    gate: Gate,
+    replace: bool,
+) -> Result<Verdict, GateError> {
     let parent = match dest.parent() {
         Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
         _ => PathBuf::from("."),
     };
-    let file = File::open(bundle).map_err(|e| Error::io(bundle, e))?;
     // Missing parent folders (a deploy job's `deploy/<name>`) are created, and removed again
     // if the bundle is rejected, so that a rejection still leaves nothing behind.
     let created = parent.ancestors().take_while(|a| !a.as_os_str().is_empty() && !a.exists()).count();
@@ -199,7 +229,7 @@ pub fn unpack(bundle: &Path, dest: &Path, gate: Gate, replace: bool) -> Result<V
     };
     let root = staging.path().to_path_buf();
     let mut sink = FolderSink { staging: Some(staging), root, dest: dest.to_path_buf(), replace };
-    let verdict = gate.run(BufReader::with_capacity(1 << 20, file), bundle, &mut sink);
+    let verdict = gate.run(input, origin, &mut sink);
     if sink.staging.is_some() {
         // Not committed: dropping the staging folder removes everything written so far.
         drop(sink);

@@ -64,6 +64,11 @@ fn book_lists_every_verify_reason_code_with_its_description() {
 }
 
 #[test]
+fn book_lists_every_signing_key_code_with_its_meaning() {
+    check_region(CODES_PAGE, "key-codes", &table(agent_bundle::keys::SignerError::CODES, |c| c.0, |c| c.1));
+}
+
+#[test]
 fn book_lists_every_change_kind_with_its_description() {
     check_region(CODES_PAGE, "change-kinds", &table(ChangeKind::ALL, ChangeKind::as_str, ChangeKind::describe));
 }

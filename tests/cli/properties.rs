@@ -10,6 +10,7 @@ use std::path::Path;
 use std::sync::OnceLock;
 
 use agent_bundle::bundle::verify::{self, Expect, Sink, Trust};
+use agent_bundle::keys::Signer;
 use agent_bundle::minisign::{PublicKey, SecretKey};
 use agent_bundle::ops::pack::{self, PackOptions};
 use agent_bundle::timestamp::Timestamp;
@@ -21,10 +22,10 @@ use crate::support::testdata;
 /// An agent, or what verify handed out: relative path -> (bytes, executable).
 type Files = BTreeMap<String, (Vec<u8>, bool)>;
 
-fn keys() -> (SecretKey, TrustedKeys) {
+fn keys() -> (Signer, TrustedKeys) {
     let secret = SecretKey::from_text(&std::fs::read_to_string(testdata("keys/test.key")).unwrap(), None).unwrap();
     let public = PublicKey::from_text(&std::fs::read_to_string(testdata("keys/test.pub")).unwrap()).unwrap();
-    (secret, TrustedKeys::from_keys([public]))
+    (Signer::File(secret), TrustedKeys::from_keys([public]))
 }
 
 /// Paths of 1–3 lowercase segments with a harmless extension; no path is also a folder.
@@ -44,7 +45,7 @@ fn agents() -> impl Strategy<Value = Files> {
 }
 
 /// Writes the agent (plus tools.json, policy.caps and an unlocked manifest) and packs it.
-fn pack_agent(dir: &Path, files: &Files, secret: &SecretKey) -> Vec<u8> {
+fn pack_agent(dir: &Path, files: &Files, secret: &mut Signer) -> Vec<u8> {
     let agent = dir.join("agent");
     std::fs::create_dir_all(&agent).unwrap();
     std::fs::write(
@@ -100,9 +101,9 @@ proptest! {
 
     #[test]
     fn pack_then_verify_accepts_with_exactly_the_files(files in agents()) {
-        let (secret, keys) = keys();
+        let (mut secret, keys) = keys();
         let dir = tempfile::tempdir().unwrap();
-        let bundle = pack_agent(dir.path(), &files, &secret);
+        let bundle = pack_agent(dir.path(), &files, &mut secret);
         let got = verify_capture(&bundle, &keys).map_err(|r| TestCaseError::fail(format!("{:?}: {}", r.reason, r.message)))?;
         for (path, (data, exec)) in &files {
             prop_assert_eq!(got.0.get(path), Some(&(data.clone(), *exec)), "{}", path);
@@ -116,7 +117,7 @@ proptest! {
 fn reference() -> &'static (Vec<u8>, Files) {
     static REFERENCE: OnceLock<(Vec<u8>, Files)> = OnceLock::new();
     REFERENCE.get_or_init(|| {
-        let (secret, keys) = keys();
+        let (mut secret, keys) = keys();
         let files: Files = [
             ("bin/run.sh".to_owned(), (b"#!/bin/sh\necho hi\n".to_vec(), true)),
             ("prompts/system.md".to_owned(), (b"You are careful.\n".to_vec(), false)),
@@ -125,7 +126,7 @@ fn reference() -> &'static (Vec<u8>, Files) {
         .into_iter()
         .collect();
         let dir = tempfile::tempdir().unwrap();
-        let bundle = pack_agent(dir.path(), &files, &secret);
+        let bundle = pack_agent(dir.path(), &files, &mut secret);
         let content = verify_capture(&bundle, &keys).unwrap_or_else(|r| panic!("{:?}", r.reason)).0;
         (bundle, content)
     })

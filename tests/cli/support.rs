@@ -19,6 +19,8 @@ pub fn testdata(rel: &str) -> PathBuf {
 pub fn bin() -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_bundle"));
     c.env_remove("NO_COLOR").env_remove("BUNDLE_SIGNING_KEY").env_remove("SOURCE_DATE_EPOCH");
+    // A developer's own agent or token never takes part in a test.
+    c.env_remove("SSH_AUTH_SOCK").env_remove("BUNDLE_PKCS11_MODULE");
     c
 }
 

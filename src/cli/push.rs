@@ -1,0 +1,120 @@
+//! `bundle push BUNDLE oci://REF`: publish a verified bundle to an OCI registry.
+
+use std::path::PathBuf;
+
+use agent_bundle::oci::Reference;
+use agent_bundle::ops::pull::rejection;
+use agent_bundle::ops::push::{self, PushError};
+use agent_bundle::trust::TrustedKeys;
+
+use super::keys::{load_public_key, load_trust};
+use super::registry::RegistryArgs;
+use super::{Format, Global, Outcome, output};
+
+/// Upload a bundle to an OCI registry as an artifact (one layer, the bundle's bytes unchanged)
+/// and print the manifest digest.
+///
+/// The bundle is verified first and refused if it does not verify: with --key/--trusted-keys
+/// fully; without, everything but the signature's key. The same bundle always gives the same
+/// digest. Credentials: BUNDLE_REGISTRY_USERNAME/BUNDLE_REGISTRY_PASSWORD, else the `auths` of
+/// $DOCKER_CONFIG/config.json or ~/.docker/config.json.
+///
+/// Exit status: 0 pushed, 1 the bundle was rejected, 2 registry, credentials or I/O error.
+#[derive(Debug, clap::Args)]
+#[command(
+    after_help = "Examples:\n  bundle push mailer-1.4.0.agent.bundle \\\n      oci://ghcr.io/acme/agents/mailer:1.4.0 --key release.pub\n  bundle push mailer-1.4.0.agent.bundle \\\n      oci://registry.internal:5000/mailer:1.4.0 --tag latest --ca-cert ca.pem\n  bundle push x.agent.bundle oci://127.0.0.1:5000/x:dev --plain-http \\\n      --format json | jq -r .digest"
+)]
+pub struct Args {
+    /// The bundle file.
+    bundle: PathBuf,
+    /// Where: oci://HOST[:PORT]/REPO:TAG (or @sha256:… to check the digest).
+    reference: String,
+    /// Also tag the pushed manifest with TAG (repeatable).
+    #[arg(long = "tag", value_name = "TAG")]
+    tags: Vec<String>,
+    /// Check the signature against this public key (repeatable).
+    #[arg(long = "key", value_name = "PUBLIC_KEY")]
+    keys: Vec<PathBuf>,
+    /// Check the signature against a trusted-keys file.
+    #[arg(long, value_name = "FILE", conflicts_with = "keys")]
+    trusted_keys: Option<PathBuf>,
+    /// Mount the blobs from this repository of the same registry when it has them, instead of
+    /// uploading them again.
+    #[arg(long, value_name = "REPO")]
+    mount_from: Option<String>,
+    #[command(flatten)]
+    registry: RegistryArgs,
+    /// Upload blobs larger than BYTES in PATCH chunks of BYTES (default 32 MiB); for tests.
+    #[arg(long, hide = true, value_name = "BYTES")]
+    chunk_size: Option<u64>,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = Format::Human)]
+    pub(super) format: Format,
+}
+
+pub fn run(args: Args, global: Global) -> anyhow::Result<Outcome> {
+    let reference = Reference::parse(&args.reference).map_err(anyhow::Error::msg)?;
+    let mut registry = args.registry.options(&reference)?;
+    registry.chunk_size = args.chunk_size;
+    let keys: Option<TrustedKeys> = if args.trusted_keys.is_some() {
+        Some(load_trust(&super::args::TrustArgs { keys: Vec::new(), trusted_keys: args.trusted_keys.clone() })?)
+    } else if !args.keys.is_empty() {
+        Some(TrustedKeys::from_keys(args.keys.iter().map(|p| load_public_key(p)).collect::<anyhow::Result<Vec<_>>>()?))
+    } else {
+        None
+    };
+    let opts = push::Options {
+        bundle: &args.bundle,
+        reference,
+        tags: args.tags.clone(),
+        keys: keys.as_ref(),
+        registry,
+        mount_from: args.mount_from.clone(),
+        now: global.now(),
+    };
+    let result = match push::push(&opts) {
+        Ok(p) => Ok(p),
+        Err(PushError::Rejected(r)) => Err(r),
+        Err(PushError::Registry(e)) => Err(rejection(&e)),
+    };
+    let pushed = match result {
+        Ok(p) => p,
+        Err(r) => {
+            let outcome = super::verify::render_rejection(&args.bundle, r, args.format, global)?;
+            return Ok(outcome);
+        }
+    };
+    let v = &pushed.verified;
+    match args.format {
+        Format::Json => output::print_json(&serde_json::json!({
+            "ok": true,
+            "digest": pushed.digest,
+            "ref": pushed.references.first(),
+            "refs": pushed.references,
+            "agent": {"name": v.manifest.name, "version": v.manifest.version.to_string()},
+            "key_id": v.key_id,
+            "signature_checked": v.signature_checked,
+            "layer": {"digest": pushed.layer_digest, "size": pushed.layer_size, "upload": pushed.layer},
+            "config": {"upload": pushed.config},
+        }))?,
+        Format::Human | Format::Github => {
+            let checked = if v.signature_checked { "" } else { " (signature not checked: pass --key)" };
+            output::status(
+                global,
+                &format!(
+                    "pushed {} {} ({} bytes, layer {}){checked} to {}",
+                    v.manifest.name,
+                    v.manifest.version,
+                    pushed.layer_size,
+                    serde_json::to_value(pushed.layer)
+                        .ok()
+                        .and_then(|s| s.as_str().map(str::to_owned))
+                        .unwrap_or_default(),
+                    pushed.references.join(", ")
+                ),
+            );
+            output::print_line(&pushed.digest)?;
+        }
+    }
+    Ok(Outcome::Ok)
+}

@@ -1,0 +1,241 @@
+//! Who signs: a minisign secret key from a file, a key held by an ssh-agent, or a key on a
+//! PKCS#11 token. Release keys that never touch the disk sign the same minisign signatures as
+//! file keys (an "ED" signature is plain Ed25519 over the BLAKE2b-512 prehash), so every
+//! bundle verifies with `bundle verify` and stock `minisign -V` whoever signed it.
+//!
+//! [`reference`] reads what `--key` names; [`ssh_agent`] and [`pkcs11`] are the mechanisms;
+//! [`Signer`] is what `pack` signs with.
+//!
+//! Key ids of external keys: an ssh-agent or a token holds a bare Ed25519 key, with no
+//! minisign key id. Its id is [`derived_key_id`]: the first 8 bytes of BLAKE2b-512 of the
+//! 32-byte public key, so the same key has the same id on every machine and in every run.
+
+pub mod pkcs11;
+pub mod reference;
+pub mod ssh_agent;
+
+use std::path::PathBuf;
+
+use blake2::{Blake2b512, Digest as _};
+
+use crate::minisign::{PublicKey, SecretKey, Signature, SignatureError};
+pub use reference::{KeyRef, Pkcs11Uri};
+
+/// The minisign key id of a key that has none of its own (one in an ssh-agent or on a
+/// token): the first 8 bytes of BLAKE2b-512(Ed25519 public key), in file order. With
+/// `b2sum`: the first 16 hex digits of `b2sum` over the raw 32-byte key are these 8 bytes.
+pub fn derived_key_id(public_key: &[u8; 32]) -> [u8; 8] {
+    let digest = Blake2b512::digest(public_key);
+    let mut id = [0u8; 8];
+    id.copy_from_slice(&digest[..8]);
+    id
+}
+
+/// Something that makes minisign signatures.
+#[derive(Debug)]
+pub enum Signer {
+    File(SecretKey),
+    SshAgent(ssh_agent::AgentKey),
+    Pkcs11(pkcs11::TokenKey),
+}
+
+impl Signer {
+    /// The minisign public key that verifies this signer's signatures.
+    pub fn public_key(&self) -> PublicKey {
+        match self {
+            Signer::File(key) => key.public_key(),
+            Signer::SshAgent(agent) => agent.public_key(),
+            Signer::Pkcs11(token) => token.public_key(),
+        }
+    }
+
+    /// Signs `data` as minisign does. A signature from an agent or token is verified with
+    /// the public key before it is returned, so a device that signs wrongly (or with another
+    /// key) stops the command instead of producing a bundle nobody can verify.
+    pub fn sign(
+        &mut self,
+        data: &[u8],
+        trusted_comment: &str,
+        untrusted_comment: &str,
+    ) -> Result<Signature, SignerError> {
+        let public = self.public_key();
+        let signature = match self {
+            Signer::File(key) => return Ok(key.sign(data, trusted_comment, untrusted_comment)?),
+            Signer::SshAgent(agent) => {
+                Signature::create(public.key_id(), data, trusted_comment, untrusted_comment, |m| agent.sign(m))?
+            }
+            Signer::Pkcs11(token) => {
+                Signature::create(public.key_id(), data, trusted_comment, untrusted_comment, |m| token.sign(m))?
+            }
+        };
+        signature.verify(&public, data).map_err(|e| SignerError::Mismatch(e.to_string()))?;
+        Ok(signature)
+    }
+}
+
+/// Why an external key cannot be used. Each message says what to fix; none ever holds a PIN.
+#[derive(Debug, thiserror::Error)]
+pub enum SignerError {
+    /// A malformed `ssh-agent:` or `pkcs11:` reference.
+    #[error("{0}")]
+    Reference(String),
+    #[error(
+        "no ssh-agent: {reason}; start one (`eval \"$(ssh-agent)\"`) and load the key with `ssh-add`, or point SSH_AUTH_SOCK at the running agent"
+    )]
+    AgentUnavailable { reason: String },
+    #[error(
+        "the ssh-agent holds no ssh-ed25519 key{}; load one with `ssh-add` (make it with `ssh-keygen -t ed25519`)",
+        listed(available)
+    )]
+    AgentNoEd25519 { available: Vec<String> },
+    #[error("the ssh-agent holds several Ed25519 keys ({}); choose one with --key ssh-agent:SHA256:...", fingerprints.join(", "))]
+    AgentAmbiguous { fingerprints: Vec<String> },
+    #[error("the ssh-agent holds no key {fingerprint}{}; check `ssh-add -l -E sha256`", listed(available))]
+    AgentKeyNotFound { fingerprint: String, available: Vec<String> },
+    #[error(
+        "the ssh-agent refused to sign with {fingerprint} (a confirmation declined, or a hardware key not touched); try again"
+    )]
+    AgentRefused { fingerprint: String },
+    #[error("ssh-agent: {0}; check that SSH_AUTH_SOCK points at a working ssh-agent")]
+    Protocol(String),
+    #[error("{what} is {found}, not Ed25519; minisign signatures need an Ed25519 key")]
+    NotEd25519 { what: String, found: String },
+    #[error("{reason}")]
+    ModuleMissing { reason: String },
+    #[error("no PKCS#11 token matches {wanted}{}; fix token= (or serial=, slot-id=) in the URI", listed(available))]
+    TokenNotFound { wanted: String, available: Vec<String> },
+    #[error("several {what} match ({}); {fix}", found.join(", "))]
+    Ambiguous { what: String, found: Vec<String>, fix: String },
+    #[error("no private key {wanted} on token \"{token}\"; {hint}")]
+    KeyNotFound { wanted: String, token: String, hint: String },
+    #[error(
+        "token \"{token}\" needs its user PIN: add pin-source=FILE to the URI, or name a variable holding it with --password-env"
+    )]
+    PinRequired { token: String },
+    #[error("wrong PIN for token \"{token}\"; check the PIN (repeated failures lock the token)")]
+    PinIncorrect { token: String },
+    #[error(
+        "the user PIN of token \"{token}\" is locked after too many wrong PINs; unlock it with the SO PIN (e.g. `softhsm2-util` or the vendor's tool)"
+    )]
+    PinLocked { token: String },
+    #[error("cannot read the PIN from pin-source {}: {reason}", path.display())]
+    PinSource { path: PathBuf, reason: String },
+    #[error("PKCS#11: {0}")]
+    Pkcs11(String),
+    #[error("the signature from the agent or token does not verify with its own public key ({0}); nothing was written")]
+    Mismatch(String),
+    #[error("cannot sign: {0}")]
+    Signature(#[from] SignatureError),
+}
+
+impl SignerError {
+    /// Every code [`SignerError::code`] returns, with what it means (the book's table).
+    pub const CODES: &[(&str, &str)] = &[
+        ("key_reference", "a malformed `ssh-agent:` or `pkcs11:` key reference"),
+        ("ssh_agent_unavailable", "no ssh-agent answers at `SSH_AUTH_SOCK`"),
+        ("ssh_agent_protocol", "the ssh-agent sent something that is not the agent protocol"),
+        ("key_not_found", "the agent or token has no (Ed25519) key of that name, id or fingerprint"),
+        ("ambiguous_key", "several keys or tokens match; the message lists them and how to pick one"),
+        ("unsupported_key", "the key is not Ed25519, so it cannot make minisign signatures"),
+        ("sign_refused", "the ssh-agent declined to sign (confirmation refused, hardware key not touched)"),
+        ("pkcs11_module", "no PKCS#11 module named, or it is missing or cannot be loaded"),
+        ("token_not_found", "no token matches the URI's token attributes"),
+        ("pin_required", "the token needs a PIN and none was given"),
+        ("pin_incorrect", "the token rejected the PIN"),
+        ("pin_locked", "the token's user PIN is locked after too many wrong PINs"),
+        ("pin_source", "the `pin-source` file cannot be read"),
+        ("pkcs11_error", "the token or module failed otherwise; the message names the PKCS#11 call"),
+        ("signer_mismatch", "the agent's or token's signature does not verify with its public key"),
+        ("signature", "the signature cannot be made (a comment minisign cannot store)"),
+    ];
+
+    /// A stable code for scripts (`--format json`).
+    pub fn code(&self) -> &'static str {
+        match self {
+            SignerError::Reference(_) => "key_reference",
+            SignerError::AgentUnavailable { .. } => "ssh_agent_unavailable",
+            SignerError::AgentNoEd25519 { .. } | SignerError::AgentKeyNotFound { .. } => "key_not_found",
+            SignerError::KeyNotFound { .. } => "key_not_found",
+            SignerError::AgentAmbiguous { .. } | SignerError::Ambiguous { .. } => "ambiguous_key",
+            SignerError::AgentRefused { .. } => "sign_refused",
+            SignerError::Protocol(_) => "ssh_agent_protocol",
+            SignerError::NotEd25519 { .. } => "unsupported_key",
+            SignerError::ModuleMissing { .. } => "pkcs11_module",
+            SignerError::TokenNotFound { .. } => "token_not_found",
+            SignerError::PinRequired { .. } => "pin_required",
+            SignerError::PinIncorrect { .. } => "pin_incorrect",
+            SignerError::PinLocked { .. } => "pin_locked",
+            SignerError::PinSource { .. } => "pin_source",
+            SignerError::Pkcs11(_) => "pkcs11_error",
+            SignerError::Mismatch(_) => "signer_mismatch",
+            SignerError::Signature(_) => "signature",
+        }
+    }
+}
+
+fn listed(items: &[String]) -> String {
+    if items.is_empty() { String::new() } else { format!(" (it has: {})", items.join(", ")) }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn derived_key_ids_are_blake2b_prefixes_of_the_public_key() {
+        let key = SecretKey::from_seed(&[9u8; 32], [0; 8]);
+        let raw = key.public_key().ed25519_bytes();
+        let id = derived_key_id(&raw);
+        assert_eq!(id, derived_key_id(&raw), "deterministic");
+        let full = Blake2b512::digest(raw);
+        assert_eq!(id[..], full[..8]);
+        assert_ne!(id, derived_key_id(&SecretKey::from_seed(&[8u8; 32], [0; 8]).public_key().ed25519_bytes()));
+    }
+
+    #[test]
+    fn every_code_is_listed_with_its_meaning() {
+        let errors = [
+            SignerError::Reference(String::new()),
+            SignerError::AgentUnavailable { reason: String::new() },
+            SignerError::AgentNoEd25519 { available: vec![] },
+            SignerError::AgentAmbiguous { fingerprints: vec![] },
+            SignerError::AgentKeyNotFound { fingerprint: String::new(), available: vec![] },
+            SignerError::AgentRefused { fingerprint: String::new() },
+            SignerError::Protocol(String::new()),
+            SignerError::NotEd25519 { what: String::new(), found: String::new() },
+            SignerError::ModuleMissing { reason: String::new() },
+            SignerError::TokenNotFound { wanted: String::new(), available: vec![] },
+            SignerError::Ambiguous { what: String::new(), found: vec![], fix: String::new() },
+            SignerError::KeyNotFound { wanted: String::new(), token: String::new(), hint: String::new() },
+            SignerError::PinRequired { token: String::new() },
+            SignerError::PinIncorrect { token: String::new() },
+            SignerError::PinLocked { token: String::new() },
+            SignerError::PinSource { path: PathBuf::new(), reason: String::new() },
+            SignerError::Pkcs11(String::new()),
+            SignerError::Mismatch(String::new()),
+            SignerError::Signature(SignatureError::InvalidComment(String::new())),
+        ];
+        let listed: Vec<&str> = SignerError::CODES.iter().map(|(code, _)| *code).collect();
+        for e in &errors {
+            assert!(listed.contains(&e.code()), "{} is not in SignerError::CODES", e.code());
+        }
+        for code in &listed {
+            assert!(errors.iter().any(|e| e.code() == *code), "{code} is listed but never returned");
+        }
+    }
+
+    #[test]
+    fn every_error_names_a_fix_and_has_a_code() {
+        let errors = [
+            SignerError::AgentUnavailable { reason: "SSH_AUTH_SOCK is not set".into() },
+            SignerError::AgentNoEd25519 { available: vec!["SHA256:x (ssh-rsa)".into()] },
+            SignerError::PinIncorrect { token: "t".into() },
+            SignerError::PinLocked { token: "t".into() },
+            SignerError::ModuleMissing { reason: "no PKCS#11 module at /x: install".into() },
+        ];
+        for e in errors {
+            assert!(e.to_string().contains(';') || e.to_string().contains(':'), "{e}");
+            assert!(!e.code().is_empty());
+        }
+    }
+}

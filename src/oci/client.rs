@@ -1,0 +1,528 @@
+//! A distribution-spec v1.1 client for one repository: ping, blob HEAD, monolithic and chunked
+//! uploads, cross-repository mount, manifest PUT and GET, streaming blob GET; anonymous, Basic
+//! and Bearer-token authentication.
+//!
+//! Written on the crate's blocking `ureq` rather than `oci-client` (formerly
+//! `oci-distribution`): that crate is async on tokio, and `bundle` is a synchronous program whose
+//! verifier consumes an `impl Read`; a runtime and a channel between it and the verifier would
+//! cost more than these few requests. The OCI types come from `oci-spec`.
+//!
+//! Every response is read under a size limit except a blob body, which is handed out as a
+//! stream for the caller to bound ([`super::artifact::CheckedReader`]). Credentials go only to
+//! the registry's own origin and to the token realm it names (https only, unless
+//! `--plain-http`); a redirect drops them.
+
+use std::io::Read;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use ureq::http::{Request, Response};
+use ureq::{Body, SendBody};
+use zeroize::Zeroizing;
+
+use super::OciError;
+use super::auth::{Challenge, Credentials, query_escape, token_from_response};
+use super::reference::Reference;
+use crate::fetch::{FetchError, classify, tls_config};
+
+/// Blobs up to this size go up in one PUT; larger ones in PATCH chunks of this size.
+pub const CHUNK_SIZE: u64 = 32 << 20;
+/// How often a push step is tried when the registry answers 5xx/429 or the connection fails.
+pub const PUSH_ATTEMPTS: u32 = 4;
+/// The first pause between tries; it doubles each time.
+pub const FIRST_BACKOFF: Duration = Duration::from_millis(250);
+/// The largest error body or token answer read.
+const SMALL_BODY: u64 = 64 << 10;
+
+/// How to reach a registry.
+#[derive(Debug, Clone, Default)]
+pub struct Options {
+    /// Speak plain http (only ever by explicit choice).
+    pub plain_http: bool,
+    /// Extra trusted roots (`--ca-cert`).
+    pub ca_certs: Vec<PathBuf>,
+    /// Blobs larger than this go up in PATCH chunks of this size; `None`: [`CHUNK_SIZE`].
+    pub chunk_size: Option<u64>,
+}
+
+/// The body of a request.
+enum Payload<'a> {
+    Bytes(&'a [u8]),
+    Stream(&'a mut dyn Read, u64),
+}
+
+/// What happened to one blob on push.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum BlobPush {
+    /// The repository already had it (HEAD answered 200).
+    Exists,
+    /// Mounted from another repository of the same registry.
+    Mounted,
+    /// Uploaded in one PUT.
+    Uploaded,
+    /// Uploaded in PATCH chunks.
+    Chunked,
+}
+
+/// A client for one repository.
+pub struct Client {
+    agent: ureq::Agent,
+    /// `https://host:port` (or `http://` with `--plain-http`).
+    origin: String,
+    plain_http: bool,
+    repository: String,
+    registry: String,
+    credentials: Option<Credentials>,
+    authorization: Option<Zeroizing<String>>,
+    /// `pull` or `pull,push`, and any repository to mount from.
+    scopes: Vec<String>,
+    chunk_size: u64,
+}
+
+impl Client {
+    /// Connects to `reference`'s registry: reads credentials, pings `/v2/`, and answers its
+    /// challenge (for `push`, with a push scope; `mount_from` adds a pull scope there).
+    pub fn connect(
+        reference: &Reference,
+        options: &Options,
+        push: bool,
+        mount_from: Option<&str>,
+    ) -> Result<Self, OciError> {
+        let tls = tls_config(&options.ca_certs).map_err(|e| OciError::Usage(e.to_string()))?;
+        let agent = ureq::Agent::config_builder()
+            .http_status_as_error(false)
+            .https_only(!options.plain_http)
+            .tls_config(tls)
+            .timeout_connect(Some(Duration::from_secs(30)))
+            .timeout_recv_response(Some(Duration::from_secs(300)))
+            .timeout_per_read(Some(Duration::from_secs(60)))
+            .timeout_per_write(Some(Duration::from_secs(60)))
+            .user_agent(concat!("agent-bundle/", env!("CARGO_PKG_VERSION")))
+            .build()
+            .into();
+        let credentials = Credentials::lookup(&reference.registry).map_err(OciError::Usage)?;
+        let scheme = if options.plain_http { "http" } else { "https" };
+        let actions = if push { "pull,push" } else { "pull" };
+        let mut scopes = vec![format!("repository:{}:{actions}", reference.repository)];
+        scopes.extend(mount_from.map(|r| format!("repository:{r}:pull")));
+        let mut client = Client {
+            agent,
+            origin: format!("{scheme}://{}", reference.registry),
+            plain_http: options.plain_http,
+            repository: reference.repository.clone(),
+            registry: reference.registry.clone(),
+            credentials,
+            authorization: None,
+            scopes,
+            chunk_size: options.chunk_size.unwrap_or(CHUNK_SIZE).max(1),
+        };
+        client.ping()?;
+        Ok(client)
+    }
+
+    fn url(&self, path: &str) -> String {
+        format!("{}/v2/{}/{path}", self.origin, self.repository)
+    }
+
+    /// `GET /v2/`: 200 needs no credentials; 401 names the scheme to use.
+    fn ping(&mut self) -> Result<(), OciError> {
+        let url = format!("{}/v2/", self.origin);
+        let response = self.send_once("GET", &url, &[], Payload::Bytes(&[]))?;
+        match response.status().as_u16() {
+            200 => Ok(()),
+            401 => self.authenticate(&response),
+            404 => Err(OciError::Io(format!("{url}: not a registry (404 for the /v2/ API)"))),
+            s => Err(OciError::Io(format!("{url}: the registry answered {s} {}", status_text(s)))),
+        }
+    }
+
+    /// Answers a 401's challenge: Basic with the credentials, or a token from the realm.
+    fn authenticate(&mut self, response: &Response<Body>) -> Result<(), OciError> {
+        let header = response
+            .headers()
+            .get_all("www-authenticate")
+            .iter()
+            .filter_map(|v| v.to_str().ok())
+            .find_map(Challenge::parse);
+        match header {
+            Some(Challenge::Basic) => match &self.credentials {
+                Some(c) => {
+                    self.authorization = Some(c.basic());
+                    Ok(())
+                }
+                None => Err(self.needs_credentials()),
+            },
+            Some(Challenge::Bearer { realm, service, .. }) => self.fetch_token(&realm, service.as_deref()),
+            None => Err(OciError::Auth(format!(
+                "{}: the registry asks for authentication this client does not speak (only Basic and Bearer)",
+                self.registry
+            ))),
+        }
+    }
+
+    fn needs_credentials(&self) -> OciError {
+        OciError::Auth(format!(
+            "{} requires credentials: set {} and {} (for example from a CI secret), or log in with `docker login {}` (auths in ~/.docker/config.json)",
+            self.registry,
+            super::auth::ENV_USERNAME,
+            super::auth::ENV_PASSWORD,
+            self.registry
+        ))
+    }
+
+    /// The Docker token flow: GET realm?service=…&scope=…, with Basic credentials if any.
+    fn fetch_token(&mut self, realm: &str, service: Option<&str>) -> Result<(), OciError> {
+        let https = realm.get(..8).is_some_and(|s| s.eq_ignore_ascii_case("https://"));
+        let http = realm.get(..7).is_some_and(|s| s.eq_ignore_ascii_case("http://"));
+        if !(https || (http && self.plain_http)) {
+            return Err(OciError::Auth(format!(
+                "{}: the token realm `{realm}` is not an https URL; refusing to send credentials there",
+                self.registry
+            )));
+        }
+        let mut url = realm.to_owned();
+        let mut sep = if url.contains('?') { '&' } else { '?' };
+        for (k, v) in service
+            .map(|s| ("service", s.to_owned()))
+            .into_iter()
+            .chain(self.scopes.iter().map(|s| ("scope", s.clone())))
+        {
+            url.push_str(&format!("{sep}{k}={}", query_escape(&v)));
+            sep = '&';
+        }
+        let mut request = Request::builder().method("GET").uri(&url);
+        if let Some(c) = &self.credentials {
+            request = request.header("Authorization", c.basic().as_str());
+        }
+        let request = request.body(()).map_err(|e| OciError::Usage(format!("bad token realm `{realm}`: {e}")))?;
+        let mut response = self.agent.run(request).map_err(|e| request_error(realm, e))?;
+        let status = response.status().as_u16();
+        if status == 401 || status == 403 {
+            return Err(match &self.credentials {
+                Some(c) => OciError::Auth(format!(
+                    "{}: the token server refused the credentials from {} ({status})",
+                    self.registry, c.source
+                )),
+                None => self.needs_credentials(),
+            });
+        }
+        let body = response
+            .body_mut()
+            .with_config()
+            .limit(SMALL_BODY)
+            .read_to_string()
+            .map_err(|e| request_error(realm, e))?;
+        if status != 200 {
+            return Err(OciError::Auth(format!(
+                "{}: the token server answered {status} {}",
+                self.registry,
+                status_text(status)
+            )));
+        }
+        let token = token_from_response(&body)
+            .ok_or_else(|| OciError::Auth(format!("{}: the token server's answer holds no token", self.registry)))?;
+        self.authorization = Some(Zeroizing::new(format!("Bearer {}", token.as_str())));
+        Ok(())
+    }
+
+    /// One request; the credentials go along only to the registry's own origin.
+    fn send_once(
+        &self,
+        method: &str,
+        url: &str,
+        headers: &[(&str, &str)],
+        payload: Payload<'_>,
+    ) -> Result<Response<Body>, OciError> {
+        let mut request = Request::builder().method(method).uri(url);
+        for (k, v) in headers {
+            request = request.header(*k, *v);
+        }
+        if let Some(a) = &self.authorization
+            && same_origin(url, &self.origin)
+        {
+            request = request.header("Authorization", a.as_str());
+        }
+        let result = match payload {
+            Payload::Bytes(b) => {
+                request.header("Content-Length", b.len().to_string()).body(b).map(|r| self.agent.run(r))
+            }
+            Payload::Stream(reader, len) => request
+                .header("Content-Length", len.to_string())
+                .body(SendBody::from_reader(reader))
+                .map(|r| self.agent.run(r)),
+        };
+        result.map_err(|e| OciError::Usage(format!("bad request URL `{url}`: {e}")))?.map_err(|e| request_error(url, e))
+    }
+
+    /// A request whose body can be sent again: a 401 is answered once and the request retried.
+    fn send(
+        &mut self,
+        method: &str,
+        url: &str,
+        headers: &[(&str, &str)],
+        body: &[u8],
+    ) -> Result<Response<Body>, OciError> {
+        let response = self.send_once(method, url, headers, Payload::Bytes(body))?;
+        if response.status().as_u16() != 401 {
+            return Ok(response);
+        }
+        let had = self.authorization.is_some();
+        self.authenticate(&response)?;
+        let response = self.send_once(method, url, headers, Payload::Bytes(body))?;
+        if response.status().as_u16() == 401 {
+            return Err(match (&self.credentials, had) {
+                (Some(c), _) => OciError::Auth(format!(
+                    "{}: the registry refused the credentials from {} (401)",
+                    self.registry, c.source
+                )),
+                (None, _) => self.needs_credentials(),
+            });
+        }
+        Ok(response)
+    }
+
+    /// `HEAD /blobs/<digest>`: whether the repository has the blob.
+    pub fn has_blob(&mut self, digest: &str) -> Result<bool, OciError> {
+        let url = self.url(&format!("blobs/{digest}"));
+        let response = self.send("HEAD", &url, &[], &[])?;
+        match response.status().as_u16() {
+            200 => Ok(true),
+            404 => Ok(false),
+            s => Err(status_error(&url, response, s)),
+        }
+    }
+
+    /// Uploads a blob unless the repository has it, mounting it from `mount_from` when that
+    /// repository does. `open` gives the blob's bytes from the start (again on each try).
+    /// 5xx, 429 and failed connections are retried [`PUSH_ATTEMPTS`] times with backoff.
+    pub fn push_blob(
+        &mut self,
+        digest: &str,
+        size: u64,
+        open: &mut dyn FnMut() -> std::io::Result<Box<dyn Read>>,
+        mount_from: Option<&str>,
+    ) -> Result<BlobPush, OciError> {
+        retry(|| {
+            if self.has_blob(digest)? {
+                return Ok(BlobPush::Exists);
+            }
+            let start = match mount_from {
+                Some(from) => {
+                    self.url(&format!("blobs/uploads/?mount={}&from={}", query_escape(digest), query_escape(from)))
+                }
+                None => self.url("blobs/uploads/"),
+            };
+            let response = self.send("POST", &start, &[], &[])?;
+            let status = response.status().as_u16();
+            if status == 201 && mount_from.is_some() {
+                return Ok(BlobPush::Mounted);
+            }
+            if status != 202 {
+                return Err(status_error(&start, response, status));
+            }
+            let mut location = self.location(&start, &response)?;
+            let mut reader = open().map_err(|e| OciError::Io(format!("cannot read the blob to upload: {e}")))?;
+            let octet = [("Content-Type", "application/octet-stream")];
+            let chunk_size = self.chunk_size;
+            let kind = if size <= chunk_size {
+                let put = with_query(&location, &format!("digest={}", query_escape(digest)));
+                let response = self.send_once("PUT", &put, &octet, Payload::Stream(&mut reader, size))?;
+                expect_status(&put, response, 201)?;
+                BlobPush::Uploaded
+            } else {
+                let mut sent = 0u64;
+                while sent < size {
+                    let n = chunk_size.min(size - sent);
+                    let range = format!("{sent}-{}", sent + n - 1);
+                    let headers = [octet[0], ("Content-Range", range.as_str())];
+                    let mut chunk = (&mut reader).take(n);
+                    let response = self.send_once("PATCH", &location, &headers, Payload::Stream(&mut chunk, n))?;
+                    let status = response.status().as_u16();
+                    if status != 202 {
+                        return Err(status_error(&location, response, status));
+                    }
+                    location = self.location(&location, &response)?;
+                    sent += n;
+                }
+                let put = with_query(&location, &format!("digest={}", query_escape(digest)));
+                let response = self.send_once("PUT", &put, &[], Payload::Bytes(&[]))?;
+                expect_status(&put, response, 201)?;
+                BlobPush::Chunked
+            };
+            Ok(kind)
+        })
+    }
+
+    /// `PUT /manifests/<tag or digest>`.
+    pub fn put_manifest(&mut self, reference: &str, bytes: &[u8], media_type: &str) -> Result<(), OciError> {
+        let url = self.url(&format!("manifests/{reference}"));
+        retry(|| {
+            let response = self.send("PUT", &url, &[("Content-Type", media_type)], bytes)?;
+            expect_status(&url, response, 201)
+        })
+    }
+
+    /// `GET /manifests/<tag or digest>` (an OCI image manifest), read under `limit`.
+    pub fn get_manifest(&mut self, reference: &str, accept: &str, limit: u64) -> Result<Vec<u8>, OciError> {
+        let url = self.url(&format!("manifests/{reference}"));
+        let response = self.send("GET", &url, &[("Accept", accept)], &[])?;
+        let status = response.status().as_u16();
+        if status == 404 {
+            return Err(OciError::Io(format!("{url}: no such manifest (404); check the repository and tag")));
+        }
+        if status != 200 {
+            return Err(status_error(&url, response, status));
+        }
+        read_limited(&url, response, limit)
+    }
+
+    /// `GET /blobs/<digest>` as a stream; the caller bounds and checks it.
+    pub fn get_blob(&mut self, digest: &str) -> Result<Box<dyn Read + Send>, OciError> {
+        let url = self.url(&format!("blobs/{digest}"));
+        let response = self.send("GET", &url, &[], &[])?;
+        let status = response.status().as_u16();
+        if status != 200 {
+            return Err(status_error(&url, response, status));
+        }
+        let url2 = url.clone();
+        Ok(Box::new(IoContext { inner: response.into_body().into_reader(), url: url2 }))
+    }
+
+    /// A small blob (the config), read under `limit`.
+    pub fn get_small_blob(&mut self, digest: &str, limit: u64) -> Result<Vec<u8>, OciError> {
+        let url = self.url(&format!("blobs/{digest}"));
+        let response = self.send("GET", &url, &[], &[])?;
+        let status = response.status().as_u16();
+        if status != 200 {
+            return Err(status_error(&url, response, status));
+        }
+        read_limited(&url, response, limit)
+    }
+
+    /// The upload URL the registry named (`Location`, possibly relative).
+    fn location(&self, url: &str, response: &Response<Body>) -> Result<String, OciError> {
+        let loc = response
+            .headers()
+            .get("location")
+            .and_then(|v| v.to_str().ok())
+            .ok_or_else(|| OciError::Io(format!("{url}: the registry gave no upload Location")))?;
+        if loc.starts_with('/') {
+            Ok(format!("{}{loc}", self.origin))
+        } else if loc.starts_with("https://") || (self.plain_http && loc.starts_with("http://")) {
+            Ok(loc.to_owned())
+        } else {
+            Err(OciError::Io(format!("{url}: unusable upload Location `{loc}`")))
+        }
+    }
+}
+
+/// Names the URL in a read error of a blob stream, so that `io_error` says where.
+struct IoContext<R> {
+    inner: R,
+    url: String,
+}
+
+impl<R: Read> Read for IoContext<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        self.inner.read(buf).map_err(|e| std::io::Error::new(e.kind(), format!("{}: {e}", self.url)))
+    }
+}
+
+fn same_origin(url: &str, origin: &str) -> bool {
+    url.strip_prefix(origin).is_some_and(|rest| rest.is_empty() || rest.starts_with('/'))
+}
+
+fn with_query(url: &str, query: &str) -> String {
+    format!("{url}{}{query}", if url.contains('?') { '&' } else { '?' })
+}
+
+fn read_limited(url: &str, mut response: Response<Body>, limit: u64) -> Result<Vec<u8>, OciError> {
+    let mut bytes = Vec::new();
+    response
+        .body_mut()
+        .as_reader()
+        .take(limit + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| OciError::Io(format!("{url}: {e}")))?;
+    if bytes.len() as u64 > limit {
+        return Err(OciError::Rejected(
+            super::Refusal::UnsupportedArtifact,
+            format!("{url}: larger than {limit} bytes"),
+        ));
+    }
+    Ok(bytes)
+}
+
+fn expect_status(url: &str, response: Response<Body>, want: u16) -> Result<(), OciError> {
+    let status = response.status().as_u16();
+    if status == want { Ok(()) } else { Err(status_error(url, response, status)) }
+}
+
+/// An unexpected status, with the registry's error code when its body has one; 5xx and 429
+/// are marked transient (retried on push).
+fn status_error(url: &str, mut response: Response<Body>, status: u16) -> OciError {
+    let body = response.body_mut().with_config().limit(SMALL_BODY).read_to_string().unwrap_or_default();
+    let detail = serde_json::from_str::<serde_json::Value>(&body)
+        .ok()
+        .and_then(|d| {
+            let e = d.get("errors")?.get(0)?;
+            Some(format!(
+                " ({}: {})",
+                e.get("code")?.as_str()?,
+                e.get("message").and_then(|m| m.as_str()).unwrap_or_default()
+            ))
+        })
+        .unwrap_or_default();
+    let message = format!("{url}: the registry answered {status} {}{detail}", status_text(status));
+    match status {
+        401 | 403 => OciError::Auth(message),
+        429 | 500..=599 => OciError::Transient(message),
+        _ => OciError::Io(message),
+    }
+}
+
+fn request_error(url: &str, e: ureq::Error) -> OciError {
+    let transient = matches!(e, ureq::Error::Io(_) | ureq::Error::ConnectionFailed | ureq::Error::Timeout(_));
+    match classify(url, e) {
+        e @ (FetchError::Tls { .. } | FetchError::Downgrade { .. }) => OciError::Tls(e.to_string()),
+        e if transient => OciError::Transient(e.to_string()),
+        e => OciError::Io(e.to_string()),
+    }
+}
+
+/// Runs `step` until it succeeds, fails for good, or [`PUSH_ATTEMPTS`] transient failures.
+fn retry<T>(mut step: impl FnMut() -> Result<T, OciError>) -> Result<T, OciError> {
+    let mut pause = FIRST_BACKOFF;
+    let mut attempt = 1;
+    loop {
+        match step() {
+            Err(OciError::Transient(_)) if attempt < PUSH_ATTEMPTS => {
+                std::thread::sleep(pause);
+                pause *= 2;
+                attempt += 1;
+            }
+            Err(OciError::Transient(m)) => {
+                return Err(OciError::Io(format!("{m} (gave up after {PUSH_ATTEMPTS} tries)")));
+            }
+            other => return other,
+        }
+    }
+}
+
+fn status_text(status: u16) -> &'static str {
+    match status {
+        400 => "Bad Request",
+        401 => "Unauthorized",
+        403 => "Forbidden",
+        404 => "Not Found",
+        405 => "Method Not Allowed",
+        416 => "Range Not Satisfiable",
+        429 => "Too Many Requests",
+        500 => "Internal Server Error",
+        502 => "Bad Gateway",
+        503 => "Service Unavailable",
+        504 => "Gateway Timeout",
+        _ => "",
+    }
+}

@@ -1,0 +1,119 @@
+//! Bundles in OCI registries (`bundle push`, `bundle pull`, `oci://` inputs): the reference
+//! syntax, credentials and challenges, a distribution-spec client, and the artifact layout.
+//! These are mechanisms; the decisions (what to verify, where to write) are the callers'.
+
+pub mod artifact;
+pub mod auth;
+pub mod client;
+pub mod prefetch;
+pub mod reference;
+
+use std::io::Read;
+
+pub use artifact::{Artifact, CheckedReader};
+pub use client::{Client, Options};
+pub use reference::Reference;
+
+/// Why the registry's artifact is refused (exit 1): stable codes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Refusal {
+    /// Not a bundle artifact: another manifest type, another artifactType, not exactly one
+    /// layer, another layer media type, a manifest too large.
+    UnsupportedArtifact,
+    /// A blob or manifest whose bytes are not the ones its digest and size name.
+    BlobMismatch,
+}
+
+/// Why a registry operation failed.
+#[derive(Debug, thiserror::Error)]
+pub enum OciError {
+    /// The artifact was fetched and is refused (exit 1).
+    #[error("{1}")]
+    Rejected(Refusal, String),
+    /// Missing, refused or unusable credentials (exit 2).
+    #[error("{0}")]
+    Auth(String),
+    /// A TLS failure (exit 2).
+    #[error("{0}")]
+    Tls(String),
+    /// A failure worth trying again on push: 5xx, 429, a dropped connection (exit 2).
+    #[error("{0}")]
+    Transient(String),
+    /// Anything else that stops the transfer (exit 2).
+    #[error("{0}")]
+    Io(String),
+    /// A bad reference, option or credentials setting (exit 2).
+    #[error("{0}")]
+    Usage(String),
+}
+
+impl OciError {
+    /// The stable code: `unsupported_artifact`, `blob_mismatch`, `auth_failed`, `tls_error`,
+    /// `io_error` or `usage_error`.
+    pub fn code(&self) -> &'static str {
+        match self {
+            OciError::Rejected(Refusal::UnsupportedArtifact, _) => "unsupported_artifact",
+            OciError::Rejected(Refusal::BlobMismatch, _) => "blob_mismatch",
+            OciError::Auth(_) => "auth_failed",
+            OciError::Tls(_) => "tls_error",
+            OciError::Transient(_) | OciError::Io(_) => "io_error",
+            OciError::Usage(_) => "usage_error",
+        }
+    }
+}
+
+/// A bundle artifact's layer, opened for streaming: nothing read from `reader` may be trusted
+/// before [`CheckedReader::finish`] (or the consumer reaching its end without error).
+pub struct Layer {
+    /// The manifest's digest (what `@sha256:` pins).
+    pub manifest_digest: String,
+    pub artifact: Artifact,
+    pub reader: CheckedReader<Box<dyn Read + Send>>,
+}
+
+/// Fetches and checks the manifest `reference` names (an `@sha256:` must match it).
+pub fn fetch_manifest(client: &mut Client, reference: &Reference) -> Result<(String, Artifact), OciError> {
+    let Some(name) = reference.manifest_ref() else {
+        return Err(OciError::Usage(format!("{reference}: name a tag (…:TAG) or a digest (…@sha256:…)")));
+    };
+    let bytes = client.get_manifest(name, artifact::MANIFEST_MEDIA_TYPE, artifact::MAX_MANIFEST_BYTES)?;
+    let digest = artifact::sha256_digest(&bytes);
+    if let Some(want) = &reference.digest
+        && *want != digest
+    {
+        return Err(OciError::Rejected(
+            Refusal::BlobMismatch,
+            format!("{reference}: the registry served a manifest whose digest is {digest}"),
+        ));
+    }
+    let artifact = artifact::parse_manifest(&bytes)
+        .map_err(|why| OciError::Rejected(Refusal::UnsupportedArtifact, format!("{reference}: {why}")))?;
+    Ok((digest, artifact))
+}
+
+/// Connects, fetches the manifest, and opens the layer as a checked stream.
+pub fn open_layer(reference: &Reference, options: &Options) -> Result<Layer, OciError> {
+    let mut client = Client::connect(reference, options, false, None)?;
+    let (manifest_digest, artifact) = fetch_manifest(&mut client, reference)?;
+    let body = client.get_blob(&artifact.layer_digest)?;
+    let reader = CheckedReader::new(body, &artifact.layer_digest, artifact.layer_size);
+    Ok(Layer { manifest_digest, artifact, reader })
+}
+
+/// The artifact's config, parsed leniently (another client's config has none of our fields).
+pub fn fetch_config(
+    reference: &Reference,
+    options: &Options,
+) -> Result<(String, Artifact, artifact::Config), OciError> {
+    let mut client = Client::connect(reference, options, false, None)?;
+    let (manifest_digest, artifact) = fetch_manifest(&mut client, reference)?;
+    let bytes = client.get_small_blob(&artifact.config_digest, artifact::MAX_MANIFEST_BYTES)?;
+    if artifact::sha256_digest(&bytes) != artifact.config_digest {
+        return Err(OciError::Rejected(
+            Refusal::BlobMismatch,
+            format!("{reference}: the registry served a config whose digest is not {}", artifact.config_digest),
+        ));
+    }
+    let config = serde_json::from_slice(&bytes).unwrap_or_default();
+    Ok((manifest_digest, artifact, config))
+}

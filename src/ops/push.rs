@@ -1,0 +1,158 @@
+//! `bundle push`: upload a verified bundle as an OCI artifact (docs/FORMAT.md §11).
+//!
+//! The bundle is verified first (with trusted keys: fully; without: well formed and signed, the
+//! signature unchecked) and refused if it is not. Then the config blob, the layer (the bundle's
+//! bytes unchanged, streamed from the file) and the manifest go up; each tag is one manifest
+//! PUT. The manifest and config hold nothing but what the bundle determines, so the digest is
+//! the same for the same bundle on any machine.
+
+use std::fs::File;
+use std::io::{BufReader, Read, Seek};
+use std::path::Path;
+
+use crate::bundle::verify::{self, Discard, Expect, Rejection, Trust, Verified};
+use crate::oci::artifact::{self, Config, Sha256Counter};
+use crate::oci::client::BlobPush;
+use crate::oci::{self, Client, OciError, Reference};
+use crate::timestamp::Timestamp;
+use crate::trust::TrustedKeys;
+
+/// What to push where.
+pub struct Options<'a> {
+    pub bundle: &'a Path,
+    pub reference: Reference,
+    /// More tags for the same manifest.
+    pub tags: Vec<String>,
+    /// Check the signature against these (else: well formed and signed, unchecked).
+    pub keys: Option<&'a TrustedKeys>,
+    pub registry: oci::Options,
+    /// Mount the blobs from this repository of the same registry when it has them.
+    pub mount_from: Option<String>,
+    pub now: Timestamp,
+}
+
+/// What was pushed.
+#[derive(Debug)]
+pub struct Pushed {
+    pub digest: String,
+    /// Every reference the manifest now answers to (by tag, then by digest).
+    pub references: Vec<String>,
+    pub config: BlobPush,
+    pub layer: BlobPush,
+    pub layer_digest: String,
+    pub layer_size: u64,
+    pub verified: Box<Verified>,
+}
+
+/// Why nothing was pushed.
+#[derive(Debug)]
+pub enum PushError {
+    /// The bundle did not verify.
+    Rejected(Rejection),
+    /// The registry or the file failed.
+    Registry(OciError),
+}
+
+impl From<OciError> for PushError {
+    fn from(e: OciError) -> Self {
+        PushError::Registry(e)
+    }
+}
+
+pub fn push(opts: &Options<'_>) -> Result<Pushed, PushError> {
+    let io = |e: std::io::Error| OciError::Io(format!("{}: {e}", opts.bundle.display()));
+    let tags: Vec<Reference> = (opts.reference.tag.is_some().then(|| Ok(opts.reference.clone())).into_iter())
+        .chain(opts.tags.iter().map(|t| opts.reference.with_tag(t)))
+        .collect::<Result<_, _>>()
+        .map_err(OciError::Usage)?;
+    if tags.is_empty() && opts.reference.digest.is_none() {
+        return Err(OciError::Usage(format!("{}: name a tag (…:TAG or --tag)", opts.reference)).into());
+    }
+
+    // One pass: verify, and hash the bytes for the layer's digest.
+    let mut file = File::open(opts.bundle).map_err(io)?;
+    let mut hashing = Hashing { inner: &mut file, hash: Sha256Counter::default() };
+    let trust = opts.keys.map_or(Trust::Unchecked, Trust::Keys);
+    let expect = Expect { now: Some(opts.now), ..Expect::default() };
+    let verified = verify::verify(BufReader::with_capacity(1 << 20, &mut hashing), trust, &expect, &mut Discard)
+        .map_err(PushError::Rejected)?;
+    std::io::copy(&mut hashing, &mut std::io::sink()).map_err(io)?;
+    let (layer_size, layer_digest) = (hashing.hash.bytes, hashing.hash.clone().digest());
+
+    let config = serde_json::to_vec(&config_of(&verified)).expect("the config serialises");
+    let config_digest = artifact::sha256_digest(&config);
+    let title = opts.bundle.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let manifest = artifact::manifest_bytes((&config_digest, config.len() as u64), (&layer_digest, layer_size), &title);
+    let digest = artifact::sha256_digest(&manifest);
+    if let Some(want) = &opts.reference.digest
+        && *want != digest
+    {
+        return Err(OciError::Usage(format!(
+            "{}: this bundle's manifest digest is {digest}; push it by tag, or to @{digest}",
+            opts.reference
+        ))
+        .into());
+    }
+
+    let mount = opts.mount_from.as_deref();
+    let mut client = Client::connect(&opts.reference, &opts.registry, true, mount)?;
+    let config_push = client.push_blob(
+        &config_digest,
+        config.len() as u64,
+        &mut || Ok(Box::new(std::io::Cursor::new(config.clone())) as Box<dyn Read>),
+        mount,
+    )?;
+    let layer_push = client.push_blob(
+        &layer_digest,
+        layer_size,
+        &mut || {
+            file.rewind()?;
+            Ok(Box::new(BufReader::with_capacity(1 << 20, file.try_clone()?).take(layer_size)) as Box<dyn Read>)
+        },
+        mount,
+    )?;
+    let mut references = Vec::new();
+    for tag in &tags {
+        client.put_manifest(tag.tag.as_deref().unwrap_or_default(), &manifest, artifact::MANIFEST_MEDIA_TYPE)?;
+        references.push(tag.to_string());
+    }
+    if tags.is_empty() {
+        client.put_manifest(&digest, &manifest, artifact::MANIFEST_MEDIA_TYPE)?;
+    }
+    let by_digest = Reference { tag: None, digest: Some(digest.clone()), ..opts.reference.clone() };
+    references.push(by_digest.to_string());
+    Ok(Pushed {
+        digest,
+        references,
+        config: config_push,
+        layer: layer_push,
+        layer_digest,
+        layer_size,
+        verified: Box::new(verified),
+    })
+}
+
+/// The config blob for a verified bundle.
+fn config_of(v: &Verified) -> Config {
+    Config {
+        name: Some(v.manifest.name.clone()),
+        version: Some(v.manifest.version.to_string()),
+        key_id: Some(v.key_id.clone()),
+        expires: v.manifest.expires.map(|t| t.to_string()),
+        tools: v.tools.as_ref().map(|t| t.tools.iter().map(|tool| tool.id.clone()).collect()).unwrap_or_default(),
+    }
+}
+
+/// Hashes what passes through.
+struct Hashing<R> {
+    inner: R,
+    hash: Sha256Counter,
+}
+
+impl<R: Read> Read for Hashing<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.hash.update(&buf[..n]);
+        Ok(n)
+    }
+}
