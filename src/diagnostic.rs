@@ -219,13 +219,16 @@ pub fn hidden_summary(file: &str, (errors, warnings): (usize, usize)) -> Option<
 pub struct Source {
     pub name: String,
     pub text: Arc<str>,
-    line_starts: Vec<usize>,
+    /// Shared by clones: a report keeps a copy of every source, and a 4 MiB file of newlines
+    /// has four million of them.
+    line_starts: Arc<[usize]>,
 }
 
 impl Source {
     pub fn new(name: impl Into<String>, text: impl Into<Arc<str>>) -> Self {
         let text: Arc<str> = text.into();
-        let line_starts = std::iter::once(0).chain(text.match_indices('\n').map(|(i, _)| i + 1)).collect();
+        let line_starts: Vec<usize> = std::iter::once(0).chain(text.match_indices('\n').map(|(i, _)| i + 1)).collect();
+        let line_starts = line_starts.into();
         Source { name: name.into(), text, line_starts }
     }
 
