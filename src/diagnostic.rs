@@ -29,33 +29,10 @@ impl fmt::Display for Severity {
     }
 }
 
-macro_rules! codes {
-    ($($variant:ident => $name:literal: $doc:literal,)*) => {
-        /// The stable code of each kind of problem. The string form never changes once
-        /// released: scripts and CI match on it.
-        #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-        pub enum Code {
-            $(#[doc = $doc] $variant,)*
-        }
-
-        impl Code {
-            /// Every code, in documentation order.
-            pub const ALL: &'static [Code] = &[$(Code::$variant,)*];
-
-            /// The stable string form, e.g. `unknown_field`.
-            pub fn as_str(self) -> &'static str {
-                match self { $(Code::$variant => $name,)* }
-            }
-
-            /// One line saying what the code means.
-            pub fn describe(self) -> &'static str {
-                match self { $(Code::$variant => $doc,)* }
-            }
-        }
-    };
-}
-
-codes! {
+crate::codes::stable_codes! {
+    /// The stable code of each kind of problem. The string form never changes once released:
+    /// scripts and CI match on it.
+    pub enum Code;
     MissingFile => "missing_file": "A required file (tools.json, manifest.toml) is not in the agent folder.",
     IoError => "io_error": "A file could not be read (exit 2).",
     InvalidUtf8 => "invalid_utf8": "The file is not UTF-8 (or starts with a byte-order mark).",
@@ -109,18 +86,6 @@ codes! {
     LocalPath => "local_path": "`bundle import` (warning): a relative command was resolved to an absolute path on this machine; the runtime must have the program at that same path (`--exec-root` names where it will be).",
     LimitExceeded => "limit_exceeded": "An input beyond a documented cap: a file larger than `bundle verify` accepts (manifest.toml 1 MiB; tools.json, policy.caps, schemas 4 MiB), JSON with more than 200 000 values or nested more than 64 deep, a manifest of more than 200 000 items; pack refuses.",
     TooManyProblems => "too_many_problems": "More problems in one file than are reported (the first 100 are); fix those and check again.",
-}
-
-impl fmt::Display for Code {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-impl Serialize for Code {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_str(self.as_str())
-    }
 }
 
 /// One problem.

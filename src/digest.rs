@@ -41,8 +41,3 @@ pub fn hash_file(path: &Path) -> io::Result<(blake3::Hash, u64)> {
     }
     Ok((hasher.finalize(), size))
 }
-
-/// The digest of bytes already in memory.
-pub fn hash_bytes(bytes: &[u8]) -> blake3::Hash {
-    blake3::hash(bytes)
-}

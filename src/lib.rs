@@ -1,18 +1,27 @@
 //! agent-bundle: check, lock, sign, pack and verify AI agent release bundles.
+//!
+//! The `bundle` command line lives here too (`cli`, private), so that the compiler sees the
+//! whole program: what neither the command line nor the tests, fuzz targets and examples use
+//! is dead code. Only the modules those outside users need are public.
 
-pub mod agent;
+// The command line names the library by its crate name, as the binary did.
+extern crate self as agent_bundle;
+
+pub(crate) mod agent;
 pub mod archive;
-pub mod atomic;
+pub(crate) mod atomic;
 pub mod bundle;
+mod cli;
+mod codes;
 pub mod contract;
 pub mod diagnostic;
-pub mod digest;
-pub mod error;
-pub mod fetch;
-pub mod fileset;
-pub mod formats;
-pub mod hasher;
-pub mod json;
+pub(crate) mod digest;
+pub(crate) mod error;
+pub(crate) mod fetch;
+pub(crate) mod fileset;
+pub(crate) mod formats;
+pub(crate) mod hasher;
+pub(crate) mod json;
 pub mod keys;
 pub mod limits;
 pub mod manifest;
@@ -21,13 +30,14 @@ pub mod minisign;
 pub mod oci;
 pub mod ops;
 pub mod paths;
-pub mod policy;
+pub(crate) mod policy;
 pub mod progress;
 pub mod regular_file;
-pub mod schemas;
-pub mod state;
+pub(crate) mod schemas;
+pub(crate) mod state;
 pub mod timestamp;
-pub mod tools;
+pub(crate) mod tools;
 pub mod trust;
 
+pub use cli::main;
 pub use error::{Error, Result};

@@ -1,8 +1,6 @@
 //! The `bundle` binary: parse arguments, run the command, map the outcome to an exit code
-//! (0 ok, 1 checked and rejected, 2 usage or I/O error).
-
-mod cli;
+//! (0 ok, 1 checked and rejected, 2 usage or I/O error). All of it is in the library.
 
 fn main() -> std::process::ExitCode {
-    cli::main()
+    agent_bundle::main()
 }

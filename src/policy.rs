@@ -6,7 +6,7 @@
 
 use std::collections::HashMap;
 
-use crate::diagnostic::{Code, Diagnostic, Source};
+use crate::diagnostic::{Code, Diagnostic, MAX_REPORTED, Source};
 
 pub const FILE_NAME: &str = "policy.caps";
 
@@ -42,7 +42,9 @@ impl Capability {
         Ok(Capability { family: family.to_owned(), scope: scope.to_owned() })
     }
 
-    /// Whether this grant covers the `required` capability.
+    /// Whether this grant covers the `required` capability: the matching rules, which
+    /// [`GrantIndex`] implements by lookup and is tested against.
+    #[cfg(test)]
     pub fn covers(&self, required: &Capability) -> bool {
         if self.family != required.family {
             return false;
@@ -75,11 +77,10 @@ fn describe_char(c: char) -> String {
     if c == ' ' { "a space".to_owned() } else { format!("the character U+{:04X}", c as u32) }
 }
 
-/// One grant and the line it came from.
+/// One grant.
 #[derive(Debug, Clone)]
 pub struct Grant {
     pub capability: Capability,
-    pub line: usize,
 }
 
 /// The parsed policy.caps.
@@ -88,9 +89,6 @@ pub struct Policy {
     pub grants: Vec<Grant>,
     index: GrantIndex,
 }
-
-/// The most problems reported for one policy.caps; the rest are counted in one closing line.
-const MAX_REPORTED: usize = 100;
 
 impl Policy {
     /// Parses policy.caps, reporting bad lines and repeated grants (at most 100 of them, then
@@ -122,7 +120,7 @@ impl Policy {
                     .with_help("remove the repeated line"),
                     None => {
                         first_line.insert(capability.clone(), line);
-                        grants.push(Grant { capability, line });
+                        grants.push(Grant { capability });
                         continue;
                     }
                 },

@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use super::{Current, current_digests, display_prefix, pins, read_source, stale_entries};
+use super::{current_digests, display_prefix, pins, read_source, stale_entries};
 use crate::diagnostic::{Code, Diagnostic, Report};
 use crate::fetch::Fetcher;
 use crate::manifest::{self, Manifest};
@@ -21,8 +21,6 @@ pub struct AgentCheck {
     pub report: Report,
     /// The manifest's text as read, when it parsed.
     pub manifest_text: Option<std::sync::Arc<str>>,
-    /// The files and their digests, when they were compared with the manifest.
-    pub current: Option<Current>,
     /// The schema files tools.json's validation read (relative paths).
     pub schema_files: Vec<String>,
 }
@@ -44,11 +42,6 @@ impl Default for Options<'_> {
     }
 }
 
-/// Checks one agent folder, including whether the manifest's digests are current.
-pub fn check_agent(dir: &Path) -> AgentCheck {
-    check_agent_with(dir, Options::default())
-}
-
 /// Checks one agent folder as `opts` says.
 pub fn check_agent_with(dir: &Path, opts: Options<'_>) -> AgentCheck {
     let prefix = display_prefix(dir);
@@ -57,7 +50,6 @@ pub fn check_agent_with(dir: &Path, opts: Options<'_>) -> AgentCheck {
 
     let manifest = read_source(dir, &prefix, manifest::FILE_NAME, true, &mut report)
         .and_then(|src| manifest::parse(&src, &mut diags).map(|m| (m, src)));
-    let mut current = None;
     let manifest_text = manifest.as_ref().map(|(_, src)| src.text.clone());
     // Digests are compared only when the manifest itself is sound: lock cannot fix them
     // before the manifest is fixed, and the noise would hide the real problem.
@@ -71,7 +63,6 @@ pub fn check_agent_with(dir: &Path, opts: Options<'_>) -> AgentCheck {
                     .with_help("run `bundle lock` to update the digests"),
             );
         }
-        current = Some(found);
     }
     if let Some((m, src)) = manifest.as_ref() {
         pins::check(dir, &prefix, m, &src.name, &mut diags);
@@ -96,14 +87,5 @@ pub fn check_agent_with(dir: &Path, opts: Options<'_>) -> AgentCheck {
         schema_files = validated.schema_files;
     }
     report.diagnostics.extend(diags);
-    AgentCheck {
-        dir: dir.to_path_buf(),
-        manifest,
-        tools: tools_file,
-        policy,
-        report,
-        manifest_text,
-        current,
-        schema_files,
-    }
+    AgentCheck { dir: dir.to_path_buf(), manifest, tools: tools_file, policy, report, manifest_text, schema_files }
 }

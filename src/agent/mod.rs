@@ -15,7 +15,7 @@ mod digests;
 mod lock;
 pub mod pins;
 
-pub use check::{AgentCheck, Options as CheckOptions, check_agent, check_agent_with};
+pub use check::{AgentCheck, Options as CheckOptions, check_agent_with};
 pub use digests::{Current, claimed_digests, current_digests, stale_entries};
 pub use lock::{Locked, lock_agent};
 

@@ -3,6 +3,7 @@
 //! writes what this module names and the verifier accepts no more, so both take the constants from
 //! here.
 
+mod rejection;
 pub mod verify;
 
 /// The name of the signature entry, the bundle's second.

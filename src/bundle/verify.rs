@@ -8,13 +8,14 @@
 //! listed but absent, and any bytes after the tar end or the zstd frame. tools.json is
 //! validated again, against the bundle's own schema files and policy.caps.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{HashMap, HashSet};
 use std::io::{self, BufRead, Read, Write};
 
 use serde::Serialize;
 
+pub use super::rejection::{Reason, Rejection};
 use super::{MAX_JSON_BYTES, MAX_MANIFEST_BYTES, MAX_SIGNATURE_BYTES, SIGNATURE_ENTRY, is_held};
-use crate::archive::{ArchiveError, ArchiveReader, Limits};
+use crate::archive::{ArchiveError, ArchiveReader, Entry, Limits};
 use crate::diagnostic::{Code, Source};
 use crate::hasher::EntryHasher;
 use crate::manifest::{self, Manifest};
@@ -24,103 +25,6 @@ use crate::state::State;
 use crate::timestamp::Timestamp;
 use crate::tools::{self, ToolsFile};
 use crate::trust::{self, TrustedKey, TrustedKeys};
-
-macro_rules! reasons {
-    ($($variant:ident => $name:literal: $doc:literal,)*) => {
-        /// Why a bundle was rejected. The string forms are stable.
-        #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-        pub enum Reason { $(#[doc = $doc] $variant,)* }
-
-        impl Reason {
-            pub const ALL: &'static [Reason] = &[$(Reason::$variant,)*];
-            pub fn as_str(self) -> &'static str { match self { $(Reason::$variant => $name,)* } }
-            pub fn describe(self) -> &'static str { match self { $(Reason::$variant => $doc,)* } }
-        }
-    };
-}
-
-reasons! {
-    MissingSignature => "missing_signature": "The second entry is not manifest.toml.minisig.",
-    BadSignature => "bad_signature": "The signature or its trusted comment does not verify with the trusted key, or is malformed.",
-    UntrustedKey => "untrusted_key": "The signing key is not trusted, or not trusted for this agent name.",
-    NameMismatch => "name_mismatch": "The trusted comment names another agent or version than the manifest (or than --name).",
-    UnsupportedVersion => "unsupported_version": "The bundle format or tools.json version is not one this bundle supports.",
-    MalformedManifest => "malformed_manifest": "manifest.toml is missing, not entry 1, or breaks the manifest rules.",
-    DigestMismatch => "digest_mismatch": "An entry's BLAKE3 digest differs from the manifest's.",
-    SizeMismatch => "size_mismatch": "An entry's size differs from the manifest's.",
-    ModeMismatch => "mode_mismatch": "An entry's executable bit differs from the manifest's.",
-    MissingEntry => "missing_entry": "A file the manifest lists is not in the bundle.",
-    UnlistedEntry => "unlisted_entry": "An entry the manifest does not list.",
-    DuplicateEntry => "duplicate_entry": "The same path twice in the bundle.",
-    UnsafePath => "unsafe_path": "An entry path that is absolute, escapes with `..`, or breaks the path rules.",
-    UnsafeMode => "unsafe_mode": "An entry mode other than 0644 or 0755 (setuid, setgid, sticky, group/world-writable).",
-    UnsupportedEntryType => "unsupported_entry_type": "A link, directory, device, fifo, or PAX/GNU extension entry.",
-    MalformedArchive => "malformed_archive": "Not a single checksummed zstd frame holding a well-formed ustar archive in canonical order.",
-    TrailingData => "trailing_data": "Bytes after the tar end marker or after the zstd frame.",
-    LimitExceeded => "limit_exceeded": "A size, count or compression window beyond the limits.",
-    Expired => "expired": "The signed manifest's `[bundle] expires` is past: a stale bundle offered again (freeze).",
-    Rollback => "rollback": "Older than a version already accepted (--state, --min-version), or another bundle of an accepted version.",
-    InvalidTools => "invalid_tools": "tools.json in the bundle breaks the tools.json rules.",
-    ContractDrift => "contract_drift": "With --baseline: a write-capable, network, secret-using or destructive tool (or one whose http host moved) differs from its approved contract, or is new.",
-    UnsupportedArtifact => "unsupported_artifact": "From a registry: the manifest is not a bundle artifact (another type, not exactly one layer, another layer media type).",
-    BlobMismatch => "blob_mismatch": "From a registry: a layer or manifest whose bytes are not the ones its sha256 digest and size name.",
-    IoError => "io_error": "The bundle could not be read (exit 2).",
-    AuthFailed => "auth_failed": "The registry wants credentials that are missing or were refused (exit 2).",
-}
-
-impl Reason {
-    /// Whether this is a failure to judge (exit 2) rather than a rejection (exit 1).
-    pub fn is_failure(self) -> bool {
-        matches!(self, Reason::IoError | Reason::AuthFailed)
-    }
-}
-
-impl Serialize for Reason {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_str(self.as_str())
-    }
-}
-
-/// A rejected bundle: the reason code, the entry concerned, and a message.
-#[derive(Debug, Clone)]
-pub struct Rejection {
-    pub reason: Reason,
-    pub path: Option<String>,
-    pub message: String,
-    /// The agent and signer, when known at the time of rejection.
-    pub agent: Option<(String, String)>,
-    pub key_id: Option<String>,
-}
-
-impl Rejection {
-    pub fn new(reason: Reason, path: Option<&str>, message: impl Into<String>) -> Self {
-        Rejection { reason, path: path.map(str::to_owned), message: message.into(), agent: None, key_id: None }
-    }
-}
-
-impl From<ArchiveError> for Rejection {
-    fn from(e: ArchiveError) -> Self {
-        let reason = match e.code() {
-            "unsupported_entry_type" => Reason::UnsupportedEntryType,
-            "unsafe_path" => Reason::UnsafePath,
-            "unsafe_mode" => Reason::UnsafeMode,
-            "limit_exceeded" => Reason::LimitExceeded,
-            "trailing_data" => Reason::TrailingData,
-            "io_error" => Reason::IoError,
-            _ => Reason::MalformedArchive,
-        };
-        let path = match &e {
-            ArchiveError::UnsupportedEntryType { path, .. }
-            | ArchiveError::UnsafePath { path, .. }
-            | ArchiveError::UnsafeMode { path, .. } => Some(path.clone()),
-            ArchiveError::Malformed { path, .. }
-            | ArchiveError::LimitExceeded { path, .. }
-            | ArchiveError::Io { path, .. } => path.clone(),
-            _ => None,
-        };
-        Rejection { reason, path, message: e.to_string(), agent: None, key_id: None }
-    }
-}
 
 /// How signatures are treated.
 pub enum Trust<'a> {
@@ -169,7 +73,6 @@ pub struct Verified {
     /// §6): tools.json, policy.caps and the JSON files within the limits, so that callers can
     /// resolve the schemas tools.json references without reading the bundle again.
     pub held: HashMap<String, Vec<u8>>,
-    pub compressed_bytes: u64,
     /// The BLAKE3 of the signed manifest's bytes: what a state file records.
     pub manifest_blake3: blake3::Hash,
 }
@@ -193,30 +96,6 @@ pub struct Discard;
 impl Sink for Discard {
     fn open(&mut self, _: &str, _: bool) -> io::Result<Box<dyn Write + '_>> {
         Ok(Box::new(io::sink()))
-    }
-}
-
-/// Counts bytes read from the compressed input.
-struct Counting<R> {
-    inner: R,
-    count: u64,
-}
-
-impl<R: Read> Read for Counting<R> {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        let n = self.inner.read(buf)?;
-        self.count += n as u64;
-        Ok(n)
-    }
-}
-
-impl<R: BufRead> BufRead for Counting<R> {
-    fn fill_buf(&mut self) -> io::Result<&[u8]> {
-        self.inner.fill_buf()
-    }
-    fn consume(&mut self, amt: usize) {
-        self.count += amt as u64;
-        self.inner.consume(amt);
     }
 }
 
@@ -258,108 +137,153 @@ fn run(
         max_total_size: u64::MAX >> 1,
         max_entries: 1_000_000,
     };
-    let mut input = Counting { inner: input, count: 0 };
-    let mut reader = ArchiveReader::new(&mut input, limits)?;
+    let mut reader = ArchiveReader::new(input, limits)?;
 
-    // Entry 1: the manifest, under a small cap.
-    let manifest_bytes = {
-        let Some(mut entry) = reader.next_entry()? else {
-            return Err(Rejection::new(
-                Reason::MalformedManifest,
-                None,
-                "the bundle is empty: entry 1 must be manifest.toml",
-            ));
-        };
-        if entry.path != manifest::FILE_NAME {
-            return Err(Rejection::new(
-                Reason::MalformedManifest,
-                Some(&entry.path),
-                format!("entry 1 is `{}`; it must be manifest.toml", entry.path),
-            ));
-        }
-        if entry.size > MAX_MANIFEST_BYTES {
-            return Err(Rejection::new(
-                Reason::LimitExceeded,
-                Some(manifest::FILE_NAME),
-                format!("manifest.toml is {} bytes; at most {MAX_MANIFEST_BYTES} are accepted", entry.size),
-            ));
-        }
-        let size = entry.size;
-        read_small(&mut entry, size)?
+    let manifest_bytes = read_manifest_entry(&mut reader)?;
+    let signature_text = read_signature_entry(&mut reader)?;
+    let signature = parse_signature(&signature_text)?;
+    *signer = Some(signature.key_id_hex());
+    // The signature, before anything in the manifest is believed.
+    let verified_by = match trust {
+        Trust::Keys(keys) => Some(check_signature(keys, &signature, &manifest_bytes)?),
+        Trust::Unchecked => None,
     };
+    // The manifest, now authenticated (or knowingly unchecked).
+    let manifest = parse_manifest(&manifest_bytes)?;
+    *agent = Some((manifest.name.clone(), manifest.version.to_string()));
+    check_signed_for(&signature, verified_by.as_deref(), &manifest, expect)?;
+    let manifest_blake3 = blake3::hash(&manifest_bytes);
+    freshness(&manifest, &signature.key_id_hex(), &manifest_blake3, expect)?;
 
-    // Entry 2: the signature, under a smaller cap.
-    let signature_text = {
-        let Some(mut entry) = reader.next_entry()? else {
-            return Err(Rejection::new(
-                Reason::MissingSignature,
-                None,
-                "the bundle ends after manifest.toml: entry 2 must be manifest.toml.minisig",
-            ));
-        };
-        if entry.path != SIGNATURE_ENTRY {
-            return Err(Rejection::new(
-                Reason::MissingSignature,
-                Some(&entry.path),
-                format!("entry 2 is `{}`; it must be {SIGNATURE_ENTRY}", entry.path),
-            ));
-        }
-        if entry.size > MAX_SIGNATURE_BYTES {
-            return Err(Rejection::new(
-                Reason::LimitExceeded,
-                Some(SIGNATURE_ENTRY),
-                format!("the signature is {} bytes; at most {MAX_SIGNATURE_BYTES} are accepted", entry.size),
-            ));
-        }
-        let size = entry.size;
-        read_small(&mut entry, size)?
+    // The manifest and its signature go to the sink too (an unpacked agent keeps them).
+    for (path, bytes) in [(manifest::FILE_NAME, &manifest_bytes), (SIGNATURE_ENTRY, &signature_text)] {
+        let io_err = |e: io::Error| Rejection::new(Reason::IoError, Some(path), format!("cannot write `{path}`: {e}"));
+        let mut out = sink.open(path, false).map_err(io_err)?;
+        out.write_all(bytes).and_then(|()| out.flush()).map_err(io_err)?;
+    }
+    let Streamed { files, kept } = stream_entries(&mut reader, &manifest, sink)?;
+    reader.finish()?;
+
+    let tools = validate_tools(&kept)?;
+    Ok(Verified {
+        manifest,
+        key_id: signature.key_id_hex(),
+        trusted_comment: signature.trusted_comment().to_owned(),
+        signature_checked: verified_by.is_some(),
+        files,
+        tools,
+        held: kept,
+        manifest_blake3,
+    })
+}
+
+/// Entry 1: the manifest, under a small cap.
+fn read_manifest_entry<R: BufRead>(reader: &mut ArchiveReader<R>) -> Result<Vec<u8>, Rejection> {
+    let Some(mut entry) = reader.next_entry()? else {
+        return Err(Rejection::new(
+            Reason::MalformedManifest,
+            None,
+            "the bundle is empty: entry 1 must be manifest.toml",
+        ));
     };
-    let signature = std::str::from_utf8(&signature_text)
+    if entry.path != manifest::FILE_NAME {
+        return Err(Rejection::new(
+            Reason::MalformedManifest,
+            Some(&entry.path),
+            format!("entry 1 is `{}`; it must be manifest.toml", entry.path),
+        ));
+    }
+    if entry.size > MAX_MANIFEST_BYTES {
+        return Err(Rejection::new(
+            Reason::LimitExceeded,
+            Some(manifest::FILE_NAME),
+            format!("manifest.toml is {} bytes; at most {MAX_MANIFEST_BYTES} are accepted", entry.size),
+        ));
+    }
+    let size = entry.size;
+    read_small(&mut entry, size)
+}
+
+/// Entry 2: the signature, under a smaller cap.
+fn read_signature_entry<R: BufRead>(reader: &mut ArchiveReader<R>) -> Result<Vec<u8>, Rejection> {
+    let Some(mut entry) = reader.next_entry()? else {
+        return Err(Rejection::new(
+            Reason::MissingSignature,
+            None,
+            "the bundle ends after manifest.toml: entry 2 must be manifest.toml.minisig",
+        ));
+    };
+    if entry.path != SIGNATURE_ENTRY {
+        return Err(Rejection::new(
+            Reason::MissingSignature,
+            Some(&entry.path),
+            format!("entry 2 is `{}`; it must be {SIGNATURE_ENTRY}", entry.path),
+        ));
+    }
+    if entry.size > MAX_SIGNATURE_BYTES {
+        return Err(Rejection::new(
+            Reason::LimitExceeded,
+            Some(SIGNATURE_ENTRY),
+            format!("the signature is {} bytes; at most {MAX_SIGNATURE_BYTES} are accepted", entry.size),
+        ));
+    }
+    let size = entry.size;
+    read_small(&mut entry, size)
+}
+
+fn parse_signature(text: &[u8]) -> Result<Signature, Rejection> {
+    std::str::from_utf8(text)
         .map_err(|_| "the signature file is not UTF-8".to_owned())
         .and_then(|t| Signature::from_text(t).map_err(|e| e.to_string()))
         .map_err(|why| {
             Rejection::new(Reason::BadSignature, Some(SIGNATURE_ENTRY), format!("malformed signature: {why}"))
-        })?;
-    *signer = Some(signature.key_id_hex());
+        })
+}
 
-    // The signature, before anything in the manifest is believed. A key may appear on several
-    // lines of a trusted-keys file (with different scopes): keep every line that verifies.
-    let verified_by: Option<Vec<&TrustedKey>> = match trust {
-        Trust::Keys(keys) => {
-            let candidates: Vec<_> = keys.with_id(signature.key_id()).collect();
-            if candidates.is_empty() {
-                return Err(Rejection::new(
-                    Reason::UntrustedKey,
-                    Some(SIGNATURE_ENTRY),
-                    format!("signed by key {}, which is not among the trusted keys", signature.key_id_hex()),
-                ));
-            }
-            let mut good = Vec::new();
-            let mut failure = None;
-            for k in candidates {
-                match signature.verify(&k.key, &manifest_bytes) {
-                    Ok(()) => good.push(k),
-                    Err(e) => failure = Some(e),
-                }
-            }
-            if good.is_empty() {
-                let what = match failure {
-                    Some(SignatureError::BadTrustedComment) => {
-                        "the trusted comment was altered (its signature does not verify)".to_owned()
-                    }
-                    Some(other) => format!("the manifest's signature does not verify: {other}"),
-                    None => "the manifest's signature does not verify".to_owned(),
-                };
-                return Err(Rejection::new(Reason::BadSignature, Some(SIGNATURE_ENTRY), what));
-            }
-            Some(good)
+/// The trusted keys that verify the signature. A key may appear on several lines of a
+/// trusted-keys file (with different scopes): every line that verifies is kept.
+fn check_signature<'k>(
+    keys: &'k TrustedKeys,
+    signature: &Signature,
+    manifest_bytes: &[u8],
+) -> Result<Vec<&'k TrustedKey>, Rejection> {
+    let candidates: Vec<_> = keys.with_id(signature.key_id()).collect();
+    if candidates.is_empty() {
+        return Err(Rejection::new(
+            Reason::UntrustedKey,
+            Some(SIGNATURE_ENTRY),
+            format!("signed by key {}, which is not among the trusted keys", signature.key_id_hex()),
+        ));
+    }
+    let mut good = Vec::new();
+    let mut failure = None;
+    for k in candidates {
+        match signature.verify(&k.key, manifest_bytes) {
+            Ok(()) => good.push(k),
+            Err(e) => failure = Some(e),
         }
-        Trust::Unchecked => None,
-    };
+    }
+    if good.is_empty() {
+        let what = match failure {
+            Some(SignatureError::BadTrustedComment) => {
+                "the trusted comment was altered (its signature does not verify)".to_owned()
+            }
+            Some(other) => format!("the manifest's signature does not verify: {other}"),
+            None => "the manifest's signature does not verify".to_owned(),
+        };
+        return Err(Rejection::new(Reason::BadSignature, Some(SIGNATURE_ENTRY), what));
+    }
+    Ok(good)
+}
 
-    // The manifest, now authenticated (or knowingly unchecked).
-    let manifest = parse_manifest(&manifest_bytes)?;
-    *agent = Some((manifest.name.clone(), manifest.version.to_string()));
+/// The signature is for this agent and version, by a key trusted for this agent name, and the
+/// agent is the one the caller expects.
+fn check_signed_for(
+    signature: &Signature,
+    verified_by: Option<&[&TrustedKey]>,
+    manifest: &Manifest,
+    expect: &Expect<'_>,
+) -> Result<(), Rejection> {
     let expected_comment = trust::trusted_comment(&manifest.name, &manifest.version.to_string());
     // FORMAT §5.2: the two fields in either order, each exactly once, values byte for byte.
     let signed_for = trust::parse_trusted_comment(signature.trusted_comment());
@@ -378,7 +302,7 @@ fn run(
             ),
         ));
     }
-    if let Some(lines) = &verified_by
+    if let Some(lines) = verified_by
         && !lines.iter().any(|k| k.may_sign(&manifest.name))
     {
         let scopes: Vec<String> = lines.iter().flat_map(|k| k.scopes.iter().cloned()).collect();
@@ -402,17 +326,22 @@ fn run(
             format!("the bundle is agent `{}`, expected `{want}`", manifest.name),
         ));
     }
-    let manifest_blake3 = blake3::hash(&manifest_bytes);
-    freshness(&manifest, &signature.key_id_hex(), &manifest_blake3, expect)?;
+    Ok(())
+}
 
-    // The manifest and its signature go to the sink too (an unpacked agent keeps them).
-    for (path, bytes) in [(manifest::FILE_NAME, &manifest_bytes), (SIGNATURE_ENTRY, &signature_text)] {
-        let io_err = |e: io::Error| Rejection::new(Reason::IoError, Some(path), format!("cannot write `{path}`: {e}"));
-        let mut out = sink.open(path, false).map_err(io_err)?;
-        out.write_all(bytes).and_then(|()| out.flush()).map_err(io_err)?;
-    }
+/// The entries after the signature, as streamed: the files, and the ones held in memory.
+struct Streamed {
+    files: Vec<VerifiedFile>,
+    kept: HashMap<String, Vec<u8>>,
+}
 
-    // Every other entry, streamed and hashed.
+/// Every entry after the signature, streamed into the sink and hashed, each checked against
+/// the manifest as it passes; then anything the manifest lists that did not come.
+fn stream_entries<R: BufRead>(
+    reader: &mut ArchiveReader<R>,
+    manifest: &Manifest,
+    sink: &mut dyn Sink,
+) -> Result<Streamed, Rejection> {
     let listed = manifest.entries();
     let mut seen: Vec<VerifiedFile> = Vec::with_capacity(listed.len());
     // Membership by set: a bundle may hold a million entries.
@@ -464,33 +393,13 @@ fn run(
         let named = path == tools::FILE_NAME || path == policy::FILE_NAME;
         let keep = is_held(&path, entry.size, kept_total);
         let executable = entry.executable;
-        let hash = {
-            let out = sink
-                .open(&path, executable)
-                .map_err(|e| Rejection::new(Reason::IoError, here, format!("cannot write `{path}`: {e}")))?;
-            let mut out = out;
-            let mut copy = keep.then(Vec::new);
-            let size = entry.size;
-            let hash = hasher
-                .hash_reader(size, &mut entry, |chunk| {
-                    if let Some(c) = &mut copy {
-                        c.extend_from_slice(chunk);
-                    }
-                    out.write_all(chunk).map_err(SinkError::wrap)
-                })
-                .map_err(|e| match SinkError::unwrap(e) {
-                    Ok(sink) => Rejection::new(Reason::IoError, here, format!("cannot write `{path}`: {sink}")),
-                    Err(archive) => Rejection::from(ArchiveError::from(archive)),
-                })?;
-            out.flush().map_err(|e| Rejection::new(Reason::IoError, here, format!("cannot write `{path}`: {e}")))?;
-            if let Some(bytes) = copy {
-                if !named {
-                    kept_total += bytes.len() as u64;
-                }
-                kept.insert(path.clone(), bytes);
+        let (hash, copy) = copy_entry(&mut hasher, &mut entry, &path, keep, sink)?;
+        if let Some(bytes) = copy {
+            if !named {
+                kept_total += bytes.len() as u64;
             }
-            hash
-        };
+            kept.insert(path.clone(), bytes);
+        }
         if hash != expected.blake3 {
             return Err(Rejection::new(
                 Reason::DigestMismatch,
@@ -516,20 +425,37 @@ fn run(
             ));
         }
     }
-    reader.finish()?;
+    Ok(Streamed { files: seen, kept })
+}
 
-    let tools = validate_tools(&kept)?;
-    Ok(Verified {
-        manifest,
-        key_id: signature.key_id_hex(),
-        trusted_comment: signature.trusted_comment().to_owned(),
-        signature_checked: verified_by.is_some(),
-        files: seen,
-        tools,
-        held: kept,
-        compressed_bytes: input.count,
-        manifest_blake3,
-    })
+/// Streams one entry into the sink while hashing it; returns the hash, and a copy of the bytes
+/// when `keep`.
+fn copy_entry<R: BufRead>(
+    hasher: &mut EntryHasher,
+    entry: &mut Entry<'_, R>,
+    path: &str,
+    keep: bool,
+    sink: &mut dyn Sink,
+) -> Result<(blake3::Hash, Option<Vec<u8>>), Rejection> {
+    let here = Some(path);
+    let mut out = sink
+        .open(path, entry.executable)
+        .map_err(|e| Rejection::new(Reason::IoError, here, format!("cannot write `{path}`: {e}")))?;
+    let mut copy = keep.then(Vec::new);
+    let size = entry.size;
+    let hash = hasher
+        .hash_reader(size, entry, |chunk| {
+            if let Some(c) = &mut copy {
+                c.extend_from_slice(chunk);
+            }
+            out.write_all(chunk).map_err(SinkError::wrap)
+        })
+        .map_err(|e| match SinkError::unwrap(e) {
+            Ok(sink) => Rejection::new(Reason::IoError, here, format!("cannot write `{path}`: {sink}")),
+            Err(archive) => Rejection::from(ArchiveError::from(archive)),
+        })?;
+    out.flush().map_err(|e| Rejection::new(Reason::IoError, here, format!("cannot write `{path}`: {e}")))?;
+    Ok((hash, copy))
 }
 
 /// Freeze and rollback: the signed expiry is not past, and the version is not older than
@@ -676,9 +602,4 @@ fn validate_tools(kept: &HashMap<String, Vec<u8>>) -> Result<Option<ToolsFile>, 
     }
     // Fail closed: valid by every rule but not the model would otherwise read as no tools.
     validated.model().map_err(|why| Rejection::new(Reason::InvalidTools, here, why))
-}
-
-/// Files of a verified bundle by path, for display.
-pub fn file_table(v: &Verified) -> BTreeMap<&str, &VerifiedFile> {
-    v.files.iter().map(|f| (f.path.as_str(), f)).collect()
 }

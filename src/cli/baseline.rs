@@ -7,6 +7,7 @@ use agent_bundle::contract::baseline::{Approval, ApprovalAction};
 use agent_bundle::diagnostic::sanitize;
 use agent_bundle::ops::baseline;
 
+use super::json::{AgentJson, ApproveReport, ApprovedTool, Clean, Release, SnapshotReport};
 use super::{Format, Global, Outcome, output};
 
 /// Record and update approved tool contracts (the baseline of `bundle verify --baseline`).
@@ -98,14 +99,15 @@ fn snapshot(args: SnapshotArgs, global: Global) -> anyhow::Result<Outcome> {
     let mut sorted: Vec<_> = agent.contracts.iter().collect();
     sorted.sort_by(|a, b| a.id().cmp(b.id()));
     match args.format {
-        Format::Json => output::print_json(&output::sanitize_json(serde_json::json!({
-            "ok": true,
-            "file": file.display().to_string(),
-            "agent": {"name": agent.name, "version": agent.version},
-            "tools": sorted.iter().map(|c| serde_json::json!({
-                "id": c.id(), "fingerprint": c.fingerprint, "risk": c.risk,
-            })).collect::<Vec<_>>(),
-        })))?,
+        Format::Json => output::print_json(&Clean(SnapshotReport {
+            ok: true,
+            file: file.display().to_string(),
+            agent: AgentJson { name: &agent.name, version: &agent.version },
+            tools: sorted
+                .iter()
+                .map(|c| ApprovedTool { id: c.id(), fingerprint: &c.fingerprint, risk: c.risk })
+                .collect(),
+        }))?,
         Format::Github => output::notice(
             Some(&file.display().to_string()),
             "baseline written",
@@ -137,12 +139,12 @@ fn snapshot(args: SnapshotArgs, global: Global) -> anyhow::Result<Outcome> {
 fn approve(args: ApproveArgs, global: Global) -> anyhow::Result<Outcome> {
     let (from, done) = baseline::approve(&args.baseline, &args.from, &args.tools)?;
     match args.format {
-        Format::Json => output::print_json(&output::sanitize_json(serde_json::json!({
-            "ok": true,
-            "file": args.baseline.display().to_string(),
-            "from": {"path": args.from.display().to_string(), "name": from.name, "version": from.version},
-            "tools": done,
-        })))?,
+        Format::Json => output::print_json(&Clean(ApproveReport {
+            ok: true,
+            file: args.baseline.display().to_string(),
+            from: Release { path: args.from.display().to_string(), name: &from.name, version: &from.version },
+            tools: &done,
+        }))?,
         Format::Github => {
             for a in &done {
                 output::notice(Some(&args.baseline.display().to_string()), "baseline updated", &describe(a))?;

@@ -5,6 +5,9 @@ use agent_bundle::diagnostic::{Code, Report};
 use agent_bundle::fetch::Fetcher;
 use agent_bundle::ops::check;
 
+use serde::Serialize;
+
+use super::json::{self, CheckReport, CheckedAgent};
 use super::{Format, Global, Outcome, output};
 
 /// Validate agent folders: tools.json, policy.caps, manifest.toml and its digests.
@@ -39,12 +42,12 @@ pub fn run(args: Args, global: Global) -> anyhow::Result<Outcome> {
     let mut all = Report::default();
     let mut agents = Vec::new();
     for c in checks {
-        agents.push(serde_json::json!({
-            "dir": c.dir.display().to_string(),
-            "name": c.manifest.as_ref().map(|m| m.name.clone()),
-            "version": c.manifest.as_ref().map(|m| m.version.to_string()),
-            "ok": !c.report.has_errors(),
-        }));
+        agents.push(CheckedAgent {
+            dir: c.dir.display().to_string(),
+            name: c.manifest.as_ref().map(|m| m.name.clone()),
+            version: c.manifest.as_ref().map(|m| m.version.to_string()),
+            ok: !c.report.has_errors(),
+        });
         all.extend(c.report);
     }
     render(&all, agents, args.targets.format, global, "check")?;
@@ -64,31 +67,38 @@ pub fn outcome(report: &Report) -> Outcome {
 }
 
 /// The JSON document of a report (what `render` prints for `--format json`).
-pub fn report_json(report: &Report, agents: Vec<serde_json::Value>) -> serde_json::Value {
-    serde_json::json!({
-        "ok": !report.has_errors(),
-        "errors": report.errors(),
-        "warnings": report.warnings(),
-        "agents": agents,
-        "diagnostics": report.diagnostics.iter().map(output::json_diagnostic).collect::<Vec<_>>(),
-    })
+pub fn report_json<A: Serialize>(report: &Report, agents: &[A]) -> serde_json::Value {
+    let doc = CheckReport {
+        ok: !report.has_errors(),
+        errors: report.errors(),
+        warnings: report.warnings(),
+        agents,
+        diagnostics: json::diagnostics(&report.diagnostics),
+    };
+    serde_json::to_value(doc).expect("a report serialises")
 }
 
-pub fn render(
+/// Renders the report of a command that judged agent files (pack, import, export, tool add).
+pub fn render_report(report: &Report, format: Format, global: Global, verb: &str) -> std::io::Result<()> {
+    render(report, Vec::<CheckedAgent>::new(), format, global, verb)
+}
+
+pub fn render<A: Serialize>(
     report: &Report,
-    agents: Vec<serde_json::Value>,
+    agents: Vec<A>,
     format: Format,
     global: Global,
     verb: &str,
 ) -> std::io::Result<()> {
     match format {
-        Format::Json => output::print_json(&report_json(report, agents)),
+        Format::Json => output::print_json(&report_json(report, &agents)),
         Format::Github => {
             output::github(report)?;
             if verb != "check" {
                 return Ok(());
             }
-            for a in agents.iter().filter(|a| a["ok"] == true) {
+            let agents = serde_json::to_value(&agents)?;
+            for a in agents.as_array().into_iter().flatten().filter(|a| a["ok"] == true) {
                 let label: Vec<&str> = [&a["name"], &a["version"]].into_iter().filter_map(|v| v.as_str()).collect();
                 let manifest =
                     format!("{}manifest.toml", display_prefix(std::path::Path::new(a["dir"].as_str().unwrap_or("."))));

@@ -3,11 +3,12 @@
 use std::io::Write;
 use std::path::PathBuf;
 
+use agent_bundle::contract::Impact;
 use agent_bundle::contract::release::AgentContracts;
-use agent_bundle::contract::{Change, Impact};
 use agent_bundle::diagnostic::sanitize;
 use agent_bundle::ops::diff::{self, AgentDiff, FailOn, Status};
 
+use super::json::{Clean, DiffReport, DiffSummary, DiffTool, Release};
 use super::{Format, Global, Outcome, output};
 
 /// Compare the tool contracts and policy.caps grants of two releases of an agent.
@@ -151,48 +152,41 @@ fn human(d: &AgentDiff, global: Global) -> std::io::Result<()> {
     out.flush()
 }
 
-fn change_json(c: &Change) -> serde_json::Value {
-    output::sanitize_json(serde_json::to_value(c).unwrap_or_default())
-}
-
-fn json(d: &AgentDiff, fail_on: &[&str], matched: usize) -> serde_json::Value {
-    let side = |a: &AgentContracts| {
-        serde_json::json!({
-            "path": sanitize(&a.origin.display().to_string()),
-            "name": a.name.as_deref().map(sanitize),
-            "version": a.version.as_deref().map(sanitize),
-        })
+fn json<'a>(d: &'a AgentDiff, fail_on: &'a [&'a str], matched: usize) -> DiffReport<'a> {
+    let side = |a: &'a AgentContracts| {
+        Clean(Release { path: a.origin.display().to_string(), name: &a.name, version: &a.version })
     };
-    let mut summary = serde_json::Map::new();
-    summary.insert("changes".into(), d.changes().count().into());
-    for &i in Impact::ALL {
-        summary.insert(i.as_str().into(), d.count(i).into());
-    }
-    for (status, name) in [
+    let statuses = [
         (Status::Changed, "changed"),
         (Status::Added, "added"),
         (Status::Removed, "removed"),
         (Status::Unchanged, "unchanged"),
-    ] {
-        summary.insert(format!("tools_{name}"), count(d, status).into());
+    ];
+    DiffReport {
+        ok: matched == 0,
+        old: side(&d.old),
+        new: side(&d.new),
+        fail_on,
+        matched,
+        summary: DiffSummary {
+            changes: d.changes().count(),
+            by_impact: Impact::ALL.iter().map(|&i| (i.as_str(), d.count(i))).collect(),
+            tools: statuses.iter().map(|&(status, name)| (name, count(d, status))).collect(),
+        },
+        grants: d.grants.iter().map(Clean).collect(),
+        tools: d
+            .tools
+            .iter()
+            .map(|t| DiffTool {
+                id: &t.id,
+                status: t.status,
+                old: &t.old,
+                new: &t.new,
+                changes: t.changes.iter().map(Clean).collect(),
+            })
+            .collect(),
+        changes: d.changes().map(Clean).collect(),
     }
-    serde_json::json!({
-        "ok": matched == 0,
-        "old": side(&d.old),
-        "new": side(&d.new),
-        "fail_on": fail_on,
-        "matched": matched,
-        "summary": summary,
-        "grants": d.grants.iter().map(change_json).collect::<Vec<_>>(),
-        "tools": d.tools.iter().map(|t| serde_json::json!({
-            "id": sanitize(&t.id),
-            "status": t.status,
-            "old": t.old,
-            "new": t.new,
-            "changes": t.changes.iter().map(change_json).collect::<Vec<_>>(),
-        })).collect::<Vec<_>>(),
-        "changes": d.changes().map(change_json).collect::<Vec<_>>(),
-    })
 }
 
 /// One annotation per change: errors for those --fail-on matches, warnings for other widening

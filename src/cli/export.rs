@@ -6,6 +6,7 @@ use agent_bundle::agent;
 use agent_bundle::ops::export::{self, BundleTrust, Options, To};
 
 use super::args::TrustArgs;
+use super::json::{self, ExportReport, ExportedAgent, Results};
 use super::keys::load_trust;
 use super::{Format, Global, Outcome, check, output};
 
@@ -110,14 +111,14 @@ pub fn run(mut args: Args, global: Global) -> anyhow::Result<Outcome> {
         agent_bundle::atomic::write(path, text.as_bytes(), true)?;
     }
     if args.format == Format::Json {
-        output::print_json(&serde_json::json!({
-            "ok": result.document.is_some(),
-            "output": args.output.as_ref().map(|p| p.display().to_string()),
-            "document": if args.output.is_none() { result.document.clone() } else { None },
-            "diagnostics": result.report.diagnostics.iter().map(output::json_diagnostic).collect::<Vec<_>>(),
-        }))?;
+        output::print_json(&ExportReport {
+            ok: result.document.is_some(),
+            output: args.output.as_ref().map(|p| p.display().to_string()),
+            document: if args.output.is_none() { result.document.as_ref() } else { None },
+            diagnostics: json::diagnostics(&result.report.diagnostics),
+        })?;
     } else {
-        check::render(&result.report, Vec::new(), args.format, global, "export")?;
+        check::render_report(&result.report, args.format, global, "export")?;
         match (&text, &args.output) {
             (Some(text), None) => output::print_line(text.trim_end())?,
             (Some(_), Some(path)) if args.format == Format::Github => {
@@ -165,14 +166,14 @@ fn export_all(args: &Args, to: To, dirs: Vec<PathBuf>, global: Global) -> anyhow
         let this = if result.document.is_some() { Outcome::Ok } else { check::outcome(&result.report) };
         outcome = outcome.worst(this);
         match args.format {
-            Format::Json => results.push(serde_json::json!({
-                "ok": result.document.is_some(),
-                "input": opts.input.display().to_string(),
-                "output": result.document.is_some().then(|| file.display().to_string()),
-                "diagnostics": result.report.diagnostics.iter().map(output::json_diagnostic).collect::<Vec<_>>(),
+            Format::Json => results.push(json::value(ExportedAgent {
+                ok: result.document.is_some(),
+                input: opts.input.display().to_string(),
+                output: result.document.is_some().then(|| file.display().to_string()),
+                diagnostics: json::diagnostics(&result.report.diagnostics),
             })),
             _ => {
-                check::render(&result.report, Vec::new(), args.format, global, "export")?;
+                check::render_report(&result.report, args.format, global, "export")?;
                 let wrote = format!("{}: wrote {}", opts.input.display(), file.display());
                 match (result.document.is_some(), args.format) {
                     (true, Format::Github) => output::notice(Some(&file.display().to_string()), "exported", &wrote)?,
@@ -183,7 +184,7 @@ fn export_all(args: &Args, to: To, dirs: Vec<PathBuf>, global: Global) -> anyhow
         }
     }
     if args.format == Format::Json {
-        output::print_json(&serde_json::json!({"ok": outcome == Outcome::Ok, "results": results}))?;
+        output::print_json(&Results { ok: outcome == Outcome::Ok, results })?;
     }
     Ok(outcome)
 }

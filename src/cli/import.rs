@@ -8,6 +8,7 @@ use agent_bundle::formats::Reach;
 use agent_bundle::mcp_client::{Limits, Server};
 use agent_bundle::ops::import::{self, From, Options};
 
+use super::json::{self, ImportReport};
 use super::{Format, Global, Outcome, check, output};
 
 #[derive(Debug, Clone, Copy, clap::ValueEnum)]
@@ -176,19 +177,24 @@ pub fn run(args: Args, global: Global) -> anyhow::Result<Outcome> {
     }
     let tools = result.tools.as_ref().map_or(0, |t| t.tools.len());
     if args.format == Format::Json {
-        output::print_json(&serde_json::json!({
-            "ok": result.text.is_some(),
-            "tools": tools,
-            "output": args.output.as_ref().map(|p| p.display().to_string()),
-            "pinned": pinned,
-            "granted": installed.as_ref().map(|i| i.granted.clone()).unwrap_or_default(),
-            "ungranted": installed.as_ref().map(|i| i.ungranted.clone()).unwrap_or_default(),
-            "relocked": installed.as_ref().and_then(|i| i.lock.as_ref()).map(|l| !l.report.has_errors()),
-            "document": if args.output.is_none() { result.text.as_deref().and_then(|t| serde_json::from_str(t).ok()) } else { None::<serde_json::Value> },
-            "diagnostics": result.report.diagnostics.iter().chain(installed.iter().flat_map(|i| i.lock.iter().flat_map(|l| &l.report.diagnostics))).map(output::json_diagnostic).collect::<Vec<_>>(),
-        }))?;
+        let lock_diagnostics = installed.iter().flat_map(|i| i.lock.iter().flat_map(|l| &l.report.diagnostics));
+        output::print_json(&ImportReport {
+            ok: result.text.is_some(),
+            tools,
+            output: args.output.as_ref().map(|p| p.display().to_string()),
+            pinned: &pinned,
+            granted: installed.as_ref().map_or(&[][..], |i| &i.granted),
+            ungranted: installed.as_ref().map_or(&[][..], |i| &i.ungranted),
+            relocked: installed.as_ref().and_then(|i| i.lock.as_ref()).map(|l| !l.report.has_errors()),
+            document: if args.output.is_none() {
+                result.text.as_deref().and_then(|t| serde_json::from_str(t).ok())
+            } else {
+                None
+            },
+            diagnostics: json::diagnostics(result.report.diagnostics.iter().chain(lock_diagnostics)),
+        })?;
     } else {
-        check::render(&result.report, Vec::new(), args.format, global, "import")?;
+        check::render_report(&result.report, args.format, global, "import")?;
         if let Some(text) = &result.text {
             match &args.output {
                 Some(p) => {

@@ -17,6 +17,7 @@ use agent_bundle::timestamp::Timestamp;
 use agent_bundle::tools::Transport;
 use agent_bundle::trust::TrustedKeys;
 
+use super::json::{self, AgentJson, InspectReport, InspectTool, Results};
 use super::keys::{load_public_key, load_trust};
 use super::{Format, Global, Outcome};
 
@@ -83,7 +84,7 @@ pub fn run(args: Args, global: Global) -> anyhow::Result<Outcome> {
         }
     }
     if args.format == Format::Json {
-        super::output::print_json(&serde_json::json!({"ok": outcome == Outcome::Ok, "results": results}))?;
+        super::output::print_json(&Results { ok: outcome == Outcome::Ok, results })?;
     }
     Ok(outcome)
 }
@@ -166,25 +167,24 @@ fn contract(contracts: &Result<Vec<Contract>, ContractError>, index: usize) -> O
 }
 
 fn json(v: &Verified, contracts: &Result<Vec<Contract>, ContractError>, now: Timestamp) -> serde_json::Value {
-    serde_json::json!({
-        "agent": {"name": v.manifest.name, "version": v.manifest.version.to_string()},
-        "expires": v.manifest.expires.map(|t| t.to_string()),
-        "expired": v.manifest.expires.is_some_and(|t| now >= t),
-        "key_id": v.key_id,
-        "trusted_comment": sanitize(&v.trusted_comment),
-        "signature_checked": v.signature_checked,
-        "files": v.files,
-        "tools": v.tools.as_ref().map(|t| t.tools.iter().enumerate().map(|(i, tool)| serde_json::json!({
-            "id": tool.id,
-            "transport": tool.transport.kind(),
-            "target": sanitize(&tool.transport.summary()),
-            "capabilities": tool.capabilities,
-            "secrets": tool.secrets,
-            "requires_confirmation": tool.requires_confirmation,
-            "risk": contract(contracts, i).map(|c| c.risk),
-            "fingerprint": contract(contracts, i).map(|c| &c.fingerprint),
-        })).collect::<Vec<_>>()),
-        "contract_error": contracts.as_ref().err().map(|e| sanitize(&e.to_string())),
+    let targets: Vec<String> = v.tools.iter().flat_map(|t| &t.tools).map(|tool| tool.transport.summary()).collect();
+    json::value(InspectReport {
+        agent: AgentJson { name: &v.manifest.name, version: v.manifest.version.to_string() },
+        expires: v.manifest.expires.map(|t| t.to_string()),
+        expired: v.manifest.expires.is_some_and(|t| now >= t),
+        key_id: &v.key_id,
+        trusted_comment: &v.trusted_comment,
+        signature_checked: v.signature_checked,
+        files: &v.files,
+        tools: v.tools.as_ref().map(|t| {
+            t.tools
+                .iter()
+                .zip(&targets)
+                .enumerate()
+                .map(|(i, (tool, target))| InspectTool::new(tool, target, contract(contracts, i)))
+                .collect()
+        }),
+        contract_error: contracts.as_ref().err().map(|e| e.to_string()),
     })
 }
 

@@ -3,6 +3,7 @@
 use agent_bundle::diagnostic::Report;
 use agent_bundle::ops::lock;
 
+use super::json::LockedAgent;
 use super::{Format, Global, Outcome, output};
 
 /// Write the BLAKE3 digest and size of every file into manifest.toml.
@@ -39,15 +40,15 @@ pub fn run(args: Args, global: Global) -> anyhow::Result<Outcome> {
             };
             output::status(global, &format!("{}: {what}", locked.manifest_path.display()));
         }
-        agents.push(serde_json::json!({
-            "dir": locked.dir.display().to_string(),
-            "manifest": locked.manifest_path.display().to_string(),
-            "written": locked.written,
-            "added": locked.changes.added,
-            "updated": locked.changes.updated,
-            "removed": locked.changes.removed,
-            "ok": !locked.report.has_errors(),
-        }));
+        agents.push(LockedAgent {
+            dir: locked.dir.display().to_string(),
+            manifest: locked.manifest_path.display().to_string(),
+            written: locked.written,
+            added: locked.changes.added,
+            updated: locked.changes.updated,
+            removed: locked.changes.removed,
+            ok: !locked.report.has_errors(),
+        });
         all.extend(locked.report);
     }
     super::check::render(&all, agents, args.targets.format, global, "lock")?;

@@ -10,6 +10,7 @@ mod export;
 mod import;
 mod init;
 mod inspect;
+mod json;
 mod keygen;
 mod keys;
 mod lock;

@@ -249,6 +249,8 @@ pub fn github_error(e: &anyhow::Error) {
 pub fn error_code(e: &anyhow::Error) -> &'static str {
     use agent_bundle::Error;
     for cause in e.chain() {
+        // The gate's errors wrap another transparently: the code is the wrapped error's.
+        let cause = cause.downcast_ref::<agent_bundle::ops::gate::GateError>().map_or(cause, |g| g.wrapped());
         if let Some(e) = cause.downcast_ref::<Error>() {
             return match e {
                 Error::Io { .. } => "io_error",
@@ -278,12 +280,8 @@ pub fn error_code(e: &anyhow::Error) -> &'static str {
 
 /// The one JSON document of a run that stopped with an error (exit 2).
 pub fn error_json(code: &str, message: &str, causes: &[String]) -> serde_json::Value {
-    serde_json::json!({
-        "ok": false,
-        "code": code,
-        "message": sanitize(message),
-        "causes": causes.iter().map(|c| sanitize(c)).collect::<Vec<_>>(),
-    })
+    let causes = causes.iter().map(|c| sanitize(c)).collect();
+    super::json::value(super::json::ErrorReport { ok: false, code, message, causes })
 }
 
 /// A run-stopping error as the one JSON document on stdout.
@@ -307,20 +305,6 @@ pub fn github(report: &Report) -> io::Result<()> {
     out.flush()
 }
 
-/// The JSON form of one diagnostic, with untrusted text sanitised.
-pub fn json_diagnostic(d: &Diagnostic) -> serde_json::Value {
-    serde_json::json!({
-        "severity": d.severity,
-        "code": d.code,
-        "file": sanitize(&d.file),
-        "path": d.path.as_deref().map(sanitize),
-        "line": d.line,
-        "column": d.column,
-        "message": sanitize(&d.message),
-        "help": d.help.as_deref().map(sanitize),
-    })
-}
-
 /// One line on stdout (a closed pipe surfaces as an error, not a panic).
 pub fn print_line(line: &str) -> io::Result<()> {
     let mut out = io::stdout().lock();
@@ -333,14 +317,17 @@ pub fn print_line(line: &str) -> io::Result<()> {
 /// Every string (keys too) is sanitised like human output: names and messages come from checked
 /// files, and a raw U+202E would reorder what a terminal or log viewer shows. The one exception
 /// is a top-level `document` (what `export`/`import` produced): it is data, printed as is.
-pub fn print_json(value: &serde_json::Value) -> io::Result<()> {
-    let value = match value {
+pub fn print_json<T: serde::Serialize + ?Sized>(value: &T) -> io::Result<()> {
+    let value = match serde_json::to_value(value).map_err(io::Error::other)? {
         serde_json::Value::Object(map) => serde_json::Value::Object(
-            map.iter()
-                .map(|(k, v)| (sanitize(k), if k == "document" { v.clone() } else { sanitize_json(v.clone()) }))
+            map.into_iter()
+                .map(|(k, v)| {
+                    let v = if k == "document" { v } else { sanitize_json(v) };
+                    (sanitize(&k), v)
+                })
                 .collect(),
         ),
-        other => sanitize_json(other.clone()),
+        other => sanitize_json(other),
     };
     let mut out = io::stdout().lock();
     serde_json::to_writer_pretty(&mut out, &value)?;

@@ -6,6 +6,7 @@ use agent_bundle::agent;
 use agent_bundle::ops::pack::{self, PackFailure, PackOptions};
 use agent_bundle::timestamp::{Timestamp, parse_span};
 
+use super::json::{self, AgentJson, FailedAgent, PackReport, Results};
 use super::keys::{SecretKeyArgs, open_signer};
 use super::{Format, Global, Outcome, check, output};
 
@@ -43,7 +44,7 @@ pub struct Args {
     #[arg(long, value_name = "SPAN")]
     expires_in: Option<String>,
     /// zstd compression level, 1-19.
-    #[arg(long, value_name = "N", default_value_t = 3)]
+    #[arg(long, value_name = "N", default_value_t = agent_bundle::archive::DEFAULT_LEVEL)]
     level: i32,
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Human)]
@@ -134,7 +135,7 @@ pub fn run(args: Args, global: Global) -> anyhow::Result<Outcome> {
     if args.format == Format::Json {
         let doc = match results.len() {
             1 if !many => results.remove(0),
-            _ => serde_json::json!({"ok": outcome == Outcome::Ok, "results": results}),
+            _ => json::value(Results { ok: outcome == Outcome::Ok, results }),
         };
         output::print_json(&doc)?;
     }
@@ -153,15 +154,15 @@ fn pack_one(
     match pack::pack(dir, key, opts, &bar) {
         Ok(p) => {
             let json = match format {
-                Format::Json => Some(serde_json::json!({
-                    "ok": true,
-                    "bundle": p.path.display().to_string(),
-                    "agent": {"name": p.name, "version": p.version},
-                    "key_id": p.key_id,
-                    "files": p.files,
-                    "content_bytes": p.content_bytes,
-                    "bundle_bytes": p.bundle_bytes,
-                    "relocked": p.relocked,
+                Format::Json => Some(json::value(PackReport {
+                    ok: true,
+                    bundle: p.path.display().to_string(),
+                    agent: AgentJson { name: &p.name, version: &p.version },
+                    key_id: &p.key_id,
+                    files: p.files,
+                    content_bytes: p.content_bytes,
+                    bundle_bytes: p.bundle_bytes,
+                    relocked: p.relocked,
                 })),
                 Format::Github => {
                     output::notice(
@@ -194,10 +195,10 @@ fn pack_one(
             // An unwritable manifest is an I/O failure (exit 2), as in `bundle lock`.
             let outcome = check::outcome(&report);
             if format == Format::Json {
-                let agent = serde_json::json!({"dir": dir.display().to_string(), "ok": false});
-                return Ok((outcome, Some(check::report_json(&report, vec![agent])), None));
+                let agent = FailedAgent { dir: dir.display().to_string(), ok: false };
+                return Ok((outcome, Some(check::report_json(&report, &[agent])), None));
             }
-            check::render(&report, Vec::new(), format, global, "pack")?;
+            check::render_report(&report, format, global, "pack")?;
             Ok((outcome, None, None))
         }
         Err(PackFailure::Error(e)) => Err(e.into()),

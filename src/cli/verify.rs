@@ -13,6 +13,7 @@ use agent_bundle::ops::gate::{BaselineReport, Gate, GateOptions, Verdict};
 use agent_bundle::progress::{Progress, ProgressRead};
 
 use super::args::{GateArgs, TrustArgs};
+use super::json::Results;
 use super::keys::load_trust;
 use super::{Format, Global, Outcome, output};
 
@@ -84,7 +85,7 @@ pub fn run(args: Args, global: Global) -> anyhow::Result<Outcome> {
         }
     }
     match args.format {
-        Format::Json => output::print_json(&serde_json::json!({"ok": outcome == Outcome::Ok, "results": results}))?,
+        Format::Json => output::print_json(&Results { ok: outcome == Outcome::Ok, results })?,
         Format::Human if refused > 0 => {
             output::print_error_line(global, &format!("{passed} of {} bundles verified", args.bundles.len()))
         }

@@ -10,22 +10,10 @@ use super::schema_changes::{self, Side};
 use super::{Contract, ContractBudget, ContractDoc, ContractTransport, Risk};
 use crate::policy::{Capability, GrantIndex};
 
-macro_rules! change_kinds {
-    ($($variant:ident => $name:literal: $doc:literal,)*) => {
-        /// The kind of a change. The string forms are stable (docs/book/src/reference/codes.md,
-        /// generated from these texts).
-        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-        pub enum ChangeKind { $(#[doc = $doc] $variant,)* }
-
-        impl ChangeKind {
-            pub const ALL: &'static [ChangeKind] = &[$(ChangeKind::$variant,)*];
-            pub fn as_str(self) -> &'static str { match self { $(ChangeKind::$variant => $name,)* } }
-            pub fn describe(self) -> &'static str { match self { $(ChangeKind::$variant => $doc,)* } }
-        }
-    };
-}
-
-change_kinds! {
+crate::codes::stable_codes! {
+    /// The kind of a change. The string forms are stable (docs/book/src/reference/codes.md,
+    /// generated from these texts).
+    pub enum ChangeKind;
     ToolAdded => "tool_added": "A tool that the old side does not have (widening).",
     ToolRemoved => "tool_removed": "A tool that the new side no longer has (breaking).",
     RiskRaised => "risk_raised": "The risk class gained a flag, e.g. read-only became network (widening). A change of `requires_confirmation` alone is reported as `confirmation_removed`/`confirmation_added` instead.",
@@ -66,41 +54,14 @@ change_kinds! {
     ContractChanged => "contract_changed": "The fingerprint changed in a way none of the other kinds describes (widening).",
 }
 
-impl Serialize for ChangeKind {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_str(self.as_str())
-    }
-}
-
-/// How much a change matters.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Impact {
-    /// The tool may do more: more reach, more secrets, fewer guards.
-    Widening,
-    /// Callers (input schema) or consumers of results (result schema) may fail.
-    Breaking,
-    /// The tool may do less.
-    Narrowing,
-    /// A schema change callers and consumers keep working with.
-    Compatible,
-    /// Worth a look, but neither of the above.
-    Neutral,
-}
-
-impl Impact {
-    pub const ALL: &'static [Impact] =
-        &[Impact::Widening, Impact::Breaking, Impact::Narrowing, Impact::Compatible, Impact::Neutral];
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Impact::Widening => "widening",
-            Impact::Breaking => "breaking",
-            Impact::Narrowing => "narrowing",
-            Impact::Compatible => "compatible",
-            Impact::Neutral => "neutral",
-        }
-    }
+crate::codes::stable_codes! {
+    /// How much a change matters.
+    pub enum Impact;
+    Widening => "widening": "The tool may do more: more reach, more secrets, fewer guards.",
+    Breaking => "breaking": "Callers (input schema) or consumers of results (result schema) may fail.",
+    Narrowing => "narrowing": "The tool may do less.",
+    Compatible => "compatible": "A schema change callers and consumers keep working with.",
+    Neutral => "neutral": "Worth a look, but neither of the above.",
 }
 
 /// One change. `old` and `new` are the values concerned (as text), when there are any.

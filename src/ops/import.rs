@@ -5,7 +5,7 @@
 mod foreign;
 mod install;
 
-pub use install::{Installed, agent_of, install};
+pub use install::{Installed, install};
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};

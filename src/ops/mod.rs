@@ -1,20 +1,25 @@
 //! Operations: what each subcommand does, as library functions that return results for the
 //! CLI to render. They never print and never exit.
+//!
+//! Operations build on the layers below them (`agent`, `bundle`, `contract`, the formats and
+//! mechanisms), never on each other, with one exception by design: [`gate`] is the deployment
+//! gate that every consumer of a bundle (`verify`, `unpack`, a registry pull) must run, so
+//! those call it rather than repeat it.
 
-pub mod baseline;
-pub mod check;
-pub mod diff;
-pub mod export;
+pub(crate) mod baseline;
+pub(crate) mod check;
+pub(crate) mod diff;
+pub(crate) mod export;
 pub mod gate;
-pub mod import;
-pub mod init;
-pub mod keygen;
-pub mod lock;
+pub(crate) mod import;
+pub(crate) mod init;
+pub(crate) mod keygen;
+pub(crate) mod lock;
 pub mod pack;
-pub mod pubkey;
-pub mod pull;
-pub mod push;
-pub mod tool_add;
-pub mod tool_list;
-pub mod tool_remove;
-pub mod unpack;
+pub(crate) mod pubkey;
+pub(crate) mod pull;
+pub(crate) mod push;
+pub(crate) mod tool_add;
+pub(crate) mod tool_list;
+pub(crate) mod tool_remove;
+pub(crate) mod unpack;

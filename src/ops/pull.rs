@@ -15,13 +15,12 @@ use crate::atomic;
 use crate::bundle::verify::{Reason, Rejection};
 use crate::error::Error;
 use crate::oci::artifact::BlobMismatch;
-use crate::oci::{self, Artifact, OciError, Reference, Refusal, prefetch};
+use crate::oci::{self, OciError, Reference, Refusal, prefetch};
 
 /// What was pulled.
 #[derive(Debug, Clone)]
 pub struct Pulled {
     pub manifest_digest: String,
-    pub artifact: Artifact,
 }
 
 /// The rejection that reports a registry failure: `unsupported_artifact` and `blob_mismatch`
@@ -61,7 +60,7 @@ pub fn pull<T, E: From<Error>>(
     };
     let temp = atomic::temp_beside(dest).map_err(|e| Error::io(dest, e))?;
     let mismatch = layer.reader.mismatch();
-    let pulled = Pulled { manifest_digest: layer.manifest_digest, artifact: layer.artifact };
+    let pulled = Pulled { manifest_digest: layer.manifest_digest };
     let copy = temp.as_file().try_clone().map_err(|e| Error::io(dest, e))?;
     let mut input = prefetch::spawn(layer.reader, Some(copy)).map_err(|e| Error::io(dest, e))?;
     let verdict = judge(&mut input)?;

@@ -330,3 +330,23 @@ fn pack_expires_in_signs_an_expiry_into_the_bundle_only() {
         assert!(!env.path().join("d.agent.bundle").exists(), "{args:?}");
     }
 }
+
+/// A malformed state file stops the gate (exit 2) with its own code, `state_error`, in the one
+/// JSON document, for verify and unpack alike (the gate's error wraps the state file's).
+#[test]
+fn malformed_state_file_is_a_state_error_for_verify_and_unpack() {
+    let env = Env::new();
+    agent(&env, "1.0.0", "");
+    pack(&env, "m.agent.bundle", "2026-01-01T00:00:00Z").expect_code(0);
+    std::fs::write(env.path().join("state.json"), "not json").unwrap();
+    let pubkey = key("test.pub");
+    for args in [
+        vec!["verify", "m.agent.bundle", "--key", &pubkey, "--state", "state.json", "--format", "json"],
+        vec!["unpack", "m.agent.bundle", "out", "--key", &pubkey, "--state", "state.json", "--format", "json"],
+    ] {
+        let out = env.run(&args);
+        out.expect_code(2);
+        assert_eq!(out.json()["code"], "state_error", "{args:?}: {}", out.stdout);
+    }
+    assert!(!env.path().join("out").exists());
+}

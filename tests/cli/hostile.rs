@@ -1,7 +1,7 @@
-//! The hostile-bundle corpus in testdata/hostile/ (made by examples/make-hostile.rs): `bundle
-//! verify` gives every case its expected reason code within a fixed memory limit, `bundle
-//! unpack` extracts exactly the accepted ones and leaves nothing at all behind for the rest,
-//! and the committed corpus is exactly what the generator makes.
+//! The hostile-bundle corpus in testdata/hostile/ (made by xtask/src/hostile.rs, `cargo run -p
+//! xtask -- make-hostile`): `bundle verify` gives every case its expected reason code within a
+//! fixed memory limit, `bundle unpack` extracts exactly the accepted ones and leaves nothing at
+//! all behind for the rest, and the committed corpus is exactly what the generator makes.
 
 use std::collections::BTreeSet;
 use std::io::Read;
@@ -11,8 +11,8 @@ use agent_bundle::bundle::verify::Reason;
 
 use crate::support::{Env, testdata};
 
-#[allow(dead_code)] // `main` is the example's; the tests use `generate` and `tsv`.
-#[path = "../../examples/make-hostile.rs"]
+#[allow(dead_code)] // `write_corpus` is the xtask's; the tests use `generate` and `tsv`.
+#[path = "../../xtask/src/hostile.rs"]
 mod generator;
 
 struct Case {
@@ -209,7 +209,7 @@ fn unpack_extracts_only_accepted_bundles_and_leaves_nothing_otherwise() {
 fn committed_corpus_is_what_the_generator_makes() {
     let cases = generator::generate();
     let tsv = std::fs::read_to_string(testdata("hostile/cases.tsv")).unwrap();
-    let regenerate = "regenerate with `cargo run --example make-hostile -- testdata/hostile`";
+    let regenerate = "regenerate with `cargo run -p xtask -- make-hostile testdata/hostile`";
     assert!(tsv == generator::tsv(&cases), "cases.tsv is stale; {regenerate}");
     let mut stale = Vec::new();
     for c in &cases {

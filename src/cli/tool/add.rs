@@ -13,6 +13,7 @@ use agent_bundle::diagnostic::Code;
 use agent_bundle::ops::tool_add::{self, AddFailure, NewTool, NewTransport};
 use agent_bundle::tools::validate::{HTTP_METHODS, check_command, check_tool_id, check_url};
 
+use crate::cli::json::{self, ToolAddReport};
 use crate::cli::{Format, Global, Outcome, output};
 
 /// Add a tool to AGENT_DIR/tools.json, then relock manifest.toml.
@@ -111,14 +112,14 @@ pub fn run(a: AddArgs, global: Global) -> anyhow::Result<Outcome> {
             let locked = !added.lock.report.has_errors();
             report.extend(added.lock.report);
             match a.format {
-                Format::Json => output::print_json(&serde_json::json!({
-                    "ok": locked,
-                    "tool": id,
-                    "tools_file": added.tools_path.display().to_string(),
-                    "granted": added.granted,
-                    "relocked": added.lock.written,
-                    "diagnostics": report.diagnostics.iter().map(output::json_diagnostic).collect::<Vec<_>>(),
-                }))?,
+                Format::Json => output::print_json(&ToolAddReport {
+                    ok: locked,
+                    tool: &id,
+                    tools_file: added.tools_path.display().to_string(),
+                    granted: &added.granted,
+                    relocked: added.lock.written,
+                    diagnostics: json::diagnostics(&report.diagnostics),
+                })?,
                 Format::Github => {
                     output::github(&report)?;
                     output::print_line(&output::github_annotation(
@@ -151,7 +152,7 @@ pub fn run(a: AddArgs, global: Global) -> anyhow::Result<Outcome> {
             Ok(if locked { Outcome::Ok } else { Outcome::Rejected })
         }
         Err(AddFailure::Rejected(report)) => {
-            crate::cli::check::render(&report, Vec::new(), a.format, global, "tool add")?;
+            crate::cli::check::render_report(&report, a.format, global, "tool add")?;
             if a.format == Format::Human {
                 output::status(global, "nothing was written");
                 let ungranted = report.diagnostics.iter().any(|d| d.code == Code::CapabilityNotGranted);

@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use agent_bundle::diagnostic::sanitize;
 use agent_bundle::ops::tool_list;
 
+use crate::cli::json::{Clean, ToolListReport};
 use crate::cli::{Format, Global, Outcome, check, output};
 
 /// List the tools in AGENT_DIR/tools.json: id, transport, capabilities, secrets.
@@ -28,16 +29,14 @@ pub struct Args {
 pub fn run(args: Args, global: Global) -> anyhow::Result<Outcome> {
     let listed = tool_list::list(&args.agent_dir)?;
     if listed.report.has_errors() {
-        check::render(&listed.report, Vec::new(), args.format, global, "tool list")?;
+        check::render_report(&listed.report, args.format, global, "tool list")?;
         return Ok(check::outcome(&listed.report));
     }
     let file = listed.tools_path.display().to_string();
     match args.format {
-        Format::Json => output::print_json(&output::sanitize_json(serde_json::json!({
-            "ok": true,
-            "tools_file": file,
-            "tools": listed.tools,
-        })))?,
+        Format::Json => {
+            output::print_json(&Clean(ToolListReport { ok: true, tools_file: file.clone(), tools: &listed.tools }))?
+        }
         Format::Github => {
             let n = listed.tools.len();
             output::notice(Some(&file), "tools", &format!("{n} tool{}", if n == 1 { "" } else { "s" }))?

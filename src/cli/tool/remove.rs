@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use agent_bundle::diagnostic::sanitize;
 use agent_bundle::ops::tool_remove::{self, RemoveFailure};
 
+use crate::cli::json::{Clean, ToolRemoveReport};
 use crate::cli::{Format, Global, Outcome, check, output};
 
 /// Remove the tool ID from AGENT_DIR/tools.json, then relock manifest.toml.
@@ -30,7 +31,7 @@ pub fn run(args: Args, global: Global) -> anyhow::Result<Outcome> {
         Ok(removed) => removed,
         Err(RemoveFailure::Error(e)) => return Err(e.into()),
         Err(RemoveFailure::Rejected(report)) => {
-            check::render(&report, Vec::new(), args.format, global, "tool remove")?;
+            check::render_report(&report, args.format, global, "tool remove")?;
             return Ok(check::outcome(&report));
         }
     };
@@ -38,14 +39,14 @@ pub fn run(args: Args, global: Global) -> anyhow::Result<Outcome> {
     let file = removed.tools_path.display().to_string();
     let id = sanitize(&removed.tool.id);
     match args.format {
-        Format::Json => output::print_json(&output::sanitize_json(serde_json::json!({
-            "ok": !report.has_errors(),
-            "tool": removed.tool,
-            "tools_file": file,
-            "relocked": removed.lock.written,
-            "unused_capabilities": removed.unused_capabilities,
-            "diagnostics": report.diagnostics.iter().map(output::json_diagnostic).collect::<Vec<_>>(),
-        })))?,
+        Format::Json => output::print_json(&Clean(ToolRemoveReport {
+            ok: !report.has_errors(),
+            tool: &removed.tool,
+            tools_file: file.clone(),
+            relocked: removed.lock.written,
+            unused_capabilities: &removed.unused_capabilities,
+            diagnostics: crate::cli::json::diagnostics(&report.diagnostics),
+        }))?,
         Format::Github => {
             output::github(report)?;
             output::notice(Some(&file), "tool removed", &format!("removed tool `{id}`"))?;

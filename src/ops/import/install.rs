@@ -16,8 +16,6 @@ use crate::{atomic, manifest, tools};
 /// What writing the import did.
 #[derive(Debug)]
 pub struct Installed {
-    /// The agent folder `-o` is in (it holds manifest.toml and the output is its tools.json).
-    pub agent: Option<PathBuf>,
     /// Capabilities appended to policy.caps.
     pub granted: Vec<String>,
     /// Capabilities the tools need that policy.caps still does not grant (without `grant`).
@@ -28,7 +26,7 @@ pub struct Installed {
 }
 
 /// The agent folder `output` is the tools.json of, if any.
-pub fn agent_of(output: &Path) -> Option<PathBuf> {
+fn agent_of(output: &Path) -> Option<PathBuf> {
     if output.file_name().is_none_or(|n| n != tools::FILE_NAME) {
         return None;
     }
@@ -49,8 +47,7 @@ pub fn install(output: &Path, text: &str, tools: &ToolsFile, grant: bool) -> Res
             output.display()
         )));
     }
-    let mut out =
-        Installed { agent: agent.clone(), granted: Vec::new(), ungranted: Vec::new(), policy_path: None, lock: None };
+    let mut out = Installed { granted: Vec::new(), ungranted: Vec::new(), policy_path: None, lock: None };
     if let Some(dir) = &agent {
         let policy_path = dir.join(policy::FILE_NAME);
         let current = match regular_file::read_to_string(&policy_path, limits::MAX_POLICY_BYTES, Links::Refuse) {

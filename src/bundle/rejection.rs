@@ -1,0 +1,83 @@
+//! Why a bundle is rejected: the stable reason codes every consumer of the verifier reports
+//! (`bundle verify --format json` prints them as `code`), and the rejection that carries one.
+
+use crate::archive::ArchiveError;
+
+crate::codes::stable_codes! {
+    /// Why a bundle was rejected. The string forms are stable.
+    pub enum Reason;
+    MissingSignature => "missing_signature": "The second entry is not manifest.toml.minisig.",
+    BadSignature => "bad_signature": "The signature or its trusted comment does not verify with the trusted key, or is malformed.",
+    UntrustedKey => "untrusted_key": "The signing key is not trusted, or not trusted for this agent name.",
+    NameMismatch => "name_mismatch": "The trusted comment names another agent or version than the manifest (or than --name).",
+    UnsupportedVersion => "unsupported_version": "The bundle format or tools.json version is not one this bundle supports.",
+    MalformedManifest => "malformed_manifest": "manifest.toml is missing, not entry 1, or breaks the manifest rules.",
+    DigestMismatch => "digest_mismatch": "An entry's BLAKE3 digest differs from the manifest's.",
+    SizeMismatch => "size_mismatch": "An entry's size differs from the manifest's.",
+    ModeMismatch => "mode_mismatch": "An entry's executable bit differs from the manifest's.",
+    MissingEntry => "missing_entry": "A file the manifest lists is not in the bundle.",
+    UnlistedEntry => "unlisted_entry": "An entry the manifest does not list.",
+    DuplicateEntry => "duplicate_entry": "The same path twice in the bundle.",
+    UnsafePath => "unsafe_path": "An entry path that is absolute, escapes with `..`, or breaks the path rules.",
+    UnsafeMode => "unsafe_mode": "An entry mode other than 0644 or 0755 (setuid, setgid, sticky, group/world-writable).",
+    UnsupportedEntryType => "unsupported_entry_type": "A link, directory, device, fifo, or PAX/GNU extension entry.",
+    MalformedArchive => "malformed_archive": "Not a single checksummed zstd frame holding a well-formed ustar archive in canonical order.",
+    TrailingData => "trailing_data": "Bytes after the tar end marker or after the zstd frame.",
+    LimitExceeded => "limit_exceeded": "A size, count or compression window beyond the limits.",
+    Expired => "expired": "The signed manifest's `[bundle] expires` is past: a stale bundle offered again (freeze).",
+    Rollback => "rollback": "Older than a version already accepted (--state, --min-version), or another bundle of an accepted version.",
+    InvalidTools => "invalid_tools": "tools.json in the bundle breaks the tools.json rules.",
+    ContractDrift => "contract_drift": "With --baseline: a write-capable, network, secret-using or destructive tool (or one whose http host moved) differs from its approved contract, or is new.",
+    UnsupportedArtifact => "unsupported_artifact": "From a registry: the manifest is not a bundle artifact (another type, not exactly one layer, another layer media type).",
+    BlobMismatch => "blob_mismatch": "From a registry: a layer or manifest whose bytes are not the ones its sha256 digest and size name.",
+    IoError => "io_error": "The bundle could not be read (exit 2).",
+    AuthFailed => "auth_failed": "The registry wants credentials that are missing or were refused (exit 2).",
+}
+
+impl Reason {
+    /// Whether this is a failure to judge (exit 2) rather than a rejection (exit 1).
+    pub fn is_failure(self) -> bool {
+        matches!(self, Reason::IoError | Reason::AuthFailed)
+    }
+}
+
+/// A rejected bundle: the reason code, the entry concerned, and a message.
+#[derive(Debug, Clone)]
+pub struct Rejection {
+    pub reason: Reason,
+    pub path: Option<String>,
+    pub message: String,
+    /// The agent and signer, when known at the time of rejection.
+    pub agent: Option<(String, String)>,
+    pub key_id: Option<String>,
+}
+
+impl Rejection {
+    pub fn new(reason: Reason, path: Option<&str>, message: impl Into<String>) -> Self {
+        Rejection { reason, path: path.map(str::to_owned), message: message.into(), agent: None, key_id: None }
+    }
+}
+
+impl From<ArchiveError> for Rejection {
+    fn from(e: ArchiveError) -> Self {
+        let reason = match e.code() {
+            "unsupported_entry_type" => Reason::UnsupportedEntryType,
+            "unsafe_path" => Reason::UnsafePath,
+            "unsafe_mode" => Reason::UnsafeMode,
+            "limit_exceeded" => Reason::LimitExceeded,
+            "trailing_data" => Reason::TrailingData,
+            "io_error" => Reason::IoError,
+            _ => Reason::MalformedArchive,
+        };
+        let path = match &e {
+            ArchiveError::UnsupportedEntryType { path, .. }
+            | ArchiveError::UnsafePath { path, .. }
+            | ArchiveError::UnsafeMode { path, .. } => Some(path.clone()),
+            ArchiveError::Malformed { path, .. }
+            | ArchiveError::LimitExceeded { path, .. }
+            | ArchiveError::Io { path, .. } => path.clone(),
+            _ => None,
+        };
+        Rejection { reason, path, message: e.to_string(), agent: None, key_id: None }
+    }
+}
