@@ -93,6 +93,37 @@ pub fn write(target: &Path, bytes: &[u8], overwrite: bool) -> io::Result<()> {
     commit(temp, target, overwrite)
 }
 
+/// Writes `rel` (a relative `/`-separated path) inside the folder `root` like [`write`],
+/// creating missing folders, and never through a symlink: every folder on the way must be a
+/// real folder, so that a symlinked `pins/` cannot send the write out of `root`. (The rename
+/// replaces a symlink at the target itself; it never writes through it.)
+pub fn write_inside(root: &Path, rel: &str, bytes: &[u8], overwrite: bool) -> io::Result<()> {
+    let mut dir = root.to_path_buf();
+    let mut parts: Vec<&str> = rel.split('/').collect();
+    let file = parts.pop().unwrap_or_default();
+    for part in parts {
+        if part.is_empty() || part == "." || part == ".." {
+            return Err(io::Error::new(io::ErrorKind::InvalidInput, format!("{rel} is not a path inside the folder")));
+        }
+        dir.push(part);
+        match std::fs::symlink_metadata(&dir) {
+            Ok(meta) if meta.is_dir() => {}
+            Ok(_) => {
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidInput,
+                    format!(
+                        "{} is a symbolic link or a file, not a folder; refusing to write through it",
+                        dir.display()
+                    ),
+                ));
+            }
+            Err(e) if e.kind() == io::ErrorKind::NotFound => std::fs::create_dir(&dir)?,
+            Err(e) => return Err(e),
+        }
+    }
+    write(&dir.join(file), bytes, overwrite)
+}
+
 /// Whether `file_name` is the name of a temp file for `target_name`.
 pub fn is_temp_name(file_name: &str, target_name: &str) -> bool {
     file_name

@@ -23,8 +23,9 @@ use crate::tools::{AgentFiles, REF_PREFIX, Resolved, Resolver, Tool, ToolsFile, 
 
 pub use changes::{Change, ChangeKind, Impact, compare, compare_grants, tool_added, tool_removed};
 
-/// At most this many JSON values in one tool's schemas once `schema:` references are inlined:
-/// shared references are copied, so a hostile bundle could otherwise blow up exponentially.
+/// At most this many JSON values in the schemas of all of an agent's tools once `schema:`
+/// references are inlined: shared references are copied, so a hostile bundle could otherwise
+/// blow up exponentially (or multiply a large schema by the number of tools).
 pub const MAX_SCHEMA_VALUES: usize = 1 << 18;
 /// At most this many nested levels in one inlined schema (serde_json reads stored contracts
 /// back with a recursion limit of 128; the contract document adds two levels).
@@ -125,7 +126,7 @@ pub enum ContractError {
     #[error("tool `{tool}`: `schema:{id}` does not resolve")]
     Unresolved { tool: String, id: String },
     #[error(
-        "tool `{tool}`: its schemas are too large to fingerprint once `schema:` references are inlined (more than {MAX_SCHEMA_VALUES} values or {MAX_SCHEMA_DEPTH} levels)"
+        "tool `{tool}`: the agent's schemas are too large to fingerprint once `schema:` references are inlined (more than {MAX_SCHEMA_VALUES} values for all tools, or {MAX_SCHEMA_DEPTH} levels)"
     )]
     TooLarge { tool: String },
     #[error("tool `{tool}`: cannot write canonical JSON: {message}")]
@@ -142,9 +143,8 @@ pub fn tool_contracts(tools: &ToolsFile, files: &dyn AgentFiles) -> Result<Vec<C
 /// The contract document of one tool.
 pub fn document(tool: &Tool, resolver: &mut Resolver<'_>) -> Result<ContractDoc, ContractError> {
     let refs: Map<String, Value> = tool.schema_refs.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
-    let mut inliner = Inliner { resolver, refs: &refs, tool: &tool.id, stack: Vec::new(), values: 0 };
+    let mut inliner = Inliner { resolver, refs: &refs, tool: &tool.id, stack: Vec::new() };
     let input_schema = inliner.inline(&tool.input_schema, 0)?;
-    inliner.values = 0;
     let result_schema = inliner.inline(&tool.result_schema, 0)?;
     let transport = match &tool.transport {
         Transport::Exec { command, args } => ContractTransport::Exec { command: command.clone(), args: args.clone() },
@@ -181,13 +181,14 @@ struct Inliner<'r, 'a> {
     refs: &'r Map<String, Value>,
     tool: &'r str,
     stack: Vec<String>,
-    values: usize,
 }
 
 impl Inliner<'_, '_> {
     fn inline(&mut self, value: &Value, depth: usize) -> Result<Value, ContractError> {
-        self.values += 1;
-        if self.values > MAX_SCHEMA_VALUES || depth > MAX_SCHEMA_DEPTH {
+        // Counted across every tool of the agent (the resolver is one per agent): contracts are
+        // all held at once, so a per-tool cap would still multiply by the number of tools.
+        self.resolver.inlined += 1;
+        if self.resolver.inlined > MAX_SCHEMA_VALUES || depth > MAX_SCHEMA_DEPTH {
             return Err(ContractError::TooLarge { tool: self.tool.to_owned() });
         }
         match value {

@@ -84,7 +84,8 @@ crate::codes::stable_codes! {
     NotExportable => "not_exportable": "`bundle export`: the agent's tools cannot be written in the target format (e.g. RAP needs one endpoint).",
     McpServerFailed => "mcp_server_failed": "`bundle import --from mcp --stdio`: the MCP server could not be started, did not answer within `--timeout`, exited early, or wrote something that is not the protocol (or too much of it); nothing was imported, and the server's stderr is shown (exit 2).",
     LocalPath => "local_path": "`bundle import` (warning): a relative command was resolved to an absolute path on this machine; the runtime must have the program at that same path (`--exec-root` names where it will be).",
-    LimitExceeded => "limit_exceeded": "manifest.toml (over 1 MiB), its signature or tools.json (over 4 MiB) is larger than `bundle verify` accepts; pack refuses.",
+    LimitExceeded => "limit_exceeded": "An input beyond a documented cap: a file larger than `bundle verify` accepts (manifest.toml 1 MiB; tools.json, policy.caps, schemas 4 MiB), JSON with more than 200 000 values or nested more than 64 deep, a manifest of more than 200 000 items; pack refuses.",
+    TooManyProblems => "too_many_problems": "More problems in one file than are reported (the first 100 are); fix those and check again.",
 }
 
 /// One problem.
@@ -154,18 +155,45 @@ impl Diagnostic {
     }
 }
 
+/// The most problems reported for one file (tools.json with its schema files, policy.caps,
+/// manifest.toml); the rest are counted in one closing diagnostic, so that a hostile file
+/// cannot make the report itself huge (nor its positions costly to find).
+pub const MAX_REPORTED: usize = 100;
+
+/// The closing `too_many_problems` diagnostic, when some were not reported.
+pub fn hidden_summary(file: &str, (errors, warnings): (usize, usize)) -> Option<Diagnostic> {
+    if errors + warnings == 0 {
+        return None;
+    }
+    let severity = if errors > 0 { Severity::Error } else { Severity::Warning };
+    Some(
+        Diagnostic::new(
+            severity,
+            Code::TooManyProblems,
+            file,
+            format!(
+                "{errors} more errors and {warnings} more warnings are not shown (at most {MAX_REPORTED} are reported)"
+            ),
+        )
+        .with_help("fix the problems shown and check again"),
+    )
+}
+
 /// A file's text with its display name, kept so that diagnostics can show the offending line.
 #[derive(Clone, Debug)]
 pub struct Source {
     pub name: String,
     pub text: Arc<str>,
-    line_starts: Vec<usize>,
+    /// Shared by clones: a report keeps a copy of every source, and a 4 MiB file of newlines
+    /// has four million of them.
+    line_starts: Arc<[usize]>,
 }
 
 impl Source {
     pub fn new(name: impl Into<String>, text: impl Into<Arc<str>>) -> Self {
         let text: Arc<str> = text.into();
-        let line_starts = std::iter::once(0).chain(text.match_indices('\n').map(|(i, _)| i + 1)).collect();
+        let line_starts: Vec<usize> = std::iter::once(0).chain(text.match_indices('\n').map(|(i, _)| i + 1)).collect();
+        let line_starts = line_starts.into();
         Source { name: name.into(), text, line_starts }
     }
 

@@ -5,14 +5,15 @@
 //! paths must obey `paths::check` and not collide when case is folded; files that look like
 //! secrets are refused unless the manifest's `[bundle] allow_secret_files` names them.
 
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
 use ignore::gitignore::{Gitignore, GitignoreBuilder};
 
 use crate::diagnostic::{Code, Diagnostic};
+use crate::limits::MAX_BUNDLEIGNORE_BYTES;
 use crate::paths;
+use crate::regular_file::{self, Links, ReadError};
 
 /// Excluded without being listed in `.bundleignore`: version control, editor droppings,
 /// built bundles, and our own temp files.
@@ -90,18 +91,7 @@ fn matcher(root: &Path, lines: &[&str]) -> Gitignore {
 pub fn collect(dir: &Path, prefix: &str, allowed_secrets: &[String], diags: &mut Vec<Diagnostic>) -> Vec<AgentFile> {
     let defaults = builtin(&DEFAULTS, DEFAULT_IGNORES);
     let secrets = builtin(&SECRETS, SECRET_PATTERNS);
-    let mut user = GitignoreBuilder::new(dir);
-    let ignore_file = dir.join(".bundleignore");
-    if ignore_file.exists()
-        && let Some(e) = user.add(&ignore_file)
-    {
-        diags.push(Diagnostic::error(
-            Code::IoError,
-            format!("{prefix}.bundleignore"),
-            format!("cannot use .bundleignore: {e}"),
-        ));
-    }
-    let user = user.build().unwrap_or_else(|_| Gitignore::empty());
+    let user = user_ignores(dir, prefix, diags);
 
     let mut files = Vec::new();
     let mut walker = walkdir::WalkDir::new(dir).follow_links(false).sort_by_file_name().min_depth(1).into_iter();
@@ -183,20 +173,47 @@ pub fn collect(dir: &Path, prefix: &str, allowed_secrets: &[String], diags: &mut
     }
     files.sort_by(|a, b| a.path.as_bytes().cmp(b.path.as_bytes()));
 
-    let mut folded: BTreeMap<String, &str> = BTreeMap::new();
-    for f in &files {
-        if let Some(first) = folded.insert(paths::fold_key(&f.path), &f.path) {
-            diags.push(
-                Diagnostic::error(
-                    Code::UnsafePath,
-                    format!("{prefix}{}", f.path),
-                    format!("{} and {first} differ only in case", f.path),
-                )
+    let listed: Vec<&str> = files.iter().map(|f| f.path.as_str()).collect();
+    for clash in paths::clashes(&listed, paths::BUNDLE_ENTRIES) {
+        let (path, message) = match clash {
+            paths::Clash::Case { path, first } => (path, format!("{path} and {first} differ only in case")),
+            paths::Clash::FileAndFolder { path, folder } => {
+                (path, format!("{folder} is a file, and a folder of {path} when case is folded"))
+            }
+        };
+        diags.push(
+            Diagnostic::error(Code::UnsafePath, format!("{prefix}{path}"), message)
                 .with_help("rename one: they collide on case-insensitive file systems"),
-            );
-        }
+        );
     }
     files
+}
+
+/// `.bundleignore`, read like every agent file (a regular file, not through a symlink, at most
+/// [`MAX_BUNDLEIGNORE_BYTES`]).
+fn user_ignores(dir: &Path, prefix: &str, diags: &mut Vec<Diagnostic>) -> Gitignore {
+    let path = dir.join(".bundleignore");
+    let display = format!("{prefix}.bundleignore");
+    let text = match regular_file::read_to_string(&path, MAX_BUNDLEIGNORE_BYTES, Links::Refuse) {
+        Ok(text) => text,
+        Err(ReadError::NotFound) => return Gitignore::empty(),
+        Err(e) => {
+            let code = match e {
+                ReadError::NotRegular { .. } => Code::UnsupportedFileType,
+                ReadError::TooLarge { .. } => Code::LimitExceeded,
+                _ => Code::IoError,
+            };
+            diags.push(Diagnostic::error(code, display, format!("cannot use .bundleignore: {e}")));
+            return Gitignore::empty();
+        }
+    };
+    let mut builder = GitignoreBuilder::new(dir);
+    for line in text.lines() {
+        if let Err(e) = builder.add_line(Some(path.clone()), line) {
+            diags.push(Diagnostic::error(Code::IoError, &display, format!("cannot use .bundleignore: {e}")));
+        }
+    }
+    builder.build().unwrap_or_else(|_| Gitignore::empty())
 }
 
 #[cfg(unix)]

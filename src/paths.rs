@@ -19,9 +19,55 @@ pub fn check(path: &str) -> Result<(), String> {
     Ok(())
 }
 
-/// The key two paths collide on when a file system folds case (macOS, Windows).
+/// The key two paths collide on when a file system folds case (macOS, Windows): full Unicode
+/// case folding (CaseFolding.txt C + F, so `ς`/`σ`, `µ`/`μ`, `ſ`/`s` and `ß`/`ss` meet), then
+/// NFC (folding does not preserve normalisation).
 pub fn fold_key(path: &str) -> String {
-    path.to_lowercase()
+    use unicode_normalization::UnicodeNormalization;
+    unicase::UniCase::new(path).to_folded_case().nfc().collect()
+}
+
+/// The bundle's own entries besides `[files]`: no listed path may collide with them.
+pub const BUNDLE_ENTRIES: &[&str] = &["manifest.toml", "manifest.toml.minisig", "tools.json", "policy.caps"];
+
+/// Two paths that cannot both be extracted into one folder.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Clash<'a> {
+    /// `path` folds to the same key as `first` (listed earlier, or a bundle entry).
+    Case { path: &'a str, first: &'a str },
+    /// `folder`, a file, is (case-folded) a folder on `path`'s way.
+    FileAndFolder { path: &'a str, folder: &'a str },
+}
+
+/// The clashes among `paths` and with `reserved` (the bundle's own entries; a path equal to
+/// one of them is reported elsewhere, not as a clash).
+pub fn clashes<'a>(paths: &[&'a str], reserved: &[&'a str]) -> Vec<Clash<'a>> {
+    let mut files: std::collections::HashMap<String, &'a str> = reserved.iter().map(|p| (fold_key(p), *p)).collect();
+    let mut out = Vec::new();
+    for &path in paths {
+        match files.entry(fold_key(path)) {
+            std::collections::hash_map::Entry::Occupied(first) => {
+                if *first.get() != path {
+                    out.push(Clash::Case { path, first: first.get() });
+                }
+            }
+            std::collections::hash_map::Entry::Vacant(slot) => {
+                slot.insert(path);
+            }
+        }
+    }
+    for &path in paths {
+        let mut at = 0;
+        while let Some(i) = path[at..].find('/') {
+            let folder = &path[..at + i];
+            if let Some(file) = files.get(&fold_key(folder)) {
+                out.push(Clash::FileAndFolder { path, folder: file });
+                break;
+            }
+            at += i + 1;
+        }
+    }
+    out
 }
 
 #[cfg(test)]
@@ -36,5 +82,27 @@ mod tests {
         }
         assert!(check(&"a".repeat(101)).is_err());
         assert!(check(&format!("{}/{}", "a".repeat(150), "b".repeat(100))).is_ok());
+    }
+
+    #[test]
+    fn case_folding_is_full_unicode_folding() {
+        for (a, b) in [("σ.md", "ς.md"), ("µ.md", "μ.md"), ("ſ.md", "s.md"), ("Straße", "STRASSE"), ("A", "a")] {
+            assert_eq!(fold_key(a), fold_key(b), "{a} {b}");
+        }
+        assert_ne!(fold_key("a"), fold_key("b"));
+    }
+
+    #[test]
+    fn clashes_fold_case_and_see_files_that_are_folders() {
+        let found = clashes(&["Manifest.toml.minisig", "Prompts", "prompts/system.md", "σ.md", "ς.md"], BUNDLE_ENTRIES);
+        assert_eq!(
+            found,
+            [
+                Clash::Case { path: "Manifest.toml.minisig", first: "manifest.toml.minisig" },
+                Clash::Case { path: "ς.md", first: "σ.md" },
+                Clash::FileAndFolder { path: "prompts/system.md", folder: "Prompts" },
+            ]
+        );
+        assert!(clashes(&["tools.json", "a/b", "a/c"], BUNDLE_ENTRIES).is_empty());
     }
 }

@@ -4,7 +4,9 @@
 //! Format: one grant per line (`family:scope`), `#` comments, blank lines ignored. See
 //! docs/book/src/reference/tools-json.md for the matching rules.
 
-use crate::diagnostic::{Code, Diagnostic, Source};
+use std::collections::HashMap;
+
+use crate::diagnostic::{Code, Diagnostic, MAX_REPORTED, Source};
 
 pub const FILE_NAME: &str = "policy.caps";
 
@@ -40,7 +42,9 @@ impl Capability {
         Ok(Capability { family: family.to_owned(), scope: scope.to_owned() })
     }
 
-    /// Whether this grant covers the `required` capability.
+    /// Whether this grant covers the `required` capability: the matching rules, which
+    /// [`GrantIndex`] implements by lookup and is tested against.
+    #[cfg(test)]
     pub fn covers(&self, required: &Capability) -> bool {
         if self.family != required.family {
             return false;
@@ -73,23 +77,27 @@ fn describe_char(c: char) -> String {
     if c == ' ' { "a space".to_owned() } else { format!("the character U+{:04X}", c as u32) }
 }
 
-/// One grant and the line it came from.
+/// One grant.
 #[derive(Debug, Clone)]
 pub struct Grant {
     pub capability: Capability,
-    pub line: usize,
 }
 
 /// The parsed policy.caps.
 #[derive(Debug, Clone, Default)]
 pub struct Policy {
     pub grants: Vec<Grant>,
+    index: GrantIndex,
 }
 
 impl Policy {
-    /// Parses policy.caps, reporting bad lines and repeated grants.
+    /// Parses policy.caps, reporting bad lines and repeated grants (at most 100 of them, then
+    /// a count).
     pub fn parse(source: &Source, diagnostics: &mut Vec<Diagnostic>) -> Policy {
         let mut grants: Vec<Grant> = Vec::new();
+        let mut first_line: HashMap<Capability, usize> = HashMap::new();
+        let mut shown = 0;
+        let mut hidden = (0, 0);
         let mut offset = 0;
         for (index, raw_line) in source.text.split_inclusive('\n').enumerate() {
             let line_start = offset;
@@ -102,37 +110,89 @@ impl Policy {
             let start = line_start + (content.len() - content.trim_start().len());
             let span = start..start + trimmed.len();
             let line = index + 1;
-            match Capability::parse(trimmed) {
-                Ok(capability) => {
-                    if let Some(first) = grants.iter().find(|g| g.capability == capability) {
-                        diagnostics.push(
-                            Diagnostic::warning(
-                                Code::DuplicateGrant,
-                                &source.name,
-                                format!("`{capability}` is already granted on line {}", first.line),
-                            )
-                            .at_path(format!("line:{line}"))
-                            .at_span(source, span)
-                            .with_help("remove the repeated line"),
-                        );
-                    } else {
-                        grants.push(Grant { capability, line });
+            let problem = match Capability::parse(trimmed) {
+                Ok(capability) => match first_line.get(&capability) {
+                    Some(first) => Diagnostic::warning(
+                        Code::DuplicateGrant,
+                        &source.name,
+                        format!("`{capability}` is already granted on line {first}"),
+                    )
+                    .with_help("remove the repeated line"),
+                    None => {
+                        first_line.insert(capability.clone(), line);
+                        grants.push(Grant { capability });
+                        continue;
                     }
-                }
-                Err(why) => diagnostics.push(
-                    Diagnostic::error(Code::InvalidGrant, &source.name, why)
-                        .at_path(format!("line:{line}"))
-                        .at_span(source, span)
-                        .with_help("write one grant per line as `family:scope`, e.g. `net:api.example.com`; `#` starts a comment"),
+                },
+                Err(why) => Diagnostic::error(Code::InvalidGrant, &source.name, why).with_help(
+                    "write one grant per line as `family:scope`, e.g. `net:api.example.com`; `#` starts a comment",
                 ),
+            };
+            if shown >= MAX_REPORTED {
+                if problem.is_error() {
+                    hidden.0 += 1
+                } else {
+                    hidden.1 += 1
+                }
+                continue;
             }
+            shown += 1;
+            diagnostics.push(problem.at_path(format!("line:{line}")).at_span(source, span));
         }
-        Policy { grants }
+        if let Some(d) = crate::diagnostic::hidden_summary(&source.name, hidden) {
+            diagnostics.push(d);
+        }
+        let index = GrantIndex::new(grants.iter().map(|g| &g.capability));
+        Policy { grants, index }
     }
 
     /// The first grant covering `required`, if any.
     pub fn grant_for(&self, required: &Capability) -> Option<&Grant> {
-        self.grants.iter().find(|g| g.capability.covers(required))
+        self.index.first_covering(required).map(|i| &self.grants[i])
+    }
+}
+
+/// Which of a list of grants covers a capability, in time linear in the capability's length
+/// rather than in the number of grants: each rule of [`Capability::covers`] names the only
+/// grant scopes that can match (the scope itself, `*`, `*` + a `.suffix` of it, a `prefix/` of
+/// it + `*`), and each is looked up in a map.
+#[derive(Debug, Clone, Default)]
+pub struct GrantIndex {
+    /// (family, scope) -> the first grant's position.
+    scopes: HashMap<(String, String), usize>,
+}
+
+impl GrantIndex {
+    pub fn new<'c>(grants: impl IntoIterator<Item = &'c Capability>) -> Self {
+        let mut scopes = HashMap::new();
+        for (i, g) in grants.into_iter().enumerate() {
+            scopes.entry((g.family.clone(), g.scope.clone())).or_insert(i);
+        }
+        GrantIndex { scopes }
+    }
+
+    /// The position of the first grant covering `need`.
+    pub fn first_covering(&self, need: &Capability) -> Option<usize> {
+        let family = need.family.as_str();
+        let scope = need.scope.as_str();
+        let look = |s: &str| self.scopes.get(&(family.to_owned(), s.to_owned())).copied();
+        let mut best = [look(scope), look("*")].into_iter().flatten().min();
+        let mut consider = |found: Option<usize>| {
+            if let Some(i) = found {
+                best = Some(best.map_or(i, |b| b.min(i)));
+            }
+        };
+        for (i, c) in scope.char_indices() {
+            // `*.x.com` covers `a.x.com`: a non-empty part before the suffix.
+            if c == '.' && i > 0 {
+                consider(look(&format!("*{}", &scope[i..])));
+            }
+            // `/data/*` covers `/data/kb`: something after the prefix.
+            if c == '/' && i + 1 < scope.len() {
+                consider(look(&format!("{}*", &scope[..=i])));
+            }
+        }
+        best
     }
 }
 
@@ -165,6 +225,33 @@ mod tests {
         assert!(cap("fs:/data/*").covers(&cap("fs:/data/kb/i")));
         assert!(!cap("fs:/data/*").covers(&cap("fs:/database")));
         assert!(!cap("fs:*").covers(&cap("net:x")));
+    }
+
+    #[test]
+    fn the_index_finds_the_first_covering_grant_like_a_scan() {
+        let grants: Vec<Capability> =
+            ["net:x", "net:*.x.com", "fs:/data/*", "net:*", "net:api.x.com", "fs:/data/kb/*", "fs:*.a", "net:*.com"]
+                .into_iter()
+                .map(cap)
+                .collect();
+        let index = GrantIndex::new(&grants);
+        for need in [
+            "net:api.x.com",
+            "net:x.com",
+            "fs:/data/kb/i",
+            "fs:/data/",
+            "fs:/database",
+            "fs:b.a",
+            "net:.com",
+            "mail:x",
+            "fs:/data/kb/",
+        ] {
+            let need = cap(need);
+            let scan = grants.iter().position(|g| g.covers(&need));
+            assert_eq!(index.first_covering(&need), scan, "{need}");
+            let later = GrantIndex::new(&grants[1..]);
+            assert_eq!(later.first_covering(&need), grants[1..].iter().position(|g| g.covers(&need)), "{need}");
+        }
     }
 
     #[test]

@@ -31,6 +31,8 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+use crate::limits::MAX_STATE_BYTES;
+use crate::regular_file::{self, Links, ReadError};
 use crate::{atomic, manifest};
 
 /// The only state-file format this build reads and writes.
@@ -65,7 +67,15 @@ impl State {
 
     /// Parses and checks a state file's text.
     pub fn parse(text: &str) -> Result<State, String> {
-        let state: State = serde_json::from_str(text).map_err(|e| e.to_string())?;
+        // Parsed strictly first: an agent or key id written twice would otherwise silently
+        // drop one recorded floor (serde keeps the last).
+        let source = crate::diagnostic::Source::new("state", text);
+        let mut problems = Vec::new();
+        let doc = crate::json::parse(&source, &mut problems).map_err(|d| d.message)?;
+        if let Some(d) = problems.iter().find(|d| d.is_error()) {
+            return Err(format!("{} (line {})", d.message, d.line.unwrap_or_default()));
+        }
+        let state: State = serde_json::from_value(doc.value).map_err(|e| e.to_string())?;
         if state.format != FORMAT {
             return Err(format!("format {} is not supported (this bundle reads format {FORMAT})", state.format));
         }
@@ -166,16 +176,25 @@ fn io_err(path: &Path) -> impl FnOnce(io::Error) -> StateError + '_ {
 impl StateFile {
     /// Locks (waiting for any other holder) and reads the state file; a missing file is an
     /// empty state (the first run), any other problem an error.
+    ///
+    /// A symlink is resolved first, so that the lock and the atomic replace act on the file
+    /// itself (beside it, not beside the link): two gates that reach one state file through
+    /// different paths share it, and the link is never replaced by a copy.
     pub fn open(path: &Path) -> Result<StateFile, StateError> {
+        let path = &resolve(path)?;
         let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
         let lock_path = path.with_file_name(format!(".{name}.lock"));
         let lock =
             OpenOptions::new().create(true).truncate(false).write(true).open(&lock_path).map_err(io_err(&lock_path))?;
         lock.lock().map_err(io_err(&lock_path))?;
-        let state = match std::fs::read_to_string(path) {
-            Ok(text) => State::parse(&text).map_err(|why| StateError::Malformed { path: path.to_path_buf(), why })?,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => State::new(),
-            Err(e) => return Err(io_err(path)(e)),
+        let state = match regular_file::read(path, MAX_STATE_BYTES, Links::Follow) {
+            Ok(bytes) => {
+                let text = String::from_utf8(bytes)
+                    .map_err(|_| StateError::Malformed { path: path.to_path_buf(), why: "not UTF-8".to_owned() })?;
+                State::parse(&text).map_err(|why| StateError::Malformed { path: path.to_path_buf(), why })?
+            }
+            Err(ReadError::NotFound) => State::new(),
+            Err(e) => return Err(io_err(path)(e.into_io())),
         };
         Ok(StateFile { path: path.to_path_buf(), state, _lock: lock })
     }
@@ -194,6 +213,35 @@ impl StateFile {
         atomic::write(&self.path, self.state.to_text().as_bytes(), true).map_err(io_err(&self.path))?;
         Ok(true)
     }
+}
+
+/// The state file's real path: symlinks (of the file, then of its folders) resolved, also
+/// when the file a link names does not exist yet (the first run creates it there).
+fn resolve(path: &Path) -> Result<PathBuf, StateError> {
+    let mut at = path.to_path_buf();
+    // As many hops as Linux follows (ELOOP after 40).
+    for _ in 0..40 {
+        match std::fs::symlink_metadata(&at) {
+            Ok(meta) if meta.file_type().is_symlink() => {
+                let target = std::fs::read_link(&at).map_err(io_err(&at))?;
+                at = match at.parent() {
+                    Some(parent) if target.is_relative() => parent.join(target),
+                    _ => target,
+                };
+            }
+            Ok(_) => return std::fs::canonicalize(&at).map_err(io_err(&at)),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                let name = at.file_name().ok_or_else(|| io_err(path)(io::Error::other("not a file name")))?;
+                let parent = match at.parent() {
+                    Some(p) if !p.as_os_str().is_empty() => p,
+                    _ => Path::new("."),
+                };
+                return Ok(std::fs::canonicalize(parent).map_err(io_err(parent))?.join(name));
+            }
+            Err(e) => return Err(io_err(&at)(e)),
+        }
+    }
+    Err(io_err(path)(io::Error::other("too many levels of symbolic links")))
 }
 
 #[cfg(test)]
@@ -245,5 +293,40 @@ mod tests {
             assert!(State::parse(bad).is_err(), "{bad}");
         }
         assert!(State::parse(r#"{"format": 1, "accepted": {}}"#).is_ok());
+    }
+
+    #[test]
+    fn duplicate_keys_are_malformed() {
+        let hash = blake3::hash(b"m").to_hex();
+        let entry = format!(r#"{{"version":"2.0.0","manifest_blake3":"{hash}"}}"#);
+        let agent = format!(r#"{{"8E081C7E25586CAE":{entry}}}"#);
+        let once = format!(r#"{{"format":1,"accepted":{{"mailer":{agent}}}}}"#);
+        assert!(State::parse(&once).is_ok());
+        let agent_twice = format!(r#"{{"format":1,"accepted":{{"mailer":{agent},"mailer":{{}}}}}}"#);
+        assert!(State::parse(&agent_twice).unwrap_err().contains("duplicate key `mailer`"));
+        let key_twice = format!(
+            r#"{{"format":1,"accepted":{{"mailer":{{"8E081C7E25586CAE":{entry},"8E081C7E25586CAE":{entry}}}}}}}"#
+        );
+        assert!(State::parse(&key_twice).unwrap_err().contains("duplicate key"));
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_symlinked_state_file_is_resolved_for_the_file_and_its_lock() {
+        let dir = tempfile::tempdir().unwrap();
+        let real = dir.path().join("real.json");
+        let link = dir.path().join("link.json");
+        std::os::unix::fs::symlink("real.json", &link).unwrap();
+        let mut file = StateFile::open(&link).unwrap();
+        assert!(file.record("mailer", "8E081C7E25586CAE", &v("1.0.0"), &blake3::hash(b"m")).unwrap());
+        drop(file);
+        assert!(std::fs::symlink_metadata(&link).unwrap().file_type().is_symlink(), "the link was replaced");
+        let state = State::parse(&std::fs::read_to_string(&real).unwrap()).unwrap();
+        assert!(state.accepted("mailer", "8E081C7E25586CAE").is_some());
+        assert!(dir.path().join(".real.json.lock").exists());
+        assert!(!dir.path().join(".link.json.lock").exists());
+        // Opened again through the real path, it holds the same records under the same lock.
+        let again = StateFile::open(&real).unwrap();
+        assert!(again.state.accepted("mailer", "8E081C7E25586CAE").is_some());
     }
 }

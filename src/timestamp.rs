@@ -2,7 +2,8 @@
 //! exact comparison, canonical UTC text out.
 //!
 //! Written by hand rather than with a date-time crate: the format accepts every RFC 3339
-//! date-time of years 0000–9999 with any offset, and the crates at hand cannot represent the
+//! date-time whose instant falls in the years 0000–9999 in UTC (the form it is written back
+//! in), and the crates at hand cannot represent the
 //! ends of that range as instants (`jiff::Timestamp` stops at 9999-12-30T22:00:00Z, so
 //! `9999-12-31T23:59:59Z`, a natural "never", would be refused). What is needed is small and
 //! well known: the Gregorian calendar rules and the days-from-civil conversion
@@ -102,9 +103,21 @@ impl Timestamp {
         if hour > 23 || minute > 59 || second > 60 {
             return Err(format!("`{text}` is not a time of day"));
         }
+        // A leap second is inserted at the end of a UTC day only: 23:59:60 once the offset is
+        // taken away (00:59:60+01:00 is one, 12:30:60Z is not).
+        if second == 60 && (hour * 60 + minute - offset_minutes).rem_euclid(24 * 60) != 23 * 60 + 59 {
+            return Err(format!("`{text}` is not a time of day (a leap second is 23:59:60 in UTC)"));
+        }
         let (second, nanos) = if second == 60 { (59, 999_999_999) } else { (second, nanos) };
         let local = days_from_civil(year, month, day) * 86_400 + hour * 3600 + minute * 60 + second;
-        Ok(Timestamp { seconds: local - offset_minutes * 60, nanos })
+        let seconds = local - offset_minutes * 60;
+        // The instant must have a UTC spelling with a four-digit year, which is how it is
+        // written back (`pack --expires` signs the UTC form): 9999-12-31T23:59:59-23:59 is in
+        // the year 10000 in UTC, which no verifier could read.
+        if seconds < days_from_civil(0, 1, 1) * 86_400 || seconds >= days_from_civil(10_000, 1, 1) * 86_400 {
+            return Err(format!("`{text}` is outside the years 0000-9999 once converted to UTC"));
+        }
+        Ok(Timestamp { seconds, nanos })
     }
 }
 
@@ -208,7 +221,7 @@ mod tests {
         assert!(t("2016-12-31T23:59:60Z") < t("2017-01-01T00:00:00Z"));
         assert!(t("2016-12-31T23:59:60Z") > t("2016-12-31T23:59:59.5Z"));
         assert!(t("9999-12-31T23:59:59Z") > t("9999-12-30T22:00:00Z"));
-        assert!(t("0000-01-01T00:00:00+23:59") < t("0000-01-01T00:00:00Z"));
+        assert!(t("0000-01-01T23:59:00+23:59") == t("0000-01-01T00:00:00Z"));
         // Every day of four centuries round-trips through the text.
         let mut day = t("1900-01-01T00:00:00Z");
         for _ in 0..146_097 {
@@ -217,7 +230,8 @@ mod tests {
         }
         assert_eq!(day, t("2300-01-01T00:00:00Z"));
         assert_eq!(t("2027-01-01T02:00:00.250+02:00").to_string(), "2027-01-01T00:00:00.25Z");
-        assert_eq!(t("9999-12-31T23:59:59-23:59").to_string(), "10000-01-01T23:58:59Z");
+        assert_eq!(t("9999-12-31T00:00:59-23:59").to_string(), "9999-12-31T23:59:59Z");
+        assert_eq!(t("2016-12-31T19:59:60-04:00"), t("2016-12-31T23:59:60Z"));
     }
 
     #[test]
@@ -250,6 +264,12 @@ mod tests {
             "2027-1-01T00:00:00Z",
             "２０２７-01-01T00:00:00Z",
             "2027-01-01T00:00:00ZZ",
+            // Leap seconds only at 23:59:60 UTC.
+            "2027-01-01T12:30:60Z",
+            "2016-12-31T23:59:60+01:00",
+            // Instants whose UTC spelling would not have four digits.
+            "9999-12-31T23:59:59-23:59",
+            "0000-01-01T00:00:00+00:01",
             "",
         ] {
             assert!(Timestamp::parse(bad).is_err(), "{bad} accepted");

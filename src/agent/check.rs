@@ -21,6 +21,8 @@ pub struct AgentCheck {
     pub report: Report,
     /// The manifest's text as read, when it parsed.
     pub manifest_text: Option<std::sync::Arc<str>>,
+    /// The schema files tools.json's validation read (relative paths).
+    pub schema_files: Vec<String>,
 }
 
 /// What a check does besides validating the files.
@@ -75,13 +77,15 @@ pub fn check_agent_with(dir: &Path, opts: Options<'_>) -> AgentCheck {
         .unwrap_or_default();
 
     let mut tools_file = None;
+    let mut schema_files = Vec::new();
     if let Some(src) = read_source(dir, &prefix, tools::FILE_NAME, true, &mut report) {
         let validated = tools::validate(&src, &dir.to_path_buf(), &prefix, &policy, &mut diags);
         for s in &validated.sources {
             report.add_source(s);
         }
         tools_file = validated.value;
+        schema_files = validated.schema_files;
     }
     report.diagnostics.extend(diags);
-    AgentCheck { dir: dir.to_path_buf(), manifest, tools: tools_file, policy, report, manifest_text }
+    AgentCheck { dir: dir.to_path_buf(), manifest, tools: tools_file, policy, report, manifest_text, schema_files }
 }

@@ -7,7 +7,8 @@ use std::path::{Path, PathBuf};
 
 use crate::diagnostic::{Code, Diagnostic, Report, Source};
 use crate::error::{Error, Result};
-use crate::{manifest, tools};
+use crate::regular_file::{self, Links, ReadError};
+use crate::{limits, manifest, tools};
 
 mod check;
 mod digests;
@@ -102,7 +103,14 @@ pub fn display_prefix(dir: &Path) -> String {
 /// diagnostic.
 pub fn read_source(dir: &Path, prefix: &str, name: &str, required: bool, report: &mut Report) -> Option<Source> {
     let display = format!("{prefix}{name}");
-    match std::fs::read(dir.join(name)) {
+    // Each file is read under the cap `bundle verify` applies to it, never through a symlink,
+    // and never if it is a FIFO or a device (which would block or never end).
+    let limit = match name {
+        crate::manifest::FILE_NAME => limits::MAX_MANIFEST_BYTES,
+        crate::policy::FILE_NAME => limits::MAX_POLICY_BYTES,
+        _ => limits::MAX_JSON_BYTES,
+    };
+    match regular_file::read(&dir.join(name), limit, Links::Refuse) {
         Ok(bytes) => match crate::json::decode_utf8(&display, bytes) {
             Ok(text) => {
                 let source = Source::new(display, text);
@@ -114,7 +122,7 @@ pub fn read_source(dir: &Path, prefix: &str, name: &str, required: bool, report:
                 None
             }
         },
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+        Err(ReadError::NotFound) => {
             if required {
                 report.push(
                     Diagnostic::error(Code::MissingFile, &display, format!("the agent folder has no {name}"))
@@ -123,7 +131,29 @@ pub fn read_source(dir: &Path, prefix: &str, name: &str, required: bool, report:
             }
             None
         }
-        Err(e) => {
+        Err(ReadError::NotRegular { what }) => {
+            report.push(
+                Diagnostic::error(
+                    Code::UnsupportedFileType,
+                    &display,
+                    format!("{name} is {what}; an agent's files must be regular files"),
+                )
+                .with_help("replace it with a regular file (symbolic links are never followed)"),
+            );
+            None
+        }
+        Err(ReadError::TooLarge { limit }) => {
+            report.push(
+                Diagnostic::error(
+                    Code::LimitExceeded,
+                    &display,
+                    format!("{name} is larger than {limit} bytes, the most `bundle verify` accepts"),
+                )
+                .with_help("split the agent, or move data out of it into other files"),
+            );
+            None
+        }
+        Err(ReadError::Io(e)) => {
             report.push(Diagnostic::error(Code::IoError, &display, format!("cannot read {name}: {e}")));
             None
         }

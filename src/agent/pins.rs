@@ -14,7 +14,9 @@ use crate::diagnostic::{Code, Diagnostic, Source};
 use crate::error::{Error, Result};
 use crate::fetch::{Fetched, Fetcher};
 use crate::formats::rap;
+use crate::limits;
 use crate::manifest::{self, Manifest, Pin, PinFormat};
+use crate::regular_file::{self, Links};
 
 /// The folder pinned files go in, inside the agent folder.
 pub const DIR: &str = "pins";
@@ -40,12 +42,13 @@ pub fn file_for(url: &str) -> String {
 /// URL again replaces its file and pin.
 pub fn pin(agent_dir: &Path, fetched: &[Fetched]) -> Result<Vec<String>> {
     let manifest_path = agent_dir.join(manifest::FILE_NAME);
-    let text = std::fs::read_to_string(&manifest_path).map_err(|e| {
-        Error::Usage(format!(
-            "--pin records the pin in {}, which cannot be read ({e}); create the agent with `bundle init` first",
-            manifest_path.display()
-        ))
-    })?;
+    let text =
+        regular_file::read_to_string(&manifest_path, limits::MAX_MANIFEST_BYTES, Links::Refuse).map_err(|e| {
+            Error::Usage(format!(
+                "--pin records the pin in {}, which cannot be read ({e}); create the agent with `bundle init` first",
+                manifest_path.display()
+            ))
+        })?;
     let mut diags = Vec::new();
     if manifest::parse(&Source::new(manifest_path.display().to_string(), text.as_str()), &mut diags).is_none()
         || diags.iter().any(Diagnostic::is_error)
@@ -66,11 +69,10 @@ pub fn pin(agent_dir: &Path, fetched: &[Fetched]) -> Result<Vec<String>> {
         let pin = Pin { url: f.url.clone(), format: PinFormat::Rap, blake3: blake3::hash(f.text.as_bytes()) };
         pins.push((file, pin));
     }
-    let dir = agent_dir.join(DIR);
-    std::fs::create_dir_all(&dir).map_err(|e| Error::io(&dir, e))?;
     for ((file, _), f) in pins.iter().zip(fetched) {
-        let path = agent_dir.join(file);
-        atomic::write(&path, f.text.as_bytes(), true).map_err(|e| Error::io(&path, e))?;
+        // Never through a symlinked pins/: nothing is written outside the agent folder.
+        atomic::write_inside(agent_dir, file, f.text.as_bytes(), true)
+            .map_err(|e| Error::io(agent_dir.join(file), e))?;
     }
     let edited = manifest::edit::set_pins(&text, &pins).map_err(|e| Error::Usage(e.to_string()))?;
     if edited != text {
@@ -87,7 +89,7 @@ pub fn check(dir: &Path, prefix: &str, m: &Manifest, manifest_name: &str, diags:
             "restore {file}, or pin again: bundle import --from rap {} --pin -o {prefix}tools.json --force",
             pin.url
         );
-        match std::fs::read(dir.join(file)) {
+        match regular_file::read(&dir.join(file), limits::MAX_IMPORT_BYTES, Links::Refuse) {
             Ok(bytes) if blake3::hash(&bytes) == pin.blake3 => {}
             Ok(_) => diags.push(
                 Diagnostic::error(
@@ -98,7 +100,7 @@ pub fn check(dir: &Path, prefix: &str, m: &Manifest, manifest_name: &str, diags:
                 .at_path(format!("{key}.blake3"))
                 .with_help(repin),
             ),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => diags.push(
+            Err(regular_file::ReadError::NotFound) => diags.push(
                 Diagnostic::error(
                     Code::PinMismatch,
                     manifest_name,
@@ -141,7 +143,8 @@ pub fn refresh(
             continue;
         }
         // The pinned file itself was checked offline; compare with what it holds if readable.
-        let pinned = std::fs::read_to_string(dir.join(file)).unwrap_or_default();
+        let pinned =
+            regular_file::read_to_string(&dir.join(file), limits::MAX_IMPORT_BYTES, Links::Refuse).unwrap_or_default();
         let help = format!(
             "review the change; to accept it: bundle import --from rap {} --pin -o {prefix}tools.json --force, then bundle lock",
             pin.url

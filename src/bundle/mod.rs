@@ -21,6 +21,29 @@ pub const MAX_SIGNATURE_BYTES: u64 = 4096;
 pub const MAX_JSON_BYTES: u64 = 4 << 20;
 pub const MAX_JSON_TOTAL: u64 = 16 << 20;
 
+/// Whether an entry is held for re-validation (FORMAT §6 step 13), given the bytes of other
+/// JSON files held before it: tools.json and policy.caps always (within [`MAX_JSON_BYTES`]);
+/// other JSON files (schemas tools.json may reference) while they fit [`MAX_JSON_TOTAL`].
+pub fn is_held(path: &str, size: u64, held_total: u64) -> bool {
+    let named = path == crate::tools::FILE_NAME || path == crate::policy::FILE_NAME;
+    size <= MAX_JSON_BYTES && (named || (path.ends_with(".json") && held_total + size <= MAX_JSON_TOTAL))
+}
+
+/// The entries verify holds, for files in bundle order: what `pack` checks schemas against.
+pub fn held_paths<'p>(files: impl IntoIterator<Item = (&'p str, u64)>) -> std::collections::HashSet<&'p str> {
+    let mut total = 0;
+    let mut held = std::collections::HashSet::new();
+    for (path, size) in files {
+        if is_held(path, size, total) {
+            if path != crate::tools::FILE_NAME && path != crate::policy::FILE_NAME {
+                total += size;
+            }
+            held.insert(path);
+        }
+    }
+    held
+}
+
 /// The file name `bundle pack` writes when not told otherwise: `<name>-<version>.agent.bundle`.
 pub fn default_file_name(name: &str, version: &str) -> String {
     format!("{name}-{version}{EXTENSION}")

@@ -8,13 +8,13 @@
 //! listed but absent, and any bytes after the tar end or the zstd frame. tools.json is
 //! validated again, against the bundle's own schema files and policy.caps.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::io::{self, BufRead, Read, Write};
 
 use serde::Serialize;
 
 pub use super::rejection::{Reason, Rejection};
-use super::{MAX_JSON_BYTES, MAX_JSON_TOTAL, MAX_MANIFEST_BYTES, MAX_SIGNATURE_BYTES, SIGNATURE_ENTRY};
+use super::{MAX_JSON_BYTES, MAX_MANIFEST_BYTES, MAX_SIGNATURE_BYTES, SIGNATURE_ENTRY, is_held};
 use crate::archive::{ArchiveError, ArchiveReader, Entry, Limits};
 use crate::diagnostic::{Code, Source};
 use crate::hasher::EntryHasher;
@@ -285,8 +285,11 @@ fn check_signed_for(
     expect: &Expect<'_>,
 ) -> Result<(), Rejection> {
     let expected_comment = trust::trusted_comment(&manifest.name, &manifest.version.to_string());
-    if signature.trusted_comment() != expected_comment {
-        let signed_for = match trust::parse_trusted_comment(signature.trusted_comment()) {
+    // FORMAT §5.2: the two fields in either order, each exactly once, values byte for byte.
+    let signed_for = trust::parse_trusted_comment(signature.trusted_comment());
+    let matches = signed_for.as_ref().is_ok_and(|(n, v)| *n == manifest.name && *v == manifest.version.to_string());
+    if !matches {
+        let signed_for = match signed_for {
             Ok((n, v)) => format!("the signature is for {n} {v}"),
             Err(why) => why,
         };
@@ -341,6 +344,8 @@ fn stream_entries<R: BufRead>(
 ) -> Result<Streamed, Rejection> {
     let listed = manifest.entries();
     let mut seen: Vec<VerifiedFile> = Vec::with_capacity(listed.len());
+    // Membership by set: a bundle may hold a million entries.
+    let mut seen_paths: HashSet<String> = HashSet::with_capacity(listed.len());
     let mut kept: HashMap<String, Vec<u8>> = HashMap::new();
     let mut kept_total = 0;
     let mut previous: Option<String> = None;
@@ -348,7 +353,7 @@ fn stream_entries<R: BufRead>(
     while let Some(mut entry) = reader.next_entry()? {
         let path = entry.path.clone();
         let here = Some(path.as_str());
-        if path == manifest::FILE_NAME || path == SIGNATURE_ENTRY || seen.iter().any(|f| f.path == path) {
+        if path == manifest::FILE_NAME || path == SIGNATURE_ENTRY || seen_paths.contains(&path) {
             return Err(Rejection::new(Reason::DuplicateEntry, here, format!("`{path}` appears twice in the bundle")));
         }
         let Some(Some(expected)) = listed.get(path.as_str()) else {
@@ -385,11 +390,8 @@ fn stream_entries<R: BufRead>(
                 format!("`{path}` is {} bytes in the archive, the manifest says {}", entry.size, expected.size),
             ));
         }
-        // tools.json and policy.caps are always kept (within MAX_JSON_BYTES); other JSON files
-        // (schemas tools.json may reference) share MAX_JSON_TOTAL.
         let named = path == tools::FILE_NAME || path == policy::FILE_NAME;
-        let keep = entry.size <= MAX_JSON_BYTES
-            && (named || (path.ends_with(".json") && kept_total + entry.size <= MAX_JSON_TOTAL));
+        let keep = is_held(&path, entry.size, kept_total);
         let executable = entry.executable;
         let (hash, copy) = copy_entry(&mut hasher, &mut entry, &path, keep, sink)?;
         if let Some(bytes) = copy {
@@ -405,6 +407,7 @@ fn stream_entries<R: BufRead>(
                 format!("`{path}` has BLAKE3 {}, the manifest says {}", hash.to_hex(), expected.blake3.to_hex()),
             ));
         }
+        seen_paths.insert(path.clone());
         seen.push(VerifiedFile {
             path: path.clone(),
             size: expected.size,
@@ -414,7 +417,7 @@ fn stream_entries<R: BufRead>(
         previous = Some(path);
     }
     for path in listed.keys() {
-        if !seen.iter().any(|f| f.path == *path) {
+        if !seen_paths.contains(*path) {
             return Err(Rejection::new(
                 Reason::MissingEntry,
                 Some(path),
@@ -533,8 +536,11 @@ fn parse_manifest(bytes: &[u8]) -> Result<Manifest, Rejection> {
     let first =
         diags.iter().find(|d| d.code == Code::UnsupportedVersion).or_else(|| diags.iter().find(|d| d.is_error()));
     if let Some(d) = first {
-        let reason =
-            if d.code == Code::UnsupportedVersion { Reason::UnsupportedVersion } else { Reason::MalformedManifest };
+        let reason = match d.code {
+            Code::UnsupportedVersion => Reason::UnsupportedVersion,
+            Code::LimitExceeded => Reason::LimitExceeded,
+            _ => Reason::MalformedManifest,
+        };
         let at = d.path.as_deref().map(|p| format!(" at `{p}`")).unwrap_or_default();
         return Err(Rejection::new(reason, here, format!("manifest.toml{at}: {}", d.message)));
     }
@@ -586,10 +592,14 @@ fn validate_tools(kept: &HashMap<String, Vec<u8>>) -> Result<Option<ToolsFile>, 
     };
     let validated = tools::validate(&Source::new(tools::FILE_NAME, text), kept, "", &policy, &mut diags);
     if let Some(d) = diags.iter().find(|d| d.is_error()) {
-        let reason = if d.code == Code::UnsupportedVersion { Reason::UnsupportedVersion } else { Reason::InvalidTools };
         let mut r = invalid(d);
-        r.reason = reason;
+        r.reason = match d.code {
+            Code::UnsupportedVersion => Reason::UnsupportedVersion,
+            Code::LimitExceeded => Reason::LimitExceeded,
+            _ => Reason::InvalidTools,
+        };
         return Err(r);
     }
-    Ok(validated.model())
+    // Fail closed: valid by every rule but not the model would otherwise read as no tools.
+    validated.model().map_err(|why| Rejection::new(Reason::InvalidTools, here, why))
 }

@@ -138,7 +138,7 @@ fn inspect_one(
         Err(r) => return Ok((super::verify::render_rejection(bundle, r, format, global)?, None)),
     };
     if format == Format::Human && collect {
-        println!("bundle     {}", bundle.display());
+        super::output::print_line(&format!("bundle     {}", sanitize(&bundle.display().to_string())))?;
     }
     let contracts = release::from_verified(&v, bundle).map(|a| a.contracts);
     let now = global.now();
@@ -221,8 +221,8 @@ fn human(v: &Verified, contracts: &Result<Vec<Contract>, ContractError>, now: Ti
             [
                 sanitize(&t.id),
                 sanitize(&transport),
-                t.capabilities.join(","),
-                t.secrets.join(","),
+                list_cell(&t.capabilities),
+                list_cell(&t.secrets),
                 if t.requires_confirmation { "yes".into() } else { "no".into() },
                 contract(contracts, i).map_or_else(|| "-".into(), |c| c.risk.names().join(",")),
                 contract(contracts, i).map_or_else(|| "-".into(), |c| c.fingerprint[..16].to_owned()),
@@ -236,8 +236,16 @@ fn human(v: &Verified, contracts: &Result<Vec<Contract>, ContractError>, now: Ti
             *w = (*w).max(c.chars().count());
         }
     }
+    // Padded by hand: `format!("{c:<w$}")` panics for widths over 65 535.
     let line = |cells: [&str; 7]| {
-        cells.iter().zip(widths).map(|(c, w)| format!("{c:<w$}")).collect::<Vec<_>>().join("  ").trim_end().to_owned()
+        cells
+            .iter()
+            .zip(widths)
+            .map(|(c, w)| format!("{c}{}", " ".repeat(w.saturating_sub(c.chars().count()))))
+            .collect::<Vec<_>>()
+            .join("  ")
+            .trim_end()
+            .to_owned()
     };
     writeln!(out, "  {}", line(header))?;
     for r in &rows {
@@ -249,6 +257,18 @@ fn human(v: &Verified, contracts: &Result<Vec<Contract>, ContractError>, now: Ti
         writeln!(out, "  (fingerprint: the first 16 hex digits; --format json shows all 64)")?;
     }
     out.flush()
+}
+
+/// A list for one table cell: comma-separated, sanitised, and cut short (with the count) when
+/// long, so that a tool with 80 000 capabilities does not make a 2 MB line.
+fn list_cell(items: &[String]) -> String {
+    const MAX_CHARS: usize = 60;
+    let joined = sanitize(&items.join(","));
+    if joined.chars().count() <= MAX_CHARS {
+        return joined;
+    }
+    let cut: String = joined.chars().take(MAX_CHARS).collect();
+    format!("{cut}... ({} in all)", items.len())
 }
 
 /// `inspect oci://…` without keys: the manifest and the config, which are informational only

@@ -274,9 +274,11 @@ pub fn main() -> ExitCode {
         Ok(Outcome::Rejected) => ExitCode::from(1),
         Ok(Outcome::Failed) => ExitCode::from(2),
         Err(e) => {
-            if let Some(io) = e.downcast_ref::<std::io::Error>()
-                && io.kind() == std::io::ErrorKind::BrokenPipe
-            {
+            // A closed stdout (`bundle ... | head`) is not an error, however deep in the chain
+            // the write failure sits (ripgrep walks `err.chain()` the same way).
+            if e.chain().any(|cause| {
+                cause.downcast_ref::<std::io::Error>().is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+            }) {
                 return ExitCode::SUCCESS;
             }
             output::print_error(global, &e);

@@ -312,9 +312,25 @@ pub fn print_line(line: &str) -> io::Result<()> {
     out.flush()
 }
 
+/// One JSON document on stdout.
+///
+/// Every string (keys too) is sanitised like human output: names and messages come from checked
+/// files, and a raw U+202E would reorder what a terminal or log viewer shows. The one exception
+/// is a top-level `document` (what `export`/`import` produced): it is data, printed as is.
 pub fn print_json<T: serde::Serialize + ?Sized>(value: &T) -> io::Result<()> {
+    let value = match serde_json::to_value(value).map_err(io::Error::other)? {
+        serde_json::Value::Object(map) => serde_json::Value::Object(
+            map.into_iter()
+                .map(|(k, v)| {
+                    let v = if k == "document" { v } else { sanitize_json(v) };
+                    (sanitize(&k), v)
+                })
+                .collect(),
+        ),
+        other => sanitize_json(other),
+    };
     let mut out = io::stdout().lock();
-    serde_json::to_writer_pretty(&mut out, value)?;
+    serde_json::to_writer_pretty(&mut out, &value)?;
     writeln!(out)?;
     out.flush()
 }

@@ -51,13 +51,16 @@ pub struct Args {
     pub(super) format: Format,
 }
 
-/// `SOURCE_DATE_EPOCH` when set (reproducible-builds.org), else 0.
+/// The largest mtime a ustar header holds (11 octal digits; the year 2242).
+const MAX_MTIME: u64 = 0o777_7777_7777;
+
+/// `SOURCE_DATE_EPOCH` when set (reproducible-builds.org), else 0. A value a ustar header
+/// cannot hold is a usage error here (it would also wrap negative as an instant).
 fn mtime() -> anyhow::Result<u64> {
     match std::env::var("SOURCE_DATE_EPOCH") {
-        Ok(v) => v
-            .trim()
-            .parse()
-            .map_err(|_| anyhow::anyhow!("SOURCE_DATE_EPOCH must be a whole number of seconds, not `{v}`")),
+        Ok(v) => v.trim().parse::<u64>().ok().filter(|&t| t <= MAX_MTIME).ok_or_else(|| {
+            anyhow::anyhow!("SOURCE_DATE_EPOCH must be a whole number of seconds from 0 to {MAX_MTIME}, not `{v}`")
+        }),
         Err(_) => Ok(0),
     }
 }

@@ -162,7 +162,10 @@ pub fn render(bundle: &Path, verdict: &Verdict, format: Format, global: Global) 
                     let lines: Vec<String> =
                         d.changes.iter().map(|c| format!("{}: {}", c.impact.as_str(), c.message)).collect();
                     let message = format!("{} ({}): {}", d.tool, d.reason, lines.join("; "));
-                    println!("::{level} title=contract_drift::{}", output::escape_data(&sanitize(&message)));
+                    output::print_line(&format!(
+                        "::{level} title=contract_drift::{}",
+                        output::escape_data(&sanitize(&message))
+                    ))?;
                 }
             }
             let file = bundle.display().to_string();

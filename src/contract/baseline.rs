@@ -16,6 +16,8 @@ use toml_edit::{Array, DocumentMut, Item, Table, value};
 use super::release::{AgentContracts, LoadError};
 use crate::bundle::verify::{Reason, Rejection};
 use crate::contract::{self, Change, Contract, Risk};
+use crate::limits::{MAX_BASELINE_BYTES, MAX_TOML_ITEMS};
+use crate::regular_file::{self, Links};
 
 /// The only baseline file format this build reads and writes.
 pub const FORMAT: i64 = 1;
@@ -61,13 +63,23 @@ fn invalid(path: &Path, message: impl Into<String>) -> BaselineError {
 
 /// Reads and checks a baseline file.
 pub fn read(path: &Path) -> Result<Baseline, BaselineError> {
-    let text = std::fs::read_to_string(path).map_err(|e| crate::Error::io(path, e))?;
+    let text = read_text(path)?;
     parse(&text).map_err(|m| invalid(path, m))
+}
+
+/// A baseline file's text: a regular file of at most [`MAX_BASELINE_BYTES`].
+fn read_text(path: &Path) -> Result<String, BaselineError> {
+    regular_file::read_to_string(path, MAX_BASELINE_BYTES, Links::Follow)
+        .map_err(|e| crate::Error::io(path, e.into_io()).into())
 }
 
 /// Parses a baseline file's text. Every entry's contract must be canonical JSON whose BLAKE3 is
 /// its fingerprint, for the tool it is filed under.
 pub fn parse(text: &str) -> Result<Baseline, String> {
+    // Counted before toml_edit builds the document (about 300 bytes per item).
+    if crate::manifest::over_item_limit(text, MAX_TOML_ITEMS).is_some() {
+        return Err(format!("more than {MAX_TOML_ITEMS} TOML keys, values and tables"));
+    }
     let doc: DocumentMut = text.parse().map_err(|e: toml_edit::TomlError| format!("not TOML: {e}"))?;
     for (key, _) in doc.iter() {
         if !TOP_KEYS.contains(&key) {
@@ -205,7 +217,7 @@ pub enum ApprovalAction {
 /// place, keeping the file's comments and order), and the entry of a tool `from` no longer has
 /// is removed. The file is rewritten atomically, and only when something changed.
 pub fn approve(path: &Path, from: &AgentContracts, ids: &[String]) -> Result<Vec<Approval>, BaselineError> {
-    let text = std::fs::read_to_string(path).map_err(|e| crate::Error::io(path, e))?;
+    let text = read_text(path)?;
     let baseline = parse(&text).map_err(|m| invalid(path, m))?;
     check_agent(&baseline, from, path)?;
     let mut doc: DocumentMut = text.parse().map_err(|e: toml_edit::TomlError| invalid(path, e.to_string()))?;

@@ -8,7 +8,7 @@ use serde::Serialize;
 
 use super::schema_changes::{self, Side};
 use super::{Contract, ContractBudget, ContractDoc, ContractTransport, Risk};
-use crate::policy::Capability;
+use crate::policy::{Capability, GrantIndex};
 
 crate::codes::stable_codes! {
     /// The kind of a change. The string forms are stable (docs/book/src/reference/codes.md,
@@ -318,12 +318,14 @@ fn coverage_changes<'a>(
     new: &'a [String],
 ) -> (Vec<(&'a String, Option<&'a String>)>, Vec<&'a String>) {
     let (os, ns): (BTreeSet<&String>, BTreeSet<&String>) = (old.iter().collect(), new.iter().collect());
+    // Indexed: policies with many grants must not cost grants x grants.
+    let parsed: Vec<(&String, Capability)> =
+        os.iter().filter_map(|o| Capability::parse(o).ok().map(|c| (*o, c))).collect();
+    let index = GrantIndex::new(parsed.iter().map(|(_, c)| c));
     let added = ns
         .difference(&os)
         .map(|c| {
-            let covering = Capability::parse(c).ok().and_then(|need| {
-                os.iter().copied().find(|o| Capability::parse(o).is_ok_and(|grant| grant.covers(&need)))
-            });
+            let covering = Capability::parse(c).ok().and_then(|need| index.first_covering(&need)).map(|i| parsed[i].0);
             (*c, covering)
         })
         .collect();

@@ -15,7 +15,9 @@ use crate::error::{Error, Result};
 use crate::fetch::{Fetched, Fetcher};
 use crate::formats::{self, Imported};
 use crate::json::{self, JsonPath};
+use crate::limits::{self, MAX_RUNE_DESCRIPTOR_BYTES};
 use crate::policy::Policy;
+use crate::regular_file::{self, Links};
 use crate::tools::{self, ToolsFile};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -121,10 +123,12 @@ fn single(opts: &Options) -> Result<&str> {
 /// broke its own format's rules (the problems are in the report then).
 type Converted = (String, Option<Imported>);
 
-/// Reads an input file as UTF-8 text. An unreadable file stops the import (exit 2); text that
-/// is not UTF-8 is an `invalid_utf8` problem in `report`.
-fn read_input(path: &Path, report: &mut Report) -> Result<Option<Source>> {
-    let bytes = std::fs::read(path).map_err(|e| Error::io(path, e))?;
+/// Reads an input file as UTF-8 text. An unreadable file (not a regular file, larger than
+/// `limit`) stops the import (exit 2); text that is not UTF-8 is an `invalid_utf8` problem in
+/// `report`.
+fn read_input(path: &Path, limit: u64, links: Links, report: &mut Report) -> Result<Option<Source>> {
+    // A regular file (a FIFO would block, a device never end) and at most `limit` bytes.
+    let bytes = regular_file::read(path, limit, links).map_err(|e| Error::io(path, e.into_io()))?;
     let name = path.display().to_string();
     match json::decode_utf8(&name, bytes) {
         Ok(text) => Ok(Some(Source::new(name, text))),
@@ -144,7 +148,7 @@ fn problems(report: &mut Report, source: &Source, problems: Vec<Diagnostic>) {
 fn import_agentcli(opts: &Options, report: &mut Report) -> Result<Converted> {
     let path = Path::new(single(opts)?);
     let display = path.display().to_string();
-    let Some(source) = read_input(path, report)? else {
+    let Some(source) = read_input(path, limits::MAX_IMPORT_BYTES, Links::Follow, report)? else {
         return Ok((display, None));
     };
     let root = match &opts.exec_root {
@@ -230,7 +234,7 @@ fn import_rap(opts: &Options, fetched: &mut Vec<Fetched>, report: &mut Report) -
                 }
             }
         } else {
-            match read_input(Path::new(input), report)? {
+            match read_input(Path::new(input), limits::MAX_IMPORT_BYTES, Links::Follow, report)? {
                 Some(source) => source,
                 None => continue,
             }
@@ -304,7 +308,8 @@ fn import_rune(input: &Path, exec_root: Option<&Path>, report: &mut Report) -> R
     }
     let mut descriptors = Vec::new();
     for f in &files {
-        let Some(source) = read_input(f, report)? else { continue };
+        // Descriptors found in a folder are never read through a symlink.
+        let Some(source) = read_input(f, MAX_RUNE_DESCRIPTOR_BYTES, Links::Refuse, report)? else { continue };
         match formats::rune::parse(&source) {
             Ok(d) => descriptors.push(d),
             Err(found) => problems(report, &source, found),
@@ -313,12 +318,14 @@ fn import_rune(input: &Path, exec_root: Option<&Path>, report: &mut Report) -> R
     if report.has_errors() {
         return Ok((display, None));
     }
+    // Schema files the descriptors name: read like an agent's own files, all within one budget.
+    let budget = json::Budget::default();
     let load = |rel: &str| -> Option<serde_json::Value> {
         if rel.starts_with('/') || rel.split('/').any(|s| s == "..") {
             return None;
         }
-        let text = std::fs::read_to_string(agent_dir.join(rel)).ok()?;
-        serde_json::from_str(&text).ok()
+        let text = regular_file::read_to_string(&agent_dir.join(rel), limits::MAX_JSON_BYTES, Links::Refuse).ok()?;
+        json::parse_within(&Source::new(rel, text), &budget, &mut Vec::new()).ok().map(|d| d.value)
     };
     let command_root = match exec_root {
         Some(r) => absolute(r)?,

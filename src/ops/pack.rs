@@ -146,6 +146,25 @@ pub fn pack(dir: &Path, key: &mut Signer, opts: &PackOptions, progress: &dyn Pro
             return Err(PackFailure::Rejected(report));
         }
     }
+    // verify re-validates tools.json against only the JSON files it holds: every schema the
+    // check read must be one of them, or the bundle would verify as invalid_tools.
+    let held = bundle::held_paths(current.files.iter().map(|f| (f.path.as_str(), f.size)));
+    if let Some(rel) = checked.schema_files.iter().find(|rel| !held.contains(rel.as_str())) {
+        let mut report = Report::default();
+        report.push(
+            Diagnostic::error(
+                Code::LimitExceeded,
+                format!("{}{rel}", display_prefix(dir)),
+                format!(
+                    "`bundle verify` would not hold {rel} to check tools.json against it: it holds JSON files of at most {} bytes, {} in all, in bundle order",
+                    bundle::MAX_JSON_BYTES,
+                    bundle::MAX_JSON_TOTAL
+                ),
+            )
+            .with_help("make the schema smaller, or move large .json data files out of the agent"),
+        );
+        return Err(PackFailure::Rejected(report));
+    }
     let m = checked.manifest.expect("a clean check has a manifest");
     let comment = trust::trusted_comment(&m.name, &m.version.to_string());
     let signature = key.sign(&manifest_bytes, &comment, UNTRUSTED_COMMENT).map_err(Error::Signer)?;
@@ -230,6 +249,33 @@ impl Write for Output<'_> {
     }
 }
 
+/// An archive error that is not a failed write of the bundle: a read error names the agent
+/// file it happened in; anything the archive format refuses (a limit, a path ustar cannot
+/// hold) is a problem of the agent, reported against its file with the archive's reason.
+fn archive_failure(e: crate::archive::ArchiveError, dir: &Path, output: &Path) -> PackFailure {
+    use crate::archive::ArchiveError;
+    let at = |path: Option<&str>| match path {
+        Some(p) => format!("{}{p}", display_prefix(dir)),
+        None => output.display().to_string(),
+    };
+    let (code, file) = match &e {
+        ArchiveError::Io { path: Some(p), .. } => (Code::IoError, at(Some(p))),
+        ArchiveError::Io { path: None, .. } => (Code::IoError, at(None)),
+        ArchiveError::LimitExceeded { path, .. } => (Code::LimitExceeded, at(path.as_deref())),
+        ArchiveError::PathTooLong { path } | ArchiveError::UnsafePath { path, .. } => {
+            (Code::UnsafePath, at(Some(path)))
+        }
+        _ => (Code::IoError, at(None)),
+    };
+    if let ArchiveError::Io { path, source } = e {
+        let full = path.map_or_else(|| output.to_path_buf(), |p| dir.join(p));
+        return PackFailure::Error(Error::io(full, source));
+    }
+    let mut report = Report::default();
+    report.push(Diagnostic::error(code, file, e.to_string()));
+    PackFailure::Rejected(report)
+}
+
 // The pieces of one pack, passed once; a struct for them would only be used here.
 #[allow(clippy::too_many_arguments)]
 fn write_bundle(
@@ -260,7 +306,7 @@ fn write_bundle(
             report.push(d);
             PackFailure::Rejected(report)
         } else {
-            PackFailure::Error(Error::Io { path: dir.to_path_buf(), source: std::io::Error::other(e.to_string()) })
+            archive_failure(e, dir, output)
         }
     };
     let out = Output { file, failed: &failed, writeback: atomic::Writeback::new(file), unsynced: 0 };

@@ -13,7 +13,9 @@ use serde_json::{Map, Value, json};
 use crate::agent::{Locked, display_prefix, lock_agent, read_source};
 use crate::diagnostic::{Code, Diagnostic, Report, Source};
 use crate::error::Error;
+use crate::limits;
 use crate::policy::{self, Capability, Policy};
+use crate::regular_file::{self, Links};
 use crate::{atomic, tools};
 
 /// The schema given to a tool's input and result when none is named: any JSON object.
@@ -152,10 +154,10 @@ pub fn add_tool(dir: &Path, tool: &NewTool, grant: bool) -> Result<Added, AddFai
         }
         return Err(AddFailure::Rejected(report));
     };
-    let policy_text = match std::fs::read_to_string(&policy_path) {
+    let policy_text = match regular_file::read_to_string(&policy_path, limits::MAX_POLICY_BYTES, Links::Refuse) {
         Ok(t) => t,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
-        Err(e) => return Err(Error::io(&policy_path, e).into()),
+        Err(regular_file::ReadError::NotFound) => String::new(),
+        Err(e) => return Err(Error::io(&policy_path, e.into_io()).into()),
     };
 
     // A tool is added only to a file that passes as it is: then every problem found below is

@@ -7,6 +7,7 @@
 pub mod credentials;
 pub mod meta_schema;
 pub mod model;
+pub mod rules;
 pub mod schema_refs;
 pub mod summary;
 pub mod validate;

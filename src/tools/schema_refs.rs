@@ -5,8 +5,11 @@ use std::collections::HashMap;
 
 use serde_json::Value;
 
+use crate::diagnostic::MAX_REPORTED;
 use crate::diagnostic::{Code, Diagnostic, Source};
-use crate::json::{self, JsonDoc, JsonPath};
+use crate::json::{self, Budget, JsonDoc, JsonPath};
+use crate::limits::MAX_JSON_BYTES;
+use crate::regular_file::{self, Links, ReadError};
 
 pub const REF_PREFIX: &str = "schema:";
 
@@ -104,6 +107,7 @@ pub fn meta_errors(schema: &Value, base: &JsonPath) -> Vec<(JsonPath, String)> {
     }
     validator
         .iter_errors(schema)
+        .take(MAX_REPORTED)
         .map(|e| (pointer_to_path(schema, base, &e.instance_path().to_string()), e.to_string()))
         .collect()
 }
@@ -134,21 +138,23 @@ fn pointer_to_path(root: &Value, base: &JsonPath, pointer: &str) -> JsonPath {
 /// (held in memory) when verifying.
 pub trait AgentFiles {
     /// The file's bytes, `Ok(None)` when there is no such file.
-    fn read(&self, rel: &str) -> std::io::Result<Option<Vec<u8>>>;
+    fn read(&self, rel: &str) -> Result<Option<Vec<u8>>, ReadError>;
 }
 
+/// An agent folder: a schema file is read like tools.json (a regular file, never through a
+/// symlink, at most [`MAX_JSON_BYTES`], the most `bundle verify` holds).
 impl AgentFiles for std::path::PathBuf {
-    fn read(&self, rel: &str) -> std::io::Result<Option<Vec<u8>>> {
-        let full = self.join(rel);
-        if !full.is_file() {
-            return Ok(None);
+    fn read(&self, rel: &str) -> Result<Option<Vec<u8>>, ReadError> {
+        match regular_file::read(&self.join(rel), MAX_JSON_BYTES, Links::Refuse) {
+            Ok(bytes) => Ok(Some(bytes)),
+            Err(ReadError::NotFound) => Ok(None),
+            Err(e) => Err(e),
         }
-        std::fs::read(full).map(Some)
     }
 }
 
 impl AgentFiles for HashMap<String, Vec<u8>> {
-    fn read(&self, rel: &str) -> std::io::Result<Option<Vec<u8>>> {
+    fn read(&self, rel: &str) -> Result<Option<Vec<u8>>, ReadError> {
         Ok(self.get(rel).cloned())
     }
 }
@@ -159,11 +165,26 @@ pub struct Resolver<'a> {
     display_dir: String,
     files: HashMap<String, Option<Value>>,
     pub sources: Vec<Source>,
+    /// The schema files read, relative to the agent folder, in the order they were read.
+    pub loaded: Vec<String>,
+    /// The JSON values tools.json and these schema files may hold together.
+    pub budget: Budget,
+    /// Values written so far by inlining `schema:` references into tool contracts
+    /// ([`crate::contract`]), across all tools of the agent.
+    pub inlined: usize,
 }
 
 impl<'a> Resolver<'a> {
     pub fn new(files_in: &'a dyn AgentFiles, display_dir: String) -> Self {
-        Resolver { files_in, display_dir, files: HashMap::new(), sources: Vec::new() }
+        Resolver {
+            files_in,
+            display_dir,
+            files: HashMap::new(),
+            sources: Vec::new(),
+            loaded: Vec::new(),
+            budget: Budget::default(),
+            inlined: 0,
+        }
     }
 
     /// Resolves `id` through `schema_refs` (inline schema or relative file path), else
@@ -213,11 +234,17 @@ impl<'a> Resolver<'a> {
             Ok(Some(b)) => b,
             Ok(None) => return Resolved::Missing(format!("file {rel} does not exist")),
             Err(e) => {
-                diags.push(Diagnostic::error(Code::IoError, &display, format!("cannot read: {e}")));
+                let code = match e {
+                    ReadError::TooLarge { .. } => Code::LimitExceeded,
+                    ReadError::NotRegular { .. } => Code::UnsupportedFileType,
+                    _ => Code::IoError,
+                };
+                diags.push(Diagnostic::error(code, &display, format!("cannot read {rel}: {e}")));
                 self.files.insert(full, None);
                 return Resolved::Broken;
             }
         };
+        self.loaded.push(rel.to_owned());
         // Mark as in progress so that reference cycles terminate.
         self.files.insert(full.clone(), None);
         let value = self.parse_and_check(&display, bytes, schema_refs, diags);
@@ -242,7 +269,7 @@ impl<'a> Resolver<'a> {
         let source = Source::new(display, text);
         self.sources.push(source.clone());
         let before = diags.len();
-        let doc = match json::parse(&source, diags) {
+        let doc = match json::parse_within(&source, &self.budget, diags) {
             Ok(doc) => doc,
             Err(d) => {
                 diags.push(d);
@@ -250,15 +277,26 @@ impl<'a> Resolver<'a> {
             }
         };
         let root = JsonPath::root();
+        let mut shown = 0;
         for (path, message) in meta_errors(&doc.value, &root) {
             diags.push(schema_diag(&source, &doc, &path, message));
+            shown += 1;
         }
         let mut refs = Vec::new();
         nested_refs(&doc.value, &root, &mut refs);
+        let mut hidden = 0;
         for (path, id) in refs {
             if let Resolved::Missing(why) = self.resolve(&id, schema_refs, diags) {
-                diags.push(unresolved(&source, &doc, &path, &id, &why));
+                if shown < MAX_REPORTED {
+                    diags.push(unresolved(&source, &doc, &path, &id, &why));
+                    shown += 1;
+                } else {
+                    hidden += 1;
+                }
             }
+        }
+        if let Some(d) = crate::diagnostic::hidden_summary(display, (hidden, 0)) {
+            diags.push(d);
         }
         (diags[before..].iter().all(|d| !d.is_error())).then_some(doc.value)
     }

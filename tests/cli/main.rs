@@ -14,6 +14,7 @@ mod docs;
 mod editors;
 mod export;
 mod freshness;
+mod hardening;
 mod hostile;
 mod import;
 mod keys;

@@ -1734,5 +1734,141 @@ pub fn generate() -> Vec<Case> {
         );
     }
 
+    // ---- resource exhaustion from small inputs (issue 16) ------------------------------------
+    {
+        let zeros = |n: usize| vec!["0"; n].join(",");
+        let with_tools = |tools: String| relocked(&with_file(&files, "tools.json", tools));
+        add(
+            "limit_exceeded-json-two-million-values",
+            "limit_exceeded",
+            "tools.json (3.8 MiB, a few KiB compressed) with an unknown top-level key holding 60 nested arrays around 1 900 000 zeros: re-validation stops at the 200 000th JSON value instead of building them all (it took 1.6 GB).",
+            with_tools(format!(
+                "{{\"version\":1,\"tools\":[],\"x\":{}{}{}}}",
+                "[".repeat(60),
+                zeros(1_900_000),
+                "]".repeat(60)
+            )),
+        );
+        add(
+            "limit_exceeded-json-a-million-empty-tools",
+            "limit_exceeded",
+            "tools.json whose `tools` array holds 1 000 000 empty objects (each missing every required field): stopped at the value cap, not reported four million times.",
+            with_tools(format!("{{\"version\":1,\"tools\":[{}]}}", vec!["{}"; 1_000_000].join(","))),
+        );
+        add(
+            "limit_exceeded-json-nested-65-deep",
+            "limit_exceeded",
+            "tools.json with an unknown key holding arrays nested 65 deep (the cap is 64).",
+            with_tools(format!("{{\"version\":1,\"tools\":[],\"x\":{}{}}}", "[".repeat(64), "]".repeat(64))),
+        );
+        let enum_tool = |n: usize| {
+            format!(
+                "{{\"version\":1,\"tools\":[{{\"id\":\"t\",\"description\":\"d\",\"transport\":{{\"kind\":\"exec\",\"command\":\"/bin/t\"}},\"input_schema\":{{\"type\":\"object\",\"properties\":{{\"k\":{{\"enum\":[{}]}}}}}},\"result_schema\":{{}}}}]}}",
+                zeros(n)
+            )
+        };
+        add(
+            "limit_exceeded-json-two-million-element-enum",
+            "limit_exceeded",
+            "A valid tools.json whose one tool's input schema has an `enum` of 1 900 000 zeros (it was accepted at 300 MB).",
+            with_tools(enum_tool(1_900_000)),
+        );
+        add(
+            "ok-json-enum-of-100000",
+            "ok",
+            "A valid tools.json whose one tool's input schema has an `enum` of 100 000 zeros: within the value cap.",
+            with_tools(enum_tool(100_000)),
+        );
+        let grants: String = (0..50_000).map(|i| format!("net:h{i}.example\n")).collect();
+        add(
+            "invalid_tools-50000-grants-and-capabilities",
+            "invalid_tools",
+            "policy.caps with 50 000 grants and a tool requiring 50 001 capabilities, the last one not granted: duplicate and coverage checks are indexed, not grants x capabilities.",
+            relocked(&with_file(
+                &with_file(&files, "policy.caps", grants),
+                "tools.json",
+                format!(
+                    "{{\"version\":1,\"tools\":[{{\"id\":\"t\",\"description\":\"d\",\"transport\":{{\"kind\":\"exec\",\"command\":\"/bin/t\"}},\"input_schema\":{{}},\"result_schema\":{{}},\"capabilities\":[{}\"net:not-granted.example\"]}}]}}",
+                    (0..50_000).map(|i| format!("\"net:h{i}.example\",")).collect::<String>()
+                ),
+            )),
+        );
+        let repeated: String = "net:h.example\n".repeat(160_000);
+        add(
+            "ok-160000-repeated-grants",
+            "ok",
+            "policy.caps repeating one grant 160 000 times (warnings, at most 100 reported): found by a set, not by scanning every earlier line.",
+            relocked(&with_file(&files, "policy.caps", repeated)),
+        );
+        let items = format!("{}a = [{}]\n", manifest_text(&files), zeros(400_000));
+        add(
+            "limit_exceeded-manifest-400000-items",
+            "limit_exceeded",
+            "manifest.toml (under 1 MiB) ending in `a = [0,0,...]` of 400 000 zeros, signed: the items are counted before the TOML is parsed (cap 200 000).",
+            with_manifest(&items, &files),
+        );
+    }
+
+    // ---- names, signatures and encodings (issue 16) -------------------------------------------
+    {
+        let mut bom = vec![0xEF, 0xBB, 0xBF];
+        bom.extend_from_slice(manifest_str.as_bytes());
+        add(
+            "malformed_manifest-byte-order-mark",
+            "malformed_manifest",
+            "manifest.toml starting with a UTF-8 byte-order mark, signed as bytes: the format rejects a BOM everywhere (check, lock and verify alike).",
+            write(&entries(&bom, &keys.sign(&bom), &files)),
+        );
+        add(
+            "ok-trusted-comment-version-first",
+            "ok",
+            "The manifest signed by test.key with the trusted comment `agent-bundle/1 version=1.0.0 name=hostile`: the two fields may come in either order.",
+            write(&entries(
+                &manifest,
+                &sign_with(&keys.test, &manifest, &format!("agent-bundle/1 version={VERSION} name={NAME}")),
+                &files,
+            )),
+        );
+        for (name, how, a, b) in [
+            (
+                "malformed_manifest-case-collision-final-sigma",
+                "prompts/σ.md and prompts/ς.md (ordinary and final sigma) listed and stored: they are one name once case is fully folded.",
+                "prompts/\u{3c3}.md",
+                "prompts/\u{3c2}.md",
+            ),
+            (
+                "malformed_manifest-case-collision-micro-sign",
+                "prompts/µ.md (micro sign) and prompts/μ.md (Greek mu) listed and stored: one name once case is fully folded.",
+                "prompts/\u{b5}.md",
+                "prompts/\u{3bc}.md",
+            ),
+            (
+                "malformed_manifest-case-collision-long-s",
+                "prompts/ſ.md (long s) and prompts/s.md listed and stored: one name once case is fully folded.",
+                "prompts/\u{17f}.md",
+                "prompts/s.md",
+            ),
+            (
+                "malformed_manifest-case-collision-file-and-folder",
+                "A file Prompts listed and stored beside prompts/system.md: on a case-insensitive file system it is both a file and the folder of another.",
+                "Prompts",
+                "prompts/other.md",
+            ),
+        ] {
+            add(
+                name,
+                "malformed_manifest",
+                how,
+                relocked(&plus_file(&plus_file(&files, f(a, "one\n", false)), f(b, "two\n", false))),
+            );
+        }
+        add(
+            "malformed_manifest-case-collision-signature-entry",
+            "malformed_manifest",
+            "A file Manifest.toml.minisig listed in [files] and stored: it collides with the signature entry once case is folded.",
+            relocked(&plus_file(&files, f("Manifest.toml.minisig", "not a signature\n", false))),
+        );
+    }
+
     cases
 }

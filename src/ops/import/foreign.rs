@@ -8,7 +8,9 @@ use super::{Converted, Options, problems, read_input, single};
 use crate::diagnostic::{Code, Diagnostic, Report, Source};
 use crate::error::{Error, Result};
 use crate::formats::{self, Reach};
+use crate::limits;
 use crate::mcp_client::{self, Failure, Server};
+use crate::regular_file::Links;
 
 /// The transport every imported tool gets; a usage error when none was given.
 fn reach(opts: &Options, format: &str) -> Result<Reach> {
@@ -24,7 +26,7 @@ pub(super) fn import_openai(opts: &Options, report: &mut Report) -> Result<Conve
     let reach = reach(opts, "OpenAI function")?;
     let path = Path::new(single(opts)?);
     let display = path.display().to_string();
-    let Some(source) = read_input(path, report)? else {
+    let Some(source) = read_input(path, limits::MAX_IMPORT_BYTES, Links::Follow, report)? else {
         return Ok((display, None));
     };
     match formats::openai::parse(&source) {
@@ -47,7 +49,7 @@ pub(super) fn import_mcp(opts: &Options, report: &mut Report) -> Result<Converte
             Some(source) => source,
             None => return Ok((server.display(), None)),
         },
-        None => match read_input(Path::new(single(opts)?), report)? {
+        None => match read_input(Path::new(single(opts)?), limits::MAX_IMPORT_BYTES, Links::Follow, report)? {
             Some(source) => source,
             None => return Ok((single(opts)?.to_owned(), None)),
         },

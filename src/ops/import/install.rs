@@ -7,7 +7,9 @@ use std::path::{Path, PathBuf};
 use crate::agent::{Locked, lock_agent};
 use crate::diagnostic::Source;
 use crate::error::{Error, Result};
+use crate::limits;
 use crate::policy::{self, Capability, Policy};
+use crate::regular_file::{self, Links};
 use crate::tools::ToolsFile;
 use crate::{atomic, manifest, tools};
 
@@ -48,10 +50,10 @@ pub fn install(output: &Path, text: &str, tools: &ToolsFile, grant: bool) -> Res
     let mut out = Installed { granted: Vec::new(), ungranted: Vec::new(), policy_path: None, lock: None };
     if let Some(dir) = &agent {
         let policy_path = dir.join(policy::FILE_NAME);
-        let current = match std::fs::read_to_string(&policy_path) {
+        let current = match regular_file::read_to_string(&policy_path, limits::MAX_POLICY_BYTES, Links::Refuse) {
             Ok(t) => t,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
-            Err(e) => return Err(Error::io(&policy_path, e)),
+            Err(regular_file::ReadError::NotFound) => String::new(),
+            Err(e) => return Err(Error::io(&policy_path, e.into_io())),
         };
         let missing = ungranted(&current, tools);
         if grant && !missing.is_empty() {
