@@ -2,6 +2,7 @@
 """Benchmark bundle pack/verify against the hand-written pipeline and zstd itself.
 
 usage: scripts/bench.py [--runs N] [--mib N] [--work DIR] [--big-mib N] [--only pack|verify]
+                       [--baseline BIN]
 
 Needs only this repository plus: cargo, python3, zstd, GNU tar, b3sum, minisign, taskset
 (util-linux) and GNU time (/usr/bin/time). Builds the release binary (in cargo's target
@@ -17,6 +18,8 @@ ratios the targets are stated in, with the CPU model and the load average seen b
 round (other work on the machine skews wall times; CPU times and context switches less so).
 Small-agent figures: bundle check over 100 copies of the rich example, and bundle verify of
 its bundle. With --big-mib, also verifies a bundle of that size to show memory stays flat.
+With --baseline BIN (another build of bundle, e.g. of the commit before a change), its pack and
+verify run in the same rounds, so that a before/after comparison sees the same machine noise.
 
 scripts/bench.py --registry [--runs N] [--mib N]: only bundle push and pull+verify against
 ORAS (Python) push and pull on a loopback docker-registry, with peak RSS (needs
@@ -84,6 +87,7 @@ def main():
     ap.add_argument("--big-mib", type=int, default=0)
     ap.add_argument("--only", choices=["pack", "verify"], help="run only one side of the 1 GiB rows")
     ap.add_argument("--work")
+    ap.add_argument("--baseline", help="another bundle binary to time beside this one")
     a = ap.parse_args()
 
     sh(f"cd {REPO} && cargo build --release --locked -q && cargo build --release --locked -q --example zstd-floor")
@@ -111,6 +115,9 @@ def main():
         "zstd -3 -T0 (tar)": f"zstd -q -3 -T0 -f {tar} -o {w}/tar.zst",
         "same zstd library (tar)": f"{floor} < {tar} > {w}/floor.zst",
     }
+    if a.baseline:
+        pack_ops["baseline: bundle pack --locked"] = (
+            f"{a.baseline} pack -q {agent} --locked --key {KEYS}/test.key -o {w}/b.agent.bundle")
     verify_ops = {
         "hand-verify.sh": f"{BENCH}/hand-verify.sh {w}/hand {KEYS}/minisign-nopw.pub",
         "bundle verify": f"{bundle} verify -q {w}/a.agent.bundle --key {KEYS}/test.pub",
@@ -118,6 +125,8 @@ def main():
         "zstd -dc (bundle)": f"zstd -q -dc {w}/a.agent.bundle > /dev/null",
         "same zstd library -d (bundle)": f"{floor} -d < {w}/a.agent.bundle",
     }
+    if a.baseline:
+        verify_ops["baseline: bundle verify"] = f"{a.baseline} verify -q {w}/a.agent.bundle --key {KEYS}/test.pub"
     ops = {**({} if a.only == "verify" else pack_ops), **({} if a.only == "pack" else verify_ops)}
     results = {k: [] for k in ops}
     loads = []
@@ -150,10 +159,13 @@ def main():
     ratio("pack / zstd -3 -T0", "bundle pack --locked", "zstd -3 -T0 (tar)", 1.05)
     ratio("pack / hand-pack", "bundle pack --locked", "hand-pack.sh", 0.80)
     ratio("pack / same zstd library", "bundle pack --locked", "same zstd library (tar)", None)
+    ratio("pack / baseline pack", "bundle pack --locked", "baseline: bundle pack --locked", None)
+    ratio("baseline pack / zstd -3 -T0", "baseline: bundle pack --locked", "zstd -3 -T0 (tar)", None)
     ratio("verify / zstd -dc", "bundle verify", "zstd -dc (bundle)", 1.05)
     ratio(f"verify / verify pinned ({pin})", "bundle verify", pinned, 1.00)
     ratio("verify / hand-verify", "bundle verify", "hand-verify.sh", 0.50)
     ratio("verify / same zstd library -d", "bundle verify", "same zstd library -d (bundle)", None)
+    ratio("verify / baseline verify", "bundle verify", "baseline: bundle verify", None)
     if a.only:
         return
 

@@ -14,6 +14,8 @@
 //!   ustar field layout and the name/prefix split.
 //! - `write.rs`: [`ArchiveWriter`], which produces the canonical,
 //!   byte-reproducible form.
+//! - `pipe.rs`: the thread the writer feeds zstd on, so that reading and
+//!   hashing the files overlaps compression.
 //! - `read.rs`: [`ArchiveReader`], a streaming, bounded-memory reader that
 //!   validates every header before handing out an entry.
 //!
@@ -22,6 +24,7 @@
 use std::fmt;
 use std::io;
 
+mod pipe;
 mod read;
 mod write;
 

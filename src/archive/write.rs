@@ -15,6 +15,7 @@
 
 use std::io::{self, Read, Write};
 
+use super::pipe::Pipe;
 use super::{ArchiveError, BLOCK, LEVELS, MODE_EXECUTABLE, MODE_FILE, check_path, split_ustar_path};
 
 /// zstd worker threads: one per core (at least 1, at most 32).
@@ -33,6 +34,54 @@ fn zstd_workers() -> u32 {
     std::thread::available_parallelism().map_or(1, |n| n.get()).clamp(1, 32) as u32
 }
 
+/// Whether the encoder is fed on a thread of its own: only when more than one CPU is usable
+/// (affinity mask or cgroup quota, which `available_parallelism` respects). On one CPU the two
+/// threads could only take turns, paying a wake-up per hand-over.
+fn second_cpu() -> bool {
+    std::thread::available_parallelism().is_ok_and(|n| n.get() > 1)
+}
+
+type Encoder<W> = zstd::stream::write::Encoder<'static, W>;
+
+/// Where the tar stream goes: the encoder itself, or a [`Pipe`] to the thread that feeds it.
+/// Both give the encoder the same bytes in the same order, so the output is the same.
+enum Sink<W: Write> {
+    Inline { encoder: Encoder<W>, buf: Vec<u8> },
+    Threaded(Pipe<Encoder<W>>),
+}
+
+impl<W: Write> Sink<W> {
+    /// Reads at most `limit` bytes of `data` into the stream (at least one unless `data` is at
+    /// its end) and returns them for hashing. Errors of the stream are returned as they are, so
+    /// the caller cannot tell them from read errors; pack tells them apart by its output.
+    fn read_from(&mut self, data: &mut dyn Read, limit: usize) -> io::Result<&[u8]> {
+        match self {
+            Sink::Inline { encoder, buf } => {
+                let want = buf.len().min(limit);
+                let n = data.read(&mut buf[..want])?;
+                encoder.write_all(&buf[..n])?;
+                Ok(&buf[..n])
+            }
+            Sink::Threaded(pipe) => pipe.read_from(data, limit),
+        }
+    }
+
+    fn write_all(&mut self, bytes: &[u8]) -> io::Result<()> {
+        match self {
+            Sink::Inline { encoder, .. } => encoder.write_all(bytes),
+            Sink::Threaded(pipe) => pipe.write_all(bytes),
+        }
+    }
+
+    fn finish(self) -> io::Result<W> {
+        let encoder = match self {
+            Sink::Inline { encoder, .. } => encoder,
+            Sink::Threaded(pipe) => pipe.finish()?,
+        };
+        encoder.finish()
+    }
+}
+
 /// The largest zstd block the writer emits: one byte under zstd's usual 128 KiB.
 ///
 /// libzstd 1.5.7 splits each full 128 KiB block at a guessed boundary before compressing it
@@ -47,8 +96,12 @@ pub(crate) const MAX_BLOCK: u32 = (128 << 10) - 1;
 /// Largest value an 11-digit octal ustar field (size, mtime) can hold.
 const MAX_OCTAL_11: u64 = 0o777_7777_7777;
 
-/// Size of the copy buffer used by [`ArchiveWriter::append`].
+/// Size of the copy buffer [`ArchiveWriter::append`] uses when it feeds the encoder itself.
 const COPY_BUF: usize = 64 * 1024;
+
+/// Most bytes read from a source at once (when the encoder is fed on its own thread, straight
+/// into the hand-over buffer; else at most [`COPY_BUF`]).
+const READ_PIECE: usize = 256 * 1024;
 
 static ZEROS: [u8; BLOCK] = [0; BLOCK];
 
@@ -58,27 +111,27 @@ static ZEROS: [u8; BLOCK] = [0; BLOCK];
 /// After any error from [`append`](Self::append) the writer is unusable:
 /// further calls fail, and the output must be discarded.
 pub struct ArchiveWriter<W: Write> {
-    encoder: zstd::stream::write::Encoder<'static, W>,
+    sink: Sink<W>,
     mtime: u64,
-    buf: Vec<u8>,
     /// Set when an error left a partial entry in the stream.
     broken: bool,
 }
 
-impl<W: Write> ArchiveWriter<W> {
-    /// Starts a bundle written to `out`.
+impl<W: Write + Send + 'static> ArchiveWriter<W> {
+    /// Starts a bundle written to `out`, compressed on a thread of its own when more than one
+    /// CPU is usable (see [`Pipe`](super::pipe)).
     ///
     /// `level` must be in 1..=19 (levels 20+ need windows larger than a
     /// default reader accepts); `mtime` is stored in every header and must
     /// fit in 11 octal digits (< 2^33). Both are rejected as
     /// [`ArchiveError::Io`] with kind `InvalidInput`.
     pub fn new(out: W, level: i32, mtime: u64) -> Result<Self, ArchiveError> {
-        Self::with_workers(out, level, mtime, zstd_workers())
+        Self::with_workers(out, level, mtime, zstd_workers(), second_cpu())
     }
 
-    /// [`new`](Self::new) with an explicit worker count; only tests use
-    /// anything but [`zstd_workers`].
-    fn with_workers(out: W, level: i32, mtime: u64, workers: u32) -> Result<Self, ArchiveError> {
+    /// [`new`](Self::new) with an explicit worker count and feeding thread; only tests use
+    /// anything but [`zstd_workers`] and [`second_cpu`].
+    fn with_workers(out: W, level: i32, mtime: u64, workers: u32, threaded: bool) -> Result<Self, ArchiveError> {
         if !LEVELS.contains(&level) {
             return Err(ArchiveError::invalid_argument(format!("compression level {level} is outside 1..=19")));
         }
@@ -95,9 +148,16 @@ impl<W: Write> ArchiveWriter<W> {
         encoder.include_dictid(false).map_err(io_err)?;
         encoder.multithread(workers).map_err(io_err)?;
         encoder.set_parameter(zstd::zstd_safe::CParameter::MaxBlockSize(MAX_BLOCK)).map_err(io_err)?;
-        Ok(ArchiveWriter { encoder, mtime, buf: vec![0; COPY_BUF], broken: false })
+        let sink = if threaded {
+            Sink::Threaded(Pipe::new(encoder).map_err(io_err)?)
+        } else {
+            Sink::Inline { encoder, buf: vec![0; COPY_BUF] }
+        };
+        Ok(ArchiveWriter { sink, mtime, broken: false })
     }
+}
 
+impl<W: Write> ArchiveWriter<W> {
     /// Writes one entry: header, then exactly `size` bytes read from
     /// `data`, hashing with BLAKE3 exactly the bytes written; returns the
     /// hash. If `data` yields fewer or more than `size` bytes, returns
@@ -139,9 +199,9 @@ impl<W: Write> ArchiveWriter<W> {
             return Err(broken_error());
         }
         let io_err = |source| ArchiveError::Io { path: None, source };
-        self.encoder.write_all(&ZEROS).map_err(io_err)?;
-        self.encoder.write_all(&ZEROS).map_err(io_err)?;
-        let mut out = self.encoder.finish().map_err(io_err)?;
+        self.sink.write_all(&ZEROS).map_err(io_err)?;
+        self.sink.write_all(&ZEROS).map_err(io_err)?;
+        let mut out = self.sink.finish().map_err(io_err)?;
         out.flush().map_err(io_err)?;
         Ok(out)
     }
@@ -194,30 +254,30 @@ impl<W: Write> ArchiveWriter<W> {
         data: &mut dyn Read,
     ) -> Result<blake3::Hash, ArchiveError> {
         let io_err = |source| ArchiveError::Io { path: Some(path.to_owned()), source };
-        self.encoder.write_all(header.as_bytes()).map_err(io_err)?;
+        self.sink.write_all(header.as_bytes()).map_err(io_err)?;
 
         let mut hasher = blake3::Hasher::new();
         let mut remaining = size;
         while remaining > 0 {
-            let want = self.buf.len().min(usize::try_from(remaining).unwrap_or(usize::MAX));
-            let n = match data.read(&mut self.buf[..want]) {
-                Ok(0) => {
+            let want = READ_PIECE.min(usize::try_from(remaining).unwrap_or(usize::MAX));
+            let chunk = match self.sink.read_from(data, want) {
+                Ok([]) => {
                     return Err(ArchiveError::SourceChanged {
                         path: path.to_owned(),
                         reason: format!("expected {size} bytes, it ended after {}", size - remaining),
                     });
                 }
-                Ok(n) => n,
+                Ok(chunk) => chunk,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
                 Err(e) => return Err(io_err(e)),
             };
-            hasher.update(&self.buf[..n]);
-            self.encoder.write_all(&self.buf[..n]).map_err(io_err)?;
-            remaining -= n as u64;
+            hasher.update(chunk);
+            remaining -= chunk.len() as u64;
         }
         // The source must be exhausted now: one more byte means it grew.
+        let mut one = [0u8; 1];
         loop {
-            match data.read(&mut self.buf[..1]) {
+            match data.read(&mut one) {
                 Ok(0) => break,
                 Ok(_) => {
                     return Err(ArchiveError::SourceChanged {
@@ -230,7 +290,7 @@ impl<W: Write> ArchiveWriter<W> {
             }
         }
         let padding = padding_for(size);
-        self.encoder.write_all(&ZEROS[..padding]).map_err(io_err)?;
+        self.sink.write_all(&ZEROS[..padding]).map_err(io_err)?;
         Ok(hasher.finalize())
     }
 }
@@ -293,8 +353,8 @@ pub(crate) mod tests {
     }
 
     /// Writes `samples()` and returns the bundle bytes and the hashes.
-    pub(crate) fn write_samples_with(workers: u32, level: i32) -> (Vec<u8>, Vec<blake3::Hash>) {
-        let mut w = ArchiveWriter::with_workers(Vec::new(), level, 1_700_000_000, workers).unwrap();
+    pub(crate) fn write_samples_with(workers: u32, level: i32, threaded: bool) -> (Vec<u8>, Vec<blake3::Hash>) {
+        let mut w = ArchiveWriter::with_workers(Vec::new(), level, 1_700_000_000, workers, threaded).unwrap();
         let mut hashes = Vec::new();
         for s in samples() {
             let h = w.append(&s.path, s.data.len() as u64, s.executable, &mut &s.data[..]).unwrap();
@@ -304,7 +364,7 @@ pub(crate) mod tests {
     }
 
     pub(crate) fn write_samples() -> (Vec<u8>, Vec<blake3::Hash>) {
-        write_samples_with(zstd_workers(), 3)
+        write_samples_with(zstd_workers(), 3, second_cpu())
     }
 
     fn tar_bytes(bundle: &[u8]) -> Vec<u8> {
@@ -386,13 +446,17 @@ pub(crate) mod tests {
     fn reproducible_across_worker_counts() {
         // At level 1 a zstd MT job is 2 MiB, so 7 MiB of input makes four jobs.
         let data = pseudo_random(7 << 20, 42);
-        let write = |workers| {
-            let mut w = ArchiveWriter::with_workers(Vec::new(), 1, 0, workers).unwrap();
+        let write_with = |workers, threaded| {
+            let mut w = ArchiveWriter::with_workers(Vec::new(), 1, 0, workers, threaded).unwrap();
             w.append("big.bin", data.len() as u64, false, &mut &data[..]).unwrap();
             w.append_bytes("small.txt", b"x").unwrap();
             w.finish().unwrap()
         };
+        let write = |workers| write_with(workers, false);
         let one = write(1);
+        // Fed on the calling thread or on a thread of its own: the same bytes.
+        assert!(one == write_with(1, true), "a feeding thread changed the output");
+        assert!(one == write_with(2, true), "a feeding thread changed the output");
         assert_eq!(one, write(2));
         assert_eq!(one, write(4));
         assert_eq!(one, write(zstd_workers()));
@@ -401,7 +465,8 @@ pub(crate) mod tests {
         assert_ne!(one, write(0));
         assert_eq!(zstd::stream::decode_all(&one[..]).unwrap().len(), 512 + data.len() + 512 + 512 + 1024);
         // The smaller samples too, at another level.
-        assert_eq!(write_samples_with(1, 7).0, write_samples_with(3, 7).0);
+        assert_eq!(write_samples_with(1, 7, false).0, write_samples_with(3, 7, false).0);
+        assert_eq!(write_samples_with(1, 7, false), write_samples_with(2, 7, true));
     }
 
     #[test]
@@ -416,7 +481,7 @@ pub(crate) mod tests {
                 x as u8
             })
             .collect();
-        let mut w = ArchiveWriter::with_workers(Vec::new(), 3, 0, 1).unwrap();
+        let mut w = ArchiveWriter::with_workers(Vec::new(), 3, 0, 1, false).unwrap();
         w.append("random.bin", data.len() as u64, false, &mut &data[..]).unwrap();
         let bundle = w.finish().unwrap();
         // Frame header: magic, descriptor, window byte (no dictionary ID, no content size).

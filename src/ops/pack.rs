@@ -1,9 +1,10 @@
 //! `bundle pack`: check, lock, sign and write a reproducible agent.bundle atomically.
 
-use std::cell::Cell;
 use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use crate::agent::{self, Current, claimed_digests, display_prefix, lock_agent};
 use crate::archive::ArchiveWriter;
@@ -227,16 +228,17 @@ const WRITEBACK_CHUNK: u64 = 32 << 20;
 /// The bundle file being written, remembering whether a write to it failed, so that a full
 /// disk is reported against the bundle rather than the agent file being archived. Writeback
 /// starts every [`WRITEBACK_CHUNK`] so that it overlaps compression instead of following it.
-struct Output<'a> {
-    file: &'a File,
-    failed: &'a Cell<bool>,
+/// It is written on the archive writer's compressing thread, so it owns its handle.
+struct Output {
+    file: File,
+    failed: Arc<AtomicBool>,
     writeback: atomic::Writeback,
     unsynced: u64,
 }
 
-impl Write for Output<'_> {
+impl Write for Output {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        let n = self.file.write(buf).inspect_err(|_| self.failed.set(true))?;
+        let n = self.file.write(buf).inspect_err(|_| self.failed.store(true, Ordering::Relaxed))?;
         self.unsynced += n as u64;
         if self.unsynced >= WRITEBACK_CHUNK {
             self.writeback.request();
@@ -245,7 +247,7 @@ impl Write for Output<'_> {
         Ok(n)
     }
     fn flush(&mut self) -> std::io::Result<()> {
-        self.file.flush().inspect_err(|_| self.failed.set(true))
+        self.file.flush().inspect_err(|_| self.failed.store(true, Ordering::Relaxed))
     }
 }
 
@@ -288,9 +290,10 @@ fn write_bundle(
     dir: &Path,
     progress: &dyn Progress,
 ) -> Result<u64, PackFailure> {
-    let failed = Cell::new(false);
+    let failed = Arc::new(AtomicBool::new(false));
     let archive_err = |e: crate::archive::ArchiveError| {
-        if failed.get()
+        // The compressing thread has stored the flag before its error reached this thread.
+        if failed.load(Ordering::Relaxed)
             && let crate::archive::ArchiveError::Io { source, .. } = e
         {
             return PackFailure::Error(Error::io(output, source));
@@ -309,7 +312,12 @@ fn write_bundle(
             archive_failure(e, dir, output)
         }
     };
-    let out = Output { file, failed: &failed, writeback: atomic::Writeback::new(file), unsynced: 0 };
+    let out = Output {
+        file: file.try_clone().map_err(|e| Error::io(output, e))?,
+        failed: Arc::clone(&failed),
+        writeback: atomic::Writeback::new(file),
+        unsynced: 0,
+    };
     let mut writer =
         ArchiveWriter::new(BufWriter::with_capacity(1 << 20, out), opts.level, opts.mtime).map_err(archive_err)?;
     writer.append_bytes(manifest::FILE_NAME, manifest).map_err(archive_err)?;
