@@ -32,12 +32,13 @@ crate::codes::stable_codes! {
     BlobMismatch => "blob_mismatch": "From a registry: a layer or manifest whose bytes are not the ones its sha256 digest and size name.",
     IoError => "io_error": "The bundle could not be read (exit 2).",
     AuthFailed => "auth_failed": "The registry wants credentials that are missing or were refused (exit 2).",
+    TlsError => "tls_error": "The registry's TLS certificate is not trusted (add its CA with --ca-cert), or an https registry redirected to plain http (exit 2).",
 }
 
 impl Reason {
     /// Whether this is a failure to judge (exit 2) rather than a rejection (exit 1).
     pub fn is_failure(self) -> bool {
-        matches!(self, Reason::IoError | Reason::AuthFailed)
+        matches!(self, Reason::IoError | Reason::AuthFailed | Reason::TlsError)
     }
 }
 

@@ -17,7 +17,7 @@ use agent_bundle::timestamp::Timestamp;
 use agent_bundle::tools::Transport;
 use agent_bundle::trust::TrustedKeys;
 
-use super::json::{self, AgentJson, InspectReport, InspectTool, Results};
+use super::json::{self, AgentJson, InspectReport, InspectTool, OciInspectReport, OciLayer, Results};
 use super::keys::{load_public_key, load_trust};
 use super::{Format, Global, Outcome};
 
@@ -292,17 +292,22 @@ fn config_view(
         }
     };
     if format == Format::Json {
-        let doc = super::output::sanitize_json(serde_json::json!({
-            "ref": reference.to_string(),
-            "digest": digest,
-            "from_config": true,
-            "signature_checked": false,
-            "agent": {"name": config.name, "version": config.version},
-            "key_id": config.key_id,
-            "expires": config.expires,
-            "tools": config.tools,
-            "layer": {"digest": artifact.layer_digest, "size": artifact.layer_size, "title": artifact.title},
-        }));
+        let reference = reference.to_string();
+        let doc = serde_json::to_value(json::Clean(OciInspectReport {
+            reference: &reference,
+            digest: &digest,
+            from_config: true,
+            signature_checked: false,
+            agent: AgentJson { name: config.name.as_deref(), version: config.version.as_deref() },
+            key_id: config.key_id.as_deref(),
+            expires: config.expires.as_deref(),
+            tools: &config.tools,
+            layer: OciLayer {
+                digest: &artifact.layer_digest,
+                size: artifact.layer_size,
+                title: artifact.title.as_deref(),
+            },
+        }))?;
         if collect {
             return Ok((Outcome::Ok, Some(doc)));
         }

@@ -347,3 +347,57 @@ pub struct ErrorReport<'a> {
     pub message: &'a str,
     pub causes: Vec<String>,
 }
+
+/// `push`: the manifest digest and every reference that now names it.
+#[derive(Debug, Serialize)]
+pub struct PushReport<'a> {
+    pub ok: bool,
+    pub digest: &'a str,
+    /// The first reference (the first tag, else the digest).
+    #[serde(rename = "ref")]
+    pub reference: Option<&'a String>,
+    pub refs: &'a [String],
+    pub agent: AgentJson<&'a str, String>,
+    pub key_id: &'a str,
+    pub signature_checked: bool,
+    pub layer: PushedLayer<'a>,
+    pub config: PushedConfig,
+}
+
+/// The bundle's layer as pushed.
+#[derive(Debug, Serialize)]
+pub struct PushedLayer<'a> {
+    pub digest: &'a str,
+    pub size: u64,
+    pub upload: agent_bundle::oci::client::BlobPush,
+}
+
+/// The config blob as pushed.
+#[derive(Debug, Serialize)]
+pub struct PushedConfig {
+    pub upload: agent_bundle::oci::client::BlobPush,
+}
+
+/// `inspect oci://` without a key: what the artifact's config says (not checked). Everything in
+/// it comes from the registry: print it as [`Clean`].
+#[derive(Debug, Serialize)]
+pub struct OciInspectReport<'a> {
+    #[serde(rename = "ref")]
+    pub reference: &'a str,
+    pub digest: &'a str,
+    pub from_config: bool,
+    pub signature_checked: bool,
+    pub agent: AgentJson<Option<&'a str>, Option<&'a str>>,
+    pub key_id: Option<&'a str>,
+    pub expires: Option<&'a str>,
+    pub tools: &'a [String],
+    pub layer: OciLayer<'a>,
+}
+
+/// The layer an artifact's manifest names.
+#[derive(Debug, Serialize)]
+pub struct OciLayer<'a> {
+    pub digest: &'a str,
+    pub size: u64,
+    pub title: Option<&'a str>,
+}

@@ -7,6 +7,7 @@ use agent_bundle::ops::pull::rejection;
 use agent_bundle::ops::push::{self, PushError};
 use agent_bundle::trust::TrustedKeys;
 
+use super::json::{AgentJson, PushReport, PushedConfig, PushedLayer};
 use super::keys::{load_public_key, load_trust};
 use super::registry::RegistryArgs;
 use super::{Format, Global, Outcome, output};
@@ -86,17 +87,17 @@ pub fn run(args: Args, global: Global) -> anyhow::Result<Outcome> {
     };
     let v = &pushed.verified;
     match args.format {
-        Format::Json => output::print_json(&serde_json::json!({
-            "ok": true,
-            "digest": pushed.digest,
-            "ref": pushed.references.first(),
-            "refs": pushed.references,
-            "agent": {"name": v.manifest.name, "version": v.manifest.version.to_string()},
-            "key_id": v.key_id,
-            "signature_checked": v.signature_checked,
-            "layer": {"digest": pushed.layer_digest, "size": pushed.layer_size, "upload": pushed.layer},
-            "config": {"upload": pushed.config},
-        }))?,
+        Format::Json => output::print_json(&PushReport {
+            ok: true,
+            digest: &pushed.digest,
+            reference: pushed.references.first(),
+            refs: &pushed.references,
+            agent: AgentJson { name: &v.manifest.name, version: v.manifest.version.to_string() },
+            key_id: &v.key_id,
+            signature_checked: v.signature_checked,
+            layer: PushedLayer { digest: &pushed.layer_digest, size: pushed.layer_size, upload: pushed.layer },
+            config: PushedConfig { upload: pushed.config },
+        })?,
         Format::Human | Format::Github => {
             let checked = if v.signature_checked { "" } else { " (signature not checked: pass --key)" };
             output::status(

@@ -24,13 +24,14 @@ pub struct Pulled {
 }
 
 /// The rejection that reports a registry failure: `unsupported_artifact` and `blob_mismatch`
-/// (exit 1), `auth_failed` and `io_error` (exit 2).
+/// (exit 1), `auth_failed`, `tls_error` and `io_error` (exit 2).
 pub fn rejection(e: &OciError) -> Rejection {
     let reason = match e {
         OciError::Rejected(Refusal::UnsupportedArtifact, _) => Reason::UnsupportedArtifact,
         OciError::Rejected(Refusal::BlobMismatch, _) => Reason::BlobMismatch,
         OciError::Auth(_) => Reason::AuthFailed,
-        OciError::Tls(_) | OciError::Transient(_) | OciError::Io(_) | OciError::Usage(_) => Reason::IoError,
+        OciError::Tls(_) => Reason::TlsError,
+        OciError::Transient(_) | OciError::Io(_) | OciError::Usage(_) => Reason::IoError,
     };
     Rejection::new(reason, None, e.to_string())
 }

@@ -244,7 +244,13 @@ fn tls_registry_needs_its_ca_and_plain_http_is_never_chosen_for_it() {
     let r = format!("oci://{}/team/mailer:1", reg.host());
     let ca = testdata("tls/ca.pem").display().to_string();
     let untrusted = run_with(&env, &[], &["push", b, &r, "--format", "json"]);
-    assert!(untrusted.expect_code(2).json()["message"].as_str().unwrap().contains("TLS"), "{}", untrusted.stdout);
+    let doc = untrusted.expect_code(2).json();
+    assert!(doc["message"].as_str().unwrap().contains("TLS"), "{}", untrusted.stdout);
+    assert_eq!(doc["code"], "tls_error", "{}", untrusted.stdout);
+    let k = key("test.pub");
+    let untrusted_pull = run_with(&env, &[], &["pull", &r, "--key", &k, "-o", "u.agent.bundle", "--format", "json"]);
+    assert_eq!(untrusted_pull.expect_code(2).json()["code"], "tls_error", "{}", untrusted_pull.stdout);
+    assert!(!env.path().join("u.agent.bundle").exists());
     run_with(&env, &[], &["push", b, &r, "--ca-cert", &ca]).expect_code(0);
     pull(&env, &r, "p.agent.bundle", &["--ca-cert", &ca]).expect_code(0);
     pull(&env, &r, "q.agent.bundle", &["--plain-http"]).expect_code(2);
