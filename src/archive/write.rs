@@ -527,6 +527,38 @@ pub(crate) mod tests {
         assert_eq!(e.code(), "source_changed", "{e}");
     }
 
+    /// Takes `room` bytes, then fails as a full disk does.
+    struct FullDisk(usize);
+
+    impl Write for FullDisk {
+        fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+            if self.0 == 0 {
+                return Err(io::Error::from_raw_os_error(28));
+            }
+            let n = buf.len().min(self.0);
+            self.0 -= n;
+            Ok(n)
+        }
+        fn flush(&mut self) -> io::Result<()> {
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn a_full_disk_is_reported_as_such_whether_or_not_a_thread_feeds_zstd() {
+        let data = pseudo_random(24 << 20, 9);
+        for threaded in [false, true] {
+            let mut w = ArchiveWriter::with_workers(FullDisk(1000), 1, 0, 1, threaded).unwrap();
+            let err = w
+                .append("big.bin", data.len() as u64, false, &mut &data[..])
+                .map(drop)
+                .and_then(|()| w.finish().map(drop))
+                .unwrap_err();
+            let ArchiveError::Io { source, .. } = &err else { panic!("threaded {threaded}: {err}") };
+            assert_eq!(source.raw_os_error(), Some(28), "threaded {threaded}: {err}");
+        }
+    }
+
     #[test]
     fn rejected_paths_leave_writer_usable() {
         let mut w = ArchiveWriter::new(Vec::new(), 3, 0).unwrap();
