@@ -92,6 +92,7 @@ fn corpus_covers_every_reason() {
                 | Reason::UnsupportedArtifact
                 | Reason::BlobMismatch
                 | Reason::AuthFailed
+                | Reason::TlsError
         )
     }) {
         assert!(codes.contains(reason.as_str()), "no case for {}", reason.as_str());
