@@ -99,6 +99,27 @@ pub fn display_prefix(dir: &Path) -> String {
     if s.is_empty() || s == "." { String::new() } else { format!("{}/", s.trim_end_matches('/')) }
 }
 
+/// An agent's tools.json as the tool editing commands (`tool list`, `tool remove`) read it.
+#[derive(Debug)]
+pub struct ToolsJson {
+    pub path: PathBuf,
+    /// The text, or `None` when it could not be read (then `report` says why).
+    pub source: Option<Source>,
+    pub report: Report,
+}
+
+/// Reads the tools.json of the agent in `dir`. A folder that is not there, or has no
+/// tools.json, is an error (usage): it is not an agent folder.
+pub fn read_tools_json(dir: &Path) -> Result<ToolsJson> {
+    std::fs::metadata(dir).map_err(|e| Error::io(dir, e))?;
+    let mut report = Report::default();
+    let source = read_source(dir, &display_prefix(dir), tools::FILE_NAME, true, &mut report);
+    if source.is_none() && report.diagnostics.iter().any(|d| d.code == Code::MissingFile) {
+        return Err(Error::Usage(format!("{} has no tools.json (is it an agent folder?)", dir.display())));
+    }
+    Ok(ToolsJson { path: dir.join(tools::FILE_NAME), source, report })
+}
+
 /// Reads a text file of the agent into a [`Source`]; a missing or unreadable file becomes a
 /// diagnostic.
 pub fn read_source(dir: &Path, prefix: &str, name: &str, required: bool, report: &mut Report) -> Option<Source> {

@@ -3,11 +3,11 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::agent::{display_prefix, read_source};
-use crate::diagnostic::{Code, Report};
-use crate::error::{Error, Result};
+use crate::agent::{ToolsJson, read_tools_json};
+use crate::diagnostic::Report;
+use crate::error::Result;
+use crate::json;
 use crate::tools::summary::{ToolSummary, summaries};
-use crate::{json, tools};
 
 /// What `list` found.
 #[derive(Debug)]
@@ -20,14 +20,8 @@ pub struct Listed {
 
 /// Lists the tools of the agent in `dir`; a folder without tools.json is a usage error.
 pub fn list(dir: &Path) -> Result<Listed> {
-    std::fs::metadata(dir).map_err(|e| Error::io(dir, e))?;
-    let prefix = display_prefix(dir);
-    let tools_path = dir.join(tools::FILE_NAME);
-    let mut report = Report::default();
-    let Some(source) = read_source(dir, &prefix, tools::FILE_NAME, true, &mut report) else {
-        if report.diagnostics.iter().any(|d| d.code == Code::MissingFile) {
-            return Err(Error::Usage(format!("{} has no tools.json (is it an agent folder?)", dir.display())));
-        }
+    let ToolsJson { path: tools_path, source, mut report } = read_tools_json(dir)?;
+    let Some(source) = source else {
         return Ok(Listed { tools_path, tools: Vec::new(), report });
     };
     let mut diags = Vec::new();

@@ -8,9 +8,9 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use crate::agent::{Locked, display_prefix, lock_agent, read_source};
+use crate::agent::{Locked, ToolsJson, lock_agent, read_tools_json};
+use crate::diagnostic::Report;
 use crate::diagnostic::did_you_mean;
-use crate::diagnostic::{Code, Report};
 use crate::error::Error;
 use crate::tools::summary::{ToolSummary, summaries};
 use crate::{atomic, json, tools};
@@ -45,14 +45,8 @@ impl From<Error> for RemoveFailure {
 
 /// Removes the tool `id` from the agent in `dir` and relocks.
 pub fn remove_tool(dir: &Path, id: &str) -> std::result::Result<Removed, RemoveFailure> {
-    std::fs::metadata(dir).map_err(|e| Error::io(dir, e))?;
-    let prefix = display_prefix(dir);
-    let tools_path = dir.join(tools::FILE_NAME);
-    let mut report = Report::default();
-    let Some(source) = read_source(dir, &prefix, tools::FILE_NAME, true, &mut report) else {
-        if report.diagnostics.iter().any(|d| d.code == Code::MissingFile) {
-            return Err(Error::Usage(format!("{} has no tools.json (is it an agent folder?)", dir.display())).into());
-        }
+    let ToolsJson { path: tools_path, source, mut report } = read_tools_json(dir)?;
+    let Some(source) = source else {
         return Err(RemoveFailure::Rejected(report));
     };
     let mut diags = Vec::new();
