@@ -11,7 +11,7 @@
 
 use std::fs::File;
 use std::io::{self, Write};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use tempfile::NamedTempFile;
@@ -76,7 +76,17 @@ pub fn release_cache(target: &Path) {
 
 /// Flushes `temp` to disk and renames it to `target`; with `overwrite = false`, fails with
 /// `AlreadyExists` instead of replacing an existing file.
+///
+/// Only a regular file (or a link to one) is ever replaced: a folder, a FIFO, a device (as
+/// root, `-o /dev/null` would otherwise replace the system's /dev/null) or a socket is
+/// refused with `InvalidInput`, whatever `overwrite` says.
 pub fn commit(temp: NamedTempFile, target: &Path, overwrite: bool) -> io::Result<()> {
+    if let Some(what) = not_a_file(target) {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("{} is {what}, not a regular file; refusing to replace it", target.display()),
+        ));
+    }
     temp.as_file().sync_all()?;
     if overwrite {
         temp.persist(target).map_err(|e| e.error)?;
@@ -211,4 +221,137 @@ fn sync_dir(dir: &Path) -> io::Result<()> {
     #[cfg(not(unix))]
     let _ = dir;
     Ok(())
+}
+
+/// Why an output file cannot be written.
+#[derive(Debug, thiserror::Error)]
+pub enum WriteError {
+    /// The path names something that is not a regular file: a folder, a FIFO, a device, a
+    /// socket. Nothing replaces it, `--force` or not.
+    #[error("{} ({option}) is {what}, not a regular file; refusing to replace it", path.display())]
+    NotAFile { path: PathBuf, option: &'static str, what: &'static str },
+    /// Creating the parent folders, the temp file, or the rename failed.
+    #[error("{} ({option}): {source}", path.display())]
+    Io { path: PathBuf, option: &'static str, source: io::Error },
+}
+
+impl crate::error::Coded for WriteError {
+    fn code(&self) -> crate::error::ErrorCode {
+        match self {
+            WriteError::NotAFile { .. } => crate::error::ErrorCode::Usage,
+            WriteError::Io { .. } => crate::error::ErrorCode::IoError,
+        }
+    }
+}
+
+impl From<WriteError> for crate::Error {
+    fn from(e: WriteError) -> Self {
+        match e {
+            WriteError::NotAFile { .. } => crate::Error::Usage(e.to_string()),
+            WriteError::Io { path, option, source } => {
+                crate::Error::io(path, io::Error::new(source.kind(), format!("({option}) {source}")))
+            }
+        }
+    }
+}
+
+/// A file a command writes, named by an option (`-o`, `--state`, …): the one rule for every
+/// output. Missing parent folders are created; a symbolic link is written through (the file it
+/// names is replaced atomically, the link stays, as for `--state`); anything but a regular
+/// file (a folder, a FIFO, a device such as /dev/null) is refused before anything is written.
+#[derive(Debug, Clone)]
+pub struct Output {
+    /// Where the temp file and the rename go: the path, or the file its link names.
+    target: PathBuf,
+    option: &'static str,
+}
+
+/// What is at `path`, if it is not a regular file (links followed).
+pub fn not_a_file(path: &Path) -> Option<&'static str> {
+    let meta = std::fs::metadata(path).ok()?;
+    let kind = meta.file_type();
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::FileTypeExt;
+        if kind.is_fifo() {
+            return Some("a FIFO");
+        }
+        if kind.is_char_device() || kind.is_block_device() {
+            return Some("a device");
+        }
+        if kind.is_socket() {
+            return Some("a socket");
+        }
+    }
+    if kind.is_dir() {
+        return Some("a folder");
+    }
+    (!kind.is_file()).then_some("not a regular file")
+}
+
+impl Output {
+    /// Checks `path` (named by `option`) and creates its missing parent folders.
+    pub fn new(path: &Path, option: &'static str) -> Result<Output, WriteError> {
+        if let Some(what) = not_a_file(path) {
+            return Err(WriteError::NotAFile { path: path.to_path_buf(), option, what });
+        }
+        // A link is written through: the rename goes beside the file it names.
+        let target =
+            resolve_links(path).map_err(|source| WriteError::Io { path: path.to_path_buf(), option, source })?;
+        Ok(Output { target, option })
+    }
+
+    fn io(&self, source: io::Error) -> WriteError {
+        WriteError::Io { path: self.target.clone(), option: self.option, source }
+    }
+
+    /// A temp file beside the target, for [`Self::commit`]; missing parent folders are
+    /// created now.
+    pub fn temp(&self) -> Result<NamedTempFile, WriteError> {
+        std::fs::create_dir_all(parent_dir(&self.target)).map_err(|e| self.io(e))?;
+        temp_beside(&self.target).map_err(|e| self.io(e))
+    }
+
+    /// Renames `temp` over the target (checked again: a FIFO put there meanwhile is refused).
+    pub fn commit(&self, temp: NamedTempFile) -> Result<(), WriteError> {
+        if let Some(what) = not_a_file(&self.target) {
+            return Err(WriteError::NotAFile { path: self.target.clone(), option: self.option, what });
+        }
+        commit(temp, &self.target, true).map_err(|e| self.io(e))
+    }
+
+    /// Writes `bytes` atomically.
+    pub fn write(&self, bytes: &[u8]) -> Result<(), WriteError> {
+        let mut temp = self.temp()?;
+        temp.write_all(bytes).map_err(|e| self.io(e))?;
+        self.commit(temp)
+    }
+}
+
+/// `path` with symbolic links (of the file, then of its folders) resolved, also when the file
+/// a link names does not exist yet; a path whose folder does not exist yet is kept as it is.
+pub fn resolve_links(path: &Path) -> io::Result<PathBuf> {
+    let mut at = path.to_path_buf();
+    // As many hops as Linux follows (ELOOP after 40).
+    for _ in 0..40 {
+        match std::fs::symlink_metadata(&at) {
+            Ok(meta) if meta.file_type().is_symlink() => {
+                let target = std::fs::read_link(&at)?;
+                at = match at.parent() {
+                    Some(parent) if target.is_relative() => parent.join(target),
+                    _ => target,
+                };
+            }
+            Ok(_) => return std::fs::canonicalize(&at),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                let name = at.file_name().ok_or_else(|| io::Error::other("not a file name"))?;
+                return Ok(match std::fs::canonicalize(parent_dir(&at)) {
+                    Ok(parent) => parent.join(name),
+                    Err(_) => at,
+                });
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    Err(io::Error::other("too many levels of symbolic links"))
 }

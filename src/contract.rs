@@ -23,13 +23,13 @@ use crate::tools::{AgentFiles, REF_PREFIX, Resolved, Resolver, Tool, ToolsFile, 
 
 pub use changes::{Change, ChangeKind, Impact, compare, compare_grants, tool_added, tool_removed};
 
+/// At most this many nested levels in one inlined schema (serde_json reads stored contracts
+/// back with a recursion limit of 128; the contract document adds two levels).
+pub use crate::limits::MAX_SCHEMA_DEPTH;
 /// At most this many JSON values in the schemas of all of an agent's tools once `schema:`
 /// references are inlined: shared references are copied, so a hostile bundle could otherwise
 /// blow up exponentially (or multiply a large schema by the number of tools).
-pub const MAX_SCHEMA_VALUES: usize = 1 << 18;
-/// At most this many nested levels in one inlined schema (serde_json reads stored contracts
-/// back with a recursion limit of 128; the contract document adds two levels).
-pub const MAX_SCHEMA_DEPTH: usize = 100;
+pub use crate::limits::MAX_SCHEMA_VALUES;
 
 /// The contract document of one tool (docs/book/src/reference/format.md, "Tool contracts"). Fields
 /// that have a default in tools.json are always present here, so that `"args": []` and no `args`

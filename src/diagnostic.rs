@@ -326,13 +326,14 @@ fn is_dangerous(c: char) -> bool {
     (c.is_control() && c != '\n' && c != '\t') || bidi || c == '\u{FEFF}'
 }
 
-/// Makes text from an untrusted file safe to print on a terminal: control characters and
-/// Unicode bidirectional overrides (which can make a line read differently than it is) are
-/// shown as `\u{..}` escapes.
+/// Makes untrusted text (from a file, a registry, a server) safe to print on a terminal as
+/// part of one line: control characters, line breaks (`\n`, `\r`, U+2028, U+2029: a name
+/// must not start a forged "signed by:" or "error:" line) and Unicode bidirectional overrides
+/// (which can make a line read differently than it is) are shown as `\u{..}` escapes.
 pub fn sanitize(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     for c in text.chars() {
-        if is_dangerous(c) {
+        if is_dangerous(c) || matches!(c, '\n' | '\u{2028}' | '\u{2029}') {
             out.push_str(&format!("\\u{{{:x}}}", c as u32));
         } else {
             out.push(c);

@@ -16,7 +16,7 @@ use crate::diagnostic::{Code, Diagnostic};
 use crate::error::{Error, Result};
 
 /// The largest document a fetch accepts.
-pub const BODY_LIMIT: u64 = 4 << 20;
+pub const BODY_LIMIT: u64 = crate::limits::MAX_IMPORT_BYTES;
 
 /// A configured HTTP(S) client; cheap to share between threads.
 #[derive(Debug, Clone)]
@@ -44,6 +44,15 @@ pub enum FetchError {
 pub struct Fetched {
     pub url: String,
     pub text: String,
+}
+
+impl crate::error::Coded for FetchError {
+    fn code(&self) -> crate::error::ErrorCode {
+        match self {
+            FetchError::Tls { .. } | FetchError::Downgrade { .. } => crate::error::ErrorCode::TlsError,
+            FetchError::Other { .. } => crate::error::ErrorCode::IoError,
+        }
+    }
 }
 
 impl FetchError {
@@ -113,7 +122,9 @@ pub fn tls_config(extra_roots: &[PathBuf]) -> Result<TlsConfig> {
 
 /// The certificates of one PEM file.
 fn read_roots(path: &Path) -> Result<Vec<Certificate<'static>>> {
-    let pem = std::fs::read(path).map_err(|e| Error::io(path, e))?;
+    // A regular file within its cap: a link to /dev/zero or a FIFO is refused before reading.
+    let pem = crate::regular_file::read(path, crate::limits::MAX_CA_CERT_BYTES, crate::regular_file::Links::Follow)
+        .map_err(|e| Error::io(path, e.into_io()))?;
     let mut certs = Vec::new();
     for item in ureq::tls::parse_pem(&pem) {
         match item {

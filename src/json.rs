@@ -20,12 +20,12 @@ use serde_json::Value;
 use crate::diagnostic::{Code, Diagnostic, Source};
 
 /// The deepest nesting of arrays and objects accepted in one JSON document.
-pub const MAX_DEPTH: usize = 64;
+pub const MAX_DEPTH: usize = crate::limits::MAX_JSON_DEPTH;
 /// The most JSON values (every object, array, string, number, boolean and null counts one)
 /// the documents read for one check may hold together: tools.json and the schema files it
 /// references, or one imported document. Parsing stops at the first value over it, so memory
 /// stays bounded whatever the file (a 4 MiB file could otherwise hold two million values).
-pub const MAX_VALUES: u64 = 200_000;
+pub const MAX_VALUES: u64 = crate::limits::MAX_JSON_VALUES;
 /// The most duplicate keys reported for one document (each is an error; more add nothing).
 const MAX_DUPLICATES_REPORTED: usize = 100;
 

@@ -16,7 +16,7 @@ mod codes;
 pub mod contract;
 pub mod diagnostic;
 pub(crate) mod digest;
-pub(crate) mod error;
+pub mod error;
 pub(crate) mod fetch;
 pub(crate) mod fileset;
 pub(crate) mod formats;
@@ -40,4 +40,4 @@ pub(crate) mod tools;
 pub mod trust;
 
 pub use cli::main;
-pub use error::{Error, Result};
+pub use error::{Coded, Error, ErrorCode, Result};

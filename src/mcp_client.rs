@@ -23,15 +23,67 @@ pub const PROTOCOL_VERSION: &str = "2025-11-25";
 /// The revisions whose `tools/list` this client understands (the Tool object only grew).
 pub const KNOWN_VERSIONS: &[&str] = &["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"];
 /// At most this many bytes of the server's stderr are kept (the end of it).
-const STDERR_KEEP: usize = 16 * 1024;
+const STDERR_KEEP: usize = crate::limits::MAX_MCP_STDERR_BYTES;
 /// How long a server gets to exit after its stdin is closed, and again after SIGTERM.
 const GRACE: Duration = Duration::from_millis(1000);
 
-/// The server to start: a program and its arguments.
+/// The variables of our environment a server gets unasked (what the Python MCP SDK passes):
+/// everything else, credentials and signing keys included, only when `--env` names it.
+pub const INHERITED_ENV: &[&str] = &["HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER"];
+
+/// The server to start: a program, its arguments, and what of the environment it gets.
 #[derive(Debug, Clone)]
 pub struct Server {
     pub program: String,
     pub args: Vec<String>,
+    /// `--env NAME` (passed from our environment, if set) and `--env NAME=VALUE`, on top of
+    /// [`INHERITED_ENV`]; nothing else of our environment reaches the server.
+    pub env: Vec<EnvVar>,
+}
+
+/// One `--env` of a server.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum EnvVar {
+    /// Passed from our environment when set there.
+    Inherit(String),
+    /// Set to this value.
+    Set(String, String),
+}
+
+impl std::str::FromStr for EnvVar {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        let (name, value) = match s.split_once('=') {
+            Some((n, v)) => (n, Some(v)),
+            None => (s, None),
+        };
+        if name.is_empty() || !name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_') {
+            return Err(format!("`{name}` is not an environment variable name (letters, digits, _)"));
+        }
+        Ok(match value {
+            Some(v) => EnvVar::Set(name.to_owned(), v.to_owned()),
+            None => EnvVar::Inherit(name.to_owned()),
+        })
+    }
+}
+
+/// Replaces, in `text` (what a server wrote), every value of our environment of 4 characters
+/// or more by `$NAME`: a server's stderr is echoed in messages, and it must not carry a secret
+/// of ours out (one passed with `--env`, or one it guessed).
+pub fn redact_env(text: &str) -> String {
+    let mut vars: Vec<(String, String)> = std::env::vars_os()
+        .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
+        .filter(|(_, v)| v.chars().count() >= 4)
+        .collect();
+    // The longest first, so that a value holding another is replaced whole.
+    vars.sort_by_key(|(_, v)| std::cmp::Reverse(v.len()));
+    let mut out = text.to_owned();
+    for (name, value) in vars {
+        if out.contains(&value) {
+            out = out.replace(&value, &format!("${name}"));
+        }
+    }
+    out
 }
 
 impl Server {
@@ -54,7 +106,11 @@ pub struct Limits {
 
 impl Default for Limits {
     fn default() -> Self {
-        Limits { timeout: Duration::from_secs(30), max_bytes: 16 << 20, max_pages: 1000 }
+        Limits {
+            timeout: Duration::from_secs(crate::limits::MCP_TIMEOUT_SECS),
+            max_bytes: crate::limits::MAX_MCP_STDOUT_BYTES,
+            max_pages: crate::limits::MAX_MCP_PAGES,
+        }
     }
 }
 
@@ -109,7 +165,7 @@ pub fn list_tools(server: &Server, limits: Limits) -> Result<Listed, Failure> {
         Err(error) => return Err(Failure { error, stderr: String::new() }),
     };
     let listed = session.run();
-    let stderr = session.shutdown();
+    let stderr = redact_env(&session.shutdown());
     listed.map_err(|error| Failure { error, stderr })
 }
 
@@ -131,6 +187,8 @@ struct Session {
     stderr: Receiver<String>,
     deadline: Instant,
     limits: Limits,
+    /// JSON values the server's messages may still hold, all together.
+    budget: crate::json::Budget,
     next_id: i64,
     /// Set once the reader saw the end of stdout or gave up.
     closed: bool,
@@ -140,6 +198,25 @@ impl Session {
     fn start(server: &Server, limits: Limits) -> Result<Session, McpError> {
         let mut cmd = Command::new(&server.program);
         cmd.args(&server.args).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
+        // A cleared environment plus the allowlist and what --env names.
+        cmd.env_clear();
+        for name in INHERITED_ENV {
+            if let Some(v) = std::env::var_os(name) {
+                cmd.env(name, v);
+            }
+        }
+        for var in &server.env {
+            match var {
+                EnvVar::Inherit(name) => {
+                    if let Some(v) = std::env::var_os(name) {
+                        cmd.env(name, v);
+                    }
+                }
+                EnvVar::Set(name, value) => {
+                    cmd.env(name, value);
+                }
+            }
+        }
         #[cfg(unix)]
         {
             // Its own process group: the server and everything it starts are stopped together.
@@ -173,6 +250,7 @@ impl Session {
             stderr,
             deadline: Instant::now() + limits.timeout,
             limits,
+            budget: crate::json::Budget::default(),
             next_id: 1,
             closed: false,
         })
@@ -314,10 +392,19 @@ impl Session {
             }
         };
         match line {
-            Line::Message(text) => match serde_json::from_str::<Value>(&text) {
-                Ok(v) if v.get("jsonrpc").and_then(Value::as_str) == Some("2.0") => Ok(v),
-                _ => Err(garbage(method, &text)),
-            },
+            // The caps of every JSON file (values, depth), shared by all the server's
+            // messages: a 15 MiB answer must not become a gigabyte of values.
+            Line::Message(text) => {
+                let source = crate::diagnostic::Source::new("tools/list", text.as_str());
+                match crate::json::parse_within(&source, &self.budget, &mut Vec::new()) {
+                    Ok(doc) if doc.value.get("jsonrpc").and_then(Value::as_str) == Some("2.0") => Ok(doc.value),
+                    Err(d) if d.code == crate::diagnostic::Code::LimitExceeded => {
+                        self.closed = true;
+                        Err(McpError::Protocol { method: method.to_owned(), message: d.message })
+                    }
+                    _ => Err(garbage(method, &text)),
+                }
+            }
             Line::Eof => {
                 self.closed = true;
                 Err(McpError::Exited { method: method.to_owned(), status: self.exit_status() })

@@ -169,6 +169,15 @@ pub enum StateError {
     Malformed { path: PathBuf, why: String },
 }
 
+impl crate::error::Coded for StateError {
+    fn code(&self) -> crate::error::ErrorCode {
+        match self {
+            StateError::Io { .. } => crate::error::ErrorCode::IoError,
+            StateError::Malformed { .. } => crate::error::ErrorCode::StateError,
+        }
+    }
+}
+
 fn io_err(path: &Path) -> impl FnOnce(io::Error) -> StateError + '_ {
     move |source| StateError::Io { path: path.to_path_buf(), source }
 }
@@ -182,6 +191,10 @@ impl StateFile {
     /// different paths share it, and the link is never replaced by a copy.
     pub fn open(path: &Path) -> Result<StateFile, StateError> {
         let path = &resolve(path)?;
+        // The one rule for outputs: missing parent folders are created.
+        if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+            std::fs::create_dir_all(parent).map_err(io_err(parent))?;
+        }
         let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
         let lock_path = path.with_file_name(format!(".{name}.lock"));
         let lock =
@@ -218,30 +231,7 @@ impl StateFile {
 /// The state file's real path: symlinks (of the file, then of its folders) resolved, also
 /// when the file a link names does not exist yet (the first run creates it there).
 fn resolve(path: &Path) -> Result<PathBuf, StateError> {
-    let mut at = path.to_path_buf();
-    // As many hops as Linux follows (ELOOP after 40).
-    for _ in 0..40 {
-        match std::fs::symlink_metadata(&at) {
-            Ok(meta) if meta.file_type().is_symlink() => {
-                let target = std::fs::read_link(&at).map_err(io_err(&at))?;
-                at = match at.parent() {
-                    Some(parent) if target.is_relative() => parent.join(target),
-                    _ => target,
-                };
-            }
-            Ok(_) => return std::fs::canonicalize(&at).map_err(io_err(&at)),
-            Err(e) if e.kind() == io::ErrorKind::NotFound => {
-                let name = at.file_name().ok_or_else(|| io_err(path)(io::Error::other("not a file name")))?;
-                let parent = match at.parent() {
-                    Some(p) if !p.as_os_str().is_empty() => p,
-                    _ => Path::new("."),
-                };
-                return Ok(std::fs::canonicalize(parent).map_err(io_err(parent))?.join(name));
-            }
-            Err(e) => return Err(io_err(&at)(e)),
-        }
-    }
-    Err(io_err(path)(io::Error::other("too many levels of symbolic links")))
+    atomic::resolve_links(path).map_err(io_err(path))
 }
 
 #[cfg(test)]

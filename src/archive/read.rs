@@ -47,7 +47,7 @@ const MAX_FRAME_HEADER: usize = 18;
 const WINDOW_TOO_LARGE: &str = "Frame requires too much memory for decoding";
 /// Zero bytes tolerated after the two end-of-archive blocks (one default
 /// tar record, so archives padded like GNU tar or bsdtar pad still verify).
-pub const MAX_TRAILING_ZEROS: u64 = 10240;
+pub use crate::limits::MAX_TRAILING_ZEROS;
 
 const SCRATCH: usize = 64 * 1024;
 
@@ -69,7 +69,12 @@ pub struct Limits {
 
 impl Default for Limits {
     fn default() -> Self {
-        Limits { max_window_log: 24, max_entry_size: 1 << 30, max_total_size: 4 << 30, max_entries: 100_000 }
+        Limits {
+            max_window_log: crate::limits::MAX_ZSTD_WINDOW_BYTES.trailing_zeros(),
+            max_entry_size: crate::limits::MAX_ENTRY_BYTES,
+            max_total_size: crate::limits::MAX_BUNDLE_CONTENT_BYTES,
+            max_entries: crate::limits::MAX_ENTRIES,
+        }
     }
 }
 

@@ -13,13 +13,13 @@ pub const UNTRUSTED_COMMENT: &str = "signature from agent-bundle";
 /// The file name extension of a bundle; the packer's file-set leaves such files out.
 pub const EXTENSION: &str = ".agent.bundle";
 
-/// Largest manifest.toml accepted (read into memory before anything is trusted).
-pub const MAX_MANIFEST_BYTES: u64 = 1 << 20;
-/// Largest signature file accepted.
-pub const MAX_SIGNATURE_BYTES: u64 = 4096;
 /// Largest JSON file (tools.json, schemas) held in memory for re-validation, and the total.
-pub const MAX_JSON_BYTES: u64 = 4 << 20;
-pub const MAX_JSON_TOTAL: u64 = 16 << 20;
+pub use crate::limits::MAX_JSON_BYTES;
+pub use crate::limits::MAX_JSON_TOTAL;
+/// Largest manifest.toml accepted (read into memory before anything is trusted).
+pub use crate::limits::MAX_MANIFEST_BYTES;
+/// Largest signature file accepted.
+pub use crate::limits::MAX_SIGNATURE_BYTES;
 
 /// Whether an entry is held for re-validation (FORMAT §6 step 13), given the bytes of other
 /// JSON files held before it: tools.json and policy.caps always (within [`MAX_JSON_BYTES`]);

@@ -30,15 +30,13 @@ crate::codes::stable_codes! {
     ContractDrift => "contract_drift": "With --baseline: a write-capable, network, secret-using or destructive tool (or one whose http host moved) differs from its approved contract, or is new.",
     UnsupportedArtifact => "unsupported_artifact": "From a registry: the manifest is not a bundle artifact (another type, not exactly one layer, another layer media type).",
     BlobMismatch => "blob_mismatch": "From a registry: a layer or manifest whose bytes are not the ones its sha256 digest and size name.",
-    IoError => "io_error": "The bundle could not be read (exit 2).",
-    AuthFailed => "auth_failed": "The registry wants credentials that are missing or were refused (exit 2).",
-    TlsError => "tls_error": "The registry's TLS certificate is not trusted (add its CA with --ca-cert), or an https registry redirected to plain http (exit 2).",
+    IoError => "io_error": "An entry could not be written while unpacking (exit 2). A bundle that cannot be read at all (a file, a registry: `auth_failed`, `tls_error`, `timeout`) is an error with its own exit-2 code, not a rejection.",
 }
 
 impl Reason {
     /// Whether this is a failure to judge (exit 2) rather than a rejection (exit 1).
     pub fn is_failure(self) -> bool {
-        matches!(self, Reason::IoError | Reason::AuthFailed | Reason::TlsError)
+        matches!(self, Reason::IoError)
     }
 }
 

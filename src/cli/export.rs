@@ -97,6 +97,8 @@ pub fn run(mut args: Args, global: Global) -> anyhow::Result<Outcome> {
         Some(keys) => BundleTrust::Keys { keys, now: global.now() },
         None => BundleTrust::Unchecked,
     };
+    // Checked before anything is exported: -o names a regular file (or nothing yet).
+    let target = args.output.as_deref().map(|p| agent_bundle::atomic::Output::new(p, "-o")).transpose()?;
     let opts = Options { to, input: args.input, name: args.name, endpoint: args.endpoint };
     let result = export::export(&opts, &trust)?;
     if let Some(rejection) = result.rejection {
@@ -107,8 +109,8 @@ pub fn run(mut args: Args, global: Global) -> anyhow::Result<Outcome> {
         return super::verify::render_rejection(&opts.input, rejection, args.format, global);
     }
     let text = result.document.as_ref().map(|d| serde_json::to_string_pretty(d).unwrap_or_default() + "\n");
-    if let (Some(text), Some(path)) = (&text, &args.output) {
-        agent_bundle::atomic::write(path, text.as_bytes(), true)?;
+    if let (Some(text), Some(target)) = (&text, &target) {
+        target.write(text.as_bytes())?;
     }
     if args.format == Format::Json {
         output::print_json(&ExportReport {

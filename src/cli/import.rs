@@ -63,6 +63,12 @@ pub struct Args {
           value_parser = clap::value_parser!(u64).range(1..=3600))]
     timeout: u64,
 
+    /// --stdio: pass this variable of the environment to the server (NAME), or set it
+    /// (NAME=VALUE); repeatable. The server otherwise gets only HOME, LOGNAME, PATH, SHELL,
+    /// TERM and USER: never registry passwords, signing keys or cloud credentials.
+    #[arg(long = "env", value_name = "NAME[=VALUE]", requires = "stdio")]
+    env: Vec<agent_bundle::mcp_client::EnvVar>,
+
     /// OpenAI, MCP: reach every tool over http with this method and URL (`{tool}` in the URL
     /// is replaced by the tool's id); the tools need `net:<host>` (see --grant).
     #[arg(long, num_args = 2, value_names = ["METHOD", "URL"], conflicts_with = "exec")]
@@ -153,7 +159,11 @@ pub fn run(args: Args, global: Global) -> anyhow::Result<Outcome> {
         (None, Some(p)) => Some(Reach::Exec { command: p.display().to_string(), args: args.exec_args.clone() }),
         (None, None) => None,
     };
-    let server = args.stdio.then(|| Server { program: args.inputs[0].clone(), args: args.inputs[1..].to_vec() });
+    let server = args.stdio.then(|| Server {
+        program: args.inputs[0].clone(),
+        args: args.inputs[1..].to_vec(),
+        env: args.env.clone(),
+    });
     let opts = Options {
         exec_root: args.exec_root,
         ca_certs: args.ca_cert,

@@ -1,18 +1,14 @@
 //! `bundle inspect <BUNDLE>`: what a bundle holds, and whether its signature was checked.
 
-use std::fs::File;
-use std::io::{BufRead, BufReader, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use anyhow::Context;
-
-use agent_bundle::bundle::verify::{self, Discard, Expect, Rejection, Trust, Verified};
-use agent_bundle::contract::release;
+use agent_bundle::bundle::verify::Verified;
 use agent_bundle::contract::{Contract, ContractError};
 use agent_bundle::diagnostic::sanitize;
-use agent_bundle::oci;
 use agent_bundle::ops::gate::Verdict;
-use agent_bundle::ops::pull::rejection;
+use agent_bundle::ops::input::RegistryConfig;
+use agent_bundle::ops::inspect::{self, Inspected};
 use agent_bundle::timestamp::Timestamp;
 use agent_bundle::tools::Transport;
 use agent_bundle::trust::TrustedKeys;
@@ -73,7 +69,7 @@ pub fn run(args: Args, global: Global) -> anyhow::Result<Outcome> {
                     Format::Github => super::output::github_error(&e),
                     Format::Human => super::output::print_error(global, &e),
                 }
-                let code = super::output::error_code(&e);
+                let code = super::output::error_code(&e).as_str();
                 (Outcome::Failed, Some(super::output::error_json(code, &e.to_string(), &[])))
             }
         };
@@ -99,48 +95,19 @@ fn inspect_one(
     global: Global,
     collect: bool,
 ) -> anyhow::Result<(Outcome, Option<serde_json::Value>)> {
-    let trust = keys.map_or(Trust::Unchecked, Trust::Keys);
-    let reference = super::registry::reference(bundle)?;
-    let opened: Result<(Box<dyn BufRead>, _), Rejection> = match &reference {
-        Some(reference) => {
-            let options = registry.options(reference)?;
-            if keys.is_none() {
-                return config_view(reference, &options, format, global, collect);
-            }
-            match oci::open_layer(reference, &options) {
-                Ok(layer) => {
-                    let fault = layer.reader.mismatch();
-                    Ok((Box::new(BufReader::with_capacity(1 << 20, layer.reader)), Some(fault)))
-                }
-                Err(e) => Err(rejection(&e)),
-            }
-        }
-        None => {
-            registry.refuse_for_file(bundle)?;
-            let file = File::open(bundle).with_context(|| format!("cannot open {}", bundle.display()))?;
-            Ok((Box::new(BufReader::new(file)), None))
-        }
-    };
-    // Expiry is shown, not enforced: inspecting an expired bundle is how one finds out why.
-    let result = opened.and_then(|(input, fault)| {
-        let result = verify::verify(input, trust, &Expect::default(), &mut Discard);
-        match (fault.and_then(|f| f.lock().unwrap_or_else(|p| p.into_inner()).clone()), &reference) {
-            (Some(f), Some(reference)) => Err(super::registry::blob_mismatch(reference, &f, result.err())),
-            _ => result,
-        }
-    });
-    let v = match result {
-        Ok(v) => v,
-        Err(rejection) if collect && format == Format::Json => {
+    let source = registry.source(bundle)?;
+    let (v, contracts) = match inspect::inspect(&source, keys)? {
+        Inspected::Bundle { verified, contracts } => (verified, contracts),
+        Inspected::Config(found) => return config_view(&source.label(), &found, format, collect),
+        Inspected::Refused(rejection) if collect && format == Format::Json => {
             let verdict = Verdict::Refused { rejection, baseline: None };
             return Ok((super::verify::outcome_of(&verdict), Some(super::verify::verdict_json(&verdict)?)));
         }
-        Err(r) => return Ok((super::verify::render_rejection(bundle, r, format, global)?, None)),
+        Inspected::Refused(r) => return Ok((super::verify::render_rejection(bundle, r, format, global)?, None)),
     };
     if format == Format::Human && collect {
         super::output::print_line(&format!("bundle     {}", sanitize(&bundle.display().to_string())))?;
     }
-    let contracts = release::from_verified(&v, bundle).map(|a| a.contracts);
     let now = global.now();
     match format {
         Format::Json if collect => return Ok((Outcome::Ok, Some(json(&v, &contracts, now)))),
@@ -274,28 +241,18 @@ fn list_cell(items: &[String]) -> String {
 /// `inspect oci://…` without keys: the manifest and the config, which are informational only
 /// (unsigned; nothing in them is checked against the bundle).
 fn config_view(
-    reference: &oci::Reference,
-    options: &oci::Options,
+    label: &Path,
+    found: &RegistryConfig,
     format: Format,
-    global: Global,
     collect: bool,
 ) -> anyhow::Result<(Outcome, Option<serde_json::Value>)> {
-    let (digest, artifact, config) = match oci::fetch_config(reference, options) {
-        Ok(found) => found,
-        Err(e) => {
-            let label = std::path::PathBuf::from(reference.to_string());
-            let verdict = Verdict::Refused { rejection: rejection(&e), baseline: None };
-            if collect && format == Format::Json {
-                return Ok((super::verify::outcome_of(&verdict), Some(super::verify::verdict_json(&verdict)?)));
-            }
-            return Ok((super::verify::render(&label, &verdict, format, global)?, None));
-        }
-    };
+    let RegistryConfig { digest, artifact, config } = found;
+    let reference = label.display();
     if format == Format::Json {
         let reference = reference.to_string();
         let doc = serde_json::to_value(json::Clean(OciInspectReport {
             reference: &reference,
-            digest: &digest,
+            digest,
             from_config: true,
             signature_checked: false,
             agent: AgentJson { name: config.name.as_deref(), version: config.version.as_deref() },

@@ -23,9 +23,9 @@ use super::args::TrustArgs;
 pub const SIGNING_KEY_ENV: &str = "BUNDLE_SIGNING_KEY";
 
 /// Key files are a few hundred bytes; anything much larger is not a key file.
-pub const MAX_KEY_FILE: u64 = 64 * 1024;
+pub const MAX_KEY_FILE: u64 = agent_bundle::limits::MAX_KEY_FILE_BYTES;
 /// A trusted-keys file lists about 60 bytes per key.
-const MAX_TRUSTED_KEYS_FILE: u64 = 4 << 20;
+const MAX_TRUSTED_KEYS_FILE: u64 = agent_bundle::limits::MAX_TRUSTED_KEYS_BYTES;
 
 /// Options shared by commands that sign.
 #[derive(clap::Args)]

@@ -246,36 +246,17 @@ pub fn github_error(e: &anyhow::Error) {
 /// `io_error` for a file or stream that failed, `tls_error`, `key_error` for an unusable key,
 /// `state_error` for a malformed state file, a signer's own code (`ssh_agent_unavailable`, `pin_incorrect`, ...) for an
 /// ssh-agent or PKCS#11 key that could not sign, else `usage`.
-pub fn error_code(e: &anyhow::Error) -> &'static str {
-    use agent_bundle::Error;
+pub fn error_code(e: &anyhow::Error) -> agent_bundle::ErrorCode {
+    use agent_bundle::ErrorCode;
     for cause in e.chain() {
-        // The gate's errors wrap another transparently: the code is the wrapped error's.
-        let cause = cause.downcast_ref::<agent_bundle::ops::gate::GateError>().map_or(cause, |g| g.wrapped());
-        if let Some(e) = cause.downcast_ref::<Error>() {
-            return match e {
-                Error::Io { .. } => "io_error",
-                Error::Usage(_) => "usage",
-                Error::Key { .. } => "key_error",
-                Error::Signer(e) => e.code(),
-            };
-        }
-        if cause.is::<std::io::Error>() {
-            return "io_error";
-        }
-        if cause.is::<agent_bundle::minisign::KeyError>() {
-            return "key_error";
-        }
-        if let Some(e) = cause.downcast_ref::<agent_bundle::keys::SignerError>() {
-            return e.code();
-        }
-        if let Some(f) = cause.downcast_ref::<agent_bundle::fetch::FetchError>() {
-            return if matches!(f, agent_bundle::fetch::FetchError::Tls { .. }) { "tls_error" } else { "io_error" };
-        }
-        if let Some(agent_bundle::state::StateError::Malformed { .. }) = cause.downcast_ref() {
-            return "state_error";
+        if let Some(code) = agent_bundle::error::code_of(cause) {
+            return code;
         }
     }
-    "usage"
+    // The command line's own messages (`anyhow!`, `bail!`, clap) are usage errors; an error
+    // of any other type has no code of its own, which is a defect, reported as one.
+    let message = e.downcast_ref::<String>().is_some() || e.downcast_ref::<&'static str>().is_some();
+    if message || e.downcast_ref::<clap::Error>().is_some() { ErrorCode::Usage } else { ErrorCode::Internal }
 }
 
 /// The one JSON document of a run that stopped with an error (exit 2).
@@ -286,7 +267,7 @@ pub fn error_json(code: &str, message: &str, causes: &[String]) -> serde_json::V
 
 /// A run-stopping error as the one JSON document on stdout.
 pub fn json_error(e: &anyhow::Error) {
-    let _ = print_json(&error_json(error_code(e), &e.to_string(), &new_causes(e)));
+    let _ = print_json(&error_json(error_code(e).as_str(), &e.to_string(), &new_causes(e)));
 }
 
 pub fn escape_data(s: &str) -> String {

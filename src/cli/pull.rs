@@ -1,6 +1,6 @@
 //! `bundle pull oci://REF -o FILE`: download through the deployment gate.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use agent_bundle::bundle::verify::Discard;
 use agent_bundle::oci::Reference;
@@ -44,12 +44,12 @@ pub struct Args {
 
 pub fn run(args: Args, global: Global) -> anyhow::Result<Outcome> {
     let reference = Reference::parse(&args.reference).map_err(anyhow::Error::msg)?;
-    let options = args.registry.options(&reference)?;
+    let source = args.registry.source(Path::new(&args.reference))?;
     let keys = load_trust(&args.trust)?;
     // A baseline or state file that cannot be read stops the run before anything is fetched.
     let gate = Gate::open(args.gate.options(keys, global))?;
     let label = PathBuf::from(reference.to_string());
-    let result = pull::pull(&reference, &options, &args.output, |input| {
+    let result = pull::pull(&source, &args.output, |input| {
         anyhow::Ok(match gate.run(input, &label, &mut Discard)? {
             passed @ Verdict::Passed { .. } => Ok(passed),
             Verdict::Refused { rejection, .. } => Err(rejection),

@@ -2,8 +2,9 @@
 
 use std::path::PathBuf;
 
+use agent_bundle::bundle::verify::{Reason, Rejection};
 use agent_bundle::oci::Reference;
-use agent_bundle::ops::pull::rejection;
+use agent_bundle::oci::{OciError, Refusal};
 use agent_bundle::ops::push::{self, PushError};
 use agent_bundle::trust::TrustedKeys;
 
@@ -55,7 +56,12 @@ pub struct Args {
 
 pub fn run(args: Args, global: Global) -> anyhow::Result<Outcome> {
     let reference = Reference::parse(&args.reference).map_err(anyhow::Error::msg)?;
-    let mut registry = args.registry.options(&reference)?;
+    let mut registry = args.registry.options();
+    if registry.plain_http && !registry.ca_certs.is_empty() {
+        anyhow::bail!(
+            "--plain-http and --ca-cert exclude each other: a plain-http registry has no certificate ({reference})"
+        );
+    }
     registry.chunk_size = args.chunk_size;
     let keys: Option<TrustedKeys> = if args.trusted_keys.is_some() {
         Some(load_trust(&super::args::TrustArgs { keys: Vec::new(), trusted_keys: args.trusted_keys.clone() })?)
@@ -76,7 +82,14 @@ pub fn run(args: Args, global: Global) -> anyhow::Result<Outcome> {
     let result = match push::push(&opts) {
         Ok(p) => Ok(p),
         Err(PushError::Rejected(r)) => Err(r),
-        Err(PushError::Registry(e)) => Err(rejection(&e)),
+        Err(PushError::Registry(e)) => match e {
+            OciError::Rejected(Refusal::UnsupportedArtifact, m) => {
+                Err(Rejection::new(Reason::UnsupportedArtifact, None, m))
+            }
+            OciError::Rejected(Refusal::BlobMismatch, m) => Err(Rejection::new(Reason::BlobMismatch, None, m)),
+            // The registry failed: an error (exit 2), not a judgement of the bundle.
+            e => return Err(e.into()),
+        },
     };
     let pushed = match result {
         Ok(p) => p,

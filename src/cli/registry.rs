@@ -1,15 +1,10 @@
-//! The `oci://` inputs of `verify`, `inspect` and `unpack`, and the registry options they share
-//! with `push` and `pull`.
+//! The registry options that `verify`, `inspect`, `unpack`, `push` and `pull` share, and the
+//! bundle input they name (a file or an `oci://` reference, [`BundleSource`]).
 
-use std::io::BufReader;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
 
-use agent_bundle::bundle::verify::{Discard, Rejection};
-use agent_bundle::oci::artifact::BlobMismatch;
-use agent_bundle::oci::{self, Reference};
-use agent_bundle::ops::gate::{Gate, Verdict};
-use agent_bundle::ops::pull::{rejection, rejection_for};
+use agent_bundle::oci;
+use agent_bundle::ops::input::BundleSource;
 
 /// How to reach a registry.
 #[derive(Debug, clap::Args)]
@@ -22,70 +17,27 @@ pub struct RegistryArgs {
     /// repeatable.
     #[arg(long = "ca-cert", value_name = "PEM")]
     pub ca_certs: Vec<PathBuf>,
+    /// Give up on the registry after this many seconds for the whole operation (connecting,
+    /// the manifest, the whole layer); a registry that sends nothing for 60 s is given up
+    /// sooner. Exit 2 with `timeout`.
+    #[arg(long, value_name = "SECS", default_value_t = agent_bundle::limits::REGISTRY_TIMEOUT_SECS,
+          value_parser = clap::value_parser!(u64).range(1..=86_400))]
+    pub timeout: u64,
 }
 
 impl RegistryArgs {
-    /// The client options; the flags are usage errors without a registry reference.
-    pub fn options(&self, reference: &Reference) -> anyhow::Result<oci::Options> {
-        if self.plain_http && !self.ca_certs.is_empty() {
-            anyhow::bail!(
-                "--plain-http and --ca-cert exclude each other: a plain-http registry has no certificate ({reference})"
-            );
+    /// The client options.
+    pub fn options(&self) -> oci::Options {
+        oci::Options {
+            plain_http: self.plain_http,
+            ca_certs: self.ca_certs.clone(),
+            chunk_size: None,
+            timeout: Some(std::time::Duration::from_secs(self.timeout)),
         }
-        Ok(oci::Options { plain_http: self.plain_http, ca_certs: self.ca_certs.clone(), chunk_size: None })
     }
 
-    /// For a file input: the registry flags make no sense there.
-    pub fn refuse_for_file(&self, input: &Path) -> anyhow::Result<()> {
-        if self.plain_http || !self.ca_certs.is_empty() {
-            anyhow::bail!(
-                "--plain-http and --ca-cert apply to registry references (oci://…), not to the file {}",
-                input.display()
-            );
-        }
-        Ok(())
+    /// The bundle `input` names: a file, or a registry artifact reached with these options.
+    pub fn source(&self, input: &Path) -> anyhow::Result<BundleSource> {
+        Ok(BundleSource::new(input, self.options())?)
     }
-}
-
-/// The registry reference `input` names, if it starts with `oci://`.
-pub fn reference(input: &Path) -> anyhow::Result<Option<Reference>> {
-    let Some(text) = input.to_str().filter(|t| oci::reference::is_reference(t)) else { return Ok(None) };
-    Reference::parse(text).map(Some).map_err(anyhow::Error::msg)
-}
-
-/// `bundle verify oci://…`: the deployment gate over the layer as it streams, nothing written.
-pub fn verify(reference: &Reference, options: &oci::Options, gate: Gate) -> anyhow::Result<Verdict> {
-    let label = PathBuf::from(reference.to_string());
-    let layer = match oci::open_layer(reference, options) {
-        Ok(l) => l,
-        Err(e) => return Ok(Verdict::Refused { rejection: rejection(&e), baseline: None }),
-    };
-    let fault = layer.reader.mismatch();
-    let input = BufReader::with_capacity(1 << 20, layer.reader);
-    let verdict = gate.run(input, &label, &mut Discard)?;
-    Ok(with_fault(reference, verdict, &fault))
-}
-
-/// A verdict over a layer stream, with the stream's own fault (a blob that is not the
-/// descriptor's, or a failed transfer) taking precedence over what the gate made of the bytes.
-/// The gate passes only a stream it read to its end, where the digest is checked, so a fault
-/// never comes with a `Passed`.
-pub fn with_fault(reference: &Reference, verdict: Verdict, fault: &Arc<Mutex<Option<BlobMismatch>>>) -> Verdict {
-    let Some(fault) = fault.lock().unwrap_or_else(|p| p.into_inner()).clone() else { return verdict };
-    let earlier = match verdict {
-        Verdict::Refused { rejection, .. } => Some(rejection),
-        Verdict::Passed { .. } => None,
-    };
-    Verdict::Refused { rejection: blob_mismatch(reference, &fault, earlier), baseline: None }
-}
-
-/// The rejection for a fault of the layer stream (`blob_mismatch`, or `io_error` for a failed
-/// transfer), keeping what the gate learned of the agent.
-pub fn blob_mismatch(reference: &Reference, fault: &BlobMismatch, earlier: Option<Rejection>) -> Rejection {
-    let mut r = rejection_for(reference, fault);
-    if let Some(e) = earlier {
-        r.agent = e.agent;
-        r.key_id = e.key_id;
-    }
-    r
 }

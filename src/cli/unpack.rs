@@ -1,11 +1,7 @@
 //! `bundle unpack <BUNDLE> <DIR>`: run the deployment gate, then extract into a new folder
 //! atomically.
 
-use std::io::BufReader;
 use std::path::PathBuf;
-
-use agent_bundle::oci;
-use agent_bundle::ops::pull::rejection;
 
 use agent_bundle::ops::gate::{Gate, Verdict};
 use agent_bundle::ops::unpack;
@@ -47,24 +43,8 @@ pub struct Args {
 pub fn run(args: Args, global: Global) -> anyhow::Result<Outcome> {
     let keys = load_trust(&args.trust)?;
     let gate = Gate::open(args.gate.options(keys, global))?;
-    let verdict = match super::registry::reference(&args.bundle)? {
-        Some(reference) => {
-            let options = args.registry.options(&reference)?;
-            match oci::open_layer(&reference, &options) {
-                Err(e) => Verdict::Refused { rejection: rejection(&e), baseline: None },
-                Ok(layer) => {
-                    let fault = layer.reader.mismatch();
-                    let input = BufReader::with_capacity(1 << 20, layer.reader);
-                    let verdict = unpack::unpack_from(input, &args.bundle, &args.dir, gate, args.replace)?;
-                    super::registry::with_fault(&reference, verdict, &fault)
-                }
-            }
-        }
-        None => {
-            args.registry.refuse_for_file(&args.bundle)?;
-            unpack::unpack(&args.bundle, &args.dir, gate, args.replace)?
-        }
-    };
+    let source = args.registry.source(&args.bundle)?;
+    let verdict = unpack::unpack(&source, &args.dir, gate, args.replace)?;
     let outcome = super::verify::render(&args.bundle, &verdict, args.format, global)?;
     if matches!(verdict, Verdict::Passed { .. }) {
         let dir = args.dir.display().to_string();

@@ -1,16 +1,12 @@
 //! `bundle verify <BUNDLE>`: the gate before deployment.
 
-use std::fs::File;
-use std::io::{BufReader, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use anyhow::Context;
-
-use agent_bundle::bundle::verify::{Discard, Rejection};
+use agent_bundle::bundle::verify::Rejection;
 use agent_bundle::contract::baseline::Drift;
 use agent_bundle::diagnostic::sanitize;
 use agent_bundle::ops::gate::{BaselineReport, Gate, GateOptions, Verdict};
-use agent_bundle::progress::{Progress, ProgressRead};
 
 use super::args::{GateArgs, TrustArgs};
 use super::json::Results;
@@ -70,7 +66,7 @@ pub fn run(args: Args, global: Global) -> anyhow::Result<Outcome> {
                     Format::Github => output::github_error(&e),
                     Format::Human => output::print_error(global, &e),
                 }
-                (Outcome::Failed, output::error_json(output::error_code(&e), &e.to_string(), &[]))
+                (Outcome::Failed, output::error_json(output::error_code(&e).as_str(), &e.to_string(), &[]))
             }
         };
         match this {
@@ -104,20 +100,9 @@ fn verify_one(
 ) -> anyhow::Result<Verdict> {
     // A baseline or state file that cannot be read stops the gate before the bundle is judged.
     let gate = Gate::open(opts)?;
-    if let Some(reference) = super::registry::reference(bundle)? {
-        return super::registry::verify(&reference, &registry.options(&reference)?, gate);
-    }
-    registry.refuse_for_file(bundle)?;
-    let file = File::open(bundle).with_context(|| format!("cannot open {}", bundle.display()))?;
+    let source = registry.source(bundle)?;
     let bar = super::progress::Bar::new(global);
-    let size = file.metadata().map_or(0, |m| m.len());
-    bar.begin("verifying", size);
-    // The buffer is zeroed before its first use; a small bundle gets a small one.
-    let capacity = usize::try_from(size).unwrap_or(usize::MAX).clamp(8 << 10, 1 << 20);
-    let input = BufReader::with_capacity(capacity, ProgressRead { inner: file, progress: &bar });
-    let verdict = gate.run(input, bundle, &mut Discard);
-    bar.end();
-    Ok(verdict?)
+    Ok(agent_bundle::ops::verify::verify(&source, gate, &bar)?)
 }
 
 /// What a verdict means for the exit status.

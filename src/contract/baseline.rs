@@ -57,6 +57,17 @@ pub enum BaselineError {
     Usage(String),
 }
 
+impl crate::error::Coded for BaselineError {
+    fn code(&self) -> crate::error::ErrorCode {
+        use crate::error::ErrorCode;
+        match self {
+            BaselineError::Io(e) => e.code(),
+            BaselineError::Load(e) => crate::error::Coded::code(e),
+            BaselineError::Invalid { .. } | BaselineError::Usage(_) => ErrorCode::Usage,
+        }
+    }
+}
+
 fn invalid(path: &Path, message: impl Into<String>) -> BaselineError {
     BaselineError::Invalid { path: path.display().to_string(), message: message.into() }
 }
@@ -265,7 +276,9 @@ pub fn approve(path: &Path, from: &AgentContracts, ids: &[String]) -> Result<Vec
         done.push(approval);
     }
     if done.iter().any(|a| a.action != ApprovalAction::Unchanged) {
-        crate::atomic::write(path, doc.to_string().as_bytes(), true).map_err(|e| crate::Error::io(path, e))?;
+        // Through a symlinked baseline to the file it names (the link stays), as `--state`.
+        let target = crate::atomic::Output::new(path, "baseline").map_err(crate::Error::from)?;
+        target.write(doc.to_string().as_bytes()).map_err(crate::Error::from)?;
     }
     Ok(done)
 }

@@ -18,6 +18,7 @@ use std::path::PathBuf;
 
 use blake2::{Blake2b512, Digest as _};
 
+use crate::error::ErrorCode;
 use crate::minisign::{PublicKey, SecretKey, Signature, SignatureError};
 pub use reference::{KeyRef, Pkcs11Uri};
 
@@ -128,47 +129,54 @@ pub enum SignerError {
     Signature(#[from] SignatureError),
 }
 
+impl crate::error::Coded for SignerError {
+    fn code(&self) -> ErrorCode {
+        SignerError::code(self)
+    }
+}
+
 impl SignerError {
-    /// Every code [`SignerError::code`] returns, with what it means (the book's table).
-    pub const CODES: &[(&str, &str)] = &[
-        ("key_reference", "a malformed `ssh-agent:` or `pkcs11:` key reference"),
-        ("ssh_agent_unavailable", "no ssh-agent answers at `SSH_AUTH_SOCK`"),
-        ("ssh_agent_protocol", "the ssh-agent sent something that is not the agent protocol"),
-        ("key_not_found", "the agent or token has no (Ed25519) key of that name, id or fingerprint"),
-        ("ambiguous_key", "several keys or tokens match; the message lists them and how to pick one"),
-        ("unsupported_key", "the key is not Ed25519, so it cannot make minisign signatures"),
-        ("sign_refused", "the ssh-agent declined to sign (confirmation refused, hardware key not touched)"),
-        ("pkcs11_module", "no PKCS#11 module named, or it is missing or cannot be loaded"),
-        ("token_not_found", "no token matches the URI's token attributes"),
-        ("pin_required", "the token needs a PIN and none was given"),
-        ("pin_incorrect", "the token rejected the PIN"),
-        ("pin_locked", "the token's user PIN is locked after too many wrong PINs"),
-        ("pin_source", "the `pin-source` file cannot be read"),
-        ("pkcs11_error", "the token or module failed otherwise; the message names the PKCS#11 call"),
-        ("signer_mismatch", "the agent's or token's signature does not verify with its public key"),
-        ("signature", "the signature cannot be made (a comment minisign cannot store)"),
+    /// Every code [`SignerError::code`] returns (the book's table takes their meanings from
+    /// [`ErrorCode::describe`]).
+    pub const CODES: &[ErrorCode] = &[
+        ErrorCode::KeyReference,
+        ErrorCode::SshAgentUnavailable,
+        ErrorCode::SshAgentProtocol,
+        ErrorCode::KeyNotFound,
+        ErrorCode::AmbiguousKey,
+        ErrorCode::UnsupportedKey,
+        ErrorCode::SignRefused,
+        ErrorCode::Pkcs11Module,
+        ErrorCode::TokenNotFound,
+        ErrorCode::PinRequired,
+        ErrorCode::PinIncorrect,
+        ErrorCode::PinLocked,
+        ErrorCode::PinSource,
+        ErrorCode::Pkcs11Error,
+        ErrorCode::SignerMismatch,
+        ErrorCode::Signature,
     ];
 
     /// A stable code for scripts (`--format json`).
-    pub fn code(&self) -> &'static str {
+    pub fn code(&self) -> ErrorCode {
         match self {
-            SignerError::Reference(_) => "key_reference",
-            SignerError::AgentUnavailable { .. } => "ssh_agent_unavailable",
-            SignerError::AgentNoEd25519 { .. } | SignerError::AgentKeyNotFound { .. } => "key_not_found",
-            SignerError::KeyNotFound { .. } => "key_not_found",
-            SignerError::AgentAmbiguous { .. } | SignerError::Ambiguous { .. } => "ambiguous_key",
-            SignerError::AgentRefused { .. } => "sign_refused",
-            SignerError::Protocol(_) => "ssh_agent_protocol",
-            SignerError::NotEd25519 { .. } => "unsupported_key",
-            SignerError::ModuleMissing { .. } => "pkcs11_module",
-            SignerError::TokenNotFound { .. } => "token_not_found",
-            SignerError::PinRequired { .. } => "pin_required",
-            SignerError::PinIncorrect { .. } => "pin_incorrect",
-            SignerError::PinLocked { .. } => "pin_locked",
-            SignerError::PinSource { .. } => "pin_source",
-            SignerError::Pkcs11(_) => "pkcs11_error",
-            SignerError::Mismatch(_) => "signer_mismatch",
-            SignerError::Signature(_) => "signature",
+            SignerError::Reference(_) => ErrorCode::KeyReference,
+            SignerError::AgentUnavailable { .. } => ErrorCode::SshAgentUnavailable,
+            SignerError::AgentNoEd25519 { .. } | SignerError::AgentKeyNotFound { .. } => ErrorCode::KeyNotFound,
+            SignerError::KeyNotFound { .. } => ErrorCode::KeyNotFound,
+            SignerError::AgentAmbiguous { .. } | SignerError::Ambiguous { .. } => ErrorCode::AmbiguousKey,
+            SignerError::AgentRefused { .. } => ErrorCode::SignRefused,
+            SignerError::Protocol(_) => ErrorCode::SshAgentProtocol,
+            SignerError::NotEd25519 { .. } => ErrorCode::UnsupportedKey,
+            SignerError::ModuleMissing { .. } => ErrorCode::Pkcs11Module,
+            SignerError::TokenNotFound { .. } => ErrorCode::TokenNotFound,
+            SignerError::PinRequired { .. } => ErrorCode::PinRequired,
+            SignerError::PinIncorrect { .. } => ErrorCode::PinIncorrect,
+            SignerError::PinLocked { .. } => ErrorCode::PinLocked,
+            SignerError::PinSource { .. } => ErrorCode::PinSource,
+            SignerError::Pkcs11(_) => ErrorCode::Pkcs11Error,
+            SignerError::Mismatch(_) => ErrorCode::SignerMismatch,
+            SignerError::Signature(_) => ErrorCode::Signature,
         }
     }
 }
@@ -215,11 +223,11 @@ mod tests {
             SignerError::Mismatch(String::new()),
             SignerError::Signature(SignatureError::InvalidComment(String::new())),
         ];
-        let listed: Vec<&str> = SignerError::CODES.iter().map(|(code, _)| *code).collect();
+        let listed = SignerError::CODES;
         for e in &errors {
             assert!(listed.contains(&e.code()), "{} is not in SignerError::CODES", e.code());
         }
-        for code in &listed {
+        for code in listed {
             assert!(errors.iter().any(|e| e.code() == *code), "{code} is listed but never returned");
         }
     }
@@ -235,7 +243,7 @@ mod tests {
         ];
         for e in errors {
             assert!(e.to_string().contains(';') || e.to_string().contains(':'), "{e}");
-            assert!(!e.code().is_empty());
+            assert!(!e.code().as_str().is_empty());
         }
     }
 }

@@ -29,7 +29,7 @@ const EDWARDS25519_NAME: &[u8] = b"\x13\x0cedwards25519";
 /// DER of the OID 1.3.101.112 (id-Ed25519, RFC 8410).
 const ED25519_OID: &[u8] = &[0x06, 0x03, 0x2b, 0x65, 0x70];
 /// A PIN file longer than this is not a PIN file.
-const MAX_PIN_FILE: u64 = 1024;
+const MAX_PIN_FILE: u64 = crate::limits::MAX_PIN_FILE_BYTES;
 
 /// A private key on a token, with a logged-in session to sign with.
 pub struct TokenKey {

@@ -33,7 +33,7 @@ const SSH_AGENT_SIGN_RESPONSE: u8 = 14;
 const ED25519: &str = "ssh-ed25519";
 
 /// Larger answers are refused (a hostile socket cannot make us allocate much).
-const MAX_MESSAGE: usize = 256 * 1024;
+const MAX_MESSAGE: usize = crate::limits::MAX_SSH_AGENT_MESSAGE_BYTES as usize;
 /// A hardware key behind the agent may wait for a touch; give it time, but not forever.
 const TIMEOUT: Duration = Duration::from_secs(120);
 

@@ -129,6 +129,12 @@ pub enum KeyError {
     Randomness(String),
 }
 
+impl crate::error::Coded for KeyError {
+    fn code(&self) -> crate::error::ErrorCode {
+        crate::error::ErrorCode::KeyError
+    }
+}
+
 /// Errors reading, creating or verifying minisign signatures.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum SignatureError {

@@ -22,7 +22,7 @@ pub const CONFIG_MEDIA_TYPE: &str = "application/vnd.agent-bundle.config.v1+json
 pub const LAYER_MEDIA_TYPE: &str = "application/vnd.agent-bundle.v1.tar+zstd";
 pub const TITLE_ANNOTATION: &str = "org.opencontainers.image.title";
 /// The largest manifest or config read (the distribution spec's recommended manifest limit).
-pub const MAX_MANIFEST_BYTES: u64 = 4 << 20;
+pub use crate::limits::MAX_OCI_MANIFEST_BYTES as MAX_MANIFEST_BYTES;
 
 /// The config blob: what `inspect oci://` shows without the layer. Unsigned and informational;
 /// field order is fixed, so its bytes (and digest) depend only on the bundle.
@@ -34,6 +34,21 @@ pub struct Config {
     pub key_id: Option<String>,
     pub expires: Option<String>,
     pub tools: Vec<String>,
+}
+
+/// An artifact's config, parsed leniently (another client's config has none of our fields)
+/// but under the caps of every JSON input: unsigned and informational, it must not cost more
+/// than a file would (a 4 MiB config of empty strings held 180-230 MB as a `serde_json`
+/// value). `Err` says which cap it broke.
+pub fn parse_config(bytes: &[u8]) -> Result<Config, String> {
+    let text = String::from_utf8_lossy(bytes);
+    let source = crate::diagnostic::Source::new("config", text.as_ref());
+    let budget = crate::json::Budget::new(crate::limits::MAX_OCI_CONFIG_VALUES);
+    match crate::json::parse_within(&source, &budget, &mut Vec::new()) {
+        Ok(doc) => Ok(serde_json::from_value(doc.value).unwrap_or_default()),
+        Err(d) if d.code == crate::diagnostic::Code::LimitExceeded => Err(format!("its config holds {}", d.message)),
+        Err(_) => Ok(Config::default()),
+    }
 }
 
 /// A blob's digest: `sha256:` and lowercase hex.
@@ -283,5 +298,18 @@ mod tests {
         assert!(parse_manifest(two.as_bytes()).unwrap_err().contains("2 layers"));
         let foreign = text.replace(LAYER_MEDIA_TYPE, "application/vnd.oci.image.layer.v1.tar");
         assert!(parse_manifest(foreign.as_bytes()).unwrap_err().contains("mediaType"));
+    }
+
+    /// Issue 23 item 4: a config of millions of empty strings is refused within the JSON caps.
+    #[test]
+    fn a_config_beyond_the_json_caps_is_refused() {
+        let mut big = String::from("{\"tools\": [");
+        big.push_str(&vec!["\"\""; 1_000_000].join(","));
+        big.push_str("]}");
+        let why = parse_config(big.as_bytes()).unwrap_err();
+        assert!(why.contains("more than 200000 JSON values"), "{why}");
+        let ok = parse_config(br#"{"name": "mailer", "tools": ["a"]}"#).unwrap();
+        assert_eq!(ok.name.as_deref(), Some("mailer"));
+        assert_eq!(parse_config(b"not json").unwrap(), Config::default());
     }
 }

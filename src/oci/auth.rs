@@ -57,9 +57,11 @@ impl Credentials {
             (None, None) => {}
         }
         let Some(path) = docker_config_path() else { return Ok(None) };
-        let text = match std::fs::read_to_string(&path) {
+        // A regular file within its cap: a link to /dev/zero or a FIFO is refused before reading.
+        let limit = crate::limits::MAX_DOCKER_CONFIG_BYTES;
+        let text = match crate::regular_file::read_to_string(&path, limit, crate::regular_file::Links::Follow) {
             Ok(t) => t,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(crate::regular_file::ReadError::NotFound) => return Ok(None),
             Err(e) => return Err(format!("{}: {e}", path.display())),
         };
         from_docker_config(&text, registry, &path.display().to_string())

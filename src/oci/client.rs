@@ -32,7 +32,7 @@ pub const PUSH_ATTEMPTS: u32 = 4;
 /// The first pause between tries; it doubles each time.
 pub const FIRST_BACKOFF: Duration = Duration::from_millis(250);
 /// The largest error body or token answer read.
-const SMALL_BODY: u64 = 64 << 10;
+const SMALL_BODY: u64 = crate::limits::MAX_REGISTRY_SMALL_BODY_BYTES;
 
 /// How to reach a registry.
 #[derive(Debug, Clone, Default)]
@@ -43,6 +43,9 @@ pub struct Options {
     pub ca_certs: Vec<PathBuf>,
     /// Blobs larger than this go up in PATCH chunks of this size; `None`: [`CHUNK_SIZE`].
     pub chunk_size: Option<u64>,
+    /// The overall deadline of the operation (`--timeout`), from connecting to the last byte
+    /// of the layer; `None`: [`crate::limits::REGISTRY_TIMEOUT_SECS`].
+    pub timeout: Option<Duration>,
 }
 
 /// The body of a request.
@@ -78,6 +81,9 @@ pub struct Client {
     /// `pull` or `pull,push`, and any repository to mount from.
     scopes: Vec<String>,
     chunk_size: u64,
+    /// When the whole operation must be over (`--timeout`).
+    deadline: std::time::Instant,
+    timeout: Duration,
 }
 
 impl Client {
@@ -90,14 +96,16 @@ impl Client {
         mount_from: Option<&str>,
     ) -> Result<Self, OciError> {
         let tls = tls_config(&options.ca_certs).map_err(|e| OciError::Usage(e.to_string()))?;
+        let timeout = options.timeout.unwrap_or(Duration::from_secs(crate::limits::REGISTRY_TIMEOUT_SECS));
+        let idle = Duration::from_secs(crate::limits::REGISTRY_IDLE_SECS).min(timeout);
         let agent = ureq::Agent::config_builder()
             .http_status_as_error(false)
             .https_only(!options.plain_http)
             .tls_config(tls)
-            .timeout_connect(Some(Duration::from_secs(30)))
-            .timeout_recv_response(Some(Duration::from_secs(300)))
-            .timeout_per_read(Some(Duration::from_secs(60)))
-            .timeout_per_write(Some(Duration::from_secs(60)))
+            .timeout_global(Some(timeout))
+            .timeout_connect(Some(Duration::from_secs(30).min(timeout)))
+            .timeout_per_read(Some(idle))
+            .timeout_per_write(Some(idle))
             .user_agent(concat!("agent-bundle/", env!("CARGO_PKG_VERSION")))
             .build()
             .into();
@@ -116,6 +124,8 @@ impl Client {
             authorization: None,
             scopes,
             chunk_size: options.chunk_size.unwrap_or(CHUNK_SIZE).max(1),
+            deadline: std::time::Instant::now() + timeout,
+            timeout,
         };
         client.ping()?;
         Ok(client)
@@ -192,7 +202,11 @@ impl Client {
             sep = '&';
         }
         let mut request = Request::builder().method("GET").uri(&url);
-        if let Some(c) = &self.credentials {
+        // Credentials only to an https realm or the registry's own origin: with --plain-http, a
+        // realm on another origin would get them in cleartext (it is asked anonymously).
+        if let Some(c) = &self.credentials
+            && (https || same_origin(realm, &self.origin))
+        {
             request = request.header("Authorization", c.basic().as_str());
         }
         let request = request.body(()).map_err(|e| OciError::Usage(format!("bad token realm `{realm}`: {e}")))?;
@@ -386,7 +400,8 @@ impl Client {
             return Err(status_error(&url, response, status));
         }
         let url2 = url.clone();
-        Ok(Box::new(IoContext { inner: response.into_body().into_reader(), url: url2 }))
+        let inner = response.into_body().into_reader();
+        Ok(Box::new(IoContext { inner, url: url2, deadline: Some((self.deadline, self.timeout)) }))
     }
 
     /// A small blob (the config), read under `limit`.
@@ -421,13 +436,27 @@ impl Client {
 struct IoContext<R> {
     inner: R,
     url: String,
+    /// The operation's deadline and its length: a body trickled one byte at a time stops
+    /// there, though no single read waits long.
+    deadline: Option<(std::time::Instant, Duration)>,
 }
 
 impl<R: Read> Read for IoContext<R> {
     fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        if let Some((deadline, length)) = self.deadline
+            && std::time::Instant::now() >= deadline
+        {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::TimedOut,
+                format!("{}: {TIMED_OUT} ({} s, --timeout)", self.url, length.as_secs()),
+            ));
+        }
         self.inner.read(buf).map_err(|e| std::io::Error::new(e.kind(), format!("{}: {e}", self.url)))
     }
 }
+
+/// How a deadline that passed is said (and recognised in a stream's fault).
+pub const TIMED_OUT: &str = "the registry operation ran past its deadline";
 
 fn same_origin(url: &str, origin: &str) -> bool {
     url.strip_prefix(origin).is_some_and(|rest| rest.is_empty() || rest.starts_with('/'))
@@ -484,10 +513,36 @@ fn status_error(url: &str, mut response: Response<Body>, status: u16) -> OciErro
 
 fn request_error(url: &str, e: ureq::Error) -> OciError {
     let transient = matches!(e, ureq::Error::Io(_) | ureq::Error::ConnectionFailed | ureq::Error::Timeout(_));
+    let refused = matches!(&e, ureq::Error::Io(io) if io.kind() == std::io::ErrorKind::ConnectionRefused)
+        || matches!(e, ureq::Error::ConnectionFailed);
+    if let ureq::Error::Timeout(which) = &e {
+        return OciError::Timeout(format!("{url}: {TIMED_OUT} or went silent ({which})"));
+    }
     match classify(url, e) {
-        e @ (FetchError::Tls { .. } | FetchError::Downgrade { .. }) => OciError::Tls(e.to_string()),
+        e @ FetchError::Tls { .. } => {
+            let mut message = e.to_string();
+            // rustls meets an http answer where a TLS record should be.
+            if message.contains("InvalidContentType") || message.contains("corrupt message") {
+                message.push_str("; the registry seems to speak plain http: if it is one on a trusted network or loopback, add --plain-http");
+            }
+            OciError::Tls(message)
+        }
+        e @ FetchError::Downgrade { .. } => OciError::Tls(e.to_string()),
+        e if refused => OciError::Transient(format!("{e}; is a registry running at {}?", host_port(url))),
         e if transient => OciError::Transient(e.to_string()),
         e => OciError::Io(e.to_string()),
+    }
+}
+
+/// `HOST:PORT` of a URL, for messages.
+fn host_port(url: &str) -> String {
+    let rest = url.split_once("://").map_or(url, |(_, r)| r);
+    let authority = rest.split('/').next().unwrap_or(rest);
+    match authority.rsplit_once(':') {
+        Some((_, port)) if port.bytes().all(|b| b.is_ascii_digit()) && !authority.ends_with(']') => {
+            authority.to_owned()
+        }
+        _ => format!("{authority}:{}", if url.starts_with("http://") { 80 } else { 443 }),
     }
 }
 

@@ -45,19 +45,23 @@ pub enum OciError {
     /// A bad reference, option or credentials setting (exit 2).
     #[error("{0}")]
     Usage(String),
+    /// The operation ran past its deadline, or the registry went silent (exit 2).
+    #[error("{0}")]
+    Timeout(String),
 }
 
-impl OciError {
-    /// The stable code: `unsupported_artifact`, `blob_mismatch`, `auth_failed`, `tls_error`,
-    /// `io_error` or `usage_error`.
-    pub fn code(&self) -> &'static str {
+impl crate::error::Coded for OciError {
+    /// The exit-2 code. A refusal is reported as a rejection (exit 1) by every caller
+    /// ([`crate::ops::input`], push) and never reaches the error path; were it to, it would be
+    /// an `io_error`.
+    fn code(&self) -> crate::error::ErrorCode {
+        use crate::error::ErrorCode;
         match self {
-            OciError::Rejected(Refusal::UnsupportedArtifact, _) => "unsupported_artifact",
-            OciError::Rejected(Refusal::BlobMismatch, _) => "blob_mismatch",
-            OciError::Auth(_) => "auth_failed",
-            OciError::Tls(_) => "tls_error",
-            OciError::Transient(_) | OciError::Io(_) => "io_error",
-            OciError::Usage(_) => "usage_error",
+            OciError::Rejected(..) | OciError::Transient(_) | OciError::Io(_) => ErrorCode::IoError,
+            OciError::Auth(_) => ErrorCode::AuthFailed,
+            OciError::Tls(_) => ErrorCode::TlsError,
+            OciError::Usage(_) => ErrorCode::Usage,
+            OciError::Timeout(_) => ErrorCode::Timeout,
         }
     }
 }
@@ -114,6 +118,7 @@ pub fn fetch_config(
             format!("{reference}: the registry served a config whose digest is not {}", artifact.config_digest),
         ));
     }
-    let config = serde_json::from_slice(&bytes).unwrap_or_default();
+    let config = artifact::parse_config(&bytes)
+        .map_err(|why| OciError::Rejected(Refusal::UnsupportedArtifact, format!("{reference}: {why}")))?;
     Ok((manifest_digest, artifact, config))
 }

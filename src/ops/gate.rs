@@ -53,6 +53,20 @@ pub enum GateError {
     Record(#[source] StateError),
     #[error(transparent)]
     Other(#[from] crate::Error),
+    /// The bundle could not be read (a missing file, a registry failure).
+    #[error(transparent)]
+    Input(#[from] crate::ops::input::InputError),
+}
+
+impl crate::error::Coded for GateError {
+    fn code(&self) -> crate::error::ErrorCode {
+        match self {
+            GateError::Baseline(e) => e.code(),
+            GateError::State(e) | GateError::Record(e) => e.code(),
+            GateError::Other(e) => e.code(),
+            GateError::Input(e) => e.code(),
+        }
+    }
 }
 
 impl GateError {
@@ -63,6 +77,7 @@ impl GateError {
             GateError::State(e) => e,
             GateError::Record(e) => e,
             GateError::Other(e) => e,
+            GateError::Input(e) => e,
         }
     }
 }
@@ -138,13 +153,17 @@ impl Gate {
             Ok(report) => report,
             Err(refused) => return Ok(refused),
         };
-        sink.commit()?;
+        // Recorded before the sink is committed: a state that cannot be written stops the gate
+        // while the deployed folder is still untouched (a non-zero exit never follows a swap).
+        // A commit that fails after the record leaves a state that accepts this very bundle
+        // again, which a retry needs anyway.
         if let Some(state) = self.state.as_mut() {
             let m = &verified.manifest;
             state
                 .record(&m.name, &verified.key_id, &m.version, &verified.manifest_blake3)
                 .map_err(GateError::Record)?;
         }
+        sink.commit()?;
         Ok(Verdict::Passed { verified: Box::new(verified), baseline: report })
     }
 

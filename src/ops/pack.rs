@@ -185,18 +185,10 @@ pub fn pack(dir: &Path, key: &mut Signer, opts: &PackOptions, progress: &dyn Pro
         Some(file) => file.clone(),
         None => PathBuf::from(default_name),
     };
-    // The bundle replaces the output by a rename; never rename over a device, FIFO or folder
-    // (`-o /dev/null` would replace the device node itself).
-    if let Ok(meta) = std::fs::metadata(&output)
-        && !meta.is_file()
-    {
-        return Err(Error::Usage(format!(
-            "{} exists and is not a regular file; -o must name a bundle file to create or replace",
-            output.display()
-        ))
-        .into());
-    }
-    let temp = atomic::temp_beside(&output).map_err(|e| Error::io(&output, e))?;
+    // The one rule for outputs: parents created, a link written through, never a device,
+    // FIFO or folder replaced (`-o /dev/null` would replace the device node itself).
+    let out = atomic::Output::new(&output, "-o").map_err(Error::from)?;
+    let temp = out.temp().map_err(Error::from)?;
     atomic::release_cache(&output);
     let content_bytes = write_bundle(
         temp.as_file(),
@@ -209,7 +201,7 @@ pub fn pack(dir: &Path, key: &mut Signer, opts: &PackOptions, progress: &dyn Pro
         progress,
     )?;
     let bundle_bytes = temp.as_file().metadata().map_err(|e| Error::io(temp.path(), e))?.len();
-    atomic::commit(temp, &output, true).map_err(|e| Error::io(&output, e))?;
+    out.commit(temp).map_err(Error::from)?;
     Ok(Packed {
         path: output,
         name: m.name,

@@ -16,7 +16,7 @@
 //! [`atomic::STALE_AFTER`](crate::atomic::STALE_AFTER).
 
 use std::fs::{self, File, OpenOptions};
-use std::io::{self, BufRead, BufReader, Write};
+use std::io::{self, BufRead, Write};
 use std::path::{Path, PathBuf};
 
 use tempfile::TempDir;
@@ -24,6 +24,8 @@ use tempfile::TempDir;
 use crate::bundle::verify::Sink;
 use crate::error::{Error, Result};
 use crate::ops::gate::{Gate, GateError, Verdict};
+use crate::ops::input::BundleSource;
+use crate::progress::Silent;
 
 /// Writes entries into the staging folder; [`Sink::commit`] renames it to the target (or
 /// swaps it with the target, with `replace`).
@@ -138,14 +140,20 @@ fn remove_stale_staging(parent: &Path) {
     }
 }
 
-/// Runs the deployment gate over `bundle`, extracting it into `dest` only if it passes. `dest`
-/// must not exist, unless `replace`: then an existing folder is swapped for the new tree (see
-/// the module docs). On any other outcome nothing is left behind: neither the staging folder
-/// nor the parent folders this created, and a replaced folder is untouched.
-pub fn unpack(bundle: &Path, dest: &Path, gate: Gate, replace: bool) -> Result<Verdict, GateError> {
+/// Runs the deployment gate over the bundle `source` names, extracting it into `dest` only if
+/// it passes. `dest` must not exist, unless `replace`: then an existing folder is swapped for
+/// the new tree (see the module docs). On any other outcome nothing is left behind: neither
+/// the staging folder nor the parent folders this created, and a replaced folder is untouched.
+/// The gate passes only a stream it read to its end, so a layer's digest is checked before
+/// the folder is renamed into place.
+pub fn unpack(source: &BundleSource, dest: &Path, gate: Gate, replace: bool) -> Result<Verdict, GateError> {
     check_dest(dest, replace)?;
-    let file = File::open(bundle).map_err(|e| Error::io(bundle, e))?;
-    stage_and_run(BufReader::with_capacity(1 << 20, file), bundle, dest, gate, replace)
+    let input = match source.open(&Silent)? {
+        Ok(input) => input,
+        Err(rejection) => return Ok(Verdict::Refused { rejection, baseline: None }),
+    };
+    let origin = source.label();
+    input.judge(|bytes| stage_and_run(bytes, &origin, dest, gate, replace))
 }
 
 /// `dest` must not exist, or with `replace` be a folder of its own.
@@ -177,20 +185,6 @@ fn check_dest(dest: &Path, replace: bool) -> Result<(), GateError> {
         Ok(_) => {}
     }
     Ok(())
-}
-
-/// [`unpack`] from a stream of bundle bytes (a registry layer); `origin` names it in messages.
-/// The gate passes only a stream it read to its end, so a layer's digest, checked at its end
-/// by [`crate::oci::CheckedReader`], is checked before the folder is renamed into place.
-pub fn unpack_from(
-    input: impl BufRead,
-    origin: &Path,
-    dest: &Path,
-    gate: Gate,
-    replace: bool,
-) -> Result<Verdict, GateError> {
-    check_dest(dest, replace)?;
-    stage_and_run(input, origin, dest, gate, replace)
 }
 
 fn stage_and_run(

@@ -294,10 +294,10 @@ fn two_packers_on_one_agent_both_succeed_with_the_same_bundle() {
 
 /// A tmpfs mounted for one test, unmounted when dropped. `None` (and a SKIPPED line) where
 /// mounting is not allowed (not root, no CAP_SYS_ADMIN).
-struct Mount(PathBuf);
+pub(crate) struct Mount(PathBuf);
 
 impl Mount {
-    fn tmpfs(at: &Path, size: &str) -> Option<Mount> {
+    pub(crate) fn tmpfs(at: &Path, size: &str) -> Option<Mount> {
         std::fs::create_dir_all(at).unwrap();
         let ok = Command::new("mount")
             .args(["-t", "tmpfs", "-o", &format!("size={size},mode=0755"), "tmpfs"])
@@ -447,7 +447,7 @@ fn pack_never_renames_over_a_device_fifo_or_folder() {
     std::fs::create_dir(env.path().join("folder")).unwrap();
     let run = env.run(&["pack", "agent", "--key", &key("test.key"), "-o", "fifo"]);
     run.expect_code(2);
-    assert!(run.stderr.contains("is not a regular file"), "{}", run.stderr);
+    assert!(run.stderr.contains("is a FIFO, not a regular file"), "{}", run.stderr);
     // An existing folder is not replaced either: the bundle goes inside it, under its default name.
     env.run(&["pack", "agent", "--key", &key("test.key"), "-o", "folder"]).expect_code(0);
     assert!(env.path().join("folder/minimal-1.0.0.agent.bundle").is_file());

@@ -10,6 +10,7 @@
 
 use std::path::Path;
 
+use agent_bundle::ErrorCode;
 use agent_bundle::bundle::verify::Reason;
 use agent_bundle::contract::ChangeKind;
 use agent_bundle::diagnostic::Code;
@@ -18,6 +19,7 @@ use crate::support::{bin, repo};
 
 const CODES_PAGE: &str = "docs/book/src/reference/codes.md";
 const COMMANDS_PAGE: &str = "docs/book/src/reference/commands.md";
+const EXIT_CODES_PAGE: &str = "docs/book/src/reference/exit-codes.md";
 
 fn table<T: Copy>(all: &[T], name: impl Fn(T) -> &'static str, describe: impl Fn(T) -> &'static str) -> String {
     let mut out = String::from("| code | meaning |\n| --- | --- |\n");
@@ -65,7 +67,18 @@ fn book_lists_every_verify_reason_code_with_its_description() {
 
 #[test]
 fn book_lists_every_signing_key_code_with_its_meaning() {
-    check_region(CODES_PAGE, "key-codes", &table(agent_bundle::keys::SignerError::CODES, |c| c.0, |c| c.1));
+    check_region(
+        CODES_PAGE,
+        "key-codes",
+        &table(agent_bundle::keys::SignerError::CODES, ErrorCode::as_str, ErrorCode::describe),
+    );
+}
+
+/// Every code a run that stops with exit 2 can print, from [`ErrorCode`]: the enum each error
+/// type's exhaustive `code()` answers with.
+#[test]
+fn book_lists_every_exit_2_code_with_its_meaning() {
+    check_region(EXIT_CODES_PAGE, "error-codes", &table(ErrorCode::ALL, ErrorCode::as_str, ErrorCode::describe));
 }
 
 #[test]

@@ -11,6 +11,7 @@ mod check;
 mod crash;
 mod diff;
 mod docs;
+mod edges;
 mod editors;
 mod export;
 mod freshness;

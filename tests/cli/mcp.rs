@@ -434,3 +434,65 @@ fn import_mcp_stdio_failure_as_a_user_sees_it() {
         in_repo(&["import", "--from", "mcp", "--stdio", "--exec", "/opt/call", "--", "python3", fake, "exit-early"])
     );
 }
+
+/// Issue 23 item 1: the server gets a cleared environment plus HOME, LOGNAME, PATH, SHELL,
+/// TERM, USER and what `--env` names; a value of ours that it echoes anyway is not printed.
+#[test]
+fn the_server_gets_an_allowlisted_environment_and_our_secrets_are_never_echoed() {
+    if !require_tool("python3") {
+        return;
+    }
+    let env = Env::new();
+    let mut args = vec!["import", "--from", "mcp", "--stdio", "--exec", "/opt/call", "--format", "json"];
+    args.extend(["--env", "PASSED_ON", "--env", "SET_HERE=visible-value", "--"]);
+    let server = fake("print-env");
+    args.extend(server.iter().map(String::as_str));
+    let out: Run = crate::support::bin()
+        .current_dir(env.path())
+        .args(&args)
+        .env("BUNDLE_REGISTRY_PASSWORD", "hunter2-registry-secret")
+        .env("AWS_SECRET_ACCESS_KEY", "aws-secret-value-123")
+        .env("PASSED_ON", "passed-on-secret")
+        .output()
+        .unwrap()
+        .into();
+    let message = failure(&out);
+    assert!(!message.contains("BUNDLE_REGISTRY_PASSWORD"), "{message}");
+    assert!(!message.contains("AWS_SECRET_ACCESS_KEY"), "{message}");
+    assert!(!message.contains("hunter2-registry-secret") && !out.stderr.contains("hunter2"), "{message}");
+    // Passed on as asked, but its value is not echoed back.
+    assert!(message.contains("PASSED_ON=$PASSED_ON"), "{message}");
+    assert!(!message.contains("passed-on-secret"), "{message}");
+    assert!(message.contains("SET_HERE=visible-value"), "{message}");
+    assert!(message.contains("PATH="), "{message}");
+}
+
+/// Issue 23 item 2: a live server's answer is held to the caps of a JSON file.
+#[test]
+fn a_huge_value_in_a_live_answer_is_refused_within_the_json_caps() {
+    if !require_tool("python3") {
+        return;
+    }
+    let env = Env::new();
+    let out = import_fake(&env, "huge-value", &[]);
+    let message = failure(&out);
+    assert!(message.contains("more than 200000 JSON values"), "{message}");
+}
+
+/// Issue 23 item 6: line breaks from a server are escaped on the way to human output.
+#[test]
+fn line_breaks_in_a_servers_names_do_not_make_output_lines() {
+    if !require_tool("python3") {
+        return;
+    }
+    let env = Env::new();
+    let mut args = vec!["import", "--from", "mcp", "--stdio", "--exec", "/opt/call", "--"];
+    let server = fake("forged-lines");
+    args.extend(server.iter().map(String::as_str));
+    let out = env.run(&args);
+    for line in out.stdout.lines().chain(out.stderr.lines()) {
+        assert!(!line.starts_with("signed by:") && !line.starts_with("error: forged"), "forged line: {line}");
+        assert!(!line.starts_with("verified x"), "forged line: {line}");
+    }
+    assert!(!out.stderr.contains('\u{2028}'), "{}", out.stderr);
+}

@@ -40,6 +40,8 @@ fn agent_of(output: &Path) -> Option<PathBuf> {
 /// Writes `text` (the imported tools.json) to `output`; for an agent folder, grants (with
 /// `grant`) and relocks.
 pub fn install(output: &Path, text: &str, tools: &ToolsFile, grant: bool) -> Result<Installed> {
+    // Checked before anything is written: -o names a regular file (or nothing yet).
+    let target = atomic::Output::new(output, "-o").map_err(Error::from)?;
     let agent = agent_of(output);
     if grant && agent.is_none() {
         return Err(Error::Usage(format!(
@@ -72,7 +74,7 @@ pub fn install(output: &Path, text: &str, tools: &ToolsFile, grant: bool) -> Res
         }
         out.policy_path = Some(policy_path);
     }
-    atomic::write(output, text.as_bytes(), true).map_err(|e| Error::io(output, e))?;
+    target.write(text.as_bytes()).map_err(Error::from)?;
     if let Some(dir) = &agent {
         out.lock = Some(lock_agent(dir));
     }

@@ -1,0 +1,292 @@
+//! One way in for every bundle: a local file or an `oci://` registry reference, opened as one
+//! typed stream that owns its transfer faults. `verify`, `unpack`, `pull`, `inspect` (and any
+//! later consumer) read a bundle only through [`BundleSource::open`] and
+//! [`BundleInput::judge`], so that none of them can forget to look at what went wrong under
+//! the bytes it judged.
+//!
+//! Two kinds of trouble are kept apart, whatever the source:
+//! - the bundle was judged and refused: a [`Rejection`] (exit 1), including a registry's
+//!   artifact that is not a bundle (`unsupported_artifact`) or whose bytes are not the ones its
+//!   descriptor names (`blob_mismatch`);
+//! - the bundle could not be read at all (a missing file, a registry that is down, refused
+//!   credentials, TLS, a transfer broken off): an [`InputError`] (exit 2), whatever a consumer
+//!   made of the bytes before the fault.
+
+use std::fs::File;
+use std::io::{self, BufRead, BufReader, Read};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use crate::bundle::verify::{Reason, Rejection};
+use crate::error::{Coded, ErrorCode};
+use crate::oci::artifact::BlobMismatch;
+use crate::oci::{self, Artifact, OciError, Reference, Refusal};
+use crate::ops::gate::Verdict;
+use crate::progress::{Progress, ProgressRead};
+
+/// Where a bundle comes from.
+#[derive(Debug, Clone)]
+pub enum BundleSource {
+    /// A bundle file.
+    File(PathBuf),
+    /// A registry artifact, and how to reach its registry.
+    Registry { reference: Reference, options: oci::Options },
+}
+
+/// Why a bundle could not be read (exit 2): it was never judged.
+#[derive(Debug, thiserror::Error)]
+pub enum InputError {
+    /// A bad reference, or registry options given for a file.
+    #[error("{0}")]
+    Usage(String),
+    /// The file cannot be opened or read.
+    #[error("cannot read {}: {source}", path.display())]
+    File { path: PathBuf, source: io::Error },
+    /// The registry failed: unreachable, credentials, TLS, a timeout, a transfer broken off.
+    #[error("{0}")]
+    Registry(OciError),
+}
+
+impl Coded for InputError {
+    fn code(&self) -> ErrorCode {
+        match self {
+            InputError::Usage(_) => ErrorCode::Usage,
+            InputError::File { .. } => ErrorCode::IoError,
+            InputError::Registry(e) => e.code(),
+        }
+    }
+}
+
+impl BundleSource {
+    /// The source `input` names: an `oci://` reference (reached with `options`) or a file (for
+    /// which registry options are a usage error).
+    pub fn new(input: &Path, options: oci::Options) -> Result<Self, InputError> {
+        if let Some(text) = input.to_str().filter(|t| oci::reference::is_reference(t)) {
+            let reference = Reference::parse(text).map_err(InputError::Usage)?;
+            if options.plain_http && !options.ca_certs.is_empty() {
+                return Err(InputError::Usage(format!(
+                    "--plain-http and --ca-cert exclude each other: a plain-http registry has no certificate ({reference})"
+                )));
+            }
+            return Ok(BundleSource::Registry { reference, options });
+        }
+        if options.plain_http || !options.ca_certs.is_empty() {
+            return Err(InputError::Usage(format!(
+                "--plain-http and --ca-cert apply to registry references (oci://…), not to the file {}",
+                input.display()
+            )));
+        }
+        Ok(BundleSource::File(input.to_path_buf()))
+    }
+
+    /// The bundle's name in messages: the path, or the reference.
+    pub fn label(&self) -> PathBuf {
+        match self {
+            BundleSource::File(path) => path.clone(),
+            BundleSource::Registry { reference, .. } => PathBuf::from(reference.to_string()),
+        }
+    }
+
+    /// Opens the bundle for one pass; a registry's manifest is fetched and checked first (a
+    /// refusal of it is the `Err` inside). `progress` hears of the bytes read from a file.
+    pub fn open<'p>(&self, progress: &'p dyn Progress) -> Result<Result<BundleInput<'p>, Rejection>, InputError> {
+        match self {
+            BundleSource::File(path) => {
+                let file = File::open(path).map_err(|source| InputError::File { path: path.clone(), source })?;
+                let size = file.metadata().map_or(0, |m| m.len());
+                progress.begin("verifying", size);
+                let fault = Fault::default();
+                let reader = Recording { inner: ProgressRead { inner: file, progress }, fault: fault.clone() };
+                // The buffer is zeroed before its first use; a small bundle gets a small one.
+                let capacity = usize::try_from(size).unwrap_or(usize::MAX).clamp(8 << 10, 1 << 20);
+                Ok(Ok(BundleInput {
+                    stream: Stream::File(BufReader::with_capacity(capacity, reader)),
+                    fault,
+                    label: path.clone(),
+                    progress: Some(progress),
+                }))
+            }
+            BundleSource::Registry { reference, options } => match oci::open_layer(reference, options) {
+                Ok(layer) => {
+                    let fault = layer.reader.mismatch();
+                    Ok(Ok(BundleInput {
+                        stream: Stream::Layer(Box::new(layer)),
+                        fault,
+                        label: self.label(),
+                        progress: None,
+                    }))
+                }
+                Err(e) => refusal_or_error(e).map(Err),
+            },
+        }
+    }
+
+    /// A registry artifact's manifest and (unsigned, informational) config, without the
+    /// bundle: `Err` inside when the registry's artifact is refused.
+    pub fn config(&self) -> Result<Result<RegistryConfig, Rejection>, InputError> {
+        let BundleSource::Registry { reference, options } = self else {
+            return Err(InputError::Usage("only a registry artifact has a config".into()));
+        };
+        match oci::fetch_config(reference, options) {
+            Ok((digest, artifact, config)) => Ok(Ok(RegistryConfig { digest, artifact, config })),
+            Err(e) => refusal_or_error(e).map(Err),
+        }
+    }
+}
+
+/// What a registry says of an artifact before its bundle is read.
+#[derive(Debug)]
+pub struct RegistryConfig {
+    /// The manifest's digest.
+    pub digest: String,
+    pub artifact: Artifact,
+    pub config: oci::artifact::Config,
+}
+
+/// A registry failure: a refusal of the artifact (exit 1) or an error (exit 2).
+fn refusal_or_error(e: OciError) -> Result<Rejection, InputError> {
+    match e {
+        OciError::Rejected(Refusal::UnsupportedArtifact, m) => Ok(Rejection::new(Reason::UnsupportedArtifact, None, m)),
+        OciError::Rejected(Refusal::BlobMismatch, m) => Ok(Rejection::new(Reason::BlobMismatch, None, m)),
+        e => Err(InputError::Registry(e)),
+    }
+}
+
+/// The first fault under a stream: the bytes are not the descriptor's, or reading failed.
+type Fault = Arc<Mutex<Option<BlobMismatch>>>;
+
+/// Records the first read error of a file in the fault slot, as a layer's reader does.
+struct Recording<R> {
+    inner: R,
+    fault: Fault,
+}
+
+impl<R: Read> Read for Recording<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        self.inner.read(buf).inspect_err(|e| {
+            let mut slot = self.fault.lock().unwrap_or_else(|p| p.into_inner());
+            slot.get_or_insert_with(|| BlobMismatch { message: e.to_string(), transport: true });
+        })
+    }
+}
+
+enum Stream<'p> {
+    File(BufReader<Recording<ProgressRead<'p, File>>>),
+    Layer(Box<oci::Layer>),
+}
+
+/// A bundle opened for one pass. Read it with [`BundleInput::judge`], which puts the stream's
+/// own fault before whatever the consumer made of the bytes.
+pub struct BundleInput<'p> {
+    stream: Stream<'p>,
+    fault: Fault,
+    label: PathBuf,
+    progress: Option<&'p dyn Progress>,
+}
+
+/// A consumer's judgement of a bundle, which a fault of the stream can overturn.
+pub trait Judgement: Sized {
+    /// The judgement replaced by `rejection` (the bytes were not the ones their descriptor
+    /// names), keeping what the consumer learned of the agent and its signer.
+    fn refused_for(self, rejection: Rejection) -> Self;
+}
+
+impl Judgement for Verdict {
+    fn refused_for(self, mut rejection: Rejection) -> Self {
+        if let Verdict::Refused { rejection: earlier, .. } = self {
+            rejection.agent = earlier.agent;
+            rejection.key_id = earlier.key_id;
+        }
+        Verdict::Refused { rejection, baseline: None }
+    }
+}
+
+impl<T> Judgement for Result<T, Rejection> {
+    fn refused_for(self, mut rejection: Rejection) -> Self {
+        if let Err(earlier) = self {
+            rejection.agent = earlier.agent;
+            rejection.key_id = earlier.key_id;
+        }
+        Err(rejection)
+    }
+}
+
+impl<'p> BundleInput<'p> {
+    /// The manifest digest of a registry artifact (`None` for a file).
+    pub fn manifest_digest(&self) -> Option<&str> {
+        match &self.stream {
+            Stream::File(_) => None,
+            Stream::Layer(layer) => Some(&layer.manifest_digest),
+        }
+    }
+
+    /// Runs `consume` over the bundle's bytes, then holds the result to the stream's fault: a
+    /// read that failed is an [`InputError`] (whatever `consume` made of the bytes before it),
+    /// bytes that are not their descriptor's refuse the bundle (`blob_mismatch`).
+    ///
+    /// `consume` must read to the end before accepting: a layer's digest is checked there.
+    pub fn judge<J: Judgement, E: From<InputError>>(
+        self,
+        consume: impl FnOnce(&mut dyn BufRead) -> Result<J, E>,
+    ) -> Result<J, E> {
+        let BundleInput { stream, fault, label, progress } = self;
+        let judged = match stream {
+            Stream::File(mut reader) => consume(&mut reader),
+            Stream::Layer(layer) => consume(&mut BufReader::with_capacity(1 << 20, layer.reader)),
+        };
+        if let Some(p) = progress {
+            p.end();
+        }
+        overturn(judged, &fault, &label)
+    }
+
+    /// Like [`Self::judge`], while the bytes are also copied into `copy` (a temp file of a
+    /// download) on a receiving thread; a file or a copy that cannot be completed is an error.
+    pub fn judge_copying<J: Judgement, E: From<InputError>>(
+        self,
+        copy: File,
+        consume: impl FnOnce(&mut dyn BufRead) -> Result<J, E>,
+    ) -> Result<J, E> {
+        let BundleInput { stream, fault, label, progress } = self;
+        let file_error = |source| E::from(InputError::File { path: label.clone(), source });
+        let mut input = match stream {
+            // A download's copy is of a registry's layer; a file is already on disk.
+            Stream::File(_) => {
+                return Err(InputError::Usage(format!("{}: not a registry artifact", label.display())).into());
+            }
+            Stream::Layer(layer) => oci::prefetch::spawn(layer.reader, Some(copy)).map_err(file_error)?,
+        };
+        let judged = consume(&mut input);
+        let received = input.finish();
+        if let Some(p) = progress {
+            p.end();
+        }
+        let faulted = fault.lock().unwrap_or_else(|p| p.into_inner()).is_some();
+        let judged = overturn(judged, &fault, &label)?;
+        match received {
+            // The stream's own fault explains a receiver that stopped.
+            Err(_) if faulted => Ok(judged),
+            Ok(()) => Ok(judged),
+            Err(source) => Err(file_error(source)),
+        }
+    }
+}
+
+/// `judged`, unless the stream under it failed.
+fn overturn<J: Judgement, E: From<InputError>>(judged: Result<J, E>, fault: &Fault, label: &Path) -> Result<J, E> {
+    let Some(fault) = fault.lock().unwrap_or_else(|p| p.into_inner()).clone() else { return judged };
+    let origin = label.display();
+    if fault.transport {
+        let message = format!("{origin}: the transfer broke off: {}", fault.message);
+        return Err(match label.to_str().filter(|t| oci::reference::is_reference(t)) {
+            Some(_) if fault.message.contains(oci::client::TIMED_OUT) || fault.message.contains("timed out") => {
+                InputError::Registry(OciError::Timeout(message))
+            }
+            Some(_) => InputError::Registry(OciError::Io(message)),
+            None => InputError::File { path: label.to_path_buf(), source: io::Error::other(fault.message) },
+        }
+        .into());
+    }
+    let rejection = Rejection::new(Reason::BlobMismatch, None, format!("{origin}: {}", fault.message));
+    Ok(judged?.refused_for(rejection))
+}

@@ -1,0 +1,18 @@
+//! `bundle verify`: the deployment gate over one bundle, read through the one way in
+//! ([`super::input`]), nothing written.
+
+use crate::bundle::verify::Discard;
+use crate::ops::gate::{Gate, GateError, Verdict};
+use crate::ops::input::BundleSource;
+use crate::progress::Progress;
+
+/// Judges the bundle `source` names with `gate`. A bundle that cannot be read is an error; a
+/// registry artifact refused before its bundle is read is a [`Verdict::Refused`].
+pub fn verify(source: &BundleSource, gate: Gate, progress: &dyn Progress) -> Result<Verdict, GateError> {
+    let input = match source.open(progress)? {
+        Ok(input) => input,
+        Err(rejection) => return Ok(Verdict::Refused { rejection, baseline: None }),
+    };
+    let label = source.label();
+    input.judge(|bytes| gate.run(bytes, &label, &mut Discard))
+}
