@@ -74,6 +74,16 @@ fn book_lists_every_signing_key_code_with_its_meaning() {
     );
 }
 
+/// The security page lists every cap of `src/limits.rs`, with its value as the code has it.
+#[test]
+fn security_page_lists_every_input_cap() {
+    let mut out = String::from("| input | cap | over it | constant |\n| --- | --- | --- | --- |\n");
+    for cap in agent_bundle::limits::ALL {
+        out.push_str(&format!("| {} | {} | {} | `{}` |\n", cap.input, cap.shown(), cap.over, cap.name));
+    }
+    check_region("docs/book/src/security/security.md", "input-caps", &out);
+}
+
 /// Every code a run that stops with exit 2 can print, from [`ErrorCode`]: the enum each error
 /// type's exhaustive `code()` answers with.
 #[test]

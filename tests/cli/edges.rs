@@ -232,3 +232,24 @@ fn unpack_replace_with_a_state_that_cannot_be_written_leaves_the_deployed_folder
     assert!(deployed.join("old.txt").is_file(), "the deployed folder was swapped: {}", out.stderr);
     assert!(!deployed.join("manifest.toml").exists());
 }
+
+/// Issue 23 item 3: a registry that accepts and then sends nothing is given up at `--timeout`
+/// (exit 2, `timeout`), not after minutes.
+#[test]
+fn a_silent_registry_is_given_up_at_the_timeout() {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for conn in listener.incoming().flatten() {
+            held.push(conn); // accepted, never answered
+        }
+    });
+    let env = Env::new();
+    let r = format!("oci://127.0.0.1:{port}/team/mailer:1");
+    let started = std::time::Instant::now();
+    let out = run(&env, &["verify", &r, "--plain-http", "--timeout", "2", "--key", &key("test.pub"), "--format", "json"]);
+    let doc = out.expect_code(2).json();
+    assert_eq!(doc["code"], "timeout", "{}", out.stdout);
+    assert!(started.elapsed() < std::time::Duration::from_secs(30), "took {:?}", started.elapsed());
+}
