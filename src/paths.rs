@@ -27,9 +27,6 @@ pub fn fold_key(path: &str) -> String {
     unicase::UniCase::new(path).to_folded_case().nfc().collect()
 }
 
-/// The bundle's own entries besides `[files]`: no listed path may collide with them.
-pub const BUNDLE_ENTRIES: &[&str] = &["manifest.toml", "manifest.toml.minisig", "tools.json", "policy.caps"];
-
 /// Two paths that cannot both be extracted into one folder.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Clash<'a> {
@@ -94,7 +91,10 @@ mod tests {
 
     #[test]
     fn clashes_fold_case_and_see_files_that_are_folders() {
-        let found = clashes(&["Manifest.toml.minisig", "Prompts", "prompts/system.md", "σ.md", "ς.md"], BUNDLE_ENTRIES);
+        let found = clashes(
+            &["Manifest.toml.minisig", "Prompts", "prompts/system.md", "σ.md", "ς.md"],
+            crate::bundle::OWN_ENTRIES,
+        );
         assert_eq!(
             found,
             [
@@ -103,6 +103,6 @@ mod tests {
                 Clash::FileAndFolder { path: "prompts/system.md", folder: "Prompts" },
             ]
         );
-        assert!(clashes(&["tools.json", "a/b", "a/c"], BUNDLE_ENTRIES).is_empty());
+        assert!(clashes(&["tools.json", "a/b", "a/c"], crate::bundle::OWN_ENTRIES).is_empty());
     }
 }

@@ -2,27 +2,51 @@
 //! problem at once. `check`, `pack`, `diff` and `export` all start from this.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use super::{current_digests, display_prefix, pins, read_source, stale_entries};
 use crate::diagnostic::{Code, Diagnostic, Report};
 use crate::fetch::Fetcher;
 use crate::manifest::{self, Manifest};
 use crate::policy::{self, Policy};
-use crate::tools;
+use crate::tools::{self, ToolsFile};
 
-/// The outcome of checking one agent folder.
+/// An agent folder that passed every check: what later steps need is there by type.
 #[derive(Debug)]
-pub struct AgentCheck {
+pub struct CheckedAgent {
     pub dir: PathBuf,
-    pub manifest: Option<Manifest>,
-    /// tools.json as JSON, when it is valid (`tools::Validated::model` gives the typed view).
-    pub tools: Option<serde_json::Value>,
+    pub manifest: Manifest,
+    /// The manifest's text as read.
+    pub manifest_text: Arc<str>,
+    /// tools.json, typed.
+    pub tools: ToolsFile,
     pub policy: Policy,
+    /// Warnings only: a checked agent has no errors.
     pub report: Report,
-    /// The manifest's text as read, when it parsed.
-    pub manifest_text: Option<std::sync::Arc<str>>,
     /// The schema files tools.json's validation read (relative paths).
     pub schema_files: Vec<String>,
+}
+
+/// An agent folder with at least one error.
+#[derive(Debug)]
+pub struct AgentProblems {
+    pub dir: PathBuf,
+    /// The manifest, when it parsed (it names the agent in `check`'s summary).
+    pub manifest: Option<Manifest>,
+    /// Every problem found; at least one is an error.
+    pub report: Report,
+}
+
+/// The outcome of checking one agent folder.
+pub type AgentCheck = Result<CheckedAgent, AgentProblems>;
+
+/// The parts every outcome has, for commands that report them alike: the folder, its manifest
+/// (when it parsed) and the report.
+pub fn into_parts(check: AgentCheck) -> (PathBuf, Option<Manifest>, Report) {
+    match check {
+        Ok(a) => (a.dir, Some(a.manifest), a.report),
+        Err(p) => (p.dir, p.manifest, p.report),
+    }
 }
 
 /// What a check does besides validating the files.
@@ -76,16 +100,32 @@ pub fn check_agent_with(dir: &Path, opts: Options<'_>) -> AgentCheck {
         .map(|src| Policy::parse(&src, &mut diags))
         .unwrap_or_default();
 
-    let mut tools_file = None;
+    let mut valid = None;
     let mut schema_files = Vec::new();
     if let Some(src) = read_source(dir, &prefix, tools::FILE_NAME, true, &mut report) {
         let validated = tools::validate(&src, &dir.to_path_buf(), &prefix, &policy, &mut diags);
         for s in &validated.sources {
             report.add_source(s);
         }
-        tools_file = validated.value;
+        valid = validated.valid;
         schema_files = validated.schema_files;
     }
     report.diagnostics.extend(diags);
-    AgentCheck { dir: dir.to_path_buf(), manifest, tools: tools_file, policy, report, manifest_text, schema_files }
+    let dir = dir.to_path_buf();
+    match (manifest, manifest_text, valid) {
+        (Some(manifest), Some(manifest_text), Some(valid)) if !report.has_errors() => {
+            Ok(CheckedAgent { dir, manifest, manifest_text, tools: valid.model, policy, report, schema_files })
+        }
+        (manifest, ..) => {
+            // Each missing part has reported an error; this keeps the invariant if one did not.
+            if !report.has_errors() {
+                report.push(Diagnostic::error(
+                    Code::IoError,
+                    format!("{prefix}{}", tools::FILE_NAME),
+                    "the agent could not be read",
+                ));
+            }
+            Err(AgentProblems { dir, manifest, report })
+        }
+    }
 }

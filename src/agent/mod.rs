@@ -15,9 +15,9 @@ mod digests;
 mod lock;
 pub mod pins;
 
-pub use check::{AgentCheck, Options as CheckOptions, check_agent_with};
+pub use check::{AgentCheck, Options as CheckOptions, check_agent_with, into_parts};
 pub use digests::{Current, claimed_digests, current_digests, stale_entries};
-pub use lock::{Locked, lock_agent};
+pub use lock::{LockOutcome, LockReport, lock_agent};
 
 /// How deep below a PATH agent folders are looked for (grouping folders such as
 /// `agents/team-a/mailer` need a few levels; the bound keeps a walk of a large tree short).

@@ -8,6 +8,9 @@ pub mod verify;
 
 /// The name of the signature entry, the bundle's second.
 pub const SIGNATURE_ENTRY: &str = "manifest.toml.minisig";
+/// The bundle's own entries besides `[files]`: no listed path may collide with them.
+pub const OWN_ENTRIES: &[&str] =
+    &[crate::manifest::FILE_NAME, SIGNATURE_ENTRY, crate::tools::FILE_NAME, crate::policy::FILE_NAME];
 /// The untrusted comment of every signature `bundle` writes (fixed, so packs are reproducible).
 pub const UNTRUSTED_COMMENT: &str = "signature from agent-bundle";
 /// The file name extension of a bundle; the packer's file-set leaves such files out.

@@ -600,6 +600,9 @@ fn validate_tools(kept: &HashMap<String, Vec<u8>>) -> Result<Option<ToolsFile>, 
         };
         return Err(r);
     }
-    // Fail closed: valid by every rule but not the model would otherwise read as no tools.
-    validated.model().map_err(|why| Rejection::new(Reason::InvalidTools, here, why))
+    // Fail closed: `validate` reports a document that is valid by every rule but not the model.
+    match validated.valid {
+        Some(valid) => Ok(Some(valid.model)),
+        None => Err(Rejection::new(Reason::InvalidTools, here, "tools.json could not be validated".to_owned())),
+    }
 }

@@ -42,13 +42,15 @@ pub fn run(args: Args, global: Global) -> anyhow::Result<Outcome> {
     let mut all = Report::default();
     let mut agents = Vec::new();
     for c in checks {
+        let ok = c.is_ok();
+        let (dir, manifest, report) = agent_bundle::agent::into_parts(c);
         agents.push(CheckedAgent {
-            dir: c.dir.display().to_string(),
-            name: c.manifest.as_ref().map(|m| m.name.clone()),
-            version: c.manifest.as_ref().map(|m| m.version.to_string()),
-            ok: !c.report.has_errors(),
+            dir: dir.display().to_string(),
+            name: manifest.as_ref().map(|m| m.name.clone()),
+            version: manifest.as_ref().map(|m| m.version.to_string()),
+            ok,
         });
-        all.extend(c.report);
+        all.extend(report);
     }
     render(&all, agents, args.targets.format, global, "check")?;
     Ok(outcome(&all))

@@ -4,6 +4,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
+use agent_bundle::agent::LockReport;
 use agent_bundle::formats::Reach;
 use agent_bundle::mcp_client::{Limits, Server};
 use agent_bundle::ops::import::{self, From, Options};
@@ -187,7 +188,7 @@ pub fn run(args: Args, global: Global) -> anyhow::Result<Outcome> {
     }
     let tools = result.tools.as_ref().map_or(0, |t| t.tools.len());
     if args.format == Format::Json {
-        let lock_diagnostics = installed.iter().flat_map(|i| i.lock.iter().flat_map(|l| &l.report.diagnostics));
+        let lock_diagnostics = installed.iter().flat_map(|i| i.lock.iter().flat_map(|l| &l.report().diagnostics));
         output::print_json(&ImportReport {
             ok: result.text.is_some(),
             tools,
@@ -195,7 +196,7 @@ pub fn run(args: Args, global: Global) -> anyhow::Result<Outcome> {
             pinned: &pinned,
             granted: installed.as_ref().map_or(&[][..], |i| &i.granted),
             ungranted: installed.as_ref().map_or(&[][..], |i| &i.ungranted),
-            relocked: installed.as_ref().and_then(|i| i.lock.as_ref()).map(|l| !l.report.has_errors()),
+            relocked: installed.as_ref().and_then(|i| i.lock.as_ref()).map(Result::is_ok),
             document: if args.output.is_none() {
                 result.text.as_deref().and_then(|t| serde_json::from_str(t).ok())
             } else {
@@ -250,14 +251,14 @@ fn render_installed(i: &import::Installed, global: Global) -> std::io::Result<()
         }
     }
     if let Some(lock) = &i.lock {
-        if lock.report.has_errors() {
-            output::human(&lock.report, global)?;
+        if lock.is_err() {
+            output::human(lock.report(), global)?;
             output::status(
                 global,
                 "the tools were written, but manifest.toml could not be relocked: fix the above, then run `bundle lock`",
             );
-        } else if lock.written {
-            output::status(global, &format!("relocked {}", lock.manifest_path.display()));
+        } else if lock.written() {
+            output::status(global, &format!("relocked {}", lock.manifest_path().display()));
         }
     }
     Ok(())

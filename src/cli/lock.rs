@@ -22,34 +22,42 @@ pub struct Args {
 pub fn run(args: Args, global: Global) -> anyhow::Result<Outcome> {
     let mut all = Report::default();
     let mut agents = Vec::new();
-    for locked in lock::lock_paths(&args.targets.paths())? {
-        if args.targets.format == Format::Github && !locked.report.has_errors() {
-            let message =
-                if locked.written { "manifest.toml was updated; commit it" } else { "manifest.toml is up to date" };
-            output::notice(Some(&locked.manifest_path.display().to_string()), "locked", message)?;
+    for outcome in lock::lock_paths(&args.targets.paths())? {
+        let (dir, manifest_path, written, changes, report) = match outcome {
+            Ok(l) => (l.dir, l.manifest_path, l.written, Some(l.changes), l.report),
+            Err(n) => (n.dir, n.manifest_path, false, None, n.report),
+        };
+        if args.targets.format == Format::Github && changes.is_some() {
+            let message = if written { "manifest.toml was updated; commit it" } else { "manifest.toml is up to date" };
+            output::notice(Some(&manifest_path.display().to_string()), "locked", message)?;
         }
         if args.targets.format == Format::Human {
-            let ok = !locked.report.has_errors();
-            let what = if !ok {
-                "not locked".to_owned()
-            } else if locked.written {
-                let c = &locked.changes;
-                format!("updated ({} added, {} changed, {} removed)", c.added.len(), c.updated.len(), c.removed.len())
-            } else {
-                "up to date".to_owned()
+            let what = match &changes {
+                None => "not locked".to_owned(),
+                Some(c) if written => {
+                    format!(
+                        "updated ({} added, {} changed, {} removed)",
+                        c.added.len(),
+                        c.updated.len(),
+                        c.removed.len()
+                    )
+                }
+                Some(_) => "up to date".to_owned(),
             };
-            output::status(global, &format!("{}: {what}", locked.manifest_path.display()));
+            output::status(global, &format!("{}: {what}", manifest_path.display()));
         }
+        let ok = changes.is_some();
+        let changes = changes.unwrap_or_default();
         agents.push(LockedAgent {
-            dir: locked.dir.display().to_string(),
-            manifest: locked.manifest_path.display().to_string(),
-            written: locked.written,
-            added: locked.changes.added,
-            updated: locked.changes.updated,
-            removed: locked.changes.removed,
-            ok: !locked.report.has_errors(),
+            dir: dir.display().to_string(),
+            manifest: manifest_path.display().to_string(),
+            written,
+            added: changes.added,
+            updated: changes.updated,
+            removed: changes.removed,
+            ok,
         });
-        all.extend(locked.report);
+        all.extend(report);
     }
     super::check::render(&all, agents, args.targets.format, global, "lock")?;
     Ok(super::check::outcome(&all))

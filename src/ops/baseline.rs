@@ -4,7 +4,8 @@
 use std::path::{Path, PathBuf};
 
 use crate::contract::baseline::{self, Approval, BaselineError};
-use crate::contract::release::{self, AgentContracts};
+use crate::contract::release::AgentContracts;
+use crate::ops::contracts;
 
 /// The name of the default baselines folder.
 pub const DEFAULT_DIR: &str = "baselines";
@@ -18,7 +19,7 @@ pub fn snapshot(
     out: Option<&Path>,
     overwrite: bool,
 ) -> Result<(AgentContracts, PathBuf), BaselineError> {
-    let agent = release::load(source)?;
+    let agent = contracts::load(source)?;
     let out = match out {
         Some(out) => out.to_path_buf(),
         None => {
@@ -79,7 +80,7 @@ pub fn agent_folder_holding(path: &Path) -> Option<PathBuf> {
 /// Approves the contracts of `ids` in the release at `from` in the baseline file `path`.
 /// Returns the release read and what happened to each tool's entry.
 pub fn approve(path: &Path, from: &Path, ids: &[String]) -> Result<(AgentContracts, Vec<Approval>), BaselineError> {
-    let agent = release::load(from)?;
+    let agent = contracts::load(from)?;
     let done = baseline::approve(path, &agent, ids)?;
     Ok((agent, done))
 }

@@ -5,8 +5,9 @@ use std::path::Path;
 
 use serde::Serialize;
 
-use crate::contract::release::{self, AgentContracts, LoadError};
+use crate::contract::release::{AgentContracts, LoadError};
 use crate::contract::{self, Change, Contract, Impact, Risk};
+use crate::ops::contracts;
 
 /// What happened to one tool.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -88,7 +89,7 @@ impl AgentDiff {
 
 /// Reads both sides and compares them.
 pub fn diff_paths(old: &Path, new: &Path) -> Result<AgentDiff, LoadError> {
-    Ok(diff(release::load(old)?, release::load(new)?))
+    Ok(diff(contracts::load(old)?, contracts::load(new)?))
 }
 
 /// Compares two releases of an agent.

@@ -58,23 +58,10 @@ pub fn export(opts: &Options, trust: &BundleTrust<'_>) -> Result<Export> {
     let mut out = Export::default();
     let display = opts.input.display().to_string();
     let (tools, files, agent_name): (ToolsFile, Box<dyn AgentFiles>, String) = if opts.input.is_dir() {
-        let c = agent::check_agent_with(&opts.input, agent::CheckOptions { digests: false, refresh: None });
-        let name = c.manifest.as_ref().map(|m| m.name.clone()).unwrap_or_else(|| "tools".to_owned());
-        if c.report.has_errors() {
-            out.report = c.report;
-            return Ok(out);
-        }
-        // Fail closed: a tools.json that passed every rule but does not fit the model is an
-        // error, never an empty export.
-        match c.tools.map(serde_json::from_value::<ToolsFile>) {
-            Some(Ok(t)) => (t, Box::new(opts.input.clone()), name),
-            other => {
-                let why = match other {
-                    Some(Err(e)) => format!("tools.json does not fit the tools.json model: {e}"),
-                    _ => "tools.json could not be read".to_owned(),
-                };
-                out.report = c.report;
-                out.report.push(Diagnostic::error(Code::InvalidJson, format!("{display}/tools.json"), why));
+        match agent::check_agent_with(&opts.input, agent::CheckOptions { digests: false, refresh: None }) {
+            Ok(c) => (c.tools, Box::new(opts.input.clone()), c.manifest.name),
+            Err(problems) => {
+                out.report = problems.report;
                 return Ok(out);
             }
         }

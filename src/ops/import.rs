@@ -101,11 +101,11 @@ fn finish(imported: Imported, mut out: Import) -> Result<Import> {
     let caps: Vec<&str> = file.tools.iter().flat_map(|t| &t.capabilities).map(String::as_str).collect();
     let policy = Policy::parse(&Source::new("policy.caps", caps.join("\n")), &mut Vec::new());
     let validated = tools::validate(&source, &no_files, "", &policy, &mut diags);
-    if validated.value.is_none() {
+    if validated.valid.is_none() {
         out.report.add_source(&source);
     }
     out.report.diagnostics.extend(diags);
-    if validated.value.is_some() {
+    if validated.valid.is_some() {
         out.text = Some(text);
         out.tools = Some(file);
     }

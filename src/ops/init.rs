@@ -81,7 +81,9 @@ pub fn init(dir: &Path, opts: &Options<'_>) -> Result<Initialized> {
     }
     // Lock right away, so that the new agent passes `bundle check` as it is.
     let locked = crate::agent::lock_agent(dir);
-    if let Some(d) = locked.report.diagnostics.iter().find(|d| d.is_error()) {
+    if let Err(refused) = &locked
+        && let Some(d) = refused.report.diagnostics.iter().find(|d| d.is_error())
+    {
         return Err(Error::Usage(format!("created the files, but could not lock them: {}", d.message)));
     }
     Ok(Initialized { name, files: written })

@@ -3,12 +3,12 @@
 
 use std::path::PathBuf;
 
-use crate::agent::{Locked, find_agents, lock_agent};
+use crate::agent::{LockOutcome, find_agents, lock_agent};
 use crate::error::Result;
 
 /// Locks every agent the paths name, in order. An agent that cannot be locked is reported in
 /// its own [`Locked::report`] and does not stop the others.
-pub fn lock_paths(paths: &[PathBuf]) -> Result<Vec<Locked>> {
+pub fn lock_paths(paths: &[PathBuf]) -> Result<Vec<LockOutcome>> {
     let mut dirs = Vec::new();
     for p in paths {
         dirs.extend(find_agents(p)?);

@@ -4,10 +4,12 @@
 //! Operations build on the layers below them (`agent`, `bundle`, `contract`, the formats and
 //! mechanisms), never on each other, with one exception by design: [`gate`] is the deployment
 //! gate that every consumer of a bundle (`verify`, `unpack`, a registry pull) must run, so
-//! those call it rather than repeat it.
+//! those call it rather than repeat it. [`contracts`] is not an operation but a step two of
+//! them (`diff`, `baseline`) share: reading a release's contracts from a file or folder.
 
 pub(crate) mod baseline;
 pub(crate) mod check;
+pub(crate) mod contracts;
 pub(crate) mod diff;
 pub(crate) mod export;
 pub mod gate;

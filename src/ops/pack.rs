@@ -64,6 +64,13 @@ impl From<Error> for PackFailure {
     }
 }
 
+/// A rejection of the agent with one problem.
+fn rejected(d: Diagnostic) -> PackFailure {
+    let mut report = Report::default();
+    report.push(d);
+    PackFailure::Rejected(report)
+}
+
 pub fn pack(dir: &Path, key: &mut Signer, opts: &PackOptions, progress: &dyn Progress) -> Result<Packed, PackFailure> {
     if !crate::archive::LEVELS.contains(&opts.level) {
         return Err(Error::Usage(format!("--level must be between 1 and 19, not {}", opts.level)).into());
@@ -72,87 +79,110 @@ pub fn pack(dir: &Path, key: &mut Signer, opts: &PackOptions, progress: &dyn Pro
     // archive pass compares every file's hash with the manifest's as it reads it (so each file
     // is read once); otherwise `lock` hashes everything first (the manifest is entry 1, so its
     // digests must be known before anything is written).
-    let checked = agent::check_agent_with(dir, agent::CheckOptions { digests: false, refresh: None });
-    if checked.report.has_errors() {
-        return Err(PackFailure::Rejected(checked.report));
-    }
-    if let Some(expires) = opts.expires.or_else(|| checked.manifest.as_ref().and_then(|m| m.expires))
-        && opts.now >= expires
-    {
-        let mut report = Report::default();
-        report.push(
-            Diagnostic::error(
-                Code::Expired,
-                format!("{}{}", display_prefix(dir), manifest::FILE_NAME),
-                format!(
-                    "`[bundle] expires` is {expires}, which is past (now {}): every verifier would reject the bundle",
-                    opts.now
-                ),
-            )
-            .at_path("bundle.expires")
-            .with_help("set a later `expires`, or remove it"),
-        );
-        return Err(PackFailure::Rejected(report));
-    }
+    let checked = agent::check_agent_with(dir, agent::CheckOptions { digests: false, refresh: None })
+        .map_err(|problems| PackFailure::Rejected(problems.report))?;
+    refuse_expired(dir, &checked.manifest, opts)?;
     let (current, manifest_text, relocked) = if opts.locked {
-        let m = checked.manifest.as_ref().expect("a clean check has a manifest");
-        let mut diags = Vec::new();
-        let (current, stale) = claimed_digests(dir, &display_prefix(dir), m, &mut diags);
-        let mut report = Report::default();
-        report.diagnostics.extend(diags);
-        for (key, message) in stale {
-            report.push(
-                Diagnostic::error(
-                    Code::StaleDigest,
-                    format!("{}{}", display_prefix(dir), manifest::FILE_NAME),
-                    message,
-                )
-                .at_path(key)
-                .with_help("run `bundle lock`, review, commit, then pack again (--locked ships only what was locked)"),
-            );
-        }
-        if report.has_errors() {
-            return Err(PackFailure::Rejected(report));
-        }
-        (current, checked.manifest_text.as_deref().unwrap_or_default().to_owned(), false)
+        (claimed(dir, &checked.manifest)?, checked.manifest_text.to_string(), false)
     } else {
-        let locked = lock_agent(dir);
-        if locked.report.has_errors() {
-            return Err(PackFailure::Rejected(locked.report));
-        }
-        let text = locked.manifest_text.expect("present when lock succeeded");
-        (locked.current.expect("present when lock succeeded"), text, locked.written)
+        let locked = lock_agent(dir).map_err(|refused| PackFailure::Rejected(refused.report))?;
+        (locked.current, locked.manifest_text, locked.written)
     };
     let manifest_text = match opts.expires {
         Some(t) => manifest::edit::set_expires(&manifest_text, t).map_err(|e| Error::Usage(e.to_string()))?,
         None => manifest_text,
     };
     let manifest_bytes = manifest_text.into_bytes();
-    // Never write a bundle the verifier would refuse for its size.
+    refuse_what_verify_refuses(dir, &manifest_bytes, &current, &checked.schema_files)?;
+    let m = &checked.manifest;
+    let signature = sign(key, m, &manifest_bytes)?;
+    let output = output_path(opts.output.as_deref(), m);
+    let bundle = Contents {
+        dir,
+        output: &output,
+        manifest: &manifest_bytes,
+        signature: signature.as_bytes(),
+        current: &current,
+    };
+    let (content_bytes, bundle_bytes) = bundle.write_atomically(opts, progress)?;
+    Ok(Packed {
+        path: output,
+        name: checked.manifest.name,
+        version: checked.manifest.version.to_string(),
+        key_id: key.public_key().key_id_hex(),
+        files: current.files.len(),
+        content_bytes,
+        bundle_bytes,
+        relocked,
+    })
+}
+
+/// Refuses a bundle whose `[bundle] expires` (from `--expires`, else the manifest) is past:
+/// every verifier would reject it.
+fn refuse_expired(dir: &Path, m: &manifest::Manifest, opts: &PackOptions) -> Result<(), PackFailure> {
+    let Some(expires) = opts.expires.or(m.expires).filter(|e| opts.now >= *e) else {
+        return Ok(());
+    };
+    Err(rejected(
+        Diagnostic::error(
+            Code::Expired,
+            format!("{}{}", display_prefix(dir), manifest::FILE_NAME),
+            format!(
+                "`[bundle] expires` is {expires}, which is past (now {}): every verifier would reject the bundle",
+                opts.now
+            ),
+        )
+        .at_path("bundle.expires")
+        .with_help("set a later `expires`, or remove it"),
+    ))
+}
+
+/// Under `--locked`: the files with the digests the manifest claims, refusing any file the
+/// manifest does not describe as it is.
+fn claimed(dir: &Path, m: &manifest::Manifest) -> Result<Current, PackFailure> {
+    let mut diags = Vec::new();
+    let (current, stale) = claimed_digests(dir, &display_prefix(dir), m, &mut diags);
+    let mut report = Report::default();
+    report.diagnostics.extend(diags);
+    for (key, message) in stale {
+        report.push(
+            Diagnostic::error(Code::StaleDigest, format!("{}{}", display_prefix(dir), manifest::FILE_NAME), message)
+                .at_path(key)
+                .with_help("run `bundle lock`, review, commit, then pack again (--locked ships only what was locked)"),
+        );
+    }
+    if report.has_errors() { Err(PackFailure::Rejected(report)) } else { Ok(current) }
+}
+
+/// Never writes a bundle the verifier would refuse: for the size of manifest.toml or
+/// tools.json, or because it would not hold a schema tools.json needs.
+fn refuse_what_verify_refuses(
+    dir: &Path,
+    manifest_bytes: &[u8],
+    current: &Current,
+    schema_files: &[String],
+) -> Result<(), PackFailure> {
     let tools_size = current.digest_of(crate::tools::FILE_NAME).map_or(0, |d| d.size);
     for (what, size, limit) in [
         (manifest::FILE_NAME, manifest_bytes.len() as u64, bundle::MAX_MANIFEST_BYTES),
         (crate::tools::FILE_NAME, tools_size, bundle::MAX_JSON_BYTES),
     ] {
         if size > limit {
-            let mut report = Report::default();
-            report.push(
+            return Err(rejected(
                 Diagnostic::error(
                     Code::LimitExceeded,
                     format!("{}{what}", display_prefix(dir)),
                     format!("{what} is {size} bytes; `bundle verify` accepts at most {limit}"),
                 )
                 .with_help("split the agent, or move data out of tools.json into files"),
-            );
-            return Err(PackFailure::Rejected(report));
+            ));
         }
     }
     // verify re-validates tools.json against only the JSON files it holds: every schema the
     // check read must be one of them, or the bundle would verify as invalid_tools.
     let held = bundle::held_paths(current.files.iter().map(|f| (f.path.as_str(), f.size)));
-    if let Some(rel) = checked.schema_files.iter().find(|rel| !held.contains(rel.as_str())) {
-        let mut report = Report::default();
-        report.push(
+    if let Some(rel) = schema_files.iter().find(|rel| !held.contains(rel.as_str())) {
+        return Err(rejected(
             Diagnostic::error(
                 Code::LimitExceeded,
                 format!("{}{rel}", display_prefix(dir)),
@@ -163,55 +193,34 @@ pub fn pack(dir: &Path, key: &mut Signer, opts: &PackOptions, progress: &dyn Pro
                 ),
             )
             .with_help("make the schema smaller, or move large .json data files out of the agent"),
-        );
-        return Err(PackFailure::Rejected(report));
+        ));
     }
-    let m = checked.manifest.expect("a clean check has a manifest");
-    let comment = trust::trusted_comment(&m.name, &m.version.to_string());
-    let signature = key.sign(&manifest_bytes, &comment, UNTRUSTED_COMMENT).map_err(Error::Signer)?;
+    Ok(())
+}
 
-    let signature_text = signature.to_text();
-    if signature_text.len() as u64 > bundle::MAX_SIGNATURE_BYTES {
+/// The signature file's text over the manifest, within the size verify accepts.
+fn sign(key: &mut Signer, m: &manifest::Manifest, manifest_bytes: &[u8]) -> Result<String, PackFailure> {
+    let comment = trust::trusted_comment(&m.name, &m.version.to_string());
+    let signature = key.sign(manifest_bytes, &comment, UNTRUSTED_COMMENT).map_err(Error::Signer)?.to_text();
+    if signature.len() as u64 > bundle::MAX_SIGNATURE_BYTES {
         return Err(Error::Usage(format!(
             "the signature would be {} bytes; shorten the agent version",
-            signature_text.len()
+            signature.len()
         ))
         .into());
     }
+    Ok(signature)
+}
+
+/// Where the bundle goes: `-o FILE`, `-o FOLDER/<default name>`, or the default name here.
+fn output_path(output: Option<&Path>, m: &manifest::Manifest) -> PathBuf {
     let default_name = bundle::default_file_name(&m.name, &m.version.to_string());
-    let output = match &opts.output {
+    match output {
         // An existing folder (a release job's dist/) gets the bundle under its default name.
         Some(dir) if dir.is_dir() => dir.join(default_name),
-        Some(file) => file.clone(),
+        Some(file) => file.to_path_buf(),
         None => PathBuf::from(default_name),
-    };
-    // The one rule for outputs: parents created, a link written through, never a device,
-    // FIFO or folder replaced (`-o /dev/null` would replace the device node itself).
-    let out = atomic::Output::new(&output, "-o").map_err(Error::from)?;
-    let temp = out.temp().map_err(Error::from)?;
-    atomic::release_cache(&output);
-    let content_bytes = write_bundle(
-        temp.as_file(),
-        &output,
-        &manifest_bytes,
-        signature_text.as_bytes(),
-        &current,
-        opts,
-        dir,
-        progress,
-    )?;
-    let bundle_bytes = temp.as_file().metadata().map_err(|e| Error::io(temp.path(), e))?.len();
-    out.commit(temp).map_err(Error::from)?;
-    Ok(Packed {
-        path: output,
-        name: m.name,
-        version: m.version.to_string(),
-        key_id: key.public_key().key_id_hex(),
-        files: current.files.len(),
-        content_bytes,
-        bundle_bytes,
-        relocked,
-    })
+    }
 }
 
 /// How much written bundle to gather before asking for it to go to disk.
@@ -270,75 +279,89 @@ fn archive_failure(e: crate::archive::ArchiveError, dir: &Path, output: &Path) -
     PackFailure::Rejected(report)
 }
 
-// The pieces of one pack, passed once; a struct for them would only be used here.
-#[allow(clippy::too_many_arguments)]
-fn write_bundle(
-    file: &File,
-    output: &Path,
-    manifest: &[u8],
-    signature: &[u8],
-    current: &Current,
-    opts: &PackOptions,
-    dir: &Path,
-    progress: &dyn Progress,
-) -> Result<u64, PackFailure> {
-    let failed = Arc::new(AtomicBool::new(false));
-    let archive_err = |e: crate::archive::ArchiveError| {
-        // The compressing thread has stored the flag before its error reached this thread.
-        if failed.load(Ordering::Relaxed)
-            && let crate::archive::ArchiveError::Io { source, .. } = e
-        {
-            return PackFailure::Error(Error::io(output, source));
-        }
-        if let crate::archive::ArchiveError::SourceChanged { path, reason } = &e {
-            let d = Diagnostic::error(
-                Code::StaleDigest,
-                format!("{}{path}", display_prefix(dir)),
-                format!("{path} changed while packing: {reason}"),
-            )
-            .with_help("run `bundle pack` again when nothing is writing to the agent folder");
-            let mut report = Report::default();
-            report.push(d);
-            PackFailure::Rejected(report)
-        } else {
-            archive_failure(e, dir, output)
-        }
-    };
-    let out = Output {
-        file: file.try_clone().map_err(|e| Error::io(output, e))?,
-        failed: Arc::clone(&failed),
-        writeback: atomic::Writeback::new(file),
-        unsynced: 0,
-    };
-    let mut writer =
-        ArchiveWriter::new(BufWriter::with_capacity(1 << 20, out), opts.level, opts.mtime).map_err(archive_err)?;
-    writer.append_bytes(manifest::FILE_NAME, manifest).map_err(archive_err)?;
-    writer.append_bytes(SIGNATURE_ENTRY, signature).map_err(archive_err)?;
-    let mut total = 0;
-    progress.begin("packing", current.files.iter().map(|f| f.size).sum());
-    for f in &current.files {
-        let expected = current.digest_of(&f.path);
-        let mut source = ProgressRead { inner: File::open(&f.full).map_err(|e| Error::io(&f.full, e))?, progress };
-        let hash = writer.append(&f.path, f.size, f.executable, &mut source).map_err(archive_err)?;
-        if expected != Some(&Digest { blake3: hash, size: f.size, executable: f.executable }) {
-            let mut report = Report::default();
-            report.push(
-                Diagnostic::error(
-                    Code::StaleDigest,
-                    format!("{}{}", display_prefix(dir), f.path),
-                    format!(
-                        "{} differs from the digest in manifest.toml (changed since it was locked, or while packing)",
-                        f.path
-                    ),
-                )
-                .with_help("run `bundle pack` again when nothing is writing to the agent folder"),
-            );
-            return Err(PackFailure::Rejected(report));
-        }
-        total += f.size;
+/// What one bundle holds, and where it goes.
+struct Contents<'a> {
+    /// The agent folder (for naming its files in problems).
+    dir: &'a Path,
+    output: &'a Path,
+    manifest: &'a [u8],
+    signature: &'a [u8],
+    current: &'a Current,
+}
+
+impl Contents<'_> {
+    /// Writes the bundle to a temporary file beside the output and renames it into place:
+    /// (content bytes, bundle bytes).
+    fn write_atomically(&self, opts: &PackOptions, progress: &dyn Progress) -> Result<(u64, u64), PackFailure> {
+        let output = self.output;
+        // The one rule for outputs: parents created, a link written through, never a device,
+        // FIFO or folder replaced (`-o /dev/null` would replace the device node itself).
+        let out = atomic::Output::new(output, "-o").map_err(Error::from)?;
+        let temp = out.temp().map_err(Error::from)?;
+        atomic::release_cache(output);
+        let content_bytes = self.write(temp.as_file(), opts, progress)?;
+        let bundle_bytes = temp.as_file().metadata().map_err(|e| Error::io(temp.path(), e))?.len();
+        out.commit(temp).map_err(Error::from)?;
+        Ok((content_bytes, bundle_bytes))
     }
-    let mut out = writer.finish().map_err(archive_err)?;
-    progress.end();
-    out.flush().map_err(|e| Error::io(output, e))?;
-    Ok(total)
+
+    fn write(&self, file: &File, opts: &PackOptions, progress: &dyn Progress) -> Result<u64, PackFailure> {
+        let (dir, output, current) = (self.dir, self.output, self.current);
+        let failed = Arc::new(AtomicBool::new(false));
+        let archive_err = |e: crate::archive::ArchiveError| {
+            // The compressing thread has stored the flag before its error reached this thread.
+            if failed.load(Ordering::Relaxed)
+                && let crate::archive::ArchiveError::Io { source, .. } = e
+            {
+                return PackFailure::Error(Error::io(output, source));
+            }
+            if let crate::archive::ArchiveError::SourceChanged { path, reason } = &e {
+                rejected(
+                    Diagnostic::error(
+                        Code::StaleDigest,
+                        format!("{}{path}", display_prefix(dir)),
+                        format!("{path} changed while packing: {reason}"),
+                    )
+                    .with_help("run `bundle pack` again when nothing is writing to the agent folder"),
+                )
+            } else {
+                archive_failure(e, dir, output)
+            }
+        };
+        let out = Output {
+            file: file.try_clone().map_err(|e| Error::io(output, e))?,
+            failed: Arc::clone(&failed),
+            writeback: atomic::Writeback::new(file),
+            unsynced: 0,
+        };
+        let mut writer =
+            ArchiveWriter::new(BufWriter::with_capacity(1 << 20, out), opts.level, opts.mtime).map_err(archive_err)?;
+        writer.append_bytes(manifest::FILE_NAME, self.manifest).map_err(archive_err)?;
+        writer.append_bytes(SIGNATURE_ENTRY, self.signature).map_err(archive_err)?;
+        let mut total = 0;
+        progress.begin("packing", current.files.iter().map(|f| f.size).sum());
+        for f in &current.files {
+            let expected = current.digest_of(&f.path);
+            let mut source = ProgressRead { inner: File::open(&f.full).map_err(|e| Error::io(&f.full, e))?, progress };
+            let hash = writer.append(&f.path, f.size, f.executable, &mut source).map_err(archive_err)?;
+            if expected != Some(&Digest { blake3: hash, size: f.size, executable: f.executable }) {
+                return Err(rejected(
+                    Diagnostic::error(
+                        Code::StaleDigest,
+                        format!("{}{}", display_prefix(dir), f.path),
+                        format!(
+                            "{} differs from the digest in manifest.toml (changed since it was locked, or while packing)",
+                            f.path
+                        ),
+                    )
+                    .with_help("run `bundle pack` again when nothing is writing to the agent folder"),
+                ));
+            }
+            total += f.size;
+        }
+        let mut out = writer.finish().map_err(archive_err)?;
+        progress.end();
+        out.flush().map_err(|e| Error::io(output, e))?;
+        Ok(total)
+    }
 }

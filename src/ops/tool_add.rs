@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value, json};
 
-use crate::agent::{Locked, display_prefix, lock_agent, read_source};
+use crate::agent::{LockOutcome, display_prefix, lock_agent, read_source};
 use crate::diagnostic::{Code, Diagnostic, Report, Source};
 use crate::error::Error;
 use crate::limits;
@@ -106,7 +106,7 @@ pub struct Added {
     /// Warnings about the new tools.json (errors refuse the write).
     pub report: Report,
     /// The relock that followed; its report holds any problem that kept it from locking.
-    pub lock: Locked,
+    pub lock: LockOutcome,
 }
 
 /// Why nothing was added.
@@ -167,7 +167,7 @@ pub fn add_tool(dir: &Path, tool: &NewTool, grant: bool) -> Result<Added, AddFai
     let current_policy = Policy::parse(&current_policy_source, &mut diags);
     let validated = tools::validate(&existing, &dir.to_path_buf(), &prefix, &current_policy, &mut diags);
     let errors: Vec<Diagnostic> = diags.into_iter().filter(Diagnostic::is_error).collect();
-    let Some(Value::Object(mut doc)) = validated.value.filter(|_| errors.is_empty()) else {
+    let Some(Value::Object(mut doc)) = validated.valid.map(|v| v.value).filter(|_| errors.is_empty()) else {
         report.add_source(&current_policy_source);
         for s in &validated.sources {
             report.add_source(s);

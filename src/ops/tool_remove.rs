@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use crate::agent::{Locked, ToolsJson, lock_agent, read_tools_json};
+use crate::agent::{LockOutcome, ToolsJson, lock_agent, read_tools_json};
 use crate::diagnostic::Report;
 use crate::diagnostic::did_you_mean;
 use crate::error::Error;
@@ -25,7 +25,7 @@ pub struct Removed {
     /// them (the grants are left for the user to judge).
     pub unused_capabilities: Vec<String>,
     /// The relock that followed; its report holds any problem that kept it from locking.
-    pub lock: Locked,
+    pub lock: LockOutcome,
 }
 
 /// Why nothing was removed.

@@ -8,6 +8,7 @@ use std::path::PathBuf;
 use anyhow::{Context, bail};
 use serde_json::Value;
 
+use agent_bundle::agent::LockReport;
 use agent_bundle::bundle::MAX_JSON_BYTES;
 use agent_bundle::diagnostic::Code;
 use agent_bundle::ops::tool_add::{self, AddFailure, NewTool, NewTransport};
@@ -109,15 +110,17 @@ pub fn run(a: AddArgs, global: Global) -> anyhow::Result<Outcome> {
     match tool_add::add_tool(&a.agent_dir, &tool, grant) {
         Ok(added) => {
             let mut report = added.report;
-            let locked = !added.lock.report.has_errors();
-            report.extend(added.lock.report);
+            let locked = added.lock.is_ok();
+            let relocked = added.lock.written();
+            let manifest_path = added.lock.manifest_path().to_path_buf();
+            report.extend(added.lock.into_report());
             match a.format {
                 Format::Json => output::print_json(&ToolAddReport {
                     ok: locked,
                     tool: &id,
                     tools_file: added.tools_path.display().to_string(),
                     granted: &added.granted,
-                    relocked: added.lock.written,
+                    relocked,
                     diagnostics: json::diagnostics(&report.diagnostics),
                 })?,
                 Format::Github => {
@@ -138,8 +141,8 @@ pub fn run(a: AddArgs, global: Global) -> anyhow::Result<Outcome> {
                             &format!("granted {} in {}", added.granted.join(", "), added.policy_path.display()),
                         );
                     }
-                    if added.lock.written {
-                        output::status(global, &format!("relocked {}", added.lock.manifest_path.display()));
+                    if relocked {
+                        output::status(global, &format!("relocked {}", manifest_path.display()));
                     }
                     if !locked {
                         output::print_error_line(

@@ -2,6 +2,7 @@
 
 use std::path::PathBuf;
 
+use agent_bundle::agent::LockReport;
 use agent_bundle::diagnostic::sanitize;
 use agent_bundle::ops::tool_remove::{self, RemoveFailure};
 
@@ -35,7 +36,7 @@ pub fn run(args: Args, global: Global) -> anyhow::Result<Outcome> {
             return Ok(check::outcome(&report));
         }
     };
-    let report = &removed.lock.report;
+    let report = removed.lock.report();
     let file = removed.tools_path.display().to_string();
     let id = sanitize(&removed.tool.id);
     match args.format {
@@ -43,7 +44,7 @@ pub fn run(args: Args, global: Global) -> anyhow::Result<Outcome> {
             ok: !report.has_errors(),
             tool: &removed.tool,
             tools_file: file.clone(),
-            relocked: removed.lock.written,
+            relocked: removed.lock.written(),
             unused_capabilities: &removed.unused_capabilities,
             diagnostics: crate::cli::json::diagnostics(&report.diagnostics),
         }))?,
@@ -63,8 +64,8 @@ pub fn run(args: Args, global: Global) -> anyhow::Result<Outcome> {
                     ),
                 );
             }
-            if removed.lock.written {
-                output::status(global, &format!("relocked {}", removed.lock.manifest_path.display()));
+            if removed.lock.written() {
+                output::status(global, &format!("relocked {}", removed.lock.manifest_path().display()));
             }
         }
     }

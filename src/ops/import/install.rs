@@ -4,7 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::agent::{Locked, lock_agent};
+use crate::agent::{LockOutcome, lock_agent};
 use crate::diagnostic::Source;
 use crate::error::{Error, Result};
 use crate::limits;
@@ -22,7 +22,7 @@ pub struct Installed {
     pub ungranted: Vec<String>,
     pub policy_path: Option<PathBuf>,
     /// The relock that followed, for an agent folder.
-    pub lock: Option<Locked>,
+    pub lock: Option<LockOutcome>,
 }
 
 /// The agent folder `output` is the tools.json of, if any.

@@ -3,6 +3,7 @@
 
 use std::collections::{HashMap, HashSet};
 
+use serde::Deserialize;
 use serde_json::{Map, Value};
 
 use super::credentials;
@@ -41,27 +42,35 @@ use crate::diagnostic::{MAX_REPORTED, hidden_summary};
 
 pub const HTTP_METHODS: &[&str] = &["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"];
 
-/// What validation produced: the typed file when there were no errors, and the schema files it
-/// read (so that diagnostics in them can show their lines).
+/// What validation produced: the document when it had no errors, and the schema files it read
+/// (so that diagnostics in them can show their lines).
 pub struct Validated {
     /// The document, when it had no errors.
-    pub value: Option<Value>,
+    pub valid: Option<ValidTools>,
     pub sources: Vec<Source>,
     /// The schema files read (paths relative to the agent folder), for `pack` to check that
     /// `bundle verify` will hold each of them.
     pub schema_files: Vec<String>,
 }
 
-impl Validated {
-    /// The typed model (built on demand: `check` does not need it): `Ok(None)` when the file
-    /// had errors. A document that passed every rule but does not fit the model is an error,
-    /// never an empty tool list (fail closed).
-    pub fn model(self) -> Result<Option<ToolsFile>, String> {
-        self.value
-            .map(|v| {
-                serde_json::from_value(v).map_err(|e| format!("tools.json does not fit the tools.json model: {e}"))
-            })
-            .transpose()
+/// A tools.json that passed every rule: the JSON as written (for commands that edit it) and
+/// its typed model, built once here.
+#[derive(Debug, Clone)]
+pub struct ValidTools {
+    pub value: Value,
+    pub model: ToolsFile,
+}
+
+/// The typed model of a document that passed every rule. One that does not fit the model is
+/// an error, never an empty tool list (fail closed).
+fn typed(source: &Source, value: Value) -> Result<ValidTools, Diagnostic> {
+    match ToolsFile::deserialize(&value) {
+        Ok(model) => Ok(ValidTools { value, model }),
+        Err(e) => Err(Diagnostic::error(
+            Code::InvalidJson,
+            &source.name,
+            format!("tools.json does not fit the tools.json model: {e}"),
+        )),
     }
 }
 
@@ -81,7 +90,7 @@ pub fn validate(
         Ok(doc) => doc,
         Err(d) => {
             diags.push(d);
-            return Validated { value: None, sources: Vec::new(), schema_files: Vec::new() };
+            return Validated { valid: None, sources: Vec::new(), schema_files: Vec::new() };
         }
     };
     let mut checker = Checker { src: source, doc: &doc, policy, diags, resolver, before, hidden: (0, 0) };
@@ -92,7 +101,15 @@ pub fn validate(
         diags.push(d);
     }
     let clean = diags[before..].iter().all(|d| !d.is_error());
-    Validated { value: clean.then_some(doc.value), sources, schema_files: loaded }
+    let valid = match clean.then(|| typed(source, doc.value)) {
+        Some(Ok(valid)) => Some(valid),
+        Some(Err(d)) => {
+            diags.push(d);
+            None
+        }
+        None => None,
+    };
+    Validated { valid, sources, schema_files: loaded }
 }
 
 struct Checker<'a> {

@@ -1,0 +1,68 @@
+//! Reading one side of a contract comparison, a bundle file or an agent folder: a step that
+//! `diff` and `baseline` share (cargo keeps such steps beside its ops, e.g.
+//! `common_for_install_and_uninstall.rs`). It reads through the layers below (`agent`'s check,
+//! `bundle::verify`) and builds [`AgentContracts`].
+
+use std::fs::File;
+use std::io::BufReader;
+use std::path::Path;
+
+use crate::agent;
+use crate::bundle::verify::{self, Discard, Expect, Trust};
+use crate::contract;
+use crate::contract::release::{self, AgentContracts, LoadError};
+use crate::tools;
+
+/// Reads a bundle (a file) or an agent folder. A bundle's signature is not checked (that is
+/// `bundle verify`'s job); its archive, digests and tools.json are. A folder must pass `bundle
+/// check`, except that its manifest's digests may be stale.
+pub fn load(path: &Path) -> Result<AgentContracts, LoadError> {
+    let meta = std::fs::metadata(path).map_err(|e| crate::Error::io(path, e))?;
+    if meta.is_dir() { load_folder(path) } else { load_bundle(path) }
+}
+
+fn load_folder(dir: &Path) -> Result<AgentContracts, LoadError> {
+    let shown = dir.display().to_string();
+    if !dir.join(tools::FILE_NAME).is_file() {
+        return Err(crate::Error::Usage(format!(
+            "{shown} is not an agent folder (it has no tools.json) and not a bundle file"
+        ))
+        .into());
+    }
+    let checked = match agent::check_agent_with(dir, agent::CheckOptions { digests: false, refresh: None }) {
+        Ok(checked) => checked,
+        Err(problems) => {
+            let d = problems.report.diagnostics.iter().find(|d| d.is_error());
+            let message = d.map_or_else(
+                || "the agent has problems".to_owned(),
+                |d| {
+                    let at = d.line.map(|l| format!(":{l}")).unwrap_or_default();
+                    format!("{}{at}: {} [{}]", d.file, d.message, d.code)
+                },
+            );
+            return Err(LoadError::Invalid { path: shown, message });
+        }
+    };
+    let contracts = contract::tool_contracts(&checked.tools, &dir.to_path_buf())
+        .map_err(|source| LoadError::Contract { path: shown.clone(), source })?;
+    Ok(AgentContracts {
+        origin: dir.to_path_buf(),
+        name: Some(checked.manifest.name),
+        version: Some(checked.manifest.version.to_string()),
+        contracts,
+        grants: release::grants(&checked.policy),
+    })
+}
+
+fn load_bundle(path: &Path) -> Result<AgentContracts, LoadError> {
+    let file = File::open(path).map_err(|e| crate::Error::io(path, e))?;
+    let verified =
+        verify::verify(BufReader::with_capacity(1 << 20, file), Trust::Unchecked, &Expect::default(), &mut Discard)
+            .map_err(|r| LoadError::Rejected {
+                path: path.display().to_string(),
+                code: r.reason.as_str(),
+                message: r.message,
+            })?;
+    release::from_verified(&verified, path)
+        .map_err(|source| LoadError::Contract { path: path.display().to_string(), source })
+}
