@@ -6,6 +6,7 @@ mod snapshot;
 mod support;
 
 mod baseline;
+mod book;
 mod bundle;
 mod check;
 mod crash;
