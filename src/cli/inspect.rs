@@ -1,10 +1,7 @@
 //! `bundle inspect <BUNDLE>`: what a bundle holds, and whether its signature was checked.
 
-use std::fs::File;
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
-
-use anyhow::Context;
 
 use agent_bundle::bundle::verify::{self, Discard, Expect, Rejection, Trust, Verified};
 use agent_bundle::contract::release;
@@ -117,7 +114,7 @@ fn inspect_one(
         }
         None => {
             registry.refuse_for_file(bundle)?;
-            let file = File::open(bundle).with_context(|| format!("cannot open {}", bundle.display()))?;
+            let file = crate::bundle::file::open(bundle)?;
             Ok((Box::new(BufReader::new(file)), None))
         }
     };

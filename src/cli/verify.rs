@@ -1,10 +1,7 @@
 //! `bundle verify <BUNDLE>`: the gate before deployment.
 
-use std::fs::File;
 use std::io::{BufReader, Write};
 use std::path::{Path, PathBuf};
-
-use anyhow::Context;
 
 use agent_bundle::bundle::verify::{Discard, Rejection};
 use agent_bundle::contract::baseline::Drift;
@@ -56,6 +53,8 @@ pub fn run(args: Args, global: Global) -> anyhow::Result<Outcome> {
         let verdict = verify_one(bundle, opts, &args.registry, global)?;
         return render(bundle, &verdict, args.format, global);
     }
+    // A missing baseline is said once, not once per bundle.
+    crate::ops::gate::preflight(&opts)?;
     let mut outcome = Outcome::Ok;
     let mut results = Vec::new();
     let (mut passed, mut refused) = (0, 0);
@@ -108,7 +107,7 @@ fn verify_one(
         return super::registry::verify(&reference, &registry.options(&reference)?, gate);
     }
     registry.refuse_for_file(bundle)?;
-    let file = File::open(bundle).with_context(|| format!("cannot open {}", bundle.display()))?;
+    let file = crate::bundle::file::open(bundle)?;
     let bar = super::progress::Bar::new(global);
     let size = file.metadata().map_or(0, |m| m.len());
     bar.begin("verifying", size);

@@ -144,7 +144,7 @@ fn remove_stale_staging(parent: &Path) {
 /// nor the parent folders this created, and a replaced folder is untouched.
 pub fn unpack(bundle: &Path, dest: &Path, gate: Gate, replace: bool) -> Result<Verdict, GateError> {
     check_dest(dest, replace)?;
-    let file = File::open(bundle).map_err(|e| Error::io(bundle, e))?;
+    let file = crate::bundle::file::open(bundle)?;
     stage_and_run(BufReader::with_capacity(1 << 20, file), bundle, dest, gate, replace)
 }
 

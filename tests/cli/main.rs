@@ -22,6 +22,7 @@ mod keys;
 mod lock;
 mod mcp;
 mod monorepo;
+mod newcomer;
 mod oci;
 mod openai;
 mod output;
