@@ -17,7 +17,7 @@ pub mod pins;
 
 pub use check::{AgentCheck, Options as CheckOptions, check_agent_with};
 pub use digests::{Current, claimed_digests, current_digests, stale_entries};
-pub use lock::{Locked, lock_agent};
+pub use lock::{Locked, lock_agent, lock_can_fix};
 
 /// How deep below a PATH agent folders are looked for (grouping folders such as
 /// `agents/team-a/mailer` need a few levels; the bound keeps a walk of a large tree short).

@@ -38,7 +38,10 @@ pub fn run(args: Args, global: Global) -> anyhow::Result<Outcome> {
             } else {
                 "up to date".to_owned()
             };
-            output::status(global, &format!("{}: {what}", locked.manifest_path.display()));
+            // An agent lock left as it was is not news (the hook runs over every agent).
+            if !ok || locked.written {
+                output::status(global, &format!("{}: {what}", locked.manifest_path.display()));
+            }
         }
         agents.push(LockedAgent {
             dir: locked.dir.display().to_string(),
@@ -50,6 +53,11 @@ pub fn run(args: Args, global: Global) -> anyhow::Result<Outcome> {
             ok: !locked.report.has_errors(),
         });
         all.extend(locked.report);
+    }
+    let untouched = agents.iter().filter(|a| a.ok && !a.written).count();
+    if args.targets.format == Format::Human && untouched == agents.len() {
+        let s = if untouched == 1 { "" } else { "s" };
+        output::status(global, &format!("{untouched} agent{s} up to date"));
     }
     super::check::render(&all, agents, args.targets.format, global, "lock")?;
     Ok(super::check::outcome(&all))

@@ -1,9 +1,9 @@
 //! `bundle lock`: write the BLAKE3 digest and size of every file into the manifest.toml of
 //! every agent the paths name.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
-use crate::agent::{Locked, find_agents, lock_agent};
+use crate::agent::{CheckOptions, Locked, check_agent_with, find_agents, lock_agent, lock_can_fix};
 use crate::error::Result;
 
 /// Locks every agent the paths name, in order. An agent that cannot be locked is reported in
@@ -13,5 +13,24 @@ pub fn lock_paths(paths: &[PathBuf]) -> Result<Vec<Locked>> {
     for p in paths {
         dirs.extend(find_agents(p)?);
     }
-    Ok(dirs.iter().map(|d| lock_agent(d)).collect())
+    Ok(dirs.iter().map(|d| lock_checked(d)).collect())
+}
+
+/// Locks an agent only if it passes `check` (digests aside): locking a broken tools.json would
+/// make the pre-commit hook say "files were modified", which invites re-staging instead of
+/// fixing. The check's problems are the report, and nothing is written.
+fn lock_checked(dir: &Path) -> Locked {
+    let checked = check_agent_with(dir, CheckOptions { digests: false, refresh: None });
+    if !checked.report.diagnostics.iter().any(|d| d.is_error() && !lock_can_fix(d)) {
+        return lock_agent(dir);
+    }
+    Locked {
+        dir: dir.to_path_buf(),
+        manifest_path: dir.join(crate::manifest::FILE_NAME),
+        changes: Default::default(),
+        written: false,
+        report: checked.report,
+        current: None,
+        manifest_text: None,
+    }
 }

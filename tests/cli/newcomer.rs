@@ -102,3 +102,25 @@ fn pack_of_a_missing_folder_says_it_does_not_exist() {
     );
     bundle_snapshot!("newcomer_check_a_missing_folder", in_env(&env, &["check", "agents/knowledge"]), [temp]);
 }
+
+#[test]
+fn lock_refuses_to_lock_an_agent_whose_check_fails_and_writes_nothing() {
+    let env = two_agents();
+    let temp = env.path();
+    std::fs::write(temp.join("agents/kb/tools.json"), "{\n  \"version\": 1,\n  \"tools\": [\n").unwrap();
+    std::fs::write(temp.join("agents/mailer/notes.md"), "stale\n").unwrap();
+    let before = std::fs::read(temp.join("agents/kb/manifest.toml")).unwrap();
+    bundle_snapshot!("newcomer_lock_a_broken_agent", in_env(&env, &["lock"]), [temp]);
+    assert_eq!(std::fs::read(temp.join("agents/kb/manifest.toml")).unwrap(), before, "kb must not be relocked");
+    // The other agent was locked: one broken agent does not stop the rest.
+    env.run(&["check", "agents/mailer"]).expect_code(0);
+}
+
+#[test]
+fn lock_is_quiet_about_agents_it_left_as_they_were() {
+    let env = two_agents();
+    let temp = env.path();
+    bundle_snapshot!("newcomer_lock_nothing_changed", in_env(&env, &["lock"]), [temp]);
+    std::fs::write(temp.join("agents/mailer/notes.md"), "new\n").unwrap();
+    bundle_snapshot!("newcomer_lock_one_changed", in_env(&env, &["lock"]), [temp]);
+}
