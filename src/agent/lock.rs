@@ -71,7 +71,7 @@ impl LockReport for LockOutcome {
 }
 
 /// Codes `lock` repairs rather than refuses.
-fn lock_can_fix(d: &Diagnostic) -> bool {
+pub fn lock_can_fix(d: &Diagnostic) -> bool {
     let in_digests = d.path.as_deref().is_some_and(|p| p.starts_with("files") || p.starts_with("artifacts"));
     d.severity == Severity::Warning
         || d.code == Code::InvalidDigest

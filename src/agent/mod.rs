@@ -17,7 +17,7 @@ pub mod pins;
 
 pub use check::{AgentCheck, Options as CheckOptions, check_agent_with, into_parts};
 pub use digests::{Current, claimed_digests, current_digests, stale_entries};
-pub use lock::{LockOutcome, LockReport, lock_agent};
+pub use lock::{LockOutcome, LockReport, NotLocked, lock_agent, lock_can_fix};
 
 /// How deep below a PATH agent folders are looked for (grouping folders such as
 /// `agents/team-a/mailer` need a few levels; the bound keeps a walk of a large tree short).
@@ -34,7 +34,11 @@ pub fn is_agent_folder(dir: &Path) -> bool {
 /// `node_modules`, caches (with a `CACHEDIR.TAG`) and symlinks are not searched, and the search
 /// does not go into an agent folder.
 pub fn find_agents(path: &Path) -> Result<Vec<PathBuf>> {
-    let meta = std::fs::metadata(path).map_err(|e| Error::io(path, e))?;
+    let meta = match std::fs::metadata(path) {
+        Ok(meta) => meta,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Err(no_such_folder(path)),
+        Err(e) => return Err(Error::io(path, e)),
+    };
     if !meta.is_dir() {
         return Err(Error::Usage(format!(
             "{} is not a folder; give an agent folder or a folder with agents/",
@@ -57,6 +61,19 @@ pub fn find_agents(path: &Path) -> Result<Vec<PathBuf>> {
         )));
     }
     Ok(found)
+}
+
+/// A path given as an agent folder that is not there: say so, before anything else (an I/O
+/// error, `io_error`, as any missing input).
+pub fn no_such_folder(path: &Path) -> Error {
+    let why = std::io::Error::new(
+        std::io::ErrorKind::NotFound,
+        format!(
+            "no such folder; give an agent folder or a folder of agents (to create an agent there: `bundle init {}`)",
+            path.display()
+        ),
+    );
+    Error::io(path, why)
 }
 
 /// Collects the agent folders below `dir`. A folder directly in an `agents/` folder counts as

@@ -1,9 +1,10 @@
 //! `bundle baseline snapshot|approve`: record and update the tool contracts a release gate
 //! (`bundle verify --baseline`) accepts.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use agent_bundle::contract::baseline::{Approval, ApprovalAction};
+use agent_bundle::contract::release::AgentContracts;
 use agent_bundle::diagnostic::sanitize;
 use agent_bundle::ops::baseline;
 
@@ -32,15 +33,17 @@ enum Command {
 /// later drift can be explained. Exit status: 0 written, 2 usage or I/O error.
 #[derive(Debug, clap::Args)]
 #[command(
-    after_help = "Examples:\n  bundle baseline snapshot agents/mailer    # writes baselines/mailer.toml\n  bundle baseline snapshot mailer-1.4.0.agent.bundle -o approved.toml --force"
+    after_help = "Examples:\n  bundle baseline snapshot agents/mailer    # writes baselines/mailer.toml\n  bundle baseline snapshot agents/           # one baselines/<agent>.toml per agent\n  bundle baseline snapshot dist/*.agent.bundle -o approved/\n  bundle baseline snapshot mailer-1.4.0.agent.bundle -o approved.toml --force"
 )]
 pub struct SnapshotArgs {
-    /// A bundle or an agent folder.
-    source: PathBuf,
+    /// Bundles, agent folders, or folders of agents (`agents/`: every agent below it).
+    #[arg(required = true)]
+    sources: Vec<PathBuf>,
     /// The baseline file to write (default: baselines/<agent>.toml, with baselines/ beside the
-    /// agents/ folder that holds the agent, else in the working directory). Never inside an
+    /// agents/ folder that holds the agent, else in the working directory); with several
+    /// releases, or ending in `/`, a folder that gets one <agent>.toml each. Never inside an
     /// agent folder: it would be packed into the bundle.
-    #[arg(short, long, value_name = "FILE")]
+    #[arg(short, long, value_name = "FILE|DIR/")]
     output: Option<PathBuf>,
     /// Replace the file if it exists.
     #[arg(long)]
@@ -95,19 +98,62 @@ fn short(fingerprint: &str) -> &str {
 }
 
 fn snapshot(args: SnapshotArgs, global: Global) -> anyhow::Result<Outcome> {
-    let (agent, file) = baseline::snapshot(&args.source, args.output.as_deref(), args.force)?;
+    let sources = baseline::sources(&args.sources)?;
+    let many = sources.len() > 1;
+    let target = match args.output.as_deref() {
+        None => baseline::Target::Default,
+        Some(out) if many || out.is_dir() || out.as_os_str().to_string_lossy().ends_with('/') => {
+            baseline::Target::Folder(out)
+        }
+        Some(out) => baseline::Target::File(out),
+    };
+    if !many {
+        let (agent, file) = baseline::snapshot(&sources[0], target, args.force)?;
+        return render_snapshot(&agent, &file, args.format, global).map(|()| Outcome::Ok);
+    }
+    // Every release is snapshotted; one that fails does not stop the others.
+    let mut outcome = Outcome::Ok;
+    let mut results = Vec::new();
+    for source in &sources {
+        match baseline::snapshot(source, target, args.force) {
+            Ok((agent, file)) if args.format == Format::Json => results.push(snapshot_json(&agent, &file)?),
+            Ok((agent, file)) => render_snapshot(&agent, &file, args.format, global)?,
+            Err(e) => {
+                let e = anyhow::Error::from(e);
+                match args.format {
+                    Format::Json => {}
+                    Format::Github => output::github_error(&e),
+                    Format::Human => output::print_error(global, &e),
+                }
+                let mut json = output::error_json(output::error_code(&e).as_str(), &e.to_string(), &[]);
+                json["source"] = source.display().to_string().into();
+                results.push(json);
+                outcome = Outcome::Failed;
+            }
+        }
+    }
+    if args.format == Format::Json {
+        output::print_json(&serde_json::json!({"ok": outcome == Outcome::Ok, "results": results}))?;
+    }
+    Ok(outcome)
+}
+
+fn snapshot_json(agent: &AgentContracts, file: &Path) -> anyhow::Result<serde_json::Value> {
     let mut sorted: Vec<_> = agent.contracts.iter().collect();
     sorted.sort_by(|a, b| a.id().cmp(b.id()));
-    match args.format {
-        Format::Json => output::print_json(&Clean(SnapshotReport {
-            ok: true,
-            file: file.display().to_string(),
-            agent: AgentJson { name: &agent.name, version: &agent.version },
-            tools: sorted
-                .iter()
-                .map(|c| ApprovedTool { id: c.id(), fingerprint: &c.fingerprint, risk: c.risk })
-                .collect(),
-        }))?,
+    Ok(serde_json::to_value(Clean(SnapshotReport {
+        ok: true,
+        file: file.display().to_string(),
+        agent: AgentJson { name: &agent.name, version: &agent.version },
+        tools: sorted.iter().map(|c| ApprovedTool { id: c.id(), fingerprint: &c.fingerprint, risk: c.risk }).collect(),
+    }))?)
+}
+
+fn render_snapshot(agent: &AgentContracts, file: &Path, format: Format, global: Global) -> anyhow::Result<()> {
+    let mut sorted: Vec<_> = agent.contracts.iter().collect();
+    sorted.sort_by(|a, b| a.id().cmp(b.id()));
+    match format {
+        Format::Json => output::print_json(&snapshot_json(agent, file)?)?,
         Format::Github => output::notice(
             Some(&file.display().to_string()),
             "baseline written",
@@ -133,7 +179,7 @@ fn snapshot(args: SnapshotArgs, global: Global) -> anyhow::Result<Outcome> {
             }
         }
     }
-    Ok(Outcome::Ok)
+    Ok(())
 }
 
 fn approve(args: ApproveArgs, global: Global) -> anyhow::Result<Outcome> {

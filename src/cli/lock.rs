@@ -44,7 +44,10 @@ pub fn run(args: Args, global: Global) -> anyhow::Result<Outcome> {
                 }
                 Some(_) => "up to date".to_owned(),
             };
-            output::status(global, &format!("{}: {what}", manifest_path.display()));
+            // An agent lock left as it was is not news (the hook runs over every agent).
+            if changes.is_none() || written {
+                output::status(global, &format!("{}: {what}", manifest_path.display()));
+            }
         }
         let ok = changes.is_some();
         let changes = changes.unwrap_or_default();
@@ -58,6 +61,11 @@ pub fn run(args: Args, global: Global) -> anyhow::Result<Outcome> {
             ok,
         });
         all.extend(report);
+    }
+    let untouched = agents.iter().filter(|a| a.ok && !a.written).count();
+    if args.targets.format == Format::Human && untouched == agents.len() {
+        let s = if untouched == 1 { "" } else { "s" };
+        output::status(global, &format!("{untouched} agent{s} up to date"));
     }
     super::check::render(&all, agents, args.targets.format, global, "lock")?;
     Ok(super::check::outcome(&all))

@@ -86,7 +86,8 @@ pub fn run(args: Args, global: Global) -> anyhow::Result<Outcome> {
     let mut signer = open_signer(&args.key)?;
     let mut dirs = Vec::new();
     for path in &args.agent_dirs {
-        if path.is_dir() && !agent::is_agent_folder(path) {
+        // A missing folder is said to be missing (find_agents), not checked for missing files.
+        if !path.exists() || (path.is_dir() && !agent::is_agent_folder(path)) {
             dirs.extend(agent::find_agents(path)?);
         } else {
             dirs.push(path.clone());

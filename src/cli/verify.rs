@@ -52,6 +52,8 @@ pub fn run(args: Args, global: Global) -> anyhow::Result<Outcome> {
         let verdict = verify_one(bundle, opts, &args.registry, global)?;
         return render(bundle, &verdict, args.format, global);
     }
+    // A missing baseline is said once, not once per bundle.
+    crate::ops::gate::preflight(&opts)?;
     let mut outcome = Outcome::Ok;
     let mut results = Vec::new();
     let (mut passed, mut refused) = (0, 0);

@@ -14,15 +14,21 @@ pub const DEFAULT_DIR: &str = "baselines";
 /// `baselines/<agent>.toml` (see [`default_dir`]); an existing file is replaced only with
 /// `overwrite`. A file inside an agent folder is refused; missing folders are created. Returns
 /// the contracts approved and the file written.
-pub fn snapshot(
-    source: &Path,
-    out: Option<&Path>,
-    overwrite: bool,
-) -> Result<(AgentContracts, PathBuf), BaselineError> {
+pub fn snapshot(source: &Path, out: Target, overwrite: bool) -> Result<(AgentContracts, PathBuf), BaselineError> {
     let agent = contracts::load(source)?;
+    let named = |dir: &Path| -> Result<PathBuf, BaselineError> {
+        let name = agent.name.as_deref().ok_or_else(|| {
+            BaselineError::Usage(format!(
+                "{} names no agent; say where the baseline goes with -o FILE",
+                source.display()
+            ))
+        })?;
+        Ok(dir.join(format!("{name}.toml")))
+    };
     let out = match out {
-        Some(out) => out.to_path_buf(),
-        None => {
+        Target::File(out) => out.to_path_buf(),
+        Target::Folder(dir) => named(dir)?,
+        Target::Default => {
             let name = agent.name.as_deref().ok_or_else(|| {
                 BaselineError::Usage(format!(
                     "{} names no agent; say where the baseline goes with -o FILE",
@@ -45,6 +51,31 @@ pub fn snapshot(
     }
     baseline::snapshot(&agent, &out, overwrite)?;
     Ok((agent, out))
+}
+
+/// Where `snapshot` writes.
+#[derive(Debug, Clone, Copy)]
+pub enum Target<'a> {
+    /// `baselines/<agent>.toml` beside the agents (see [`default_dir`]).
+    Default,
+    /// This file.
+    File(&'a Path),
+    /// `<folder>/<agent>.toml`.
+    Folder(&'a Path),
+}
+
+/// The releases `sources` name, in order: bundles and agent folders as given, a folder of
+/// agents (`agents/`) as every agent below it, as `check` and `pack` take them.
+pub fn sources(sources: &[PathBuf]) -> Result<Vec<PathBuf>, BaselineError> {
+    let mut out = Vec::new();
+    for s in sources {
+        if !s.exists() || (s.is_dir() && !crate::agent::is_agent_folder(s)) {
+            out.extend(crate::agent::find_agents(s)?);
+        } else {
+            out.push(s.clone());
+        }
+    }
+    Ok(out)
 }
 
 /// The folder baselines go in by default: `baselines/` beside the `agents/` folder that holds

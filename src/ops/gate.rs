@@ -119,6 +119,7 @@ impl Gate {
     /// Reads the baseline and opens (waiting for its lock) the state file, so that a gate that
     /// cannot judge stops before the bundle is read.
     pub fn open(opts: GateOptions) -> Result<Gate, GateError> {
+        preflight(&opts)?;
         // A folder of baselines is read once the agent is known; it must exist now.
         let baseline = match opts.baseline.as_deref() {
             Some(dir) if dir.is_dir() => None,
@@ -221,6 +222,28 @@ impl Gate {
             None => Ok(Some(report)),
         })
     }
+}
+
+/// What can be known wrong before any bundle is read, so that a run over many bundles says it
+/// once: a `--baseline` that does not exist, with how to make one.
+pub fn preflight(opts: &GateOptions) -> Result<(), GateError> {
+    let Some(path) = opts.baseline.as_deref() else { return Ok(()) };
+    if path.exists() {
+        return Ok(());
+    }
+    let shown = path.display();
+    let folder = shown.to_string().ends_with('/') || path.extension().is_none();
+    let make = if folder && path.components().eq(Path::new(crate::ops::baseline::DEFAULT_DIR).components()) {
+        "`bundle baseline snapshot agents/` writes one <agent>.toml per agent into baselines/".to_string()
+    } else if folder {
+        format!("`bundle baseline snapshot agents/ -o {shown}` writes one <agent>.toml per agent into it")
+    } else {
+        format!("`bundle baseline snapshot BUNDLE|AGENT_DIR -o {shown}` writes it")
+    };
+    Err(BaselineError::Usage(format!(
+        "--baseline {shown}: no such file or folder; record the approved tool contracts first: {make}"
+    ))
+    .into())
 }
 
 /// Opens a gate and judges one bundle with it: [`Gate::open`] then [`Gate::run`].

@@ -92,6 +92,7 @@ impl BundleSource {
     pub fn open<'p>(&self, progress: &'p dyn Progress) -> Result<Result<BundleInput<'p>, Rejection>, InputError> {
         match self {
             BundleSource::File(path) => {
+                crate::bundle::file::refuse_folder(path).map_err(InputError::Usage)?;
                 let file = File::open(path).map_err(|source| InputError::File { path: path.clone(), source })?;
                 let size = file.metadata().map_or(0, |m| m.len());
                 progress.begin("verifying", size);

@@ -6,6 +6,7 @@ mod snapshot;
 mod support;
 
 mod baseline;
+mod book;
 mod bundle;
 mod check;
 mod crash;
@@ -22,6 +23,7 @@ mod keys;
 mod lock;
 mod mcp;
 mod monorepo;
+mod newcomer;
 mod oci;
 mod openai;
 mod output;

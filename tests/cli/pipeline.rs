@@ -369,7 +369,7 @@ fn github_actions_workflow_checks_packs_verifies_and_gates_the_deploy() {
                 .env("BUNDLE_STATE", "state/bundle-state.json")
                 .env("BUNDLE_SIGNING_KEY", &signing_key)
                 .env("BUNDLE_GIT", "unused")
-                .env("BUNDLE_TAG", "unused")
+                .env("BUNDLE_REV", "unused")
                 .output()
                 .unwrap();
             all.push_str(&String::from_utf8_lossy(&out.stdout));

@@ -1,0 +1,428 @@
+//! The book runs as written: every ```` ```console ```` block of the guides
+//! (`docs/book/src/guides/*.md`) and of README.md is run, command after command, and its output
+//! compared, so that a guide cannot drift from the binary (trycmd's idea, over a real shell).
+//!
+//! How a page is run (the rules are in the book's "Repository layout" page too):
+//! - each page gets a fresh temp folder as its working directory and a fresh `HOME`; pages run
+//!   in parallel, the commands of one page in order, each in `bash` with the environment and the
+//!   working directory the previous command left (`export`, `cd` and `eval "$(ssh-agent)"` carry
+//!   over);
+//! - `$ ` starts a command (a line ending in `\` continues it; a here-document runs to its end
+//!   marker), and the lines up to the next `$ ` are its expected output, stdout and stderr
+//!   together. `...` alone on a line stands for any number of lines, `[..]` for any text within
+//!   a line. Signing key ids, public keys and compressed sizes (which move with the signature's
+//!   bytes) differ in every run and are compared as `[KEYID]`, `[PUBKEY]` and `[SIZE]`;
+//! - a command must exit 0, unless its line ends in a comment `# exit N` (or `# exits N`) or the
+//!   next command is `echo $?`, which then prints the status;
+//! - placeholders the harness fills: `$AGENT_BUNDLE` is this repository (its example agents are
+//!   under `$AGENT_BUNDLE/testdata`), and README.md's `cargo run --locked -q --` is the built
+//!   `bundle`, run in a temp folder holding a link to `testdata/`;
+//! - a block that cannot run here (GitHub-hosted steps, a terminal, the network) is marked for
+//!   the reader: the last line before it starts with `Not run by the book's tests` and says why.
+//!   A ```` ```sh ```` (or `bash`, `shell`) block must be marked the same way, and a command in
+//!   an indented block is refused: every shell command of a guide is either run or visibly not.
+//!
+//! A page without console blocks passes. After changing output on purpose, rewrite the expected
+//! output of every command that differs (the `...` of matching ones are kept):
+//!
+//!     BUNDLE_UPDATE_DOCS=1 cargo test --locked --test cli book
+//!
+//! (`BUNDLE_BOOK_PAGE=first-agent` runs only the pages whose path holds that text;
+//! `BUNDLE_BOOK_TIMES=1` prints each command's wall time.)
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use crate::support::repo;
+
+/// The marker that makes a block visibly not run.
+const NOT_RUN: &str = "Not run by the book's tests";
+
+/// One `$ ` command of a console block and the output the page shows for it.
+struct Cmd {
+    /// The page's line numbers (0-based) of the command and of its expected output.
+    line: usize,
+    output: std::ops::Range<usize>,
+    script: String,
+    expected: Vec<String>,
+    status: Option<i32>,
+}
+
+struct Page {
+    rel: String,
+    lines: Vec<String>,
+    commands: Vec<Cmd>,
+    problems: Vec<String>,
+}
+
+fn pages() -> Vec<PathBuf> {
+    let guides = repo().join("docs/book/src/guides");
+    let mut pages: Vec<PathBuf> = std::fs::read_dir(&guides)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "md"))
+        .collect();
+    pages.sort();
+    pages.push(repo().join("README.md"));
+    // BUNDLE_BOOK_PAGE=first-agent runs only the pages whose path holds it.
+    match std::env::var("BUNDLE_BOOK_PAGE") {
+        Ok(only) => pages.into_iter().filter(|p| p.display().to_string().contains(&only)).collect(),
+        Err(_) => pages,
+    }
+}
+
+fn fence(line: &str) -> Option<(&str, &str)> {
+    let t = line.trim_start_matches(' ');
+    if line.len() - t.len() > 3 {
+        return None;
+    }
+    let marker = if t.starts_with("```") {
+        "```"
+    } else if t.starts_with("~~~") {
+        "~~~"
+    } else {
+        return None;
+    };
+    Some((marker, t.trim_start_matches(marker.chars().next().unwrap()).trim()))
+}
+
+/// The status a command's trailing comment promises (`# exit 1`, `# exits 2: ...`).
+fn promised_status(first_line: &str) -> Option<i32> {
+    let comment = first_line.rsplit_once(" # ")?.1.trim();
+    let rest = comment.strip_prefix("exits ").or_else(|| comment.strip_prefix("exit "))?;
+    let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
+    digits.parse().ok()
+}
+
+/// The end marker of a here-document the command opens (`<<'EOF'`, `<<EOF`, `<<-EOF`).
+fn heredoc_end(line: &str) -> Option<String> {
+    let at = line.find("<<")?;
+    let rest = line[at + 2..].trim_start_matches('-').trim_start();
+    let word: String =
+        rest.trim_start_matches(['\'', '"']).chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect();
+    (!word.is_empty()).then_some(word)
+}
+
+/// The paragraph just before a block starts with the not-run marker.
+fn marked_not_run(before: &[String]) -> bool {
+    let end = before.iter().rposition(|l| !l.trim().is_empty()).map_or(0, |e| e + 1);
+    let start = before[..end].iter().rposition(|l| l.trim().is_empty()).map_or(0, |b| b + 1);
+    before.get(start).is_some_and(|l| l.starts_with(NOT_RUN))
+}
+
+fn parse_console(lines: &[String], from: usize, to: usize, commands: &mut Vec<Cmd>) {
+    let mut i = from;
+    while i < to {
+        let Some(first) = lines[i].strip_prefix("$ ") else {
+            // Output before the first command has no command to belong to.
+            i += 1;
+            continue;
+        };
+        let start = i;
+        let mut script = first.to_string();
+        let mut last = first.to_string();
+        while last.ends_with('\\') && i + 1 < to {
+            i += 1;
+            last = lines[i].clone();
+            script.push('\n');
+            script.push_str(&last);
+        }
+        if let Some(end) = heredoc_end(&script) {
+            while i + 1 < to {
+                i += 1;
+                script.push('\n');
+                script.push_str(&lines[i]);
+                if lines[i].trim() == end {
+                    break;
+                }
+            }
+        }
+        let status = promised_status(first).or_else(|| promised_status(&last));
+        i += 1;
+        let out_start = i;
+        while i < to && !lines[i].starts_with("$ ") {
+            i += 1;
+        }
+        commands.push(Cmd {
+            line: start,
+            output: out_start..i,
+            script,
+            expected: lines[out_start..i].to_vec(),
+            status,
+        });
+    }
+}
+
+fn parse(path: &Path) -> Page {
+    let text = std::fs::read_to_string(path).unwrap();
+    parse_text(&path.strip_prefix(repo()).unwrap().display().to_string(), &text)
+}
+
+fn parse_text(rel: &str, text: &str) -> Page {
+    let rel = rel.to_string();
+    let lines: Vec<String> = text.lines().map(str::to_string).collect();
+    let mut page = Page { rel, lines: lines.clone(), commands: Vec::new(), problems: Vec::new() };
+    let mut i = 0;
+    while i < lines.len() {
+        if let Some((marker, info)) = fence(&lines[i]) {
+            let close = (i + 1..lines.len())
+                .find(|&j| fence(&lines[j]).is_some_and(|(m, rest)| m == marker && rest.is_empty()))
+                .unwrap_or(lines.len());
+            let lang = info.split([',', ' ']).next().unwrap_or("");
+            let marked = marked_not_run(&lines[..i]);
+            match lang {
+                "console" if !marked => parse_console(&lines, i + 1, close, &mut page.commands),
+                "sh" | "bash" | "shell" | "zsh" if !marked => page.problems.push(format!(
+                    "{}:{}: a ```{lang} block is neither run nor marked: make it ```console, or start the line \
+                     before it with `{NOT_RUN}` and say why",
+                    page.rel,
+                    i + 1
+                )),
+                _ => {}
+            }
+            i = close + 1;
+            continue;
+        }
+        // An indented code block holding a command hides it from the harness.
+        let t = lines[i].trim_start();
+        if lines[i].starts_with("    ")
+            && (t.starts_with("$ ") || t.starts_with("bundle "))
+            && (i == 0 || lines[i - 1].trim().is_empty() || lines[i - 1].starts_with("    "))
+        {
+            page.problems.push(format!(
+                "{}:{}: a command in an indented block is not run: put it in a ```console block (`$ ` before \
+                 each command), or ```text for a synopsis",
+                page.rel,
+                i + 1
+            ));
+        }
+        i += 1;
+    }
+    page
+}
+
+/// Values that differ in every run, written the same way on both sides.
+fn normalize(line: &str) -> String {
+    let mut out = String::with_capacity(line.len());
+    let bytes = line.as_bytes();
+    let mut i = 0;
+    let boundary = |j: usize| j >= bytes.len() || !bytes[j].is_ascii_alphanumeric();
+    while i < bytes.len() {
+        let before_ok = i == 0 || !bytes[i - 1].is_ascii_alphanumeric();
+        // A minisign key id: 16 upper-case hex digits.
+        if before_ok
+            && i + 16 <= bytes.len()
+            && bytes[i..i + 16].iter().all(|b| b.is_ascii_digit() || (b'A'..=b'F').contains(b))
+            && boundary(i + 16)
+        {
+            out.push_str("[KEYID]");
+            i += 16;
+            continue;
+        }
+        // A minisign public key: `RW` and 54 more base64 characters.
+        if before_ok
+            && line[i..].starts_with("RW")
+            && i + 56 <= bytes.len()
+            && bytes[i..i + 56].iter().all(|b| b.is_ascii_alphanumeric() || *b == b'+' || *b == b'/')
+            && (i + 56 == bytes.len() || !(bytes[i + 56].is_ascii_alphanumeric() || bytes[i + 56] == b'+'))
+        {
+            out.push_str("[PUBKEY]");
+            i += 56;
+            continue;
+        }
+        let c = line[i..].chars().next().unwrap();
+        out.push(c);
+        i += c.len_utf8();
+    }
+    // The compressed size moves by a few bytes with the signature's random bytes.
+    let mut out = out.trim_end().to_string();
+    if let Some(at) = out.find(" compressed") {
+        let digits = out[..at].bytes().rev().take_while(u8::is_ascii_digit).count();
+        if digits > 0 {
+            out.replace_range(at - digits..at, "[SIZE]");
+        }
+    }
+    out
+}
+
+/// `expected` (with `[..]` inside a line) matches `actual`.
+fn line_matches(expected: &str, actual: &str) -> bool {
+    let mut parts = expected.split("[..]");
+    let first = parts.next().unwrap();
+    let Some(mut rest) = actual.strip_prefix(first) else { return false };
+    let parts: Vec<&str> = parts.collect();
+    for (k, part) in parts.iter().enumerate() {
+        if k + 1 == parts.len() {
+            return rest.len() >= part.len() && rest.ends_with(part);
+        }
+        match rest.find(part) {
+            Some(at) => rest = &rest[at + part.len()..],
+            None => return false,
+        }
+    }
+    rest.is_empty()
+}
+
+/// The expected lines (with `...` lines) match the actual ones.
+fn lines_match(expected: &[String], actual: &[String]) -> bool {
+    match expected.split_first() {
+        None => actual.is_empty(),
+        Some((e, rest)) if e == "..." => (0..=actual.len()).any(|skip| lines_match(rest, &actual[skip..])),
+        Some((e, rest)) => {
+            actual.split_first().is_some_and(|(a, arest)| line_matches(e, a) && lines_match(rest, arest))
+        }
+    }
+}
+
+struct Sandbox {
+    _dir: tempfile::TempDir,
+    work: PathBuf,
+    home: PathBuf,
+    state: PathBuf,
+}
+
+impl Sandbox {
+    fn new(readme: bool) -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let (work, home, state) = (dir.path().join("work"), dir.path().join("home"), dir.path().join("state"));
+        for d in [&work, &home, &state] {
+            std::fs::create_dir(d).unwrap();
+        }
+        if readme {
+            std::os::unix::fs::symlink(repo().join("testdata"), work.join("testdata")).unwrap();
+        }
+        std::fs::write(state.join("cwd"), work.as_os_str().as_encoded_bytes()).unwrap();
+        std::fs::write(state.join("env"), "").unwrap();
+        Sandbox { _dir: dir, work, home, state }
+    }
+
+    /// Runs one command as a page shows it: its combined output and exit status.
+    fn run(&self, script: &str, previous_status: i32) -> (Vec<String>, i32) {
+        let bin = PathBuf::from(env!("CARGO_BIN_EXE_bundle"));
+        let script = script.replace("cargo run --locked -q --", &bin.display().to_string());
+        let wrapped = format!(
+            "exec 2>&1\n. \"$BOOK_STATE/env\"\ncd \"$(cat \"$BOOK_STATE/cwd\")\"\n(exit {previous_status})\n{script}\n\
+             __book_status=$?\nexport -p > \"$BOOK_STATE/env\"\npwd > \"$BOOK_STATE/cwd\"\nexit $__book_status\n"
+        );
+        let mut path = bin.parent().unwrap().as_os_str().to_owned();
+        let venv = std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache/agent-bundle-ci/venv/bin"));
+        for extra in venv.into_iter().chain(std::env::var_os("PATH").map(PathBuf::from)) {
+            path.push(":");
+            path.push(extra);
+        }
+        let out = Command::new("bash")
+            .arg("--noprofile")
+            .arg("--norc")
+            .arg("-c")
+            .arg(&wrapped)
+            .env_clear()
+            .env("PATH", path)
+            .env("HOME", &self.home)
+            .env("BOOK_STATE", &self.state)
+            .env("AGENT_BUNDLE", repo())
+            .env("LANG", "C.UTF-8")
+            .env("TZ", "UTC")
+            .env("TERM", "dumb")
+            .current_dir(&self.work)
+            .stdin(Stdio::null())
+            .output()
+            .expect("run bash");
+        let text = String::from_utf8_lossy(&out.stdout).replace(&self.work.display().to_string(), "[WORK]");
+        (text.lines().map(str::to_string).collect(), out.status.code().unwrap_or(-1))
+    }
+}
+
+/// Runs every command of a page; the problems found (empty when the page runs as written).
+fn run_page(path: &Path) -> Vec<String> {
+    let mut page = parse(path);
+    if page.commands.is_empty() {
+        return page.problems;
+    }
+    let sandbox = Sandbox::new(page.rel == "README.md");
+    let update = std::env::var_os("BUNDLE_UPDATE_DOCS").is_some();
+    let mut rewrites: Vec<(std::ops::Range<usize>, Vec<String>)> = Vec::new();
+    let mut previous = 0;
+    for (n, cmd) in page.commands.iter().enumerate() {
+        let started = std::time::Instant::now();
+        let (actual, status) = sandbox.run(&cmd.script, previous);
+        if std::env::var_os("BUNDLE_BOOK_TIMES").is_some() {
+            eprintln!("{:>6.2} s  {}:{}", started.elapsed().as_secs_f64(), page.rel, cmd.line + 1);
+        }
+        previous = status;
+        let shown_by_echo = page.commands.get(n + 1).is_some_and(|next| next.script.trim() == "echo $?");
+        let want = cmd.status.unwrap_or(0);
+        if status != want && !(shown_by_echo && cmd.status.is_none() && status != 0) {
+            page.problems.push(format!(
+                "{}:{}: `{}` exited {status}, the page says {want} (end the line with `# exit {status}` if that \
+                 is right)\n{}",
+                page.rel,
+                cmd.line + 1,
+                cmd.script,
+                actual.join("\n")
+            ));
+        }
+        let expected: Vec<String> = cmd.expected.iter().map(|l| normalize(l)).collect();
+        let normalized: Vec<String> = actual.iter().map(|l| normalize(l)).collect();
+        if !lines_match(&expected, &normalized) {
+            if update {
+                rewrites.push((cmd.output.clone(), actual.iter().map(|l| l.trim_end().to_string()).collect()));
+            } else {
+                page.problems.push(format!(
+                    "{}:{}: the output of `{}` differs from the page\n--- page\n{}\n--- actual\n{}",
+                    page.rel,
+                    cmd.line + 1,
+                    cmd.script,
+                    cmd.expected.join("\n"),
+                    actual.join("\n")
+                ));
+            }
+        }
+    }
+    if !rewrites.is_empty() {
+        let mut lines = page.lines.clone();
+        for (range, new) in rewrites.into_iter().rev() {
+            lines.splice(range, new);
+        }
+        std::fs::write(path, lines.join("\n") + "\n").unwrap();
+    }
+    page.problems
+}
+
+#[test]
+fn every_guide_and_the_readme_run_as_written() {
+    let pages = pages();
+    let problems: Vec<String> = std::thread::scope(|s| {
+        let handles: Vec<_> = pages.iter().map(|p| s.spawn(move || run_page(p))).collect();
+        handles.into_iter().flat_map(|h| h.join().unwrap()).collect()
+    });
+    assert!(problems.is_empty(), "{} problems in the book's commands:\n\n{}", problems.len(), problems.join("\n\n"));
+}
+
+#[test]
+fn the_harness_matches_wildcards_and_ellipses() {
+    let v = |s: &[&str]| s.iter().map(|l| l.to_string()).collect::<Vec<_>>();
+    assert!(lines_match(&v(&["a", "...", "z"]), &v(&["a", "b", "c", "z"])));
+    assert!(lines_match(&v(&["a", "...", "z"]), &v(&["a", "z"])));
+    assert!(!lines_match(&v(&["a", "z"]), &v(&["a", "b", "z"])));
+    assert!(!lines_match(&v(&["a"]), &v(&["a", "b"])));
+    assert!(line_matches("packed [..] bytes", "packed 3 files, 810 bytes"));
+    assert!(!line_matches("packed [..] bytes", "packed 3 files, 810 bytes!"));
+    assert!(!line_matches("x[..]y[..]z", "xyy"));
+    assert_eq!(normalize("key 5545CDC44C766EC5: secret"), "key [KEYID]: secret");
+    assert_eq!(normalize("digest 5545cdc44c766ec5"), "digest 5545cdc44c766ec5");
+    assert_eq!(normalize("RWQf6LRCGA9i53mlYecO4IzT51TGPpvWucNSCh1CBM0QTaLn73Y7GFO3 kb"), "[PUBKEY] kb");
+    assert_eq!(normalize("(3 files, 810 bytes, 1191 compressed; x)"), "(3 files, 810 bytes, [SIZE] compressed; x)");
+    assert_eq!(promised_status("bundle check   # exit 1: stale"), Some(1));
+    assert_eq!(normalize("(3 files, 810 bytes, 1191 compressed; x)"), "(3 files, 810 bytes, [SIZE] compressed; x)");
+    assert_eq!(promised_status("bundle check   # --version"), None);
+    assert_eq!(heredoc_end("patch -p1 <<'EOF'"), Some("EOF".into()));
+}
+
+#[test]
+fn a_shell_block_that_is_neither_run_nor_marked_is_refused() {
+    let text = "```sh\nbundle check\n```\n\n    $ bundle lock\n\nNot run by the book's tests: x.\n\n```sh\nok\n```\n";
+    let problems = parse_text("p.md", text).problems;
+    assert_eq!(problems.len(), 2, "{problems:?}");
+    assert!(problems[0].starts_with("p.md:1: a ```sh block"), "{problems:?}");
+    assert!(problems[1].starts_with("p.md:5: a command in an indented block"), "{problems:?}");
+}
