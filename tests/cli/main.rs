@@ -8,6 +8,7 @@ mod support;
 mod baseline;
 mod bundle;
 mod check;
+mod commands;
 mod crash;
 mod diff;
 mod docs;
