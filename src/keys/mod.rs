@@ -234,16 +234,35 @@ mod tests {
 
     #[test]
     fn every_error_names_a_fix_and_has_a_code() {
+        // Each message, after what went wrong, says what to do (the part after `; `).
         let errors = [
-            SignerError::AgentUnavailable { reason: "SSH_AUTH_SOCK is not set".into() },
-            SignerError::AgentNoEd25519 { available: vec!["SHA256:x (ssh-rsa)".into()] },
-            SignerError::PinIncorrect { token: "t".into() },
-            SignerError::PinLocked { token: "t".into() },
-            SignerError::ModuleMissing { reason: "no PKCS#11 module at /x: install".into() },
+            (
+                SignerError::AgentUnavailable { reason: "SSH_AUTH_SOCK is not set".into() },
+                "start one (`eval \"$(ssh-agent)\"`) and load the key with `ssh-add`, or point SSH_AUTH_SOCK at the running agent",
+            ),
+            (
+                SignerError::AgentNoEd25519 { available: vec!["SHA256:x (ssh-rsa)".into()] },
+                "load one with `ssh-add` (make it with `ssh-keygen -t ed25519`)",
+            ),
+            (
+                SignerError::AgentAmbiguous { fingerprints: vec!["SHA256:a".into(), "SHA256:b".into()] },
+                "choose one with --key ssh-agent:SHA256:...",
+            ),
+            (SignerError::PinIncorrect { token: "t".into() }, "check the PIN (repeated failures lock the token)"),
+            (
+                SignerError::PinLocked { token: "t".into() },
+                "unlock it with the SO PIN (e.g. `softhsm2-util` or the vendor's tool)",
+            ),
+            (
+                SignerError::TokenNotFound { wanted: "token=x".into(), available: vec![] },
+                "fix token= (or serial=, slot-id=) in the URI",
+            ),
         ];
-        for e in errors {
-            assert!(e.to_string().contains(';') || e.to_string().contains(':'), "{e}");
-            assert!(!e.code().as_str().is_empty());
+        for (e, fix) in errors {
+            let message = e.to_string();
+            let (_, said) = message.rsplit_once("; ").unwrap_or_else(|| panic!("no fix after `; `: {message}"));
+            assert_eq!(said, fix, "{}", e.code());
+            assert!(SignerError::CODES.contains(&e.code()), "{}", e.code());
         }
     }
 }

@@ -2,16 +2,9 @@
 
 use serde_json::{Value, json};
 
+use crate::snapshot::assert_run_snapshot;
 use crate::snapshot::{bundle_snapshot, in_env};
-use crate::support::{Env, Run, edit_tools, set_version, testdata, tool};
-
-fn key(name: &str) -> String {
-    testdata(&format!("keys/{name}")).display().to_string()
-}
-
-fn pack(env: &Env, agent: &str, out: &str) {
-    env.run(&["pack", agent, "--key", &key("test.key"), "-o", out]).expect_code(0);
-}
+use crate::support::{Env, Run, edit_tools, key, set_version, tool};
 
 fn verify(env: &Env, bundle: &str, baseline: &str, extra: &[&str]) -> Run {
     let pubkey = key("test.pub");
@@ -38,8 +31,7 @@ fn docs_search() -> Value {
 fn release_story_v2_adds_a_secret_and_a_host_and_is_stopped_until_approved() {
     let env = Env::new();
     let temp = env.path();
-    env.copy("agents/mailer", "v1");
-    pack(&env, "v1", "mailer-1.0.0.agent.bundle");
+    env.packed_mailer("v1", "mailer-1.0.0.agent.bundle");
     bundle_snapshot!(
         "release_story_1_snapshot",
         in_env(&env, &["baseline", "snapshot", "mailer-1.0.0.agent.bundle", "-o", "approved.toml"]),
@@ -56,7 +48,7 @@ fn release_story_v2_adds_a_secret_and_a_host_and_is_stopped_until_approved() {
         send["secrets"] = json!(["runloop/mail/smtp_api_key", "runloop/mail/archive_key"]);
         send["capabilities"] = json!(["net:relay.mail.example"]);
     });
-    pack(&env, "v2", "mailer-1.1.0.agent.bundle");
+    env.pack("v2", "mailer-1.1.0.agent.bundle").expect_code(0);
 
     let pubkey = key("test.pub");
     let verify_v2 = ["verify", "mailer-1.1.0.agent.bundle", "--key", &pubkey, "--baseline", "approved.toml"];
@@ -97,10 +89,10 @@ fn read_only_drift_warns_and_a_moved_host_rejects() {
     let env = Env::new();
     let v1 = env.copy("agents/mailer", "v1");
     edit_tools(&v1, |doc| doc["tools"].as_array_mut().unwrap().push(docs_search()));
-    pack(&env, "v1", "v1.agent.bundle");
+    env.pack("v1", "v1.agent.bundle").expect_code(0);
     env.run(&["baseline", "snapshot", "v1", "-o", "approved.toml"]).expect_code(0);
     let snapshot = std::fs::read_to_string(env.path().join("approved.toml")).unwrap();
-    assert!(snapshot.contains("[tools.\"docs.search\"]\nrisk = [\"read-only\"]"), "{snapshot}");
+    insta::assert_snapshot!(crate::snapshot::filtered(&snapshot));
 
     // A read-only tool's description and schema change: a warning, exit 0.
     let v2 = env.copy("agents/mailer", "v2");
@@ -108,16 +100,10 @@ fn read_only_drift_warns_and_a_moved_host_rejects() {
     changed["description"] = json!("Search the documentation.");
     changed["input_schema"]["properties"]["lang"] = json!({"type": "string"});
     edit_tools(&v2, |doc| doc["tools"].as_array_mut().unwrap().push(changed.clone()));
-    pack(&env, "v2", "v2.agent.bundle");
+    env.pack("v2", "v2.agent.bundle").expect_code(0);
     let out = verify(&env, "v2.agent.bundle", "approved.toml", &[]);
     out.expect_code(0);
-    assert!(
-        out.stderr.contains("warning[contract_drift]: a read-only tool differs from approved.toml"),
-        "{}",
-        out.stderr
-    );
-    assert!(out.stderr.contains("docs.search (read-only)"), "{}", out.stderr);
-    assert!(out.stderr.contains("neutral     description changed"), "{}", out.stderr);
+    assert_run_snapshot!(out);
     let j = verify(&env, "v2.agent.bundle", "approved.toml", &["--format", "json"]).json();
     assert_eq!(j["ok"], true);
     assert_eq!(j["baseline"]["warnings"][0]["tool"], "docs.search");
@@ -130,7 +116,7 @@ fn read_only_drift_warns_and_a_moved_host_rejects() {
     let v3 = env.copy("agents/mailer", "v3");
     changed["transport"]["url"] = json!("https://docs.elsewhere.example/search?q={q}");
     edit_tools(&v3, |doc| doc["tools"].as_array_mut().unwrap().push(changed.clone()));
-    pack(&env, "v3", "v3.agent.bundle");
+    env.pack("v3", "v3.agent.bundle").expect_code(0);
     let out = verify(&env, "v3.agent.bundle", "approved.toml", &["--format", "json"]);
     out.expect_code(1);
     let j = out.json();
@@ -143,7 +129,7 @@ fn read_only_drift_warns_and_a_moved_host_rejects() {
     secret["secrets"] = json!(["docs/token"]);
     secret["transport"]["headers"] = json!({"Authorization": "Bearer ${secret:docs/token}"});
     edit_tools(&v4, |doc| doc["tools"].as_array_mut().unwrap().push(secret));
-    pack(&env, "v4", "v4.agent.bundle");
+    env.pack("v4", "v4.agent.bundle").expect_code(0);
     let j = verify(&env, "v4.agent.bundle", "approved.toml", &["--format", "json"]).json();
     assert_eq!(j["code"], "contract_drift");
     assert_eq!(j["baseline"]["drift"][0]["risk"], json!(["secret-using"]));
@@ -152,8 +138,7 @@ fn read_only_drift_warns_and_a_moved_host_rejects() {
 #[test]
 fn new_tools_reject_unless_read_only_and_removed_tools_are_noted() {
     let env = Env::new();
-    env.copy("agents/mailer", "v1");
-    pack(&env, "v1", "v1.agent.bundle");
+    env.packed_mailer("v1", "v1.agent.bundle");
     env.run(&["baseline", "snapshot", "v1.agent.bundle"]).expect_code(0);
     std::fs::rename(env.path().join("baselines/mailer.toml"), env.path().join("approved.toml"))
         .expect("default output");
@@ -164,11 +149,10 @@ fn new_tools_reject_unless_read_only_and_removed_tools_are_noted() {
         tools.retain(|t| t["id"] != "contacts.lookup");
         tools.push(docs_search());
     });
-    pack(&env, "v2", "v2.agent.bundle");
+    env.pack("v2", "v2.agent.bundle").expect_code(0);
     let out = verify(&env, "v2.agent.bundle", "approved.toml", &[]);
     out.expect_code(0);
-    assert!(out.stderr.contains("docs.search (new, read-only)"), "{}", out.stderr);
-    assert!(out.stderr.contains("note: approved tool contacts.lookup is not in the bundle"), "{}", out.stderr);
+    assert_run_snapshot!(out);
 
     let v3 = env.copy("agents/mailer", "v3");
     edit_tools(&v3, |doc| {
@@ -177,7 +161,7 @@ fn new_tools_reject_unless_read_only_and_removed_tools_are_noted() {
         wiper["transport"]["method"] = json!("DELETE");
         doc["tools"].as_array_mut().unwrap().push(wiper);
     });
-    pack(&env, "v3", "v3.agent.bundle");
+    env.pack("v3", "v3.agent.bundle").expect_code(0);
     let out = verify(&env, "v3.agent.bundle", "approved.toml", &["--format", "json"]);
     out.expect_code(1);
     let j = out.json();
@@ -192,13 +176,12 @@ fn new_tools_reject_unless_read_only_and_removed_tools_are_noted() {
     // Approving a tool the release no longer has removes its entry.
     let out = env.run(&["baseline", "approve", "approved.toml", "--from", "v2", "contacts.lookup", "docs.search"]);
     out.expect_code(0);
-    assert!(out.stderr.contains("removed contacts.lookup"), "{}", out.stderr);
-    assert!(out.stderr.contains("approved docs.search (read-only)"), "{}", out.stderr);
+    assert_run_snapshot!(out);
     let text = std::fs::read_to_string(env.path().join("approved.toml")).unwrap();
     assert!(!text.contains("contacts.lookup") && text.contains("docs.search"), "{text}");
     let out = verify(&env, "v2.agent.bundle", "approved.toml", &[]);
     out.expect_code(0);
-    assert!(!out.stderr.contains("warning"), "{}", out.stderr);
+    assert_run_snapshot!(out);
 }
 
 #[test]
@@ -226,7 +209,7 @@ fn approve_edits_in_place_and_leaves_an_approved_file_alone() {
     let j = out.json();
     assert_eq!(j["tools"][0]["action"], "updated");
     let after = std::fs::read_to_string(&path).unwrap();
-    assert!(after.contains("# Reviewed by the mail team on every change.\n[tools.\"mail.smtp_send\"]"), "{after}");
+    insta::assert_snapshot!(crate::snapshot::filtered(&after));
     assert!(after.contains(&format!("fingerprint = \"{}\"", j["tools"][0]["new"].as_str().unwrap())), "{after}");
     // The entries kept their places.
     let positions = ["contacts.lookup", "mail.draft_render", "mail.mailbox_search", "mail.smtp_send"]
@@ -235,7 +218,7 @@ fn approve_edits_in_place_and_leaves_an_approved_file_alone() {
 
     let out = env.run(&["baseline", "approve", "approved.toml", "--from", "v2", "no.such_tool"]);
     out.expect_code(2);
-    assert!(out.stderr.contains("tool `no.such_tool` is neither in v2 nor in approved.toml"), "{}", out.stderr);
+    assert_run_snapshot!(out);
 }
 
 #[test]
@@ -246,7 +229,7 @@ fn snapshot_refuses_to_replace_a_baseline_without_force() {
     std::fs::write(env.path().join("approved.toml"), "# mine\n").unwrap();
     let out = env.run(&["baseline", "snapshot", "v1", "-o", "approved.toml"]);
     out.expect_code(2);
-    assert!(out.stderr.contains("pass --force"), "{}", out.stderr);
+    assert_run_snapshot!(out);
     assert_eq!(std::fs::read_to_string(env.path().join("approved.toml")).unwrap(), "# mine\n");
     let out = env.run(&["baseline", "snapshot", "v1", "-o", "approved.toml", "--force", "--format", "json"]);
     out.expect_code(0);
@@ -266,8 +249,7 @@ fn snapshot_refuses_to_replace_a_baseline_without_force() {
 #[test]
 fn a_broken_baseline_stops_verify_before_judging() {
     let env = Env::new();
-    env.copy("agents/mailer", "v1");
-    pack(&env, "v1", "v1.agent.bundle");
+    env.packed_mailer("v1", "v1.agent.bundle");
     env.run(&["baseline", "snapshot", "v1", "-o", "approved.toml"]).expect_code(0);
     let good = std::fs::read_to_string(env.path().join("approved.toml")).unwrap();
     let cases = [
@@ -294,7 +276,7 @@ fn github_format_annotates_drift() {
     env.run(&["baseline", "snapshot", "v1", "-o", "approved.toml"]).expect_code(0);
     let v2 = env.copy("agents/mailer", "v2");
     edit_tools(&v2, |doc| tool(doc, "mail.smtp_send")["requires_confirmation"] = json!(false));
-    pack(&env, "v2", "v2.agent.bundle");
+    env.pack("v2", "v2.agent.bundle").expect_code(0);
     let out = verify(&env, "v2.agent.bundle", "approved.toml", &["--format", "github"]);
     out.expect_code(1);
     let lines: Vec<&str> = out.stdout.lines().collect();
@@ -316,15 +298,14 @@ fn github_format_annotates_drift() {
 #[test]
 fn unpack_with_a_baseline_rejects_contract_drift_like_verify_and_leaves_nothing() {
     let env = Env::new();
-    env.copy("agents/mailer", "v1");
-    pack(&env, "v1", "v1.agent.bundle");
+    env.packed_mailer("v1", "v1.agent.bundle");
     env.run(&["baseline", "snapshot", "v1.agent.bundle", "-o", "approved.toml"]).expect_code(0);
     let v2 = env.copy("agents/mailer", "v2");
     set_version(&v2, "1.1.0");
     edit_tools(&v2, |doc| {
         tool(doc, "mail.smtp_send")["transport"]["url"] = json!("https://relay.mail.example/{mailbox}/send");
     });
-    pack(&env, "v2", "v2.agent.bundle");
+    env.pack("v2", "v2.agent.bundle").expect_code(0);
     let pubkey = key("test.pub");
     let unpack = |bundle: &str, extra: &[&str]| {
         let mut args = vec!["unpack", bundle, "deploy/mailer", "--key", &pubkey, "--baseline", "approved.toml"];
@@ -341,7 +322,7 @@ fn unpack_with_a_baseline_rejects_contract_drift_like_verify_and_leaves_nothing(
     assert_eq!(unpacked.json(), verified.json(), "unpack reports exactly what verify reports");
     let human = unpack("v2.agent.bundle", &[]);
     human.expect_code(1);
-    assert!(human.stderr.contains("[contract_drift]") && human.stderr.contains("help: review the changes"));
+    assert_run_snapshot!(human);
     let left: Vec<String> =
         std::fs::read_dir(env.path()).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
     assert!(!left.iter().any(|n| n == "deploy" || n == "state.json" || n.starts_with(".bundle-unpack")), "{left:?}");
@@ -358,7 +339,7 @@ fn unpack_with_a_baseline_rejects_contract_drift_like_verify_and_leaves_nothing(
     // The approved release passes, is extracted and recorded.
     let out = unpack("v1.agent.bundle", &[]);
     out.expect_code(0);
-    assert!(out.stderr.contains("tool contracts approved in approved.toml"), "{}", out.stderr);
+    assert_run_snapshot!(out);
     assert!(env.path().join("deploy/mailer/tools.json").is_file());
     assert!(std::fs::read_to_string(env.path().join("state.json")).unwrap().contains("\"mailer\""));
 }
@@ -369,7 +350,7 @@ fn snapshot_writes_to_baselines_beside_agents_and_never_into_an_agent_folder() {
     env.copy("agents/mailer", "repo/agents/mailer");
     let out = env.run(&["baseline", "snapshot", "repo/agents/mailer"]);
     out.expect_code(0);
-    assert!(out.stderr.contains("wrote repo/baselines/mailer.toml"), "{}", out.stderr);
+    assert_run_snapshot!(out);
     assert!(env.path().join("repo/baselines/mailer.toml").is_file());
     // From inside the agent folder, the same place.
     let inside = env.path().join("repo/agents/mailer");
@@ -390,6 +371,6 @@ fn snapshot_writes_to_baselines_beside_agents_and_never_into_an_agent_folder() {
     assert!(!env.path().join("repo/agents/mailer/sub").exists(), "no folder created either");
     let out = crate::support::run_in(&env.path().join("solo"), &["baseline", "snapshot", "."]);
     out.expect_code(2);
-    assert!(out.stderr.contains("is inside the agent folder"), "{}", out.stderr);
+    assert_run_snapshot!(out);
     env.run(&["check", "repo/agents/mailer", "solo"]).expect_code(0);
 }

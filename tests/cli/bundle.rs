@@ -4,15 +4,8 @@
 use std::path::Path;
 use std::process::Command;
 
-use crate::support::{Env, require_tool, testdata};
-
-fn key(name: &str) -> String {
-    testdata(&format!("keys/{name}")).display().to_string()
-}
-
-fn pack(env: &Env, agent: &str, out: &str) -> crate::support::Run {
-    env.run(&["pack", agent, "--key", &key("test.key"), "-o", out])
-}
+use crate::snapshot::assert_run_snapshot;
+use crate::support::{Env, key, make_old, require_tool};
 
 #[test]
 fn pack_then_verify_accepts_and_reports_the_agent() {
@@ -34,8 +27,7 @@ fn pack_then_verify_accepts_and_reports_the_agent() {
 #[test]
 fn verify_rejects_an_untrusted_key_and_a_key_scoped_to_other_agents() {
     let env = Env::new();
-    env.copy("agents/mailer", "mailer");
-    pack(&env, "mailer", "m.agent.bundle").expect_code(0);
+    env.packed_mailer("mailer", "m.agent.bundle");
     let out = env.run(&["verify", "m.agent.bundle", "--key", &key("minisign-nopw.pub"), "--format", "json"]);
     out.expect_code(1);
     assert_eq!(out.json()["code"], "untrusted_key");
@@ -57,12 +49,11 @@ fn verify_rejects_an_untrusted_key_and_a_key_scoped_to_other_agents() {
 #[test]
 fn malformed_key_files_are_usage_errors() {
     let env = Env::new();
-    env.copy("agents/mailer", "mailer");
-    pack(&env, "mailer", "m.agent.bundle").expect_code(0);
+    env.packed_mailer("mailer", "m.agent.bundle");
     std::fs::write(env.path().join("bad.pub"), "untrusted comment: x\nnot base64!\n").unwrap();
     let out = env.run(&["verify", "m.agent.bundle", "--key", "bad.pub"]);
     out.expect_code(2);
-    assert!(out.stderr.contains("bad.pub"), "{}", out.stderr);
+    assert_run_snapshot!(out);
     std::fs::write(env.path().join("bad.key"), "garbage").unwrap();
     let out = env.run(&["pack", "mailer", "--key", "bad.key", "-o", "x.agent.bundle"]);
     out.expect_code(2);
@@ -84,15 +75,15 @@ fn packs_are_byte_identical_across_mtimes_modes_paths_and_umask() {
             std::fs::set_permissions(&entry, std::fs::Permissions::from_mode(0o664)).unwrap();
         }
     }
-    pack(&env, a.to_str().unwrap(), "a.agent.bundle").expect_code(0);
-    pack(&env, b.to_str().unwrap(), "b.agent.bundle").expect_code(0);
+    env.pack(a.to_str().unwrap(), "a.agent.bundle").expect_code(0);
+    env.pack(b.to_str().unwrap(), "b.agent.bundle").expect_code(0);
     let (x, y) = (
         std::fs::read(env.path().join("a.agent.bundle")).unwrap(),
         std::fs::read(env.path().join("b.agent.bundle")).unwrap(),
     );
     assert!(x == y, "bundles differ ({} vs {} bytes)", x.len(), y.len());
     // And again from the same source: still identical.
-    pack(&env, a.to_str().unwrap(), "c.agent.bundle").expect_code(0);
+    env.pack(a.to_str().unwrap(), "c.agent.bundle").expect_code(0);
     assert!(x == std::fs::read(env.path().join("c.agent.bundle")).unwrap());
     // SOURCE_DATE_EPOCH is honoured (and so changes the bytes).
     let out = crate::support::bin()
@@ -125,7 +116,7 @@ fn executable_bit_is_kept_and_other_modes_are_normalised() {
         use std::os::unix::fs::PermissionsExt;
         std::fs::set_permissions(dir.join("bin/run.sh"), std::fs::Permissions::from_mode(0o775)).unwrap();
     }
-    pack(&env, "mailer", "m.agent.bundle").expect_code(0);
+    env.pack("mailer", "m.agent.bundle").expect_code(0);
     env.run(&["unpack", "m.agent.bundle", "out", "--key", &key("test.pub")]).expect_code(0);
     #[cfg(unix)]
     {
@@ -152,7 +143,7 @@ fn locked_pack_refuses_a_stale_manifest_and_plain_pack_relocks() {
     let out =
         env.run(&["pack", "mailer", "--key", &key("test.key"), "--locked", "-o", "m.agent.bundle", "--format", "json"]);
     out.expect_code(1);
-    assert!(out.stdout.contains("stale_digest"), "{}", out.stdout);
+    assert_run_snapshot!(out);
     assert!(!env.path().join("m.agent.bundle").exists());
     let out = env.run(&["pack", "mailer", "--key", &key("test.key"), "-o", "m.agent.bundle", "--format", "json"]);
     out.expect_code(0);
@@ -171,7 +162,7 @@ fn locked_pack_catches_a_same_size_edit_while_archiving_and_writes_nothing() {
     let out =
         env.run(&["pack", "mailer", "--key", &key("test.key"), "--locked", "-o", "m.agent.bundle", "--format", "json"]);
     out.expect_code(1);
-    assert!(out.stdout.contains("stale_digest") && out.stdout.contains("prompts/system.md"), "{}", out.stdout);
+    assert_run_snapshot!(out);
     let names: Vec<String> =
         std::fs::read_dir(env.path()).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
     assert_eq!(names, vec!["mailer".to_owned()], "no bundle and no temp file");
@@ -181,9 +172,9 @@ fn locked_pack_catches_a_same_size_edit_while_archiving_and_writes_nothing() {
 fn an_invalid_agent_writes_nothing() {
     let env = Env::new();
     env.copy("invalid/hardcoded_credential-bearer", "bad");
-    let out = pack(&env, "bad", "bad.agent.bundle");
+    let out = env.pack("bad", "bad.agent.bundle");
     out.expect_code(1);
-    assert!(out.stderr.contains("hardcoded_credential"), "{}", out.stderr);
+    assert_run_snapshot!(out);
     let names: Vec<String> =
         std::fs::read_dir(env.path()).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
     assert_eq!(names, vec!["bad".to_owned()], "nothing but the agent folder");
@@ -224,7 +215,7 @@ fn keys_made_by_minisign_sign_bundles() {
     // Encrypted key, no password available: a clear usage error.
     let out = env.run(&["pack", "mailer", "--key", &key("minisign-pw.key"), "-o", "c.agent.bundle"]);
     out.expect_code(2);
-    assert!(out.stderr.contains("--password-env"), "{}", out.stderr);
+    assert_run_snapshot!(out);
 }
 
 #[test]
@@ -240,7 +231,7 @@ fn keygen_writes_a_private_key_and_refuses_to_overwrite() {
     let first = std::fs::read(env.path().join("release.key")).unwrap();
     let out = env.run(&["keygen", "release"]);
     out.expect_code(2);
-    assert!(out.stderr.contains("--force"));
+    assert_run_snapshot!(out);
     assert_eq!(std::fs::read(env.path().join("release.key")).unwrap(), first);
     env.run(&["keygen", "release", "--force"]).expect_code(0);
     assert_ne!(std::fs::read(env.path().join("release.key")).unwrap(), first);
@@ -252,12 +243,10 @@ fn keygen_writes_a_private_key_and_refuses_to_overwrite() {
 #[test]
 fn inspect_says_whether_the_signature_was_checked() {
     let env = Env::new();
-    env.copy("agents/mailer", "mailer");
-    pack(&env, "mailer", "m.agent.bundle").expect_code(0);
+    env.packed_mailer("mailer", "m.agent.bundle");
     let out = env.run(&["inspect", "m.agent.bundle"]);
     out.expect_code(0);
-    assert!(out.stdout.contains("NOT CHECKED"), "{}", out.stdout);
-    assert!(out.stdout.contains("mail.smtp_send"), "{}", out.stdout);
+    assert_run_snapshot!(out);
     let out = env.run(&["inspect", "m.agent.bundle", "--key", &key("test.pub"), "--format", "json"]);
     out.expect_code(0);
     let j = out.json();
@@ -285,8 +274,7 @@ fn stock_tar_bsdtar_and_zstd_read_bundles_and_b3sum_agrees_with_the_manifest() {
     let (tar, bsdtar, zstd, b3sum) =
         (require_tool("tar"), require_tool("bsdtar"), require_tool("zstd"), require_tool("b3sum"));
     let env = Env::new();
-    env.copy("agents/mailer", "mailer");
-    pack(&env, "mailer", "m.agent.bundle").expect_code(0);
+    env.packed_mailer("mailer", "m.agent.bundle");
     let p = env.path();
     if zstd {
         sh(p, "zstd", &["-t", "m.agent.bundle"]);
@@ -322,15 +310,13 @@ fn minisign_verifies_the_extracted_manifest_signature() {
         return;
     }
     let env = Env::new();
-    env.copy("agents/mailer", "mailer");
-    pack(&env, "mailer", "m.agent.bundle").expect_code(0);
+    env.packed_mailer("mailer", "m.agent.bundle");
     let p = env.path();
     std::fs::create_dir(p.join("x")).unwrap();
     sh(p, "tar", &["--zstd", "-xf", "m.agent.bundle", "-C", "x"]);
     let out = sh(&p.join("x"), "minisign", &["-V", "-p", &key("test.pub"), "-m", "manifest.toml"]);
     let text = String::from_utf8_lossy(&out.stdout);
-    assert!(text.contains("Signature and comment signature verified"), "{text}");
-    assert!(text.contains("agent-bundle/1 name=mailer version=1.0.0"), "{text}");
+    insta::assert_snapshot!(crate::snapshot::filtered(&text));
     // A tampered manifest fails minisign too.
     let mut m = std::fs::read(p.join("x/manifest.toml")).unwrap();
     m.push(b'\n');
@@ -370,8 +356,7 @@ fn a_key_made_now_by_minisign_signs_and_verifies() {
 #[test]
 fn unpack_removes_staging_folders_of_killed_unpacks() {
     let env = Env::new();
-    env.copy("agents/mailer", "mailer");
-    pack(&env, "mailer", "m.agent.bundle").expect_code(0);
+    env.packed_mailer("mailer", "m.agent.bundle");
     std::fs::create_dir(env.path().join("deploy")).unwrap();
     // What a SIGKILLed unpack leaves: a staging folder with part of the agent.
     let old = env.path().join("deploy/.bundle-unpack.AbC123");
@@ -382,7 +367,8 @@ fn unpack_removes_staging_folders_of_killed_unpacks() {
     std::fs::create_dir(&running).unwrap();
     let held = std::fs::File::open(&running).unwrap();
     held.lock().unwrap();
-    std::thread::sleep(std::time::Duration::from_millis(2100));
+    make_old(&old);
+    make_old(&running);
     // A fresh one may belong to an unpack still running: it stays.
     let fresh = env.path().join("deploy/.bundle-unpack.XyZ789");
     std::fs::create_dir(&fresh).unwrap();
@@ -414,11 +400,10 @@ fn tree(dir: &Path) -> Vec<(String, Vec<u8>)> {
 fn unpack_replace_swaps_in_the_new_tree_and_leaves_the_old_one_on_a_refusal() {
     use std::os::unix::fs::MetadataExt;
     let env = Env::new();
-    env.copy("agents/mailer", "mailer");
-    pack(&env, "mailer", "v1.agent.bundle").expect_code(0);
+    env.packed_mailer("mailer", "v1.agent.bundle");
     crate::support::set_version(&env.path().join("mailer"), "1.1.0");
     std::fs::remove_file(env.path().join("mailer/prompts/system.md")).unwrap();
-    pack(&env, "mailer", "v2.agent.bundle").expect_code(0);
+    env.pack("mailer", "v2.agent.bundle").expect_code(0);
     let pubkey = key("test.pub");
     env.run(&["unpack", "v1.agent.bundle", "deploy/mailer", "--key", &pubkey]).expect_code(0);
     let deployed = env.path().join("deploy/mailer");
@@ -427,7 +412,7 @@ fn unpack_replace_swaps_in_the_new_tree_and_leaves_the_old_one_on_a_refusal() {
     // Without --replace an existing folder is refused, and says how to redeploy.
     let out = env.run(&["unpack", "v2.agent.bundle", "deploy/mailer", "--key", &pubkey]);
     out.expect_code(2);
-    assert!(out.stderr.contains("--replace"), "{}", out.stderr);
+    assert_run_snapshot!(out);
 
     // A bundle that fails the gate (an untrusted key) leaves the old folder as it was: the
     // same folder (inode), the same files.
@@ -454,7 +439,7 @@ fn unpack_replace_swaps_in_the_new_tree_and_leaves_the_old_one_on_a_refusal() {
     let v2 = tree(&deployed);
     assert!(v1.iter().any(|(p, _)| p == "prompts/system.md") && !v2.iter().any(|(p, _)| p == "prompts/system.md"));
     let manifest = String::from_utf8(v2.iter().find(|(p, _)| p == "manifest.toml").unwrap().1.clone()).unwrap();
-    assert!(manifest.contains("version = \"1.1.0\""), "{manifest}");
+    insta::assert_snapshot!(crate::snapshot::filtered(&manifest));
     let left: Vec<String> = std::fs::read_dir(env.path().join("deploy"))
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
@@ -464,7 +449,7 @@ fn unpack_replace_swaps_in_the_new_tree_and_leaves_the_old_one_on_a_refusal() {
     let out =
         crate::support::run_in(&deployed, &["unpack", "../../v2.agent.bundle", ".", "--key", &pubkey, "--replace"]);
     out.expect_code(2);
-    assert!(out.stderr.contains("--replace needs the path of the folder"), "{}", out.stderr);
+    assert_run_snapshot!(out);
     assert_eq!(tree(&deployed), v2);
     // A file where the folder should be is not replaced.
     std::fs::write(env.path().join("deploy/file"), "x").unwrap();

@@ -10,11 +10,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::support::{Env, Run, bin, testdata};
-
-fn key(name: &str) -> String {
-    testdata(&format!("keys/{name}")).display().to_string()
-}
+use crate::support::{Env, Run, bin, key, testdata};
 
 /// A small deterministic generator (xorshift64*), seeded per test and printed, so a failing
 /// run can be repeated with `BUNDLE_CRASH_SEED`.
@@ -70,6 +66,13 @@ fn temp_files(dir: &Path) -> Vec<String> {
         }
     }
     out
+}
+
+/// Makes every leftover temp file under `dir` stale.
+fn age_leftovers(dir: &Path) {
+    for rel in temp_files(dir) {
+        crate::support::make_old(&dir.join(rel));
+    }
 }
 
 fn walk(dir: &Path) -> Vec<PathBuf> {
@@ -183,7 +186,7 @@ fn killed_pack_leaves_the_old_or_the_complete_new_bundle_and_manifest() {
     // the agent is clean. The next pack removes them once they are stale.
     std::fs::write(agent.join("manifest.toml"), &new_manifest).unwrap();
     run_in(&agent, &["check", "."]).expect_code(0);
-    std::thread::sleep(Duration::from_millis(2100));
+    age_leftovers(env.path());
     reset();
     run_in(&agent, &pack).expect_code(0);
     assert_eq!(temp_files(env.path()), Vec::<String>::new(), "the next pack removes leftovers");
@@ -229,7 +232,7 @@ fn killed_lock_leaves_the_old_or_the_complete_new_manifest() {
     // A leftover is not a file of the agent: a check of the restored new manifest is clean.
     std::fs::write(agent.join("manifest.toml"), &new_manifest).unwrap();
     run_in(&agent, &["check", "."]).expect_code(0);
-    std::thread::sleep(Duration::from_millis(2100));
+    age_leftovers(&agent);
     reset();
     run_in(&agent, &["lock", "."]).expect_code(0);
     assert_eq!(temp_files(&agent), Vec::<String>::new(), "the next lock removes leftovers");

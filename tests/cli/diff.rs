@@ -6,6 +6,7 @@ use std::path::PathBuf;
 
 use serde_json::{Value, json};
 
+use crate::snapshot::assert_run_snapshot;
 use crate::snapshot::{bundle_snapshot, in_env};
 use crate::support::{Env, Run, edit_tools, testdata, tool};
 
@@ -59,7 +60,7 @@ fn identical_releases_have_no_changes_and_pass_every_fail_on() {
     assert_eq!(j["summary"]["tools_unchanged"], 4);
     let out = env.run(&["diff", "old", "new"]);
     out.expect_code(0);
-    assert!(out.stdout.contains("0 changes; tools: 0 changed, 0 added, 0 removed, 4 unchanged"), "{}", out.stdout);
+    assert_run_snapshot!(out);
 }
 
 #[test]
@@ -450,9 +451,7 @@ fn bundles_and_folders_compare_alike_and_bad_sides_are_errors() {
 #[test]
 fn inspect_shows_each_tools_risk_and_fingerprint() {
     let env = Env::new();
-    env.copy("agents/mailer", "mailer");
-    let key = testdata("keys/test.key").display().to_string();
-    env.run(&["pack", "mailer", "--key", &key, "-o", "m.agent.bundle"]).expect_code(0);
+    env.packed_mailer("mailer", "m.agent.bundle");
     let out = env.run(&["inspect", "m.agent.bundle", "--format", "json"]);
     out.expect_code(0);
     let j = out.json();

@@ -116,7 +116,7 @@ fn subcommands(help: &str) -> Vec<String> {
 }
 
 /// Every command, depth first, as its argument path (`[]` is `bundle` itself).
-pub(crate) fn command_paths() -> Vec<Vec<String>> {
+fn command_paths() -> Vec<Vec<String>> {
     fn walk(path: Vec<String>, out: &mut Vec<Vec<String>>) {
         let args: Vec<&str> = path.iter().map(String::as_str).collect();
         let children = subcommands(&help(&args));

@@ -1,7 +1,8 @@
 //! `bundle export`: OpenAI, RAP and MCP documents from an agent folder or a bundle, with every
 //! `schema:` reference resolved, and round trips through import.
 
-use crate::support::{Env, run, testdata};
+use crate::snapshot::assert_run_snapshot;
+use crate::support::{Env, key, run, testdata};
 
 fn no_schema_refs(v: &serde_json::Value) -> bool {
     !v.to_string().contains("\"schema:")
@@ -18,7 +19,7 @@ fn export_openai_maps_dotted_ids_reversibly_and_resolves_refs() {
     assert!(names.contains(&"mail__smtp_send"), "{names:?}");
     assert!(names.iter().all(|n| n.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')));
     assert!(no_schema_refs(&j["document"]), "{}", j["document"]);
-    assert!(out.stdout.contains("is exported as `mail__smtp_send`"));
+    assert_run_snapshot!(out);
 }
 
 #[test]
@@ -83,10 +84,6 @@ fn import_agentcli_then_export_openai_matches_the_seed_mapping() {
     assert_eq!(f["parameters"], original["tools"][0]["schema"]);
 }
 
-fn key(name: &str) -> String {
-    testdata(&format!("keys/{name}")).display().to_string()
-}
-
 /// A temp dir with the mailer example as `mailer/` and packed, signed with the test key, as
 /// `mailer.agent.bundle`.
 fn packed_mailer(extra: &[&str]) -> Env {
@@ -147,17 +144,12 @@ fn export_without_key_warns_that_the_signature_was_not_checked() {
     let env = packed_mailer(&[]);
     let out = env.run(&["export", "--to", "mcp", "mailer.agent.bundle", "-o", "tools-list.json"]);
     out.expect_code(0);
-    assert!(
-        out.stderr.contains("warning[unchecked_signature]: the bundle's signature was not checked"),
-        "{}",
-        out.stderr
-    );
-    assert!(out.stderr.contains("help: pass --key PUBLIC_KEY"), "{}", out.stderr);
+    assert_run_snapshot!(out);
     assert!(env.path().join("tools-list.json").exists());
 
     let out = env.run(&["export", "--to", "mcp", "mailer.agent.bundle", "--key", &key("test.pub")]);
     out.expect_code(0);
-    assert!(!out.stderr.contains("unchecked_signature"), "{}", out.stderr);
+    assert_run_snapshot!(out);
 }
 
 #[test]
@@ -166,7 +158,7 @@ fn export_with_key_rejects_a_bundle_signed_by_another_key_and_writes_nothing() {
     let other = key("minisign-nopw.pub");
     let out = env.run(&["export", "--to", "openai", "mailer.agent.bundle", "--key", &other, "-o", "out.json"]);
     out.expect_code(1);
-    assert!(out.stderr.contains("[untrusted_key]"), "{}", out.stderr);
+    assert_run_snapshot!(out);
     assert!(!env.path().join("out.json").exists(), "nothing is exported from a rejected bundle");
     let out = env.run(&["export", "--to", "openai", "mailer.agent.bundle", "--key", &other, "--format", "json"]);
     out.expect_code(1);
@@ -225,5 +217,5 @@ fn export_key_on_an_agent_folder_is_a_usage_error() {
     let out =
         run(&["export", "--to", "openai", &testdata("agents/mailer").display().to_string(), "--key", &key("test.pub")]);
     out.expect_code(2);
-    assert!(out.stderr.contains("is an agent folder, which has no signature"), "{}", out.stderr);
+    assert_run_snapshot!(out);
 }

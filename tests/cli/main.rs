@@ -9,6 +9,7 @@ mod baseline;
 mod book;
 mod bundle;
 mod check;
+mod commands;
 mod crash;
 mod diff;
 mod docs;

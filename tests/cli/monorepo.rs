@@ -1,7 +1,8 @@
 //! A repository of many agents: `agents/` (at any depth), `baselines/`, `dist/`; commands
 //! that take several agents or bundles at once.
 
-use crate::support::{Env, testdata};
+use crate::snapshot::assert_run_snapshot;
+use crate::support::{Env, key};
 
 /// A repository with three agents, one of them in a grouping folder.
 fn repo() -> Env {
@@ -53,7 +54,7 @@ fn the_agent_search_skips_hidden_and_linked_folders_and_reports_an_empty_agent()
     std::fs::create_dir(empty.path().join("nothing")).unwrap();
     let out = empty.run(&["check", "nothing"]);
     out.expect_code(2);
-    assert!(out.stderr.contains("no agent in nothing"), "{}", out.stderr);
+    assert_run_snapshot!(out);
 }
 
 #[test]
@@ -61,7 +62,7 @@ fn export_of_a_folder_of_agents_writes_one_document_per_agent() {
     let env = repo();
     let out = env.run(&["export", "--to", "openai", "agents"]);
     out.expect_code(2);
-    assert!(out.stderr.contains("holds 3 agents") && out.stderr.contains("-o DIR"), "{}", out.stderr);
+    assert_run_snapshot!(out);
     let out = env.run(&["export", "--to", "openai", "agents", "-o", "dist/openai", "--format", "json"]);
     out.expect_code(0);
     let json = out.json();
@@ -84,10 +85,6 @@ fn export_of_a_folder_of_agents_writes_one_document_per_agent() {
     assert_eq!(out.json(), mailer);
 }
 
-fn key(name: &str) -> String {
-    testdata(&format!("keys/{name}")).display().to_string()
-}
-
 #[test]
 fn pack_takes_several_agents_into_one_output_folder_it_creates() {
     let env = repo();
@@ -106,8 +103,7 @@ fn pack_takes_several_agents_into_one_output_folder_it_creates() {
     std::fs::remove_dir_all(env.path().join("dist")).unwrap();
     let out = env.run(&["pack", "agents/kb", "agents/mailer", "--key", &key("test.key"), "-o", "dist/"]);
     out.expect_code(1);
-    assert!(out.stderr.contains("packed mailer"), "{}", out.stderr);
-    assert!(out.stderr.contains("wrong_type"), "{}", out.stderr);
+    assert_run_snapshot!(out);
     assert_eq!(std::fs::read_dir(env.path().join("dist")).unwrap().count(), 1);
     // One agent keeps the single document; `-o` ending in / is a folder.
     let out = env.run(&["pack", "agents/mailer", "--key", &key("test.key"), "-o", "one/", "--format", "json"]);
@@ -131,7 +127,7 @@ fn verify_and_inspect_take_several_bundles_and_report_each() {
     args.extend(bundles.iter().map(String::as_str));
     let out = env.run(&args);
     out.expect_code(0);
-    assert!(out.stderr.contains("all 3 bundles verified"), "{}", out.stderr);
+    assert_run_snapshot!(out);
 
     // One tampered bundle among good ones: each is reported, exit 1.
     std::fs::write(env.path().join("dist/bad.agent.bundle"), b"not a bundle").unwrap();
@@ -199,11 +195,7 @@ fn verify_baseline_dir_picks_each_agents_baseline_and_names_a_missing_one() {
     let base = bundles.iter().find(|b| b.contains("base")).unwrap();
     let out = env.run(&["verify", base, "--key", &pubkey, "--baseline", "baselines"]);
     out.expect_code(2);
-    assert!(
-        out.stderr.contains("baselines/base.toml") && out.stderr.contains("no baseline for agent `base`"),
-        "{}",
-        out.stderr
-    );
+    assert_run_snapshot!(out);
     let out = env.run(&["verify", base, "--key", &pubkey, "--baseline", "baselines", "--state", "state.json"]);
     out.expect_code(2);
     assert!(

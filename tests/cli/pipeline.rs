@@ -4,11 +4,8 @@
 
 use std::process::{Command, Stdio};
 
-use crate::support::{Env, bin, require_tool, run, testdata};
-
-fn key(name: &str) -> String {
-    testdata(&format!("keys/{name}")).display().to_string()
-}
+use crate::snapshot::assert_run_snapshot;
+use crate::support::{Env, bin, key, require_tool, run, testdata};
 
 fn hostile(case: &str) -> String {
     format!("testdata/hostile/{case}.agent.bundle")
@@ -28,7 +25,7 @@ fn every_judging_command_prints_github_annotations() {
     let out = env.run(&["check", "--format", "github", "broken"]);
     out.expect_code(1);
     assert!(first_annotation(&out.stdout).starts_with("::error file=broken/tools.json,line="), "{}", out.stdout);
-    assert!(out.stdout.contains(",title=duplicate_id::"), "{}", out.stdout);
+    assert_run_snapshot!(out);
 
     let out = env.run(&["pack", "broken", "--key", &key("test.key"), "--format", "github"]);
     out.expect_code(1);
@@ -99,7 +96,7 @@ fn every_judging_command_prints_github_annotations() {
     ]);
     out.expect_code(1);
     assert!(first_annotation(&out.stdout).starts_with("::error file=stale/tools.json,line="), "{}", out.stdout);
-    assert!(out.stdout.contains("title=invalid_id::"), "{}", out.stdout);
+    assert_run_snapshot!(out);
 }
 
 #[test]
@@ -117,7 +114,7 @@ fn successes_are_notices_and_run_errors_are_annotations_too() {
     let out = env.run(&["pack", "minimal", "--format", "github"]);
     out.expect_code(2);
     assert!(first_annotation(&out.stdout).starts_with("::error title=bundle::no signing key"), "{}", out.stdout);
-    assert!(out.stderr.contains("no signing key"), "{}", out.stderr);
+    assert_run_snapshot!(out);
 }
 
 #[test]
@@ -201,7 +198,7 @@ fn quiet_prints_only_errors() {
     assert_eq!(out.stderr, "");
     let out = env.run(&["check", "-q", "--color", "never", &testdata("invalid/duplicate_id").display().to_string()]);
     out.expect_code(1);
-    assert!(out.stderr.contains("error[duplicate_id]"), "{}", out.stderr);
+    assert_run_snapshot!(out);
 }
 
 #[test]
@@ -268,7 +265,7 @@ fn commands_in(help: &str) -> Vec<String> {
 fn every_subcommand_help_has_examples() {
     let top = run(&["--help"]);
     top.expect_code(0);
-    assert!(top.stdout.contains("Examples:"), "bundle --help");
+    assert_run_snapshot!(top);
     let mut todo: Vec<Vec<String>> = commands_in(&top.stdout).into_iter().map(|c| vec![c]).collect();
     assert!(todo.len() >= 11, "{todo:?}");
     let mut seen = 0;

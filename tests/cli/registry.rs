@@ -43,9 +43,10 @@ pub fn start(setup: Setup) -> Option<Registry> {
         return None;
     }
     let dir = tempfile::tempdir().unwrap();
-    let port = free_port();
+    // Port 0: the registry binds a free port itself and logs it (no port handed over that
+    // another test could take in between). The log level is `info` for that line.
     let mut config = format!(
-        "version: 0.1\nlog:\n  level: error\n  accesslog:\n    disabled: true\nstorage:\n  filesystem:\n    rootdirectory: {}\n  delete:\n    enabled: true\nhttp:\n  addr: 127.0.0.1:{port}\n",
+        "version: 0.1\nlog:\n  level: info\n  accesslog:\n    disabled: true\nstorage:\n  filesystem:\n    rootdirectory: {}\n  delete:\n    enabled: true\nhttp:\n  addr: 127.0.0.1:0\n",
         dir.path().join("storage").display()
     );
     if setup == Setup::Tls {
@@ -63,14 +64,16 @@ pub fn start(setup: Setup) -> Option<Registry> {
     }
     let path = dir.path().join("config.yml");
     std::fs::write(&path, config).unwrap();
-    let child = Command::new("docker-registry")
+    let mut child = Command::new("docker-registry")
         .arg("serve")
         .arg(&path)
         .stdout(Stdio::null())
-        .stderr(Stdio::null())
+        .stderr(Stdio::piped())
         .spawn()
         .expect("start docker-registry");
-    let registry = Registry { child, port, _dir: dir };
+    let port = listening_port(child.stderr.take().unwrap());
+    let registry = Registry { child, port: port.unwrap_or(0), _dir: dir };
+    let port = port.expect("docker-registry did not say which port it listens on");
     let deadline = Instant::now() + Duration::from_secs(20);
     while TcpStream::connect(("127.0.0.1", port)).is_err() {
         assert!(Instant::now() < deadline, "docker-registry did not listen on {port}");
@@ -79,14 +82,27 @@ pub fn start(setup: Setup) -> Option<Registry> {
     Some(registry)
 }
 
+/// The port in the registry's `listening on 127.0.0.1:PORT` log line (within 20 s); the rest of
+/// its log is read and dropped so that the registry never blocks on a full pipe.
+fn listening_port(log: std::process::ChildStderr) -> Option<u16> {
+    use std::io::BufRead;
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(log).lines() {
+            let Ok(line) = line else { return };
+            if let Some(port) = line.split("listening on 127.0.0.1:").nth(1) {
+                let digits: String = port.chars().take_while(char::is_ascii_digit).collect();
+                let _ = tx.send(digits.parse::<u16>().ok());
+            }
+        }
+    });
+    rx.recv_timeout(Duration::from_secs(20)).ok().flatten()
+}
+
 impl Registry {
     pub fn host(&self) -> String {
         format!("127.0.0.1:{}", self.port)
     }
-}
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
 }
 
 /// One request as the proxy saw it.

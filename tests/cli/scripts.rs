@@ -1,11 +1,7 @@
 //! Output that scripts can rely on: `--format github` notices on success, one JSON document
 //! (or an ::error line) for every exit-2 outcome.
 
-use crate::support::{Env, testdata};
-
-fn key(name: &str) -> String {
-    testdata(&format!("keys/{name}")).display().to_string()
-}
+use crate::support::{Env, key, testdata};
 
 /// The `::notice` lines of a run's stdout, asserting that it succeeded.
 #[track_caller]

@@ -14,7 +14,7 @@
 use std::path::Path;
 use std::process::Command;
 
-use crate::support::{Env, bin, repo};
+use crate::support::{Env, Run, bin, repo};
 
 /// `bundle ARGS` run in the repository (fixture paths stay relative in the output).
 pub fn in_repo(args: &[&str]) -> Command {
@@ -44,6 +44,71 @@ pub fn shown(cmd: &mut Command, temps: &[&Path]) -> String {
     );
     filter(text, temps)
 }
+
+/// A run already made (by `Env::run` and the like), as the same text as [`shown`], with every
+/// temp dir (`$TMPDIR/.tmpXXXXXX`) shown as `[TEMP]` and loopback ports as `[PORT]`: for tests
+/// that look at files as well as at the output.
+pub fn run_text(run: &Run) -> String {
+    let text = format!(
+        "success: {}\nexit_code: {}\n----- stdout -----\n{}\n----- stderr -----\n{}\n",
+        run.code == 0,
+        run.code,
+        run.stdout,
+        run.stderr
+    );
+    filtered(&text)
+}
+
+/// `text` with the repository shown as `[REPO]`, every temp dir (`$TMPDIR/.tmpXXXXXX`) as
+/// `[TEMP]` and loopback ports as `[PORT]`.
+pub fn filtered(text: &str) -> String {
+    let mut text = filter(text.to_owned(), &[]);
+    let tmp = std::env::temp_dir();
+    for root in [tmp.display().to_string(), tmp.canonicalize().map(|p| p.display().to_string()).unwrap_or_default()] {
+        if !root.is_empty() {
+            text = replace_after(&text, &format!("{}/.tmp", root.trim_end_matches('/')), "[TEMP]", |c| {
+                c.is_ascii_alphanumeric()
+            });
+        }
+    }
+    // A port also shows in file names made from a URL (`pins/127.0.0.1_8080.rap.json`).
+    for host in ["127.0.0.1:", "localhost:", "127.0.0.1_"] {
+        text = replace_after(&text, host, &format!("{host}[PORT]"), |c| c.is_ascii_digit());
+    }
+    text
+}
+
+/// `text` with every `prefix` and the run of characters after it that `keep` accepts replaced
+/// by `with`; a prefix followed by no such character stays.
+fn replace_after(text: &str, prefix: &str, with: &str, keep: impl Fn(char) -> bool) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find(prefix) {
+        let after = &rest[at + prefix.len()..];
+        let tail = after.find(|c: char| !keep(c)).unwrap_or(after.len());
+        out.push_str(&rest[..at]);
+        if tail == 0 {
+            out.push_str(prefix);
+        } else {
+            out.push_str(with);
+        }
+        rest = &after[tail..];
+    }
+    out.push_str(rest);
+    out
+}
+
+/// `assert_run_snapshot!(RUN)`: checks a [`Run`] against a snapshot named after the test (see
+/// [`run_text`]).
+macro_rules! assert_run_snapshot {
+    ($run:expr) => {
+        insta::assert_snapshot!($crate::snapshot::run_text(&$run))
+    };
+    ($name:expr, $run:expr) => {
+        insta::assert_snapshot!($name, $crate::snapshot::run_text(&$run))
+    };
+}
+pub(crate) use assert_run_snapshot;
 
 fn filter(mut text: String, temps: &[&Path]) -> String {
     let mut paths: Vec<(String, &str)> = Vec::new();

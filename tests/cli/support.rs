@@ -16,11 +16,20 @@ pub fn testdata(rel: &str) -> PathBuf {
     repo().join("testdata").join(rel)
 }
 
+/// The path of a test key in testdata/keys, as an argument.
+pub fn key(name: &str) -> String {
+    testdata(&format!("keys/{name}")).display().to_string()
+}
+
 pub fn bin() -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_bundle"));
     c.env_remove("NO_COLOR").env_remove("BUNDLE_SIGNING_KEY").env_remove("SOURCE_DATE_EPOCH");
     // A developer's own agent or token never takes part in a test.
     c.env_remove("SSH_AUTH_SOCK").env_remove("BUNDLE_PKCS11_MODULE");
+    // Nor a registry login: no credentials from the environment, and a docker config folder
+    // that does not exist (a test that wants one sets DOCKER_CONFIG itself).
+    c.env_remove("BUNDLE_REGISTRY_USERNAME").env_remove("BUNDLE_REGISTRY_PASSWORD");
+    c.env("DOCKER_CONFIG", std::env::temp_dir().join("agent-bundle-tests-no-docker-config"));
     c
 }
 
@@ -86,6 +95,20 @@ impl Env {
     pub fn run(&self, args: &[&str]) -> Run {
         run_in(self.path(), args)
     }
+
+    /// Packs the agent folder `agent` (relative to the temp dir) with testdata/keys/test.key
+    /// into `out`.
+    pub fn pack(&self, agent: &str, out: &str) -> Run {
+        self.run(&["pack", agent, "--key", &key("test.key"), "-o", out])
+    }
+
+    /// Copies testdata/agents/mailer to `to` and packs it into `out` (which must succeed);
+    /// returns the bundle's path.
+    pub fn packed_mailer(&self, to: &str, out: &str) -> PathBuf {
+        self.copy("agents/mailer", to);
+        self.pack(to, out).expect_code(0);
+        self.path().join(out)
+    }
 }
 
 pub fn copy_dir(from: &Path, to: &Path) {
@@ -99,6 +122,13 @@ pub fn copy_dir(from: &Path, to: &Path) {
             std::fs::copy(entry.path(), &target).unwrap();
         }
     }
+}
+
+/// Makes a file or folder look untouched for an hour (what a leftover of a killed writer looks
+/// like once it is stale), instead of sleeping until it is.
+pub fn make_old(path: &Path) {
+    let hour_ago = std::time::SystemTime::now() - std::time::Duration::from_secs(3600);
+    std::fs::File::open(path).unwrap().set_modified(hour_ago).unwrap();
 }
 
 /// Whether CI demands the outside tools (minisign, bsdtar, b3sum, zstd). Tests that need one
