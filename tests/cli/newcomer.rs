@@ -179,3 +179,23 @@ fn an_expiry_counted_from_the_clock_is_shown_in_whole_seconds() {
     let expires = out.stdout.lines().find(|l| l.starts_with("expires")).unwrap().to_string();
     assert!(!expires.contains('.'), "no fractional seconds: {expires}");
 }
+
+#[test]
+fn interactive_tool_add_on_a_missing_agent_fails_before_asking() {
+    if !crate::support::require_tool("script") {
+        return;
+    }
+    let env = Env::new();
+    let out = std::process::Command::new("script")
+        .args(["-qec", &format!("{} tool add agents/kb", env!("CARGO_BIN_EXE_bundle")), "/dev/null"])
+        .current_dir(env.path())
+        .stdin(std::process::Stdio::null())
+        .output()
+        .expect("run script");
+    let shown = String::from_utf8_lossy(&out.stdout);
+    assert!(!shown.contains("Tool id"), "asked before saying the agent is missing: {shown}");
+    assert!(
+        shown.contains("agents/kb has no tools.json; create the agent first with `bundle init agents/kb`"),
+        "{shown}"
+    );
+}
