@@ -33,7 +33,7 @@ enum Command {
 /// later drift can be explained. Exit status: 0 written, 2 usage or I/O error.
 #[derive(Debug, clap::Args)]
 #[command(
-    after_help = "Examples:\n  bundle baseline snapshot agents/mailer    # writes baselines/mailer.toml\n  bundle baseline snapshot agents/           # one baselines/<agent>.toml per agent\n  bundle baseline snapshot dist/*.agent.bundle -o approved/\n  bundle baseline snapshot mailer-1.4.0.agent.bundle -o approved.toml --force"
+    after_help = "Examples:\n  bundle baseline snapshot agents/mailer    # writes baselines/mailer.toml\n  bundle baseline snapshot agents/    # baselines/<agent>.toml for each agent\n  bundle baseline snapshot dist/*.agent.bundle -o approved/\n  bundle baseline snapshot mailer-1.4.0.agent.bundle -o approved.toml --force"
 )]
 pub struct SnapshotArgs {
     /// Bundles, agent folders, or folders of agents (`agents/`: every agent below it).

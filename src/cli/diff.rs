@@ -1,10 +1,10 @@
 //! `bundle diff <OLD> <NEW>`: what a release changes in its tools' contracts and policy.caps.
 
 use std::io::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
-use agent_bundle::contract::Impact;
 use agent_bundle::contract::release::AgentContracts;
+use agent_bundle::contract::{Change, Impact};
 use agent_bundle::diagnostic::sanitize;
 use agent_bundle::ops::diff::{self, AgentDiff, FailOn, Status};
 
@@ -74,7 +74,7 @@ pub fn run(args: Args, global: Global) -> anyhow::Result<Outcome> {
     let names: Vec<&str> = args.fail_on.iter().map(|f| f.name()).collect();
     match args.format {
         Format::Json => output::print_json(&json(&d, &names, matched))?,
-        Format::Github => github(&d, &fail_on)?,
+        Format::Github => github(&d, &fail_on, &Places::of(&args.new))?,
         Format::Human => human(&d, global)?,
     }
     if matched > 0 {
@@ -189,9 +189,62 @@ fn json<'a>(d: &'a AgentDiff, fail_on: &'a [&'a str], matched: usize) -> DiffRep
     }
 }
 
+/// Where a change lands in NEW when NEW is an agent folder: its tools.json and policy.caps,
+/// so that a pull request shows each annotation on the changed tool's `"id"` line (or the
+/// grant's line).
+struct Places {
+    tools: Option<(String, String)>,
+    policy: Option<(String, String)>,
+}
+
+impl Places {
+    fn of(new: &Path) -> Places {
+        let read = |name: &str| {
+            let path = new.join(name);
+            let text = std::fs::read_to_string(&path).ok()?;
+            Some((path.display().to_string(), text))
+        };
+        if !new.is_dir() {
+            return Places { tools: None, policy: None };
+        }
+        Places { tools: read("tools.json"), policy: read("policy.caps") }
+    }
+
+    /// `file=` and, when found, `line=` for a change.
+    fn of_change(&self, c: &Change) -> Vec<String> {
+        let (file, line) = match (&c.tool, &self.tools, &self.policy) {
+            (Some(id), Some((file, text)), _) => (file, line_of(text, |l| declares_id(l, id))),
+            (None, _, Some((file, text))) => {
+                let grant = c.new.as_deref().unwrap_or_default();
+                let found =
+                    (!grant.is_empty()).then(|| line_of(text, |l| l.split('#').next().unwrap_or("").trim() == grant));
+                (file, found.flatten())
+            }
+            _ => return Vec::new(),
+        };
+        let mut props = vec![format!("file={}", output::escape_property(&sanitize(file)))];
+        if let Some(line) = line {
+            props.push(format!("line={line}"));
+        }
+        props
+    }
+}
+
+/// The 1-based number of the first line `matches` accepts.
+fn line_of(text: &str, matches: impl Fn(&str) -> bool) -> Option<usize> {
+    text.lines().position(matches).map(|i| i + 1)
+}
+
+/// A tools.json line that declares the tool `id`: `"id": "<id>"` (ids hold no quotes).
+fn declares_id(line: &str, id: &str) -> bool {
+    let Some(rest) = line.trim_start().strip_prefix("\"id\"") else { return false };
+    rest.trim_start().strip_prefix(':').is_some_and(|v| v.trim_start().starts_with(&format!("\"{id}\"")))
+}
+
 /// One annotation per change: errors for those --fail-on matches, warnings for other widening
-/// or breaking changes, notices for the rest.
-fn github(d: &AgentDiff, fail_on: &[FailOn]) -> std::io::Result<()> {
+/// or breaking changes, notices for the rest; on NEW's tools.json or policy.caps line when NEW
+/// is an agent folder.
+fn github(d: &AgentDiff, fail_on: &[FailOn], places: &Places) -> std::io::Result<()> {
     let mut out = std::io::stdout().lock();
     for c in d.changes() {
         let level = if fail_on.iter().any(|f| f.matches(c)) {
@@ -203,12 +256,9 @@ fn github(d: &AgentDiff, fail_on: &[FailOn]) -> std::io::Result<()> {
         };
         let subject = c.tool.as_deref().unwrap_or("policy.caps");
         let message = format!("{}: {}", sanitize(subject), sanitize(&c.message));
-        writeln!(
-            out,
-            "::{level} title={}::{}",
-            output::escape_property(&format!("{} {}", c.impact.as_str(), c.kind.as_str())),
-            output::escape_data(&message)
-        )?;
+        let mut props = places.of_change(c);
+        props.push(format!("title={}", output::escape_property(&format!("{} {}", c.impact.as_str(), c.kind.as_str()))));
+        writeln!(out, "::{level} {}::{}", props.join(","), output::escape_data(&message))?;
     }
     out.flush()
 }

@@ -17,6 +17,10 @@ use super::json::{self, AgentJson, InspectReport, InspectTool, OciInspectReport,
 use super::keys::{load_public_key, load_trust};
 use super::{Format, Global, Outcome};
 
+/// The widest tool table printed; a wider one becomes a block per tool (a terminal of 100
+/// columns; `--format json` has every field in full).
+const TABLE_COLUMNS: usize = 100;
+
 /// Show a bundle's agent, signer, files and tools (with each tool's risk class and contract
 /// fingerprint).
 ///
@@ -196,6 +200,7 @@ fn human(v: &Verified, contracts: &Result<Vec<Contract>, ContractError>, now: Ti
             ]
         })
         .collect();
+    // The table when it fits TABLE_COLUMNS; else a block per tool (JSON has every field in full).
     let header = ["id", "transport", "capabilities", "secrets", "confirm", "risk", "fingerprint"];
     let mut widths = header.map(str::len);
     for r in &rows {
@@ -214,9 +219,20 @@ fn human(v: &Verified, contracts: &Result<Vec<Contract>, ContractError>, now: Ti
             .trim_end()
             .to_owned()
     };
-    writeln!(out, "  {}", line(header))?;
-    for r in &rows {
-        writeln!(out, "  {}", line([&r[0], &r[1], &r[2], &r[3], &r[4], &r[5], &r[6]]))?;
+    if 2 + widths.iter().sum::<usize>() + 2 * (widths.len() - 1) <= TABLE_COLUMNS {
+        writeln!(out, "  {}", line(header))?;
+        for r in &rows {
+            writeln!(out, "  {}", line([&r[0], &r[1], &r[2], &r[3], &r[4], &r[5], &r[6]]))?;
+        }
+    } else {
+        // Too wide for a terminal: one block per tool, its fields one per line.
+        for r in &rows {
+            writeln!(out, "  {}  {}  {}", r[0], r[6], r[5])?;
+            for (name, value) in [("transport", &r[1]), ("capabilities", &r[2]), ("secrets", &r[3]), ("confirm", &r[4])]
+            {
+                writeln!(out, "    {name:<12}  {}", if value.is_empty() { "-" } else { value })?;
+            }
+        }
     }
     if let Err(e) = contracts {
         writeln!(out, "  (no fingerprints: {})", sanitize(&e.to_string()))?;

@@ -74,7 +74,8 @@ fn expires(args: &Args, global: Global) -> anyhow::Result<Option<Timestamp>> {
     let seconds = parse_span(span).map_err(|e| anyhow::anyhow!("--expires-in: {e}"))?;
     let base = match std::env::var("SOURCE_DATE_EPOCH") {
         Ok(_) => Timestamp::from_unix(mtime()? as i64, 0),
-        Err(_) => global.now(),
+        // Whole seconds: an expiry is shown and written as `…T12:00:00Z`, not with nanoseconds.
+        Err(_) => Timestamp::from_unix(global.now().unix_seconds(), 0),
     };
     base.checked_add_seconds(seconds)
         .map(Some)

@@ -136,6 +136,18 @@ pub fn ungranted(dir: &Path, wanted: &[String]) -> Vec<String> {
         .collect()
 }
 
+/// Refuses a folder without tools.json before any question is asked (`bundle init` first).
+pub fn require_agent(dir: &Path) -> Result<(), Error> {
+    if dir.join(tools::FILE_NAME).is_file() {
+        return Ok(());
+    }
+    Err(Error::Usage(format!(
+        "{} has no tools.json; create the agent first with `bundle init {}`",
+        dir.display(),
+        dir.display()
+    )))
+}
+
 /// Adds `tool` to the agent in `dir`; with `grant`, also appends the capabilities policy.caps
 /// lacks. Writes nothing unless the result passes validation.
 pub fn add_tool(dir: &Path, tool: &NewTool, grant: bool) -> Result<Added, AddFailure> {

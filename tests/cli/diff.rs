@@ -424,9 +424,15 @@ fn github_format_annotates_each_change() {
     let (env, _) = pair(|doc| tool(doc, SEND)["requires_confirmation"] = json!(false));
     let out = env.run(&["diff", "old", "new", "--format", "github", "--fail-on", "widening"]);
     out.expect_code(1);
+    // The annotation lands on the changed tool's `"id"` line of NEW's tools.json.
+    let text = std::fs::read_to_string(env.path().join("new/tools.json")).unwrap();
+    let line = text.lines().position(|l| l.contains(&format!("\"id\": \"{SEND}\""))).unwrap() + 1;
     assert_eq!(
         out.stdout,
-        "::error title=widening confirmation_removed::mail.smtp_send: confirmation removed: calls no longer wait for a person\n"
+        format!(
+            "::error file=new/tools.json,line={line},title=widening confirmation_removed::mail.smtp_send: \
+             confirmation removed: calls no longer wait for a person\n"
+        )
     );
 }
 

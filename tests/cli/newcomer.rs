@@ -124,3 +124,78 @@ fn lock_is_quiet_about_agents_it_left_as_they_were() {
     std::fs::write(temp.join("agents/mailer/notes.md"), "new\n").unwrap();
     bundle_snapshot!("newcomer_lock_one_changed", in_env(&env, &["lock"]), [temp]);
 }
+
+#[test]
+fn diff_github_annotations_land_on_the_changed_tool_and_grant_lines() {
+    let env = Env::new();
+    let temp = env.path();
+    let dir = env.copy("agents/mailer", "agents/mailer");
+    let key = testdata("keys/test.key").display().to_string();
+    env.run(&["pack", "agents/mailer", "--key", &key, "-o", "v1.agent.bundle"]).expect_code(0);
+    let tools = dir.join("tools.json");
+    let text = std::fs::read_to_string(&tools).unwrap();
+    let edited = text.replace(
+        "https://api.mail.example/v1/mailboxes/{mailbox}/send",
+        "https://relay.mail.example/v1/mailboxes/{mailbox}/send",
+    );
+    assert_ne!(text, edited);
+    std::fs::write(&tools, edited).unwrap();
+    let caps = dir.join("policy.caps");
+    let mut policy = std::fs::read_to_string(&caps).unwrap();
+    policy.push_str("net:relay.example\n");
+    std::fs::write(&caps, policy).unwrap();
+    bundle_snapshot!(
+        "newcomer_diff_github_file_and_line",
+        in_env(&env, &["diff", "v1.agent.bundle", "agents/mailer", "--format", "github", "--fail-on", "widening"]),
+        [temp]
+    );
+}
+
+#[test]
+fn inspect_fits_100_columns_and_json_keeps_every_field() {
+    let env = Env::new();
+    env.copy("agents/mailer", "agents/mailer");
+    let key = testdata("keys/test.key").display().to_string();
+    env.run(&["pack", "agents/mailer", "--key", &key, "-o", "m.agent.bundle"]).expect_code(0);
+    let pubkey = pubkey();
+    let out = env.run(&["inspect", "m.agent.bundle", "--key", &pubkey]);
+    out.expect_code(0);
+    for line in out.stdout.lines() {
+        assert!(line.chars().count() <= 100, "{} columns: {line}", line.chars().count());
+    }
+    let json = env.run(&["inspect", "m.agent.bundle", "--key", &pubkey, "--format", "json"]).json();
+    let tools = json["tools"].as_array().unwrap();
+    assert_eq!(tools.len(), 4);
+    assert!(tools.iter().all(|t| t["fingerprint"].as_str().is_some_and(|f| f.len() == 64)), "{json}");
+}
+
+#[test]
+fn an_expiry_counted_from_the_clock_is_shown_in_whole_seconds() {
+    let env = Env::new();
+    env.run(&["init", "agents/kb"]).expect_code(0);
+    let key = testdata("keys/test.key").display().to_string();
+    env.run(&["pack", "agents/kb", "--key", &key, "--expires-in", "90d", "-o", "kb.agent.bundle"]).expect_code(0);
+    let out = env.run(&["inspect", "kb.agent.bundle", "--key", &pubkey()]);
+    let expires = out.stdout.lines().find(|l| l.starts_with("expires")).unwrap().to_string();
+    assert!(!expires.contains('.'), "no fractional seconds: {expires}");
+}
+
+#[test]
+fn interactive_tool_add_on_a_missing_agent_fails_before_asking() {
+    if !crate::support::require_tool("script") {
+        return;
+    }
+    let env = Env::new();
+    let out = std::process::Command::new("script")
+        .args(["-qec", &format!("{} tool add agents/kb", env!("CARGO_BIN_EXE_bundle")), "/dev/null"])
+        .current_dir(env.path())
+        .stdin(std::process::Stdio::null())
+        .output()
+        .expect("run script");
+    let shown = String::from_utf8_lossy(&out.stdout);
+    assert!(!shown.contains("Tool id"), "asked before saying the agent is missing: {shown}");
+    assert!(
+        shown.contains("agents/kb has no tools.json; create the agent first with `bundle init agents/kb`"),
+        "{shown}"
+    );
+}

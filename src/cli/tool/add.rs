@@ -101,6 +101,8 @@ pub fn run(a: AddArgs, global: Global) -> anyhow::Result<Outcome> {
         (from_flags(&a)?, a.grant)
     } else if io::stdin().is_terminal() {
         let dir = a.agent_dir.clone();
+        // Said before the questions, not after them.
+        tool_add::require_agent(&dir)?;
         let mut prompter = Prompter { input: io::stdin().lock(), output: io::stderr() };
         ask(&a, &mut prompter, |caps| tool_add::ungranted(&dir, caps))?
     } else {
