@@ -145,22 +145,44 @@ pub fn is_temp_name(file_name: &str, target_name: &str) -> bool {
 /// Removes temp files of `target_name` in `dir` left by killed writers (best effort: a
 /// leftover that cannot be removed stays, and is ignored).
 fn remove_leftovers(dir: &Path, target_name: &str) {
+    remove_stale(dir, |name| is_temp_name(name, target_name), Leftover::File);
+}
+
+/// What a leftover of a killed writer is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Leftover {
+    /// A temp file (of an atomic write).
+    File,
+    /// A staging folder (of an unpack).
+    Folder,
+}
+
+/// The one sweep of leftovers of killed writers in `dir`: entries whose name `is_ours`, of the
+/// `kind` given (never a link), untouched for [`STALE_AFTER`], and locked by nobody (a live
+/// writer holds a lock on its temp file or folder while it lives). Best effort: what cannot be
+/// removed stays, and is ignored.
+pub fn remove_stale(dir: &Path, is_ours: impl Fn(&str) -> bool, kind: Leftover) {
     let Ok(entries) = std::fs::read_dir(dir) else { return };
     for entry in entries.flatten() {
-        let name = entry.file_name();
-        if !name.to_str().is_some_and(|n| is_temp_name(n, target_name)) {
+        if !entry.file_name().to_str().is_some_and(&is_ours) {
             continue;
         }
         let path = entry.path();
-        // Only regular files (never follow a link), held by no one, untouched for a while.
         let Ok(meta) = std::fs::symlink_metadata(&path) else { continue };
         let untouched = meta.modified().ok().and_then(|m| m.elapsed().ok()).is_some_and(|age| age >= STALE_AFTER);
-        if !meta.is_file() || !untouched {
+        let right_kind = match kind {
+            Leftover::File => meta.is_file(),
+            Leftover::Folder => meta.is_dir(),
+        };
+        if !right_kind || !untouched {
             continue;
         }
-        let Ok(file) = File::open(&path) else { continue };
-        if file.try_lock().is_ok() {
-            let _ = std::fs::remove_file(&path);
+        let Ok(handle) = File::open(&path) else { continue };
+        if handle.try_lock().is_ok() {
+            let _ = match kind {
+                Leftover::File => std::fs::remove_file(&path),
+                Leftover::Folder => std::fs::remove_dir_all(&path),
+            };
         }
     }
 }

@@ -34,6 +34,10 @@ pub struct Args {
     /// Refuse a stale manifest instead of locking it (ship exactly what was reviewed).
     #[arg(long)]
     locked: bool,
+    /// Replace an existing bundle file that holds other bytes (without it, packing the same
+    /// agent and version again over a released bundle is refused: bump the version).
+    #[arg(long)]
+    force: bool,
     /// Bundles stop verifying at this instant (`expired`): an RFC 3339 date-time such as
     /// 2027-01-01T00:00:00Z, signed into the bundle's manifest as `[bundle] expires`
     /// (replacing the agent's own; the agent folder is not changed).
@@ -113,6 +117,7 @@ pub fn run(args: Args, global: Global) -> anyhow::Result<Outcome> {
         mtime: mtime()?,
         now: global.now(),
         expires,
+        force: args.force,
     };
     let mut outcome = Outcome::Ok;
     let mut results = Vec::new();
@@ -178,10 +183,11 @@ fn pack_one(
                     output::status(
                         global,
                         &format!(
-                            "packed {} {} -> {} ({} files, {} bytes, {} compressed; signed by {})",
+                            "packed {} {} -> {}{} ({} files, {} bytes, {} compressed; signed by {})",
                             p.name,
                             p.version,
                             p.path.display(),
+                            if p.unchanged { " unchanged: it already held these bytes" } else { "" },
                             p.files,
                             p.content_bytes,
                             p.bundle_bytes,

@@ -33,6 +33,9 @@ pub struct PackOptions {
     /// `--expires`/`--expires-in`: the `[bundle] expires` written into the bundle's manifest
     /// (replacing the author's, if any); the agent folder's manifest.toml is not changed.
     pub expires: Option<Timestamp>,
+    /// Replace an existing bundle with different bytes (`--force`). Without it, a released
+    /// bundle is never silently replaced: the same bytes are "unchanged", others refused.
+    pub force: bool,
 }
 
 /// A written bundle.
@@ -47,6 +50,8 @@ pub struct Packed {
     pub bundle_bytes: u64,
     /// Whether the manifest was (re)locked on the way.
     pub relocked: bool,
+    /// The output already held exactly these bytes; it was left as it was.
+    pub unchanged: bool,
 }
 
 /// Why a pack did not happen.
@@ -104,7 +109,7 @@ pub fn pack(dir: &Path, key: &mut Signer, opts: &PackOptions, progress: &dyn Pro
         signature: signature.as_bytes(),
         current: &current,
     };
-    let (content_bytes, bundle_bytes) = bundle.write_atomically(opts, progress)?;
+    let (content_bytes, bundle_bytes, unchanged) = bundle.write_atomically(m, opts, progress)?;
     Ok(Packed {
         path: output,
         name: checked.manifest.name,
@@ -114,6 +119,7 @@ pub fn pack(dir: &Path, key: &mut Signer, opts: &PackOptions, progress: &dyn Pro
         content_bytes,
         bundle_bytes,
         relocked,
+        unchanged,
     })
 }
 
@@ -223,6 +229,28 @@ fn output_path(output: Option<&Path>, m: &manifest::Manifest) -> PathBuf {
     }
 }
 
+/// Whether the file at `path` holds exactly the bytes of `new` (read from its start).
+fn same_contents(path: &Path, new: &File) -> std::io::Result<bool> {
+    use std::io::{Read, Seek};
+    let old = File::open(path)?;
+    if old.metadata()?.len() != new.metadata()?.len() {
+        return Ok(false);
+    }
+    let (mut a, mut b) = (std::io::BufReader::new(old), std::io::BufReader::new(new.try_clone()?));
+    b.seek(std::io::SeekFrom::Start(0))?;
+    let (mut x, mut y) = (vec![0u8; 64 << 10], vec![0u8; 64 << 10]);
+    loop {
+        let n = a.read(&mut x)?;
+        if n == 0 {
+            return Ok(b.read(&mut y[..1])? == 0);
+        }
+        b.read_exact(&mut y[..n])?;
+        if x[..n] != y[..n] {
+            return Ok(false);
+        }
+    }
+}
+
 /// How much written bundle to gather before asking for it to go to disk.
 const WRITEBACK_CHUNK: u64 = 32 << 20;
 
@@ -292,7 +320,12 @@ struct Contents<'a> {
 impl Contents<'_> {
     /// Writes the bundle to a temporary file beside the output and renames it into place:
     /// (content bytes, bundle bytes).
-    fn write_atomically(&self, opts: &PackOptions, progress: &dyn Progress) -> Result<(u64, u64), PackFailure> {
+    fn write_atomically(
+        &self,
+        m: &manifest::Manifest,
+        opts: &PackOptions,
+        progress: &dyn Progress,
+    ) -> Result<(u64, u64, bool), PackFailure> {
         let output = self.output;
         // The one rule for outputs: parents created, a link written through, never a device,
         // FIFO or folder replaced (`-o /dev/null` would replace the device node itself).
@@ -301,8 +334,23 @@ impl Contents<'_> {
         atomic::release_cache(output);
         let content_bytes = self.write(temp.as_file(), opts, progress)?;
         let bundle_bytes = temp.as_file().metadata().map_err(|e| Error::io(temp.path(), e))?.len();
-        out.commit(temp).map_err(Error::from)?;
-        Ok((content_bytes, bundle_bytes))
+        // A released bundle is never replaced silently: the same bytes are left as they are; other
+        // bytes under the same name (same agent and version, tools changed) need --force.
+        let unchanged = output.is_file() && same_contents(output, temp.as_file()).map_err(|e| Error::io(output, e))?;
+        if !unchanged {
+            if output.is_file() && !opts.force {
+                return Err(Error::Usage(format!(
+                    "{} already holds a different bundle of {} {}: a released bundle is not replaced; bump [agent] version in {}/manifest.toml, or pass --force to replace it",
+                    output.display(),
+                    m.name,
+                    m.version,
+                    self.dir.display()
+                ))
+                .into());
+            }
+            out.commit(temp).map_err(Error::from)?;
+        }
+        Ok((content_bytes, bundle_bytes, unchanged))
     }
 
     fn write(&self, file: &File, opts: &PackOptions, progress: &dyn Progress) -> Result<u64, PackFailure> {

@@ -121,23 +121,7 @@ fn swap(new: &Path, dest: &Path) -> io::Result<()> {
 /// Removes staging folders of killed unpacks in `parent` (best effort): folders named
 /// `.bundle-unpack.*`, not links, unlocked, untouched for a while.
 fn remove_stale_staging(parent: &Path) {
-    let Ok(entries) = fs::read_dir(parent) else { return };
-    for entry in entries.flatten() {
-        if !entry.file_name().to_str().is_some_and(|n| n.starts_with(STAGING_PREFIX)) {
-            continue;
-        }
-        let path = entry.path();
-        let Ok(meta) = fs::symlink_metadata(&path) else { continue };
-        let untouched =
-            meta.modified().ok().and_then(|m| m.elapsed().ok()).is_some_and(|age| age >= crate::atomic::STALE_AFTER);
-        if !meta.is_dir() || !untouched {
-            continue;
-        }
-        let Ok(dir) = File::open(&path) else { continue };
-        if dir.try_lock().is_ok() {
-            let _ = fs::remove_dir_all(&path);
-        }
-    }
+    crate::atomic::remove_stale(parent, |name| name.starts_with(STAGING_PREFIX), crate::atomic::Leftover::Folder);
 }
 
 /// Runs the deployment gate over the bundle `source` names, extracting it into `dest` only if

@@ -120,7 +120,8 @@ fn killed_pack_leaves_the_old_or_the_complete_new_bundle_and_manifest() {
     let env = Env::new();
     let agent = big_agent(&env, "agent", 24, 256 << 10, &mut rng);
     let out = env.path().join("out.agent.bundle");
-    let pack = ["pack", ".", "--key", &key("test.key"), "-o", out.to_str().unwrap()];
+    // --force: the same version is packed again with other bytes, on purpose (issue 23 item 12).
+    let pack = ["pack", ".", "--key", &key("test.key"), "-o", out.to_str().unwrap(), "--force"];
 
     // Old: a bundle of the agent as locked. New: after one file changed, pack relocks.
     run_in(&agent, &pack).expect_code(0);

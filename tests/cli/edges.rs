@@ -248,8 +248,33 @@ fn a_silent_registry_is_given_up_at_the_timeout() {
     let env = Env::new();
     let r = format!("oci://127.0.0.1:{port}/team/mailer:1");
     let started = std::time::Instant::now();
-    let out = run(&env, &["verify", &r, "--plain-http", "--timeout", "2", "--key", &key("test.pub"), "--format", "json"]);
+    let out =
+        run(&env, &["verify", &r, "--plain-http", "--timeout", "2", "--key", &key("test.pub"), "--format", "json"]);
     let doc = out.expect_code(2).json();
     assert_eq!(doc["code"], "timeout", "{}", out.stdout);
     assert!(started.elapsed() < std::time::Duration::from_secs(30), "took {:?}", started.elapsed());
+}
+
+/// Issue 23 item 12: packing the same agent and version again never replaces a released bundle
+/// with other bytes: the same bytes are "unchanged", other bytes need a version bump or --force.
+#[test]
+fn pack_never_replaces_a_released_bundle_with_other_bytes() {
+    let env = Env::new();
+    let agent = env.copy("agents/mailer", "mailer");
+    let k = key("test.key");
+    run(&env, &["pack", "mailer", "--key", &k, "-o", "m.agent.bundle"]).expect_code(0);
+    let released = std::fs::read(env.path().join("m.agent.bundle")).unwrap();
+    let again = run(&env, &["pack", "mailer", "--key", &k, "-o", "m.agent.bundle"]);
+    again.expect_code(0);
+    assert!(again.stderr.contains("unchanged"), "{}", again.stderr);
+    crate::support::edit_tools(&agent, |doc| {
+        doc["tools"][0]["description"] = serde_json::json!("Changed, but the version was not bumped.");
+    });
+    let changed = run(&env, &["pack", "mailer", "--key", &k, "-o", "m.agent.bundle", "--format", "json"]);
+    let doc = changed.expect_code(2).json();
+    let message = doc["message"].as_str().unwrap();
+    assert!(message.contains("bump [agent] version"), "{message}");
+    assert_eq!(std::fs::read(env.path().join("m.agent.bundle")).unwrap(), released, "the release was replaced");
+    run(&env, &["pack", "mailer", "--key", &k, "-o", "m.agent.bundle", "--force"]).expect_code(0);
+    assert_ne!(std::fs::read(env.path().join("m.agent.bundle")).unwrap(), released);
 }

@@ -404,7 +404,10 @@ fn github_actions_workflow_checks_packs_verifies_and_gates_the_deploy() {
     assert!(!ok && out.contains("title=bad_signature::"), "{out}");
     assert_eq!(std::fs::read(env.path().join("deploy/mailer/tools.json")).unwrap(), deployed);
 
-    // On a pull request, a stale manifest fails the check job with an annotation on it.
+    // On a pull request, a stale manifest fails the check job with an annotation on it (a fresh
+    // runner: no tampered bundle of the deploy step left in dist/, which pack would refuse to
+    // replace with other bytes).
+    std::fs::remove_file(env.path().join("dist/mailer-1.0.0.agent.bundle")).unwrap();
     std::fs::write(env.path().join("agents/minimal/notes.md"), "new\n").unwrap();
     let (ok, out) = run_job("check");
     assert!(!ok && out.contains("::error file=agents/minimal/manifest.toml,title=stale_digest::"), "{out}");

@@ -70,6 +70,7 @@ fn pack_agent(dir: &Path, files: &Files, secret: &mut Signer) -> Vec<u8> {
         mtime: 0,
         now: Timestamp::now(),
         expires: None,
+        force: true,
     };
     match pack::pack(&agent, secret, &opts, &agent_bundle::progress::Silent) {
         Ok(_) => std::fs::read(out).unwrap(),

@@ -232,15 +232,6 @@ fn from_flags(a: &AddArgs) -> anyhow::Result<NewTool> {
     })
 }
 
-/// The host of an http(s) URL, for the suggested `net:<host>` capability.
-fn url_host(url: &str) -> Option<&str> {
-    let rest = url.split_once("://")?.1;
-    let authority = rest.split(['/', '?', '#']).next()?;
-    let host = authority.rsplit('@').next()?;
-    let host = host.split(':').next()?;
-    (!host.is_empty() && !host.contains('{')).then_some(host)
-}
-
 /// Questions on `output`, answers from `input`, one line each.
 struct Prompter<R, W> {
     input: R,
@@ -371,7 +362,9 @@ fn ask<R: BufRead, W: Write>(
     };
     let capabilities = if a.capabilities.is_empty() {
         let suggested: Vec<String> = match &transport {
-            NewTransport::Http { url, .. } => url_host(url).map(|h| vec![format!("net:{h}")]).unwrap_or_default(),
+            NewTransport::Http { url, .. } => {
+                crate::formats::url_host(url).map(|h| vec![format!("net:{h}")]).unwrap_or_default()
+            }
             NewTransport::Exec { .. } => Vec::new(),
         };
         p.list("Capabilities it needs (comma-separated, - for none)", &suggested)?
@@ -502,6 +495,6 @@ mod tests {
         assert_eq!(parse_schema("--input-schema", Some(&at)).unwrap()["required"][0], "to");
         let missing = parse_schema("--input-schema", Some("@/nonexistent/in.json")).unwrap_err();
         assert!(format!("{missing:#}").contains("cannot read /nonexistent/in.json"), "{missing:#}");
-        assert_eq!(url_host("https://u@api.x.com:8443/v1/{id}"), Some("api.x.com"));
+        assert_eq!(crate::formats::url_host("https://u@api.x.com:8443/v1/{id}").as_deref(), Some("api.x.com"));
     }
 }
