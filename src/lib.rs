@@ -18,6 +18,7 @@ pub mod contract;
 pub mod diagnostic;
 pub(crate) mod digest;
 pub(crate) mod error;
+pub mod evidence;
 pub(crate) mod fetch;
 pub(crate) mod fileset;
 pub(crate) mod formats;

@@ -15,7 +15,8 @@ use crate::keys::Signer;
 use crate::manifest::{self, Digest};
 use crate::progress::{Progress, ProgressRead};
 use crate::timestamp::Timestamp;
-use crate::{atomic, trust};
+use crate::{atomic, evidence, trust};
+use sha2::{Digest as _, Sha256};
 
 #[derive(Debug, Clone)]
 pub struct PackOptions {
@@ -28,11 +29,16 @@ pub struct PackOptions {
     pub level: i32,
     /// The mtime written in every header (`SOURCE_DATE_EPOCH`, else 0).
     pub mtime: u64,
+    /// `SOURCE_DATE_EPOCH` when set: the build time in the provenance (none otherwise).
+    pub source_date_epoch: Option<u64>,
     /// The time `[bundle] expires` is judged against: pack refuses an already expired manifest.
     pub now: Timestamp,
     /// `--expires`/`--expires-in`: the `[bundle] expires` written into the bundle's manifest
     /// (replacing the author's, if any); the agent folder's manifest.toml is not changed.
     pub expires: Option<Timestamp>,
+    /// `--attest`: also write signed provenance and contract attestations beside the bundle
+    /// (crate::evidence); without it, stale ones of an earlier pack are removed.
+    pub attest: bool,
 }
 
 /// A written bundle.
@@ -47,6 +53,10 @@ pub struct Packed {
     pub bundle_bytes: u64,
     /// Whether the manifest was (re)locked on the way.
     pub relocked: bool,
+    /// The SHA-256 of the bundle file (lowercase hex), computed while it was written.
+    pub sha256: String,
+    /// The attestation files written beside the bundle (`--attest`).
+    pub attestations: Vec<PathBuf>,
 }
 
 /// Why a pack did not happen.
@@ -198,7 +208,7 @@ pub fn pack(dir: &Path, key: &mut Signer, opts: &PackOptions, progress: &dyn Pro
     }
     let temp = atomic::temp_beside(&output).map_err(|e| Error::io(&output, e))?;
     atomic::release_cache(&output);
-    let content_bytes = write_bundle(
+    let (content_bytes, sha256) = write_bundle(
         temp.as_file(),
         &output,
         &manifest_bytes,
@@ -209,7 +219,22 @@ pub fn pack(dir: &Path, key: &mut Signer, opts: &PackOptions, progress: &dyn Pro
         progress,
     )?;
     let bundle_bytes = temp.as_file().metadata().map_err(|e| Error::io(temp.path(), e))?.len();
+    // Signed before the bundle is put in place, so that a signer failure leaves nothing new.
+    let attestations = match opts.attest {
+        true => {
+            let facts = evidence::provenance::BuildFacts {
+                agent_dir: dir,
+                locked: opts.locked,
+                level: opts.level,
+                expires: opts.expires,
+                source_date_epoch: opts.source_date_epoch,
+            };
+            evidence::for_packed(&facts, &output, &sha256, &manifest_bytes, key)?
+        }
+        false => Vec::new(),
+    };
     atomic::commit(temp, &output, true).map_err(|e| Error::io(&output, e))?;
+    let attestations = evidence::files::replace_beside(&output, &attestations)?;
     Ok(Packed {
         path: output,
         name: m.name,
@@ -219,6 +244,8 @@ pub fn pack(dir: &Path, key: &mut Signer, opts: &PackOptions, progress: &dyn Pro
         content_bytes,
         bundle_bytes,
         relocked,
+        sha256: evidence::hex(&sha256),
+        attestations,
     })
 }
 
@@ -234,11 +261,15 @@ struct Output {
     failed: Arc<AtomicBool>,
     writeback: atomic::Writeback,
     unsynced: u64,
+    /// The SHA-256 of the bundle file, on the compressing thread as the bytes go by (the
+    /// subject digest of its attestations and the registry's layer digest), not in a second pass.
+    sha256: Sha256,
 }
 
 impl Write for Output {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
         let n = self.file.write(buf).inspect_err(|_| self.failed.store(true, Ordering::Relaxed))?;
+        self.sha256.update(&buf[..n]);
         self.unsynced += n as u64;
         if self.unsynced >= WRITEBACK_CHUNK {
             self.writeback.request();
@@ -289,7 +320,7 @@ fn write_bundle(
     opts: &PackOptions,
     dir: &Path,
     progress: &dyn Progress,
-) -> Result<u64, PackFailure> {
+) -> Result<(u64, [u8; 32]), PackFailure> {
     let failed = Arc::new(AtomicBool::new(false));
     let archive_err = |e: crate::archive::ArchiveError| {
         // The compressing thread has stored the flag before its error reached this thread.
@@ -317,6 +348,7 @@ fn write_bundle(
         failed: Arc::clone(&failed),
         writeback: atomic::Writeback::new(file),
         unsynced: 0,
+        sha256: Sha256::new(),
     };
     let mut writer =
         ArchiveWriter::new(BufWriter::with_capacity(1 << 20, out), opts.level, opts.mtime).map_err(archive_err)?;
@@ -348,5 +380,6 @@ fn write_bundle(
     let mut out = writer.finish().map_err(archive_err)?;
     progress.end();
     out.flush().map_err(|e| Error::io(output, e))?;
-    Ok(total)
+    let out = out.into_inner().map_err(|e| Error::io(output, e.into_error()))?;
+    Ok((total, out.sha256.finalize().into()))
 }

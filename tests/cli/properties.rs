@@ -68,8 +68,10 @@ fn pack_agent(dir: &Path, files: &Files, secret: &mut Signer) -> Vec<u8> {
         locked: false,
         level: 3,
         mtime: 0,
+        source_date_epoch: None,
         now: Timestamp::now(),
         expires: None,
+        attest: false,
     };
     match pack::pack(&agent, secret, &opts, &agent_bundle::progress::Silent) {
         Ok(_) => std::fs::read(out).unwrap(),
