@@ -367,6 +367,9 @@ pub struct PushReport<'a> {
     pub signature_checked: bool,
     pub layer: PushedLayer<'a>,
     pub config: PushedConfig,
+    /// The attestations pushed as referrers of the manifest (their manifest digests).
+    #[serde(skip_serializing_if = "<[String]>::is_empty")]
+    pub referrers: &'a [String],
 }
 
 /// The bundle's layer as pushed.

@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use agent_bundle::bundle::verify::{Discard, Rejection};
+use agent_bundle::evidence::files::ARTIFACT_TYPES;
 use agent_bundle::oci::artifact::BlobMismatch;
 use agent_bundle::oci::{self, Reference};
 use agent_bundle::ops::gate::{Gate, Verdict};
@@ -54,10 +55,12 @@ pub fn reference(input: &Path) -> anyhow::Result<Option<Reference>> {
 }
 
 /// `bundle verify oci://…`: the deployment gate over the layer as it streams, nothing written.
-pub fn verify(reference: &Reference, options: &oci::Options, gate: Gate) -> anyhow::Result<Verdict> {
+pub fn verify(reference: &Reference, options: &oci::Options, mut gate: Gate) -> anyhow::Result<Verdict> {
     let label = PathBuf::from(reference.to_string());
-    let layer = match oci::open_layer(reference, options) {
-        Ok(l) => l,
+    let before = |sha256: &str, fetched| gate.before_layer(sha256, fetched);
+    let layer = match oci::open_layer_judged(reference, options, &ARTIFACT_TYPES, before) {
+        Ok(Ok(l)) => l,
+        Ok(Err(rejection)) => return Ok(Verdict::Refused { rejection, baseline: None }),
         Err(e) => return Ok(Verdict::Refused { rejection: rejection(&e), baseline: None }),
     };
     let fault = layer.reader.mismatch();

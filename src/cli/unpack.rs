@@ -4,6 +4,7 @@
 use std::io::BufReader;
 use std::path::PathBuf;
 
+use agent_bundle::evidence::files::ARTIFACT_TYPES;
 use agent_bundle::oci;
 use agent_bundle::ops::pull::rejection;
 
@@ -46,13 +47,15 @@ pub struct Args {
 
 pub fn run(args: Args, global: Global) -> anyhow::Result<Outcome> {
     let keys = load_trust(&args.trust)?;
-    let gate = Gate::open(args.gate.options(keys, global))?;
+    let mut gate = Gate::open(args.gate.options(keys, global))?;
     let verdict = match super::registry::reference(&args.bundle)? {
         Some(reference) => {
             let options = args.registry.options(&reference)?;
-            match oci::open_layer(&reference, &options) {
+            let before = |sha256: &str, fetched| gate.before_layer(sha256, fetched);
+            match oci::open_layer_judged(&reference, &options, &ARTIFACT_TYPES, before) {
                 Err(e) => Verdict::Refused { rejection: rejection(&e), baseline: None },
-                Ok(layer) => {
+                Ok(Err(rejection)) => Verdict::Refused { rejection, baseline: None },
+                Ok(Ok(layer)) => {
                     let fault = layer.reader.mismatch();
                     let input = BufReader::with_capacity(1 << 20, layer.reader);
                     let verdict = unpack::unpack_from(input, &args.bundle, &args.dir, gate, args.replace)?;

@@ -17,6 +17,9 @@ pub const SLSA_PROVENANCE_V1: &str = "https://slsa.dev/provenance/v1";
 /// The agent-contract predicate (schema: `bundle schema contract-predicate`).
 pub const AGENT_CONTRACT_V1: &str = "https://agent-bundle.dev/attestation/agent-contract/v1";
 
+/// The OCI `artifactType`s of our attestations, as referrers of a bundle.
+pub const ARTIFACT_TYPES: [&str; 2] = [Kind::Provenance.artifact_type(), Kind::Contract.artifact_type()];
+
 impl Kind {
     pub const ALL: [Kind; 2] = [Kind::Provenance, Kind::Contract];
 
@@ -36,7 +39,7 @@ impl Kind {
     }
 
     /// The OCI `artifactType` of the referrer that carries it in a registry.
-    pub fn artifact_type(self) -> &'static str {
+    pub const fn artifact_type(self) -> &'static str {
         match self {
             Kind::Provenance => "application/vnd.agent-bundle.attestation.slsa-provenance.v1+json",
             Kind::Contract => "application/vnd.agent-bundle.attestation.agent-contract.v1+json",

@@ -141,12 +141,20 @@ impl Gate {
     /// [`Gate::run`] then finishes the judgement (key scopes, the contract) on the bundle.
     pub fn judge_before(&mut self, fetched: Vec<(String, Vec<u8>)>, sha256: &str) -> Option<Rejection> {
         self.attestations.extend(fetched);
+        if self.attestations.is_empty() && !self.opts.attest.policy.needs_provenance() {
+            return None;
+        }
         let (judged, rejection) = judge::judge(&self.attestations, sha256, &self.opts.keys, &self.opts.attest.policy);
         self.judged = Some(judged);
         rejection.map(|mut r| {
             r.attestations = self.judged.take().unwrap_or_default();
             r
         })
+    }
+
+    /// [`Gate::judge_before`] as the registry client's hook (`crate::oci::open_layer_judged`).
+    pub fn before_layer(&mut self, sha256: &str, fetched: Vec<(String, Vec<u8>)>) -> Result<(), Rejection> {
+        self.judge_before(fetched, sha256).map_or(Ok(()), Err)
     }
 
     /// Whether this gate judges attestations for a bundle at `origin`: files given, found

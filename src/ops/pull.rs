@@ -29,6 +29,7 @@ pub fn rejection(e: &OciError) -> Rejection {
     let reason = match e {
         OciError::Rejected(Refusal::UnsupportedArtifact, _) => Reason::UnsupportedArtifact,
         OciError::Rejected(Refusal::BlobMismatch, _) => Reason::BlobMismatch,
+        OciError::Rejected(Refusal::AttestationMalformed, _) => Reason::AttestationMalformed,
         OciError::Auth(_) => Reason::AuthFailed,
         OciError::Tls(_) => Reason::TlsError,
         OciError::Transient(_) | OciError::Io(_) | OciError::Usage(_) => Reason::IoError,
@@ -46,17 +47,20 @@ pub fn rejection_for(reference: &Reference, fault: &BlobMismatch) -> Rejection {
 /// Runs `judge` (the deployment gate) over the layer `reference` names while the bytes stream
 /// into a temp file beside `dest`; renames it to `dest` only if `judge` accepted and the
 /// layer matched its descriptor. `judge` must read its input to the end before accepting.
+/// `before` judges the bundle's attestations (its referrers) before the layer is requested.
 pub fn pull<T, E: From<Error>>(
     reference: &Reference,
     options: &oci::Options,
     dest: &Path,
+    before: impl FnOnce(&str, Vec<(String, Vec<u8>)>) -> Result<(), Rejection>,
     judge: impl FnOnce(&mut dyn BufRead) -> Result<Result<T, Rejection>, E>,
 ) -> Result<Result<(Pulled, T), Rejection>, E> {
     if dest.is_dir() {
         return Err(Error::Usage(format!("{} is a folder; -o takes the bundle file to write", dest.display())).into());
     }
-    let layer = match oci::open_layer(reference, options) {
-        Ok(l) => l,
+    let layer = match oci::open_layer_judged(reference, options, &crate::evidence::files::ARTIFACT_TYPES, before) {
+        Ok(Ok(l)) => l,
+        Ok(Err(refused)) => return Ok(Err(refused)),
         Err(e) => return Ok(Err(rejection(&e))),
     };
     let temp = atomic::temp_beside(dest).map_err(|e| Error::io(dest, e))?;

@@ -357,3 +357,167 @@ fn pack_without_attest_removes_the_attestations_of_an_earlier_pack() {
     run(&mut cmd(dir), &["pack", "mailer", "--key", &key, "-o", "agent.bundle"]).expect_code(0);
     assert!(!dir.join(PROVENANCE).exists() && !dir.join(CONTRACT).exists());
 }
+
+// ---------------------------------------------------------------------------------------------
+// In a registry: referrers through the fallback tag of Debian's docker-registry 2.8
+
+fn oci(env: &Env, args: &[&str]) -> Run {
+    let mut c = cmd(env.path());
+    c.env("DOCKER_CONFIG", env.path().join("no-docker-config"));
+    c.env_remove("BUNDLE_REGISTRY_USERNAME").env_remove("BUNDLE_REGISTRY_PASSWORD");
+    run(&mut c, args)
+}
+
+#[test]
+fn push_carries_attestations_as_referrers_and_pull_refuses_a_release_without_provenance_before_its_layer_moves() {
+    use crate::registry::{self, Action, Proxy, Setup};
+    let Some(reg) = registry::start(Setup::Plain) else { return };
+    let env = Env::new();
+    env.copy("agents/mailer", "mailer");
+    let dir = env.path();
+    let key = write_file_key(dir, &SEED);
+    run(&mut cmd(dir), &["pubkey", &key, "-o", "release.pub"]).expect_code(0);
+    run(&mut cmd(dir), &["pack", "mailer", "--attest", "--key", &key, "-o", "agent.bundle"]).expect_code(0);
+    let attested = format!("oci://{}/team/mailer:1", reg.host());
+    let pushed =
+        oci(&env, &["push", "agent.bundle", &attested, "--plain-http", "--key", "release.pub", "--format", "json"]);
+    let pushed = pushed.expect_code(0).json();
+    let digest = pushed["digest"].as_str().unwrap().to_owned();
+    assert_eq!(pushed["referrers"].as_array().map(Vec::len), Some(2), "{pushed}");
+    // A release of the same agent pushed without its attestations.
+    std::fs::create_dir_all(dir.join("bare")).unwrap();
+    run(&mut cmd(dir), &["pack", "mailer", "--key", &key, "-o", "bare/agent.bundle"]).expect_code(0);
+    let bare = format!("oci://{}/team/bare:1", reg.host());
+    oci(&env, &["push", "bare/agent.bundle", &bare, "--plain-http", "--key", "release.pub"]).expect_code(0);
+
+    // docker-registry 2.8 has no referrers API: the index is under the fallback tag, and a stock
+    // client reads it there (skopeo, else plain HTTP as the distribution spec describes).
+    let tag = digest.replacen(':', "-", 1);
+    let index: serde_json::Value = if require_tool("skopeo") {
+        let out = Command::new("skopeo")
+            .args(["inspect", "--raw", "--tls-verify=false", &format!("docker://{}/team/mailer:{tag}", reg.host())])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "skopeo: {}", String::from_utf8_lossy(&out.stderr));
+        serde_json::from_slice(&out.stdout).unwrap()
+    } else {
+        serde_json::from_slice(&registry::get(reg.port, &format!("/v2/team/mailer/manifests/{tag}"))).unwrap()
+    };
+    let types: Vec<&str> =
+        index["manifests"].as_array().unwrap().iter().map(|m| m["artifactType"].as_str().unwrap()).collect();
+    assert_eq!(types, agent_bundle::evidence::files::ARTIFACT_TYPES);
+    let referrer = index["manifests"][0]["digest"].as_str().unwrap();
+    let manifest: serde_json::Value =
+        serde_json::from_slice(&registry::get(reg.port, &format!("/v2/team/mailer/manifests/{referrer}"))).unwrap();
+    assert_eq!(manifest["subject"]["digest"], digest.as_str());
+
+    // Pull through a proxy that counts the layer requests.
+    let proxy = Proxy::start(reg.port, |_, _| Action::Forward);
+    let layer_gets = |log: &Vec<String>, repo: &str| {
+        log.iter().filter(|l| l.starts_with("GET ") && l.contains(&format!("/v2/team/{repo}/blobs/"))).count()
+    };
+    let via = |r: &str| r.replace(&reg.host(), &proxy.host());
+    let out = oci(
+        &env,
+        &[
+            "pull",
+            &via(&bare),
+            "-o",
+            "pulled.bundle",
+            "--plain-http",
+            "--key",
+            "release.pub",
+            "--require-provenance",
+            "--format",
+            "json",
+        ],
+    );
+    assert_eq!(out.expect_code(1).json()["code"], "attestation_missing", "{}", out.stdout);
+    assert!(!dir.join("pulled.bundle").exists());
+    assert_eq!(
+        layer_gets(&proxy.log.lock().unwrap(), "bare"),
+        0,
+        "the layer was requested: {:?}",
+        proxy.log.lock().unwrap()
+    );
+    // The wrong builder: refused from the referrers alone, no blob of the bundle requested
+    // (the referrers' own manifests and small blobs are fetched).
+    let before = proxy.log.lock().unwrap().len();
+    let out = oci(
+        &env,
+        &[
+            "verify",
+            &via(&attested),
+            "--plain-http",
+            "--key",
+            "release.pub",
+            "--builder-id",
+            "https://ci.example.com/other",
+            "--format",
+            "json",
+        ],
+    );
+    assert_eq!(out.expect_code(1).json()["code"], "provenance_mismatch", "{}", out.stdout);
+    let layer = pushed["layer"]["digest"].as_str().unwrap();
+    assert!(!proxy.log.lock().unwrap()[before..].iter().any(|l| l.contains(layer)), "the layer was requested");
+    // The right one: pulled, judged (the contract against the bundle's tools too) and listed.
+    let out = oci(
+        &env,
+        &[
+            "pull",
+            &via(&attested),
+            "-o",
+            "pulled.bundle",
+            "--plain-http",
+            "--key",
+            "release.pub",
+            "--require-provenance",
+            "--builder-id",
+            "https://agent-bundle.dev/builders/local/v1",
+            "--format",
+            "json",
+        ],
+    );
+    let json = out.expect_code(0).json();
+    let verdicts: Vec<&str> =
+        json["attestations"].as_array().unwrap().iter().map(|a| a["verdict"].as_str().unwrap()).collect();
+    assert_eq!(verdicts, ["ok", "ok"], "{json}");
+    assert_eq!(std::fs::read(dir.join("pulled.bundle")).unwrap(), std::fs::read(dir.join("agent.bundle")).unwrap());
+    // A referrers index listing thousands of entries is refused with its code, before the layer.
+    let entries: Vec<serde_json::Value> = (0..5000)
+        .map(|i| serde_json::json!({"mediaType": "application/vnd.oci.image.manifest.v1+json", "digest": format!("sha256:{i:064x}"), "size": 1, "artifactType": agent_bundle::evidence::files::ARTIFACT_TYPES[0]}))
+        .collect();
+    let huge = serde_json::to_vec(&serde_json::json!({"schemaVersion": 2, "mediaType": "application/vnd.oci.image.index.v1+json", "manifests": entries})).unwrap();
+    let flooding = Proxy::start(reg.port, move |r, _| {
+        if r.path.contains("/manifests/sha256-") {
+            Action::Answer(
+                200,
+                vec![("Content-Type".into(), "application/vnd.oci.image.index.v1+json".into())],
+                huge.clone(),
+            )
+        } else {
+            Action::Forward
+        }
+    });
+    let out = oci(
+        &env,
+        &[
+            "verify",
+            &attested.replace(&reg.host(), &flooding.host()),
+            "--plain-http",
+            "--key",
+            "release.pub",
+            "--format",
+            "json",
+        ],
+    );
+    assert_eq!(out.expect_code(1).json()["code"], "attestation_malformed", "{}", out.stdout);
+    assert!(!flooding.log.lock().unwrap().iter().any(|l| l.contains(layer)), "the layer was requested");
+    // unpack of the registry reference shares it.
+    let out = oci(
+        &env,
+        &["unpack", &bare, "out", "--plain-http", "--key", "release.pub", "--require-provenance", "--format", "json"],
+    );
+    assert_eq!(out.expect_code(1).json()["code"], "attestation_missing");
+    assert!(!dir.join("out").exists());
+}
