@@ -27,7 +27,8 @@ pub struct BuildFacts<'a> {
     /// The agent folder as given to `pack`.
     pub agent_dir: &'a Path,
     pub locked: bool,
-    pub level: i32,
+    /// The zstd level (`None` for `bundle attest`, which cannot know it).
+    pub level: Option<i32>,
     pub expires: Option<Timestamp>,
     /// `SOURCE_DATE_EPOCH`, if set: the build's start and end time.
     pub source_date_epoch: Option<u64>,
@@ -57,7 +58,9 @@ pub fn predicate(facts: &BuildFacts<'_>, env: Env<'_>) -> Value {
     let mut external = Map::new();
     external.insert("agent".into(), json!(agent_path));
     external.insert("locked".into(), json!(facts.locked));
-    external.insert("level".into(), json!(facts.level));
+    if let Some(level) = facts.level {
+        external.insert("level".into(), json!(level));
+    }
     if let Some(expires) = facts.expires {
         external.insert("expires".into(), json!(expires.to_string()));
     }
@@ -185,8 +188,13 @@ mod tests {
         ];
         let env = |k: &str| vars.iter().find(|(n, _)| *n == k).map(|(_, v)| v.to_string());
         let dir = tempfile::tempdir().unwrap();
-        let facts =
-            BuildFacts { agent_dir: dir.path(), locked: true, level: 3, expires: None, source_date_epoch: Some(0) };
+        let facts = BuildFacts {
+            agent_dir: dir.path(),
+            locked: true,
+            level: Some(3),
+            expires: None,
+            source_date_epoch: Some(0),
+        };
         let p = predicate(&facts, &env);
         assert_eq!(
             p["runDetails"]["builder"]["id"],

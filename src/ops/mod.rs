@@ -6,6 +6,7 @@
 //! gate that every consumer of a bundle (`verify`, `unpack`, a registry pull) must run, so
 //! those call it rather than repeat it.
 
+pub(crate) mod attest;
 pub(crate) mod baseline;
 pub(crate) mod check;
 pub(crate) mod diff;

@@ -225,7 +225,7 @@ pub fn pack(dir: &Path, key: &mut Signer, opts: &PackOptions, progress: &dyn Pro
             let facts = evidence::provenance::BuildFacts {
                 agent_dir: dir,
                 locked: opts.locked,
-                level: opts.level,
+                level: Some(opts.level),
                 expires: opts.expires,
                 source_date_epoch: opts.source_date_epoch,
             };

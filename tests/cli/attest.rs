@@ -521,3 +521,52 @@ fn push_carries_attestations_as_referrers_and_pull_refuses_a_release_without_pro
     assert_eq!(out.expect_code(1).json()["code"], "attestation_missing");
     assert!(!dir.join("out").exists());
 }
+
+#[test]
+fn bundle_attest_of_an_existing_bundle_says_what_pack_attest_says_and_the_contract_follows_its_schema() {
+    let env = Env::new();
+    env.copy("agents/mailer", "mailer");
+    let dir = env.path();
+    let key = write_file_key(dir, &SEED);
+    run(&mut cmd(dir), &["pubkey", &key, "-o", "release.pub"]).expect_code(0);
+    std::fs::create_dir_all(dir.join("later")).unwrap();
+    run(&mut cmd(dir), &["pack", "mailer", "--attest", "--key", &key, "-o", "agent.bundle"]).expect_code(0);
+    run(&mut cmd(dir), &["pack", "mailer", "--key", &key, "-o", "later/agent.bundle"]).expect_code(0);
+    run(&mut cmd(dir), &["attest", "later/agent.bundle", "--key", &key, "--from", "mailer"]).expect_code(0);
+    // The contract computed from the bundle is the one computed from the folder at pack time.
+    assert!(read(dir, CONTRACT) == read(&dir.join("later"), CONTRACT), "attest and pack --attest disagree");
+    run(&mut cmd(dir), &["verify", "later/agent.bundle", "--key", "release.pub", "--require-provenance"])
+        .expect_code(0);
+    independent_verifiers_accept(
+        dir,
+        "release.pub",
+        "later/agent.bundle",
+        &[&format!("later/{PROVENANCE}"), &format!("later/{CONTRACT}")],
+    );
+    // A file that is not a bundle is refused with the verifier's code, and nothing is written.
+    std::fs::write(dir.join("junk.bundle"), b"not a bundle").unwrap();
+    let out = run(&mut cmd(dir), &["attest", "junk.bundle", "--key", &key, "--format", "json"]);
+    assert_eq!(out.expect_code(1).json()["code"], "malformed_archive");
+    assert!(!dir.join("junk.bundle.contract.sigstore.json").exists());
+
+    // The published schema is what `bundle schema contract-predicate` prints, and the predicate
+    // we write is valid against it (and a changed one is not).
+    let printed = run(&mut cmd(dir), &["schema", "contract-predicate"]);
+    printed.expect_code(0);
+    let schema: serde_json::Value = serde_json::from_str(&printed.stdout).unwrap();
+    assert_eq!(
+        printed.stdout,
+        std::fs::read_to_string(crate::support::repo().join("schemas/agent-contract.v1.schema.json")).unwrap()
+    );
+    let validator = jsonschema::validator_for(&schema).unwrap();
+    let predicate = SigstoreBundle::from_json(&read(dir, CONTRACT)).unwrap().statement().unwrap().predicate;
+    assert!(
+        validator.is_valid(&predicate),
+        "{:?}",
+        validator.iter_errors(&predicate).map(|e| e.to_string()).collect::<Vec<_>>()
+    );
+    assert!(predicate["tools"].as_array().is_some_and(|t| !t.is_empty()));
+    let mut wrong = predicate.clone();
+    wrong["tools"][0]["transport"] = "carrier-pigeon".into();
+    assert!(!validator.is_valid(&wrong));
+}
