@@ -6,3 +6,7 @@ pub const TOOLS_V1: &str = include_str!("../schemas/tools.v1.schema.json");
 
 /// JSON Schema of manifest.toml format 1, for TOML tools that validate against JSON Schema.
 pub const MANIFEST_V1: &str = include_str!("../schemas/manifest.v1.schema.json");
+
+/// JSON Schema of the agent-contract predicate of `pack --attest` (`$id`
+/// <https://agent-bundle.dev/schemas/agent-contract.v1.schema.json>), for policy engines.
+pub const AGENT_CONTRACT_V1: &str = include_str!("../schemas/agent-contract.v1.schema.json");

@@ -30,6 +30,15 @@ crate::codes::stable_codes! {
     ContractDrift => "contract_drift": "With --baseline: a write-capable, network, secret-using or destructive tool (or one whose http host moved) differs from its approved contract, or is new.",
     UnsupportedArtifact => "unsupported_artifact": "From a registry: the manifest is not a bundle artifact (another type, not exactly one layer, another layer media type).",
     BlobMismatch => "blob_mismatch": "From a registry: a layer or manifest whose bytes are not the ones its sha256 digest and size name.",
+    AttestationMissing => "attestation_missing": "An attestation the gate requires (--require-provenance, or a source or builder flag) is not there.",
+    AttestationMalformed => "attestation_malformed": "An attestation is not a Sigstore bundle v0.3 holding a DSSE envelope with an in-toto Statement v1, or is over the size or nesting caps.",
+    AttestationPayloadType => "attestation_payload_type": "An attestation's DSSE payload type is not application/vnd.in-toto+json.",
+    AttestationPredicateType => "attestation_predicate_type": "An attestation's predicate type is not SLSA Provenance v1 or the agent contract.",
+    AttestationUnsigned => "attestation_unsigned": "An attestation has no signature that verifies (none, or tampered).",
+    AttestationUntrusted => "attestation_untrusted": "An attestation is signed only by keys that are not trusted (for this agent).",
+    AttestationSubjectMismatch => "attestation_subject_mismatch": "An attestation is about another file: no subject has the bundle's SHA-256.",
+    AttestationContractMismatch => "attestation_contract_mismatch": "The agent-contract attestation says something other than the bundle's signed tools.json and policy.caps.",
+    ProvenanceMismatch => "provenance_mismatch": "The provenance's source repository, ref or builder is not the one --source-repo, --source-ref or --builder-id requires.",
     IoError => "io_error": "An entry could not be written while unpacking (exit 2). A bundle that cannot be read at all (a file, a registry: `auth_failed`, `tls_error`, `timeout`) is an error with its own exit-2 code, not a rejection.",
 }
 
@@ -49,11 +58,20 @@ pub struct Rejection {
     /// The agent and signer, when known at the time of rejection.
     pub agent: Option<(String, String)>,
     pub key_id: Option<String>,
+    /// The attestations judged before the rejection (`verify --attestation`), each with its verdict.
+    pub attestations: Vec<crate::evidence::judge::Judged>,
 }
 
 impl Rejection {
     pub fn new(reason: Reason, path: Option<&str>, message: impl Into<String>) -> Self {
-        Rejection { reason, path: path.map(str::to_owned), message: message.into(), agent: None, key_id: None }
+        Rejection {
+            reason,
+            path: path.map(str::to_owned),
+            message: message.into(),
+            agent: None,
+            key_id: None,
+            attestations: Vec::new(),
+        }
     }
 }
 
@@ -77,6 +95,6 @@ impl From<ArchiveError> for Rejection {
             | ArchiveError::Io { path, .. } => path.clone(),
             _ => None,
         };
-        Rejection { reason, path, message: e.to_string(), agent: None, key_id: None }
+        Rejection { reason, path, message: e.to_string(), agent: None, key_id: None, attestations: Vec::new() }
     }
 }

@@ -75,6 +75,8 @@ pub struct Verified {
     pub held: HashMap<String, Vec<u8>>,
     /// The BLAKE3 of the signed manifest's bytes: what a state file records.
     pub manifest_blake3: blake3::Hash,
+    /// The attestations the gate judged and accepted (none when it was given none).
+    pub attestations: Vec<crate::evidence::judge::Judged>,
 }
 
 /// Where verified entries go: nowhere (verify), or a folder (unpack).
@@ -174,6 +176,7 @@ fn run(
         tools,
         held: kept,
         manifest_blake3,
+        attestations: Vec::new(),
     })
 }
 

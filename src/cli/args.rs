@@ -4,7 +4,8 @@
 
 use std::path::PathBuf;
 
-use agent_bundle::ops::gate::GateOptions;
+use agent_bundle::evidence::judge::AttestPolicy;
+use agent_bundle::ops::gate::{AttestOptions, GateOptions};
 use agent_bundle::trust::TrustedKeys;
 
 use super::{Format, Global};
@@ -58,6 +59,52 @@ pub struct GateArgs {
     /// baseline`); a folder of baselines (`baselines/`) gives each agent its `<agent>.toml`.
     #[arg(long, value_name = "FILE|DIR")]
     pub baseline: Option<PathBuf>,
+    #[command(flatten)]
+    pub attest: AttestArgs,
+}
+
+/// What the gate requires of attestations (verify, unpack, pull).
+#[derive(Debug, clap::Args)]
+pub struct AttestArgs {
+    /// Judge these attestations (Sigstore bundles with in-toto statements, as `pack --attest`
+    /// writes them) instead of those found beside the bundle (<BUNDLE>.provenance.sigstore.json,
+    /// <BUNDLE>.contract.sigstore.json). Each must be signed by a trusted key and be about the
+    /// bundle's SHA-256.
+    #[arg(long = "attestation", value_name = "FILE")]
+    pub files: Vec<PathBuf>,
+    /// Do not look for attestations beside the bundle.
+    #[arg(long)]
+    pub no_discover_attestations: bool,
+    /// Require a trusted SLSA provenance attestation about the bundle (attestation_missing).
+    #[arg(long)]
+    pub require_provenance: bool,
+    /// Require the provenance's source repository to be exactly URI (its resolved dependency
+    /// `git+URI@REF`, without `git+` and `@REF`); implies --require-provenance.
+    #[arg(long, value_name = "URI")]
+    pub source_repo: Option<String>,
+    /// Require the provenance's source ref to be exactly REF (`refs/heads/main`,
+    /// `refs/tags/v1.4.0`); implies --require-provenance.
+    #[arg(long, value_name = "REF")]
+    pub source_ref: Option<String>,
+    /// Require the provenance's `runDetails.builder.id` to be exactly ID; implies
+    /// --require-provenance.
+    #[arg(long, value_name = "ID")]
+    pub builder_id: Option<String>,
+}
+
+impl AttestArgs {
+    pub fn options(self) -> AttestOptions {
+        AttestOptions {
+            discover: !self.no_discover_attestations,
+            files: self.files,
+            policy: AttestPolicy {
+                require_provenance: self.require_provenance,
+                source_repo: self.source_repo,
+                source_ref: self.source_ref,
+                builder_id: self.builder_id,
+            },
+        }
+    }
 }
 
 impl GateArgs {
@@ -70,6 +117,7 @@ impl GateArgs {
             now: global.now(),
             state: self.state,
             baseline: self.baseline,
+            attest: self.attest.options(),
         }
     }
 }

@@ -123,6 +123,11 @@ pub struct PackReport<'a> {
     pub content_bytes: u64,
     pub bundle_bytes: u64,
     pub relocked: bool,
+    /// With `--attest`: the bundle's SHA-256 (the attestations' subject) and their files.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sha256: Option<&'a str>,
+    #[serde(skip_serializing_if = "<[String]>::is_empty")]
+    pub attestations: Vec<String>,
 }
 
 /// `inspect`.
@@ -362,6 +367,9 @@ pub struct PushReport<'a> {
     pub signature_checked: bool,
     pub layer: PushedLayer<'a>,
     pub config: PushedConfig,
+    /// The attestations pushed as referrers of the manifest (their manifest digests).
+    #[serde(skip_serializing_if = "<[String]>::is_empty")]
+    pub referrers: &'a [String],
 }
 
 /// The bundle's layer as pushed.

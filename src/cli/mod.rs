@@ -2,6 +2,7 @@
 //! command's result. Only this layer prints.
 
 mod args;
+mod attest;
 mod baseline;
 mod check;
 mod completions;
@@ -91,6 +92,7 @@ enum Command {
     Lock(lock::Args),
     Keygen(keygen::Args),
     Pack(pack::Args),
+    Attest(attest::Args),
     Pubkey(pubkey::Args),
     Verify(verify::Args),
     Inspect(inspect::Args),
@@ -114,6 +116,7 @@ impl Command {
             Command::Check(a) => a.targets.format,
             Command::Lock(a) => a.targets.format,
             Command::Pack(a) => a.format,
+            Command::Attest(a) => a.format,
             Command::Verify(a) => a.format,
             Command::Inspect(a) => a.format,
             Command::Unpack(a) => a.format,
@@ -254,6 +257,7 @@ pub fn main() -> ExitCode {
         Command::Lock(args) => lock::run(args, global),
         Command::Keygen(args) => keygen::run(args, global),
         Command::Pack(args) => pack::run(args, global),
+        Command::Attest(args) => attest::run(args, global),
         Command::Pubkey(args) => pubkey::run(args, global),
         Command::Verify(args) => verify::run(args, global),
         Command::Inspect(args) => inspect::run(args, global),

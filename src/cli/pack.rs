@@ -47,6 +47,11 @@ pub struct Args {
     /// `90d`, `12h`, `2w` (units s, m, h, d, w).
     #[arg(long, value_name = "SPAN")]
     expires_in: Option<String>,
+    /// Also write signed in-toto attestations beside the bundle, as Sigstore bundles:
+    /// <BUNDLE>.provenance.sigstore.json (SLSA Provenance v1) and
+    /// <BUNDLE>.contract.sigstore.json (the agent contract). Without it, stale ones are removed.
+    #[arg(long)]
+    attest: bool,
     /// zstd compression level, 1-19.
     #[arg(long, value_name = "N", default_value_t = agent_bundle::archive::DEFAULT_LEVEL)]
     level: i32,
@@ -115,9 +120,11 @@ pub fn run(args: Args, global: Global) -> anyhow::Result<Outcome> {
         locked: args.locked,
         level: args.level,
         mtime: mtime()?,
+        source_date_epoch: std::env::var_os("SOURCE_DATE_EPOCH").map(|_| mtime()).transpose()?,
         now: global.now(),
         expires,
         force: args.force,
+        attest: args.attest,
     };
     let mut outcome = Outcome::Ok;
     let mut results = Vec::new();
@@ -170,6 +177,8 @@ fn pack_one(
                     content_bytes: p.content_bytes,
                     bundle_bytes: p.bundle_bytes,
                     relocked: p.relocked,
+                    sha256: (!p.attestations.is_empty()).then_some(p.sha256.as_str()),
+                    attestations: p.attestations.iter().map(|a| a.display().to_string()).collect(),
                 })),
                 Format::Github => {
                     output::notice(
@@ -194,6 +203,9 @@ fn pack_one(
                             p.key_id
                         ),
                     );
+                    for file in &p.attestations {
+                        output::status(global, &format!("attested {} -> {}", p.name, file.display()));
+                    }
                     None
                 }
             };

@@ -47,9 +47,11 @@ pub fn run(args: Args, global: Global) -> anyhow::Result<Outcome> {
     let source = args.registry.source(Path::new(&args.reference))?;
     let keys = load_trust(&args.trust)?;
     // A baseline or state file that cannot be read stops the run before anything is fetched.
-    let gate = Gate::open(args.gate.options(keys, global))?;
+    let gate = std::cell::RefCell::new(Some(Gate::open(args.gate.options(keys, global))?));
     let label = PathBuf::from(reference.to_string());
-    let result = pull::pull(&source, &args.output, |input| {
+    let before = |sha256: &str, fetched| gate.borrow_mut().as_mut().expect("the gate").before_layer(sha256, fetched);
+    let result = pull::pull(&source, &args.output, before, |input| {
+        let gate = gate.borrow_mut().take().expect("the gate runs once");
         anyhow::Ok(match gate.run(input, &label, &mut Discard)? {
             passed @ Verdict::Passed { .. } => Ok(passed),
             Verdict::Refused { rejection, .. } => Err(rejection),

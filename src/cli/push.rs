@@ -110,6 +110,7 @@ pub fn run(args: Args, global: Global) -> anyhow::Result<Outcome> {
             signature_checked: v.signature_checked,
             layer: PushedLayer { digest: &pushed.layer_digest, size: pushed.layer_size, upload: pushed.layer },
             config: PushedConfig { upload: pushed.config },
+            referrers: &pushed.referrers,
         })?,
         Format::Human | Format::Github => {
             let checked = if v.signature_checked { "" } else { " (signature not checked: pass --key)" };

@@ -27,12 +27,15 @@ enum SchemaFile {
     Tools,
     /// manifest.toml format 1.
     Manifest,
+    /// The agent-contract predicate of `pack --attest` (for policy engines).
+    ContractPredicate,
 }
 
 pub fn run(args: Args) -> anyhow::Result<Outcome> {
     let text = match args.file {
         SchemaFile::Tools => schemas::TOOLS_V1,
         SchemaFile::Manifest => schemas::MANIFEST_V1,
+        SchemaFile::ContractPredicate => schemas::AGENT_CONTRACT_V1,
     };
     let mut out = std::io::stdout().lock();
     out.write_all(text.as_bytes())?;

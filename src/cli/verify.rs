@@ -193,6 +193,9 @@ pub fn render(bundle: &Path, verdict: &Verdict, format: Format, global: Global) 
                         v.files.len()
                     ),
                 );
+                for a in &v.attestations {
+                    output::status(global, &format!("  {}", attestation_line(a)));
+                }
             }
             Err(r) => {
                 let at = r.path.as_deref().map(|p| format!("\n  entry: {}", sanitize(p))).unwrap_or_default();
@@ -207,6 +210,28 @@ pub fn render(bundle: &Path, verdict: &Verdict, format: Format, global: Global) 
         },
     }
     Ok(outcome)
+}
+
+/// One attestation as `verify` and `inspect` list it: predicate, signers, subject, and for
+/// provenance the builder and source.
+pub fn attestation_line(a: &agent_bundle::evidence::judge::Judged) -> String {
+    let kind = a.kind().map_or_else(|| a.predicate_type.clone().unwrap_or_default(), |k| k.name().to_owned());
+    let mut line = format!("attestation {kind} ({}): ", sanitize(&a.source));
+    line += &match a.signers.as_slice() {
+        [] => "no trusted signature".to_owned(),
+        ids => format!("signed by {}", ids.join(", ")),
+    };
+    line += if a.subject_matches { ", subject matches" } else { ", subject does NOT match" };
+    if let Some(builder) = &a.builder {
+        line += &format!(", builder {}", sanitize(builder));
+    }
+    if let Some(source) = &a.source_uri {
+        line += &format!(", source {}", sanitize(source));
+    }
+    if a.verdict != "ok" {
+        line += &format!(" [{}]", a.verdict);
+    }
+    line
 }
 
 /// The gate's findings on stderr: rejecting drift (when `rejected`) or warnings, each with what

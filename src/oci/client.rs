@@ -391,6 +391,36 @@ impl Client {
         read_limited(&url, response, limit)
     }
 
+    /// `PUT /manifests/<reference>` of a manifest with a `subject`: whether the registry
+    /// answered with `OCI-Subject`, i.e. it keeps the referrers index itself (OCI 1.1). A
+    /// registry without the referrers API ignores the field, and the client keeps the fallback
+    /// tag (`crate::oci::referrers`).
+    pub fn put_manifest_with_subject(
+        &mut self,
+        reference: &str,
+        bytes: &[u8],
+        media_type: &str,
+    ) -> Result<bool, OciError> {
+        let url = self.url(&format!("manifests/{reference}"));
+        retry(|| {
+            let response = self.send("PUT", &url, &[("Content-Type", media_type)], bytes)?;
+            let has_subject = response.headers().contains_key("OCI-Subject");
+            expect_status(&url, response, 201).map(|()| has_subject)
+        })
+    }
+
+    /// `GET <path>` of a manifest or index under `limit`; `None` for 404 (and, for the
+    /// referrers API, for a registry that does not have it: 404 as well).
+    pub fn get_optional(&mut self, path: &str, accept: &str, limit: u64) -> Result<Option<Vec<u8>>, OciError> {
+        let url = self.url(path);
+        let response = self.send("GET", &url, &[("Accept", accept)], &[])?;
+        match response.status().as_u16() {
+            200 => read_limited(&url, response, limit).map(Some),
+            404 => Ok(None),
+            s => Err(status_error(&url, response, s)),
+        }
+    }
+
     /// `GET /blobs/<digest>` as a stream; the caller bounds and checks it.
     pub fn get_blob(&mut self, digest: &str) -> Result<Box<dyn Read + Send>, OciError> {
         let url = self.url(&format!("blobs/{digest}"));

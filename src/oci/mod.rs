@@ -7,6 +7,7 @@ pub mod auth;
 pub mod client;
 pub mod prefetch;
 pub mod reference;
+pub mod referrers;
 
 use std::io::Read;
 
@@ -22,6 +23,9 @@ pub enum Refusal {
     UnsupportedArtifact,
     /// A blob or manifest whose bytes are not the ones its digest and size name.
     BlobMismatch,
+    /// A referrers index or referrer that is not an attestation we can read (too many entries,
+    /// not JSON, a referrer of another subject).
+    AttestationMalformed,
 }
 
 /// Why a registry operation failed.
@@ -93,6 +97,27 @@ pub fn fetch_manifest(client: &mut Client, reference: &Reference) -> Result<(Str
     let artifact = artifact::parse_manifest(&bytes)
         .map_err(|why| OciError::Rejected(Refusal::UnsupportedArtifact, format!("{reference}: {why}")))?;
     Ok((digest, artifact))
+}
+
+/// Connects, fetches the manifest, then the attestations attached to it (referrers of our
+/// `artifact_types`), which `judge` sees with the layer's SHA-256 (hex) BEFORE the layer is
+/// requested: an `Err` from `judge` stops there, and the layer's bytes never move.
+pub fn open_layer_judged<R>(
+    reference: &Reference,
+    options: &Options,
+    artifact_types: &[&str],
+    judge: impl FnOnce(&str, Vec<(String, Vec<u8>)>) -> Result<(), R>,
+) -> Result<Result<Layer, R>, OciError> {
+    let mut client = Client::connect(reference, options, false, None)?;
+    let (manifest_digest, artifact) = fetch_manifest(&mut client, reference)?;
+    let attestations = referrers::fetch(&mut client, &manifest_digest, artifact_types)?;
+    let sha256 = artifact.layer_digest.strip_prefix("sha256:").unwrap_or_default().to_owned();
+    if let Err(r) = judge(&sha256, attestations) {
+        return Ok(Err(r));
+    }
+    let body = client.get_blob(&artifact.layer_digest)?;
+    let reader = CheckedReader::new(body, &artifact.layer_digest, artifact.layer_size);
+    Ok(Ok(Layer { manifest_digest, artifact, reader }))
 }
 
 /// Connects, fetches the manifest, and opens the layer as a checked stream.

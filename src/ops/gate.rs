@@ -16,9 +16,14 @@ use serde::Serialize;
 use crate::bundle::verify::{self, Expect, Reason, Rejection, Sink, Trust, Verified};
 use crate::contract::baseline::{self, Baseline, BaselineError, Findings};
 use crate::contract::release;
+use crate::evidence::{
+    self,
+    judge::{self, AttestPolicy, Judged},
+};
 use crate::state::{StateError, StateFile};
 use crate::timestamp::Timestamp;
 use crate::trust::TrustedKeys;
+use sha2::{Digest as _, Sha256};
 
 /// What the gate requires of a bundle.
 #[derive(Debug, Clone)]
@@ -38,6 +43,19 @@ pub struct GateOptions {
     /// A folder holds one baseline per agent, `<agent name>.toml` (as `bundle baseline
     /// snapshot` writes them), picked once the bundle's agent is known.
     pub baseline: Option<PathBuf>,
+    /// Attestations to judge (`--attestation`, and those beside the bundle) and what they must say.
+    pub attest: AttestOptions,
+}
+
+/// The attestation part of the gate (docs/book/src/guides/attestations.md).
+#[derive(Debug, Clone, Default)]
+pub struct AttestOptions {
+    /// `--attestation FILE...`: Sigstore bundles to judge, read by [`Gate::open`].
+    pub files: Vec<PathBuf>,
+    /// Whether to look beside a bundle file for `<BUNDLE>.{provenance,contract}.sigstore.json`
+    /// (on unless `--no-discover-attestations`; off when files are named).
+    pub discover: bool,
+    pub policy: AttestPolicy,
 }
 
 /// Why the gate could not judge a bundle, or could not record that it passed (exit 2). A
@@ -113,6 +131,10 @@ pub struct Gate {
     opts: GateOptions,
     baseline: Option<Baseline>,
     state: Option<StateFile>,
+    /// The attestations to judge, with where each came from.
+    attestations: Vec<(String, Vec<u8>)>,
+    /// Judged before the bundle was read (a registry's referrers, [`Gate::judge_before`]).
+    judged: Option<Vec<Judged>>,
 }
 
 impl Gate {
@@ -126,7 +148,40 @@ impl Gate {
             other => other.map(baseline::read).transpose()?,
         };
         let state = opts.state.as_deref().map(StateFile::open).transpose()?;
-        Ok(Gate { opts, baseline, state })
+        let attestations = opts.attest.files.iter().map(|p| read_attestation(p)).collect::<Result<_, _>>()?;
+        Ok(Gate { opts, baseline, state, attestations, judged: None })
+    }
+
+    /// Judges attestations fetched from a registry against the bundle's SHA-256 (the layer
+    /// digest its manifest names), before the layer is downloaded: `Some` is the refusal.
+    /// [`Gate::run`] then finishes the judgement (key scopes, the contract) on the bundle.
+    pub fn judge_before(&mut self, fetched: Vec<(String, Vec<u8>)>, sha256: &str) -> Option<Rejection> {
+        self.attestations.extend(fetched);
+        if self.attestations.is_empty() && !self.opts.attest.policy.needs_provenance() {
+            return None;
+        }
+        let (judged, rejection) = judge::judge(&self.attestations, sha256, &self.opts.keys, &self.opts.attest.policy);
+        self.judged = Some(judged);
+        rejection.map(|mut r| {
+            r.attestations = self.judged.take().unwrap_or_default();
+            r
+        })
+    }
+
+    /// [`Gate::judge_before`] as the registry client's hook (`crate::oci::open_layer_judged`).
+    pub fn before_layer(&mut self, sha256: &str, fetched: Vec<(String, Vec<u8>)>) -> Result<(), Rejection> {
+        self.judge_before(fetched, sha256).map_or(Ok(()), Err)
+    }
+
+    /// Whether this gate judges attestations for a bundle at `origin`: files given, found
+    /// beside it, or required by the policy. Discovered files are read here.
+    fn collect_attestations(&mut self, origin: &Path) -> Result<bool, GateError> {
+        if self.opts.attest.discover && self.opts.attest.files.is_empty() && self.judged.is_none() && origin.is_file() {
+            for path in evidence::files::discover(origin) {
+                self.attestations.push(read_attestation(&path)?);
+            }
+        }
+        Ok(self.judged.is_some() || !self.attestations.is_empty() || self.opts.attest.policy.needs_provenance())
     }
 
     /// Judges the bundle read from `input`, streaming its entries into `sink`. `origin` names
@@ -139,16 +194,24 @@ impl Gate {
     /// is a [`GateError`]. A caller that buffers `input` elsewhere (a temp file of a download)
     /// may use that copy only after `Passed`.
     pub fn run(mut self, input: impl BufRead, origin: &Path, sink: &mut dyn Sink) -> Result<Verdict, GateError> {
+        let attesting = self.collect_attestations(origin)?;
         let expect = Expect {
             name: self.opts.name.as_deref(),
             now: Some(self.opts.now),
             state: self.state.as_ref().map(|s| &s.state),
             min_version: self.opts.min_version.as_ref(),
         };
-        let verified = match verify::verify(input, Trust::Keys(&self.opts.keys), &expect, sink) {
+        let mut input = Sha256Reader { inner: input, sha256: attesting.then(Sha256::new) };
+        let mut verified = match verify::verify(&mut input, Trust::Keys(&self.opts.keys), &expect, sink) {
             Ok(v) => v,
             Err(rejection) => return Ok(Verdict::Refused { rejection, baseline: None }),
         };
+        if let Some(sha256) = input.finish().map_err(|e| crate::Error::io(origin, e))? {
+            match self.judge_attestations(&verified, origin, &sha256) {
+                Ok(judged) => verified.attestations = judged,
+                Err(rejection) => return Ok(Verdict::Refused { rejection, baseline: None }),
+            }
+        }
         self.pick_baseline(&verified)?;
         let report = match self.judge_contracts(&verified, origin)? {
             Ok(report) => report,
@@ -166,6 +229,34 @@ impl Gate {
         }
         sink.commit()?;
         Ok(Verdict::Passed { verified: Box::new(verified), baseline: report })
+    }
+
+    /// Both steps of the attestation judgement on a verified bundle whose file has `sha256`.
+    fn judge_attestations(&mut self, v: &Verified, origin: &Path, sha256: &str) -> Result<Vec<Judged>, Rejection> {
+        let (mut judged, early) = match self.judged.take() {
+            Some(judged) => (judged, None),
+            None => judge::judge(&self.attestations, sha256, &self.opts.keys, &self.opts.attest.policy),
+        };
+        let refuse = |mut r: Rejection, judged: Vec<Judged>| {
+            r.agent = Some((v.manifest.name.clone(), v.manifest.version.to_string()));
+            r.key_id = Some(v.key_id.clone());
+            r.attestations = judged;
+            r
+        };
+        if let Some(r) = early {
+            return Err(refuse(r, judged));
+        }
+        let contracts = release::from_verified(v, origin).map_err(|e| e.to_string());
+        let expected = contracts.map(|c| evidence::contract::predicate(&c, &v.manifest_blake3));
+        match judge::judge_with_bundle(
+            &mut judged,
+            &v.manifest.name,
+            &self.opts.keys,
+            expected.as_ref().map_err(Clone::clone),
+        ) {
+            Some(r) => Err(refuse(r, judged)),
+            None => Ok(judged),
+        }
     }
 
     /// With a folder of baselines, reads the verified agent's: `DIR/<agent>.toml`. A missing
@@ -246,6 +337,62 @@ pub fn preflight(opts: &GateOptions) -> Result<(), GateError> {
     .into())
 }
 
+/// Reads one attestation file within the cap (a larger one is read no further and refused by
+/// the judgement as too large).
+fn read_attestation(path: &Path) -> Result<(String, Vec<u8>), GateError> {
+    use std::io::Read as _;
+    // Only a regular file: a FIFO or device named as an attestation is refused unread.
+    let file = crate::regular_file::open(path, crate::regular_file::Links::Follow)
+        .map_err(|e| crate::Error::io(path, e.into_io()))?;
+    let mut bytes = Vec::new();
+    file.take(crate::attest::MAX_ATTESTATION_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| crate::Error::io(path, e))?;
+    Ok((path.display().to_string(), bytes))
+}
+
+/// The bundle's input, hashed with SHA-256 as the verifier consumes it (when attestations are
+/// judged), so that the subject digest costs no second pass.
+struct Sha256Reader<R> {
+    inner: R,
+    sha256: Option<Sha256>,
+}
+
+impl<R: BufRead> Sha256Reader<R> {
+    /// Reads what the verifier left (nothing, for a bundle it accepted) and returns the hex digest.
+    fn finish(mut self) -> std::io::Result<Option<String>> {
+        if self.sha256.is_none() {
+            return Ok(None);
+        }
+        std::io::copy(&mut self, &mut std::io::sink())?;
+        Ok(self.sha256.map(|h| evidence::hex(&h.finalize())))
+    }
+}
+
+impl<R: BufRead> std::io::Read for Sha256Reader<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        if let Some(h) = self.sha256.as_mut() {
+            h.update(&buf[..n]);
+        }
+        Ok(n)
+    }
+}
+
+impl<R: BufRead> BufRead for Sha256Reader<R> {
+    fn fill_buf(&mut self) -> std::io::Result<&[u8]> {
+        self.inner.fill_buf()
+    }
+    fn consume(&mut self, amount: usize) {
+        if let Some(h) = self.sha256.as_mut()
+            && let Ok(buf) = self.inner.fill_buf()
+        {
+            h.update(&buf[..amount.min(buf.len())]);
+        }
+        self.inner.consume(amount);
+    }
+}
+
 /// Opens a gate and judges one bundle with it: [`Gate::open`] then [`Gate::run`].
 pub fn gate(input: impl BufRead, origin: &Path, opts: GateOptions, sink: &mut dyn Sink) -> Result<Verdict, GateError> {
     Gate::open(opts)?.run(input, origin, sink)
@@ -267,6 +414,9 @@ pub struct VerdictReport<'a> {
     pub bytes: Option<u64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub baseline: Option<&'a BaselineReport>,
+    /// Every attestation judged, each with its verdict (`ok` or a reason code).
+    #[serde(skip_serializing_if = "<[Judged]>::is_empty")]
+    pub attestations: &'a [Judged],
 }
 
 /// An agent's name and version.
@@ -289,6 +439,7 @@ impl<'a> VerdictReport<'a> {
             files: Some(v.files.len()),
             bytes: Some(v.files.iter().map(|f| f.size).sum()),
             baseline,
+            attestations: &v.attestations,
         }
     }
 
@@ -304,6 +455,7 @@ impl<'a> VerdictReport<'a> {
             files: None,
             bytes: None,
             baseline,
+            attestations: &r.attestations,
         }
     }
 }
@@ -353,6 +505,7 @@ mod tests {
             now: Timestamp::parse("2026-01-01T00:00:00Z").expect("a timestamp"),
             state,
             baseline: None,
+            attest: AttestOptions::default(),
         }
     }
 

@@ -108,18 +108,32 @@ impl BundleSource {
                 }))
             }
             BundleSource::Registry { reference, options } => match oci::open_layer(reference, options) {
-                Ok(layer) => {
-                    let fault = layer.reader.mismatch();
-                    Ok(Ok(BundleInput {
-                        stream: Stream::Layer(Box::new(layer)),
-                        fault,
-                        label: self.label(),
-                        progress: None,
-                    }))
-                }
+                Ok(layer) => Ok(Ok(self.layer_input(layer))),
                 Err(e) => refusal_or_error(e).map(Err),
             },
         }
+    }
+
+    /// [`BundleSource::open`], and for a registry artifact its attestations (the referrers of
+    /// the bundle's manifest) are fetched and given to `before` with the layer's SHA-256 (hex)
+    /// BEFORE the layer is requested: a refusal there stops, and the layer's bytes never move.
+    /// A file's attestations lie beside it, where the gate finds them itself.
+    pub fn open_judged<'p>(
+        &self,
+        progress: &'p dyn Progress,
+        before: impl FnOnce(&str, Vec<(String, Vec<u8>)>) -> Result<(), Rejection>,
+    ) -> Result<Result<BundleInput<'p>, Rejection>, InputError> {
+        let BundleSource::Registry { reference, options } = self else { return self.open(progress) };
+        match oci::open_layer_judged(reference, options, &crate::evidence::files::ARTIFACT_TYPES, before) {
+            Ok(Ok(layer)) => Ok(Ok(self.layer_input(layer))),
+            Ok(Err(rejection)) => Ok(Err(rejection)),
+            Err(e) => refusal_or_error(e).map(Err),
+        }
+    }
+
+    fn layer_input<'p>(&self, layer: oci::Layer) -> BundleInput<'p> {
+        let fault = layer.reader.mismatch();
+        BundleInput { stream: Stream::Layer(Box::new(layer)), fault, label: self.label(), progress: None }
     }
 
     /// A registry artifact's manifest and (unsigned, informational) config, without the

@@ -15,7 +15,8 @@ use crate::keys::Signer;
 use crate::manifest::{self, Digest};
 use crate::progress::{Progress, ProgressRead};
 use crate::timestamp::Timestamp;
-use crate::{atomic, trust};
+use crate::{atomic, evidence, trust};
+use sha2::{Digest as _, Sha256};
 
 #[derive(Debug, Clone)]
 pub struct PackOptions {
@@ -28,6 +29,8 @@ pub struct PackOptions {
     pub level: i32,
     /// The mtime written in every header (`SOURCE_DATE_EPOCH`, else 0).
     pub mtime: u64,
+    /// `SOURCE_DATE_EPOCH` when set: the build time in the provenance (none otherwise).
+    pub source_date_epoch: Option<u64>,
     /// The time `[bundle] expires` is judged against: pack refuses an already expired manifest.
     pub now: Timestamp,
     /// `--expires`/`--expires-in`: the `[bundle] expires` written into the bundle's manifest
@@ -36,6 +39,9 @@ pub struct PackOptions {
     /// Replace an existing bundle with different bytes (`--force`). Without it, a released
     /// bundle is never silently replaced: the same bytes are "unchanged", others refused.
     pub force: bool,
+    /// `--attest`: also write signed provenance and contract attestations beside the bundle
+    /// (crate::evidence); without it, stale ones of an earlier pack are removed.
+    pub attest: bool,
 }
 
 /// A written bundle.
@@ -52,6 +58,10 @@ pub struct Packed {
     pub relocked: bool,
     /// The output already held exactly these bytes; it was left as it was.
     pub unchanged: bool,
+    /// The SHA-256 of the bundle file (lowercase hex), computed while it was written.
+    pub sha256: String,
+    /// The attestation files written beside the bundle (`--attest`).
+    pub attestations: Vec<PathBuf>,
 }
 
 /// Why a pack did not happen.
@@ -109,17 +119,19 @@ pub fn pack(dir: &Path, key: &mut Signer, opts: &PackOptions, progress: &dyn Pro
         signature: signature.as_bytes(),
         current: &current,
     };
-    let (content_bytes, bundle_bytes, unchanged) = bundle.write_atomically(m, opts, progress)?;
+    let written = bundle.write_atomically(m, key, opts, progress)?;
     Ok(Packed {
         path: output,
         name: checked.manifest.name,
         version: checked.manifest.version.to_string(),
         key_id: key.public_key().key_id_hex(),
         files: current.files.len(),
-        content_bytes,
-        bundle_bytes,
+        content_bytes: written.content_bytes,
+        bundle_bytes: written.bundle_bytes,
         relocked,
-        unchanged,
+        unchanged: written.unchanged,
+        sha256: written.sha256,
+        attestations: written.attestations,
     })
 }
 
@@ -263,11 +275,15 @@ struct Output {
     failed: Arc<AtomicBool>,
     writeback: atomic::Writeback,
     unsynced: u64,
+    /// The SHA-256 of the bundle file, on the compressing thread as the bytes go by (the
+    /// subject digest of its attestations and the registry's layer digest), not in a second pass.
+    sha256: Sha256,
 }
 
 impl Write for Output {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
         let n = self.file.write(buf).inspect_err(|_| self.failed.store(true, Ordering::Relaxed))?;
+        self.sha256.update(&buf[..n]);
         self.unsynced += n as u64;
         if self.unsynced >= WRITEBACK_CHUNK {
             self.writeback.request();
@@ -307,6 +323,16 @@ fn archive_failure(e: crate::archive::ArchiveError, dir: &Path, output: &Path) -
     PackFailure::Rejected(report)
 }
 
+/// What writing one bundle gave.
+struct Written {
+    content_bytes: u64,
+    bundle_bytes: u64,
+    unchanged: bool,
+    /// The bundle file's SHA-256 (lowercase hex), computed while it was written.
+    sha256: String,
+    attestations: Vec<PathBuf>,
+}
+
 /// What one bundle holds, and where it goes.
 struct Contents<'a> {
     /// The agent folder (for naming its files in problems).
@@ -318,21 +344,22 @@ struct Contents<'a> {
 }
 
 impl Contents<'_> {
-    /// Writes the bundle to a temporary file beside the output and renames it into place:
-    /// (content bytes, bundle bytes).
+    /// Writes the bundle to a temporary file beside the output and renames it into place,
+    /// with its attestations (`--attest`) beside it.
     fn write_atomically(
         &self,
         m: &manifest::Manifest,
+        key: &mut Signer,
         opts: &PackOptions,
         progress: &dyn Progress,
-    ) -> Result<(u64, u64, bool), PackFailure> {
+    ) -> Result<Written, PackFailure> {
         let output = self.output;
         // The one rule for outputs: parents created, a link written through, never a device,
         // FIFO or folder replaced (`-o /dev/null` would replace the device node itself).
         let out = atomic::Output::new(output, "-o").map_err(Error::from)?;
         let temp = out.temp().map_err(Error::from)?;
         atomic::release_cache(output);
-        let content_bytes = self.write(temp.as_file(), opts, progress)?;
+        let (content_bytes, sha256) = self.write(temp.as_file(), opts, progress)?;
         let bundle_bytes = temp.as_file().metadata().map_err(|e| Error::io(temp.path(), e))?.len();
         // A released bundle is never replaced silently: the same bytes are left as they are; other
         // bytes under the same name (same agent and version, tools changed) need --force.
@@ -348,12 +375,31 @@ impl Contents<'_> {
                 ))
                 .into());
             }
+        }
+        // Signed before the bundle is put in place, so that a signer failure leaves nothing new.
+        let attestations = match opts.attest {
+            true => {
+                let facts = evidence::provenance::BuildFacts {
+                    agent_dir: self.dir,
+                    locked: opts.locked,
+                    level: Some(opts.level),
+                    expires: opts.expires,
+                    source_date_epoch: opts.source_date_epoch,
+                };
+                let agent = crate::ops::contracts::load(self.dir)
+                    .map_err(|e| Error::Usage(format!("cannot attest the agent's contracts: {e}")))?;
+                evidence::for_packed(&facts, &agent, output, &sha256, self.manifest, key)?
+            }
+            false => Vec::new(),
+        };
+        if !unchanged {
             out.commit(temp).map_err(Error::from)?;
         }
-        Ok((content_bytes, bundle_bytes, unchanged))
+        let attestations = evidence::files::replace_beside(output, &attestations)?;
+        Ok(Written { content_bytes, bundle_bytes, unchanged, sha256: evidence::hex(&sha256), attestations })
     }
 
-    fn write(&self, file: &File, opts: &PackOptions, progress: &dyn Progress) -> Result<u64, PackFailure> {
+    fn write(&self, file: &File, opts: &PackOptions, progress: &dyn Progress) -> Result<(u64, [u8; 32]), PackFailure> {
         let (dir, output, current) = (self.dir, self.output, self.current);
         let failed = Arc::new(AtomicBool::new(false));
         let archive_err = |e: crate::archive::ArchiveError| {
@@ -381,6 +427,7 @@ impl Contents<'_> {
             failed: Arc::clone(&failed),
             writeback: atomic::Writeback::new(file),
             unsynced: 0,
+            sha256: Sha256::new(),
         };
         let mut writer =
             ArchiveWriter::new(BufWriter::with_capacity(1 << 20, out), opts.level, opts.mtime).map_err(archive_err)?;
@@ -410,6 +457,7 @@ impl Contents<'_> {
         let mut out = writer.finish().map_err(archive_err)?;
         progress.end();
         out.flush().map_err(|e| Error::io(output, e))?;
-        Ok(total)
+        let out = out.into_inner().map_err(|e| Error::io(output, e.into_error()))?;
+        Ok((total, out.sha256.finalize().into()))
     }
 }

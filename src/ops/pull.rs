@@ -28,9 +28,11 @@ pub struct Pulled {
 /// Runs `judge` (the deployment gate) over the bundle `source` names while the bytes stream
 /// into a temp file beside `dest`; renames it to `dest` only if `judge` accepted and the
 /// layer matched its descriptor. `judge` must read its input to the end before accepting.
+/// `before` judges the bundle's attestations (its referrers) before the layer is requested.
 pub fn pull<T, E: From<Error> + From<InputError>>(
     source: &BundleSource,
     dest: &Path,
+    before: impl FnOnce(&str, Vec<(String, Vec<u8>)>) -> Result<(), Rejection>,
     judge: impl FnOnce(&mut dyn BufRead) -> Result<Result<T, Rejection>, E>,
 ) -> Result<Result<(Pulled, T), Rejection>, E> {
     if !matches!(source, BundleSource::Registry { .. }) {
@@ -41,7 +43,7 @@ pub fn pull<T, E: From<Error> + From<InputError>>(
         .into());
     }
     let output = atomic::Output::new(dest, "-o").map_err(|e| E::from(Error::from(e)))?;
-    let input = match source.open(&Silent)? {
+    let input = match source.open_judged(&Silent, before)? {
         Ok(input) => input,
         Err(rejection) => return Ok(Err(rejection)),
     };

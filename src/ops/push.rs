@@ -10,10 +10,12 @@ use std::fs::File;
 use std::io::{BufReader, Read, Seek};
 use std::path::Path;
 
+use crate::attest::SigstoreBundle;
 use crate::bundle::verify::{self, Discard, Expect, Rejection, Trust, Verified};
+use crate::evidence::files;
 use crate::oci::artifact::{self, Config, Sha256Counter};
 use crate::oci::client::BlobPush;
-use crate::oci::{self, Client, OciError, Reference};
+use crate::oci::{self, Client, OciError, Reference, referrers};
 use crate::timestamp::Timestamp;
 use crate::trust::TrustedKeys;
 
@@ -42,6 +44,9 @@ pub struct Pushed {
     pub layer_digest: String,
     pub layer_size: u64,
     pub verified: Box<Verified>,
+    /// The attestations found beside the bundle, pushed as referrers of its manifest (their
+    /// manifest digests).
+    pub referrers: Vec<String>,
 }
 
 /// Why nothing was pushed.
@@ -94,6 +99,7 @@ pub fn push(opts: &Options<'_>) -> Result<Pushed, PushError> {
         .into());
     }
 
+    let attestations = attestations_beside(opts.bundle, &layer_digest)?;
     let mount = opts.mount_from.as_deref();
     let mut client = Client::connect(&opts.reference, &opts.registry, true, mount)?;
     let config_push = client.push_blob(
@@ -119,6 +125,8 @@ pub fn push(opts: &Options<'_>) -> Result<Pushed, PushError> {
     if tags.is_empty() {
         client.put_manifest(&digest, &manifest, artifact::MANIFEST_MEDIA_TYPE)?;
     }
+    let subject = referrers::Subject { digest: &digest, size: manifest.len() as u64 };
+    let referrers = referrers::push(&mut client, &subject, &attestations)?;
     let by_digest = Reference { tag: None, digest: Some(digest.clone()), ..opts.reference.clone() };
     references.push(by_digest.to_string());
     Ok(Pushed {
@@ -129,7 +137,34 @@ pub fn push(opts: &Options<'_>) -> Result<Pushed, PushError> {
         layer_digest,
         layer_size,
         verified: Box::new(verified),
+        referrers,
     })
+}
+
+/// The attestations beside the bundle (`pack --attest`'s files), each with its artifact type;
+/// one that is not about this bundle (`layer_digest`) stops the push: it would be refused by
+/// every gate that pulls it.
+fn attestations_beside(bundle: &Path, layer_digest: &str) -> Result<Vec<(&'static str, Vec<u8>)>, PushError> {
+    let mut found = Vec::new();
+    for kind in files::Kind::ALL {
+        let path = files::beside(bundle, kind);
+        if !path.is_file() {
+            continue;
+        }
+        let bytes = std::fs::read(&path).map_err(|e| OciError::Io(format!("{}: {e}", path.display())))?;
+        let about_this = SigstoreBundle::from_json(&bytes)
+            .and_then(|b| b.statement())
+            .is_ok_and(|s| s.has_sha256(layer_digest.trim_start_matches("sha256:")));
+        if !about_this {
+            return Err(OciError::Usage(format!(
+                "{} is not an attestation of this bundle (sha256 {layer_digest}); pack again with --attest, or remove it",
+                path.display()
+            ))
+            .into());
+        }
+        found.push((kind.artifact_type(), bytes));
+    }
+    Ok(found)
 }
 
 /// The config blob for a verified bundle.

@@ -130,9 +130,9 @@ fn remove_stale_staging(parent: &Path) {
 /// the staging folder nor the parent folders this created, and a replaced folder is untouched.
 /// The gate passes only a stream it read to its end, so a layer's digest is checked before
 /// the folder is renamed into place.
-pub fn unpack(source: &BundleSource, dest: &Path, gate: Gate, replace: bool) -> Result<Verdict, GateError> {
+pub fn unpack(source: &BundleSource, dest: &Path, mut gate: Gate, replace: bool) -> Result<Verdict, GateError> {
     check_dest(dest, replace)?;
-    let input = match source.open(&Silent)? {
+    let input = match source.open_judged(&Silent, |sha256, fetched| gate.before_layer(sha256, fetched))? {
         Ok(input) => input,
         Err(rejection) => return Ok(Verdict::Refused { rejection, baseline: None }),
     };

@@ -7,9 +7,10 @@ use crate::ops::input::BundleSource;
 use crate::progress::Progress;
 
 /// Judges the bundle `source` names with `gate`. A bundle that cannot be read is an error; a
-/// registry artifact refused before its bundle is read is a [`Verdict::Refused`].
-pub fn verify(source: &BundleSource, gate: Gate, progress: &dyn Progress) -> Result<Verdict, GateError> {
-    let input = match source.open(progress)? {
+/// registry artifact refused before its bundle is read (its attestations included) is a
+/// [`Verdict::Refused`].
+pub fn verify(source: &BundleSource, mut gate: Gate, progress: &dyn Progress) -> Result<Verdict, GateError> {
+    let input = match source.open_judged(progress, |sha256, fetched| gate.before_layer(sha256, fetched))? {
         Ok(input) => input,
         Err(rejection) => return Ok(Verdict::Refused { rejection, baseline: None }),
     };

@@ -19,7 +19,7 @@ use agent_bundle::minisign::SecretKey;
 use crate::snapshot::assert_run_snapshot;
 use crate::support::{Env, Run, bin, require_tool, testdata};
 
-const PIN: &str = "4711-secret-pin";
+pub(crate) const PIN: &str = "4711-secret-pin";
 const SO_PIN: &str = "so-pin-1234";
 
 // ---------------------------------------------------------------------------------------------
@@ -337,7 +337,7 @@ fn assert_same_bytes(dir: &Path, a: &str, b: &str) {
 }
 
 /// A minisign secret key file for `seed`, with the key id an agent or token key gets.
-fn write_file_key(dir: &Path, seed: &[u8; 32]) -> String {
+pub(crate) fn write_file_key(dir: &Path, seed: &[u8; 32]) -> String {
     let probe = SecretKey::from_seed(seed, [0; 8]);
     let key = SecretKey::from_seed(seed, derived_key_id(&probe.public_key().ed25519_bytes()));
     let path = dir.join("same.key");
@@ -388,7 +388,7 @@ fn openssh_ed25519_seed(path: &Path) -> [u8; 32] {
 }
 
 /// Writes an unencrypted OpenSSH ed25519 private key for `seed` (for `ssh-add`); returns its path.
-fn write_openssh_key(dir: &Path, seed: &[u8; 32]) -> PathBuf {
+pub(crate) fn write_openssh_key(dir: &Path, seed: &[u8; 32]) -> PathBuf {
     use ssh_encoding::Encode;
     let public = SecretKey::from_seed(seed, [0; 8]).public_key().ed25519_bytes();
     let mut blob = Vec::new();
@@ -436,14 +436,14 @@ fn sh(cmd: &mut Command) -> std::process::Output {
 }
 
 /// A real ssh-agent on a socket in a temp folder, killed by its pid when dropped.
-struct SshAgent {
+pub(crate) struct SshAgent {
     child: Child,
     socket: PathBuf,
     dir: tempfile::TempDir,
 }
 
 impl SshAgent {
-    fn start() -> Self {
+    pub(crate) fn start() -> Self {
         Self::start_with(&[])
     }
 
@@ -477,7 +477,7 @@ impl SshAgent {
         path
     }
 
-    fn add(&self, key: &Path) {
+    pub(crate) fn add(&self, key: &Path) {
         sh(Command::new("ssh-add").env("SSH_AUTH_SOCK", &self.socket).arg("-q").arg(key));
     }
 
@@ -492,13 +492,13 @@ impl SshAgent {
         String::from_utf8_lossy(&out.stdout).split_whitespace().nth(1).unwrap().to_owned()
     }
 
-    fn command(&self, env: &Env) -> Command {
+    pub(crate) fn command(&self, env: &Env) -> Command {
         let mut c = bin();
         c.current_dir(env.path()).env("SSH_AUTH_SOCK", &self.socket);
         c
     }
 
-    fn run(&self, env: &Env, args: &[&str]) -> Run {
+    pub(crate) fn run(&self, env: &Env, args: &[&str]) -> Run {
         self.command(env).args(args).output().unwrap().into()
     }
 }
@@ -511,7 +511,7 @@ impl Drop for SshAgent {
 }
 
 /// A SoftHSM2 token `bundle-test` in a temp folder of its own (SOFTHSM2_CONF points there).
-struct SoftHsm {
+pub(crate) struct SoftHsm {
     dir: tempfile::TempDir,
     conf: PathBuf,
     module: PathBuf,
@@ -519,7 +519,7 @@ struct SoftHsm {
 
 impl SoftHsm {
     /// None (a skip) when the tools are missing, unless BUNDLE_REQUIRE_TOOLS is set.
-    fn start() -> Option<Self> {
+    pub(crate) fn start() -> Option<Self> {
         if !require_tool("softhsm2-util") || !require_tool("pkcs11-tool") {
             return None;
         }
@@ -561,7 +561,7 @@ impl SoftHsm {
     }
 
     /// Imports the Ed25519 key with this seed as a PKCS#8 PEM file (RFC 8410).
-    fn import(&self, seed: &[u8; 32], label: &str, id: &str) {
+    pub(crate) fn import(&self, seed: &[u8; 32], label: &str, id: &str) {
         self.import_with(seed, label, id, &[]);
     }
 
@@ -615,13 +615,13 @@ impl SoftHsm {
         std::fs::write(&file, bytes).unwrap();
     }
 
-    fn command(&self, env: &Env) -> Command {
+    pub(crate) fn command(&self, env: &Env) -> Command {
         let mut c = bin();
         c.current_dir(env.path()).env("SOFTHSM2_CONF", &self.conf).env("BUNDLE_PKCS11_MODULE", &self.module);
         c
     }
 
-    fn run(&self, env: &Env, args: &[&str]) -> Run {
+    pub(crate) fn run(&self, env: &Env, args: &[&str]) -> Run {
         self.command(env).args(args).output().unwrap().into()
     }
 }

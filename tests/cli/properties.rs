@@ -68,9 +68,11 @@ fn pack_agent(dir: &Path, files: &Files, secret: &mut Signer) -> Vec<u8> {
         locked: false,
         level: 3,
         mtime: 0,
+        source_date_epoch: None,
         now: Timestamp::now(),
         expires: None,
         force: true,
+        attest: false,
     };
     match pack::pack(&agent, secret, &opts, &agent_bundle::progress::Silent) {
         Ok(_) => std::fs::read(out).unwrap(),
