@@ -38,6 +38,7 @@ pub(crate) mod state;
 pub mod timestamp;
 pub(crate) mod tools;
 pub mod trust;
+pub mod trust_policy;
 
 pub use cli::main;
 pub use error::{Error, Result};
