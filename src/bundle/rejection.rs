@@ -2,6 +2,7 @@
 //! (`bundle verify --format json` prints them as `code`), and the rejection that carries one.
 
 use crate::archive::ArchiveError;
+use crate::trust_policy::SignersVerdict;
 
 crate::codes::stable_codes! {
     /// Why a bundle was rejected. The string forms are stable.
@@ -30,6 +31,14 @@ crate::codes::stable_codes! {
     ContractDrift => "contract_drift": "With --baseline: a write-capable, network, secret-using or destructive tool (or one whose http host moved) differs from its approved contract, or is new.",
     UnsupportedArtifact => "unsupported_artifact": "From a registry: the manifest is not a bundle artifact (another type, not exactly one layer, another layer media type).",
     BlobMismatch => "blob_mismatch": "From a registry: a layer or manifest whose bytes are not the ones its sha256 digest and size name.",
+    ThresholdNotMet => "threshold_not_met": "With --trust-policy: fewer distinct counted keys (or keys of a required role) than a rule for the agent needs.",
+    RevokedKey => "revoked_key": "With --trust-policy: a rule is not met, and a signature did not count because its key is revoked.",
+    KeyOutsideWindow => "key_outside_window": "With --trust-policy: a rule is not met, and a signature did not count because its key is outside its not_before/not_after window.",
+    NoPolicyRule => "no_policy_rule": "With --trust-policy: no rule of the policy applies to the agent, so no signer may release it.",
+    PolicyUntrusted => "policy_untrusted": "A trust policy version is signed by fewer of its own root signers, or of the previous version's, than their threshold.",
+    PolicyRollback => "policy_rollback": "The trust policy followed is older than a version followed before (--state): a replayed policy.",
+    PolicyExpired => "policy_expired": "The newest trust policy version given has expired.",
+    PolicyChainBroken => "policy_chain_broken": "The trust policy versions given do not follow one another (a gap, a repeat, another policy id).",
     IoError => "io_error": "The bundle could not be read (exit 2).",
     AuthFailed => "auth_failed": "The registry wants credentials that are missing or were refused (exit 2).",
     TlsError => "tls_error": "The registry's TLS certificate is not trusted (add its CA with --ca-cert), or an https registry redirected to plain http (exit 2).",
@@ -51,11 +60,20 @@ pub struct Rejection {
     /// The agent and signer, when known at the time of rejection.
     pub agent: Option<(String, String)>,
     pub key_id: Option<String>,
+    /// With a trust policy: what became of each signature, and each rule's tally.
+    pub signers: Option<Box<SignersVerdict>>,
 }
 
 impl Rejection {
     pub fn new(reason: Reason, path: Option<&str>, message: impl Into<String>) -> Self {
-        Rejection { reason, path: path.map(str::to_owned), message: message.into(), agent: None, key_id: None }
+        Rejection {
+            reason,
+            path: path.map(str::to_owned),
+            message: message.into(),
+            agent: None,
+            key_id: None,
+            signers: None,
+        }
     }
 }
 
@@ -79,6 +97,6 @@ impl From<ArchiveError> for Rejection {
             | ArchiveError::Io { path, .. } => path.clone(),
             _ => None,
         };
-        Rejection { reason, path, message: e.to_string(), agent: None, key_id: None }
+        Rejection { reason, path, message: e.to_string(), agent: None, key_id: None, signers: None }
     }
 }

@@ -4,7 +4,7 @@
 
 use std::path::PathBuf;
 
-use agent_bundle::ops::gate::GateOptions;
+use agent_bundle::ops::gate::{GateOptions, PolicyOptions};
 use agent_bundle::trust::TrustedKeys;
 
 use super::{Format, Global};
@@ -30,15 +30,27 @@ impl Targets {
 }
 
 /// Options shared by commands that verify.
-#[derive(Debug, clap::Args)]
+#[derive(Debug, Default, clap::Args)]
 pub struct TrustArgs {
     /// A trusted minisign public key file (repeatable).
-    #[arg(long = "key", value_name = "PUBLIC_KEY", required_unless_present = "trusted_keys")]
+    #[arg(long = "key", value_name = "PUBLIC_KEY", required_unless_present_any = ["trusted_keys", "trust_policy"])]
     pub keys: Vec<PathBuf>,
     /// A file of trusted public keys, each optionally limited to agent-name patterns; or a plain
     /// minisign public key file (one key, every agent).
     #[arg(long, value_name = "FILE", conflicts_with = "keys")]
     pub trusted_keys: Option<PathBuf>,
+    /// A signed trust policy (TOML; its signatures in FILE.minisigs): named keys with roles,
+    /// agent patterns, validity windows and revocation, and rules such as "payments-* need 2
+    /// distinct keys, one of role security". Co-signatures are read from BUNDLE.cosig.
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["keys", "trusted_keys"])]
+    pub trust_policy: Option<PathBuf>,
+    /// A newer version of the trust policy to follow from --trust-policy (repeatable, any
+    /// order): each must be signed by a threshold of the previous version's root signers.
+    #[arg(long, value_name = "FILE", requires = "trust_policy")]
+    pub policy_update: Vec<PathBuf>,
+    /// Read co-signatures from these files instead of BUNDLE.cosig (repeatable).
+    #[arg(long = "cosignatures", value_name = "FILE", requires = "trust_policy")]
+    pub cosignatures: Vec<PathBuf>,
 }
 
 /// What a deployment gate requires beyond a trusted signature (verify and unpack).
@@ -61,8 +73,8 @@ pub struct GateArgs {
 }
 
 impl GateArgs {
-    /// The gate's options, with the trusted `keys` and the clock of `global`.
-    pub fn options(self, keys: TrustedKeys, global: Global) -> GateOptions {
+    /// The gate's options, with the trusted `keys` (or `policy`) and the clock of `global`.
+    pub fn options(self, keys: TrustedKeys, policy: Option<PolicyOptions>, global: Global) -> GateOptions {
         GateOptions {
             keys,
             name: self.name,
@@ -70,6 +82,7 @@ impl GateArgs {
             now: global.now(),
             state: self.state,
             baseline: self.baseline,
+            policy,
         }
     }
 }

@@ -5,6 +5,7 @@ mod args;
 mod baseline;
 mod check;
 mod completions;
+mod cosign;
 mod diff;
 mod export;
 mod import;
@@ -24,6 +25,7 @@ mod push;
 mod registry;
 mod schema;
 mod tool;
+mod trust;
 mod unpack;
 mod verify;
 
@@ -105,6 +107,8 @@ enum Command {
     Schema(schema::Args),
     Completions(completions::Args),
     Man(man::Args),
+    Cosign(cosign::Args),
+    Trust(trust::Args),
 }
 
 impl Command {
@@ -124,6 +128,8 @@ impl Command {
             Command::Tool(a) => a.format(),
             Command::Diff(a) => a.format,
             Command::Baseline(a) => a.format(),
+            Command::Cosign(a) => a.format,
+            Command::Trust(a) => a.format(),
             Command::Init(_)
             | Command::Keygen(_)
             | Command::Pubkey(_)
@@ -268,6 +274,8 @@ pub fn main() -> ExitCode {
         Command::Schema(args) => schema::run(args),
         Command::Completions(args) => completions::run(args),
         Command::Man(args) => man::run(args),
+        Command::Cosign(args) => cosign::run(args, global),
+        Command::Trust(args) => trust::run(args, global),
     };
     match result {
         Ok(Outcome::Ok) => ExitCode::SUCCESS,

@@ -251,6 +251,10 @@ pub fn error_code(e: &anyhow::Error) -> &'static str {
     for cause in e.chain() {
         // The gate's errors wrap another transparently: the code is the wrapped error's.
         let cause = cause.downcast_ref::<agent_bundle::ops::gate::GateError>().map_or(cause, |g| g.wrapped());
+        let cause = cause.downcast_ref::<agent_bundle::ops::trust::TrustError>().map_or(cause, |t| t.wrapped());
+        if cause.is::<agent_bundle::ops::trust::TrustError>() {
+            return "policy_error";
+        }
         if let Some(e) = cause.downcast_ref::<Error>() {
             return match e {
                 Error::Io { .. } => "io_error",

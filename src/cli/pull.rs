@@ -47,7 +47,7 @@ pub fn run(args: Args, global: Global) -> anyhow::Result<Outcome> {
     let options = args.registry.options(&reference)?;
     let keys = load_trust(&args.trust)?;
     // A baseline or state file that cannot be read stops the run before anything is fetched.
-    let gate = Gate::open(args.gate.options(keys, global))?;
+    let gate = Gate::open(args.gate.options(keys, super::keys::load_policy(&args.trust)?, global))?;
     let label = PathBuf::from(reference.to_string());
     let result = pull::pull(&reference, &options, &args.output, |input| {
         anyhow::Ok(match gate.run(input, &label, &mut Discard)? {

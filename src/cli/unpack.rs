@@ -46,7 +46,7 @@ pub struct Args {
 
 pub fn run(args: Args, global: Global) -> anyhow::Result<Outcome> {
     let keys = load_trust(&args.trust)?;
-    let gate = Gate::open(args.gate.options(keys, global))?;
+    let gate = Gate::open(args.gate.options(keys, super::keys::load_policy(&args.trust)?, global))?;
     let verdict = match super::registry::reference(&args.bundle)? {
         Some(reference) => {
             let options = args.registry.options(&reference)?;

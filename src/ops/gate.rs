@@ -13,12 +13,16 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
-use crate::bundle::verify::{self, Expect, Reason, Rejection, Sink, Trust, Verified};
+use crate::bundle::verify::{self, Expect, PolicyTrust, Reason, Rejection, Sink, Trust, Verified};
 use crate::contract::baseline::{self, Baseline, BaselineError, Findings};
 use crate::contract::release;
+use crate::minisign::Signature;
+use crate::regular_file::{self, Links};
 use crate::state::{StateError, StateFile};
 use crate::timestamp::Timestamp;
 use crate::trust::TrustedKeys;
+use crate::trust_policy::chain::{self, ChainError, ChainFault, ChainReport, SignedPolicy};
+use crate::trust_policy::{SignersVerdict, TrustPolicy, signatures};
 
 /// What the gate requires of a bundle.
 #[derive(Debug, Clone)]
@@ -38,7 +42,27 @@ pub struct GateOptions {
     /// A folder holds one baseline per agent, `<agent name>.toml` (as `bundle baseline
     /// snapshot` writes them), picked once the bundle's agent is known.
     pub baseline: Option<PathBuf>,
+    /// A trust policy (`--trust-policy`): when set, it decides whose signatures count, and
+    /// `keys` is not used.
+    pub policy: Option<PolicyOptions>,
 }
+
+/// A trust policy as given: the pinned version, the newer versions to follow, and where the
+/// co-signatures are.
+#[derive(Debug, Clone)]
+pub struct PolicyOptions {
+    pub pin: SignedPolicy,
+    pub updates: Vec<SignedPolicy>,
+    /// Co-signature files (`--cosignatures`); when empty, `<bundle>.cosig` beside a bundle
+    /// file is read if it exists.
+    pub cosignatures: Vec<PathBuf>,
+    /// Refuse a bundle whose signatures do not meet the rules (always, but for `bundle
+    /// cosign`, which judges a bundle that still lacks the signature it adds).
+    pub require_threshold: bool,
+}
+
+/// The policy the gate follows, or why no version can be followed (every bundle is refused).
+type Followed = Result<(TrustPolicy, ChainReport), ChainError>;
 
 /// Why the gate could not judge a bundle, or could not record that it passed (exit 2). A
 /// bundle that was judged and refused is a [`Verdict::Refused`], not an error.
@@ -98,6 +122,7 @@ pub struct Gate {
     opts: GateOptions,
     baseline: Option<Baseline>,
     state: Option<StateFile>,
+    policy: Option<Followed>,
 }
 
 impl Gate {
@@ -110,7 +135,44 @@ impl Gate {
             other => other.map(baseline::read).transpose()?,
         };
         let state = opts.state.as_deref().map(StateFile::open).transpose()?;
-        Ok(Gate { opts, baseline, state })
+        // The policy chain is followed once, under the state file's lock.
+        let policy = opts.policy.as_ref().map(|p| {
+            let seen = state.as_ref().and_then(|s| s.state.policy_version(&p.pin.policy.id));
+            chain::follow(p.pin.clone(), p.updates.clone(), opts.now, seen)
+        });
+        Ok(Gate { opts, baseline, state, policy })
+    }
+
+    /// The chain of policy versions followed (with `--trust-policy`), or why it broke.
+    pub fn policy_chain(&self) -> Option<&ChainReport> {
+        self.policy.as_ref().map(|f| match f {
+            Ok((_, report)) => report,
+            Err(e) => &e.report,
+        })
+    }
+
+    /// The co-signatures of the bundle at `origin`: the files given, or `<origin>.cosig` when
+    /// it exists. A file that is not a list of minisign signatures refuses the bundle.
+    fn cosignatures(&self, origin: &Path) -> Result<Vec<Signature>, Rejection> {
+        let Some(p) = &self.opts.policy else { return Ok(Vec::new()) };
+        let beside = signatures::cosig_path(origin);
+        let files: Vec<PathBuf> = if p.cosignatures.is_empty() {
+            beside.is_file().then_some(beside).into_iter().collect()
+        } else {
+            p.cosignatures.clone()
+        };
+        let mut all = Vec::new();
+        for file in files {
+            let shown = file.display().to_string();
+            let text =
+                regular_file::read_to_string(&file, signatures::MAX_SIGNATURES_BYTES, Links::Follow).map_err(|e| {
+                    Rejection::new(Reason::IoError, Some(&shown), format!("cannot read {shown}: {}", e.into_io()))
+                })?;
+            let found = signatures::parse(&text)
+                .map_err(|why| Rejection::new(Reason::BadSignature, Some(&shown), format!("{shown}: {why}")))?;
+            all.extend(found);
+        }
+        Ok(all)
     }
 
     /// Judges the bundle read from `input`, streaming its entries into `sink`. `origin` names
@@ -129,7 +191,22 @@ impl Gate {
             state: self.state.as_ref().map(|s| &s.state),
             min_version: self.opts.min_version.as_ref(),
         };
-        let verified = match verify::verify(input, Trust::Keys(&self.opts.keys), &expect, sink) {
+        let cosignatures = match self.cosignatures(origin) {
+            Ok(c) => c,
+            Err(rejection) => return Ok(Verdict::Refused { rejection, baseline: None }),
+        };
+        let trust = match &self.policy {
+            None => Trust::Keys(&self.opts.keys),
+            Some(Ok((policy, _))) => Trust::Policy(PolicyTrust {
+                policy,
+                cosignatures: &cosignatures,
+                now: self.opts.now,
+                enforce: self.opts.policy.as_ref().is_none_or(|p| p.require_threshold),
+            }),
+            // No version of the policy can be followed: nothing is trusted.
+            Some(Err(e)) => return Ok(Verdict::Refused { rejection: chain_rejection(e), baseline: None }),
+        };
+        let verified = match verify::verify(input, trust, &expect, sink) {
             Ok(v) => v,
             Err(rejection) => return Ok(Verdict::Refused { rejection, baseline: None }),
         };
@@ -144,6 +221,9 @@ impl Gate {
             state
                 .record(&m.name, &verified.key_id, &m.version, &verified.manifest_blake3)
                 .map_err(GateError::Record)?;
+            if let Some(Ok((policy, _))) = &self.policy {
+                state.record_policy(&policy.id, policy.version).map_err(GateError::Record)?;
+            }
         }
         Ok(Verdict::Passed { verified: Box::new(verified), baseline: report })
     }
@@ -204,6 +284,17 @@ impl Gate {
     }
 }
 
+/// The refusal of every bundle when the policy chain cannot be followed.
+pub fn chain_rejection(e: &ChainError) -> Rejection {
+    let reason = match e.fault {
+        ChainFault::Untrusted => Reason::PolicyUntrusted,
+        ChainFault::Rollback => Reason::PolicyRollback,
+        ChainFault::Expired => Reason::PolicyExpired,
+        ChainFault::Broken => Reason::PolicyChainBroken,
+    };
+    Rejection::new(reason, None, e.message.clone())
+}
+
 /// Opens a gate and judges one bundle with it: [`Gate::open`] then [`Gate::run`].
 pub fn gate(input: impl BufRead, origin: &Path, opts: GateOptions, sink: &mut dyn Sink) -> Result<Verdict, GateError> {
     Gate::open(opts)?.run(input, origin, sink)
@@ -225,6 +316,9 @@ pub struct VerdictReport<'a> {
     pub bytes: Option<u64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub baseline: Option<&'a BaselineReport>,
+    /// With --trust-policy: each signature's fate and each rule's tally.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub signers: Option<&'a SignersVerdict>,
 }
 
 /// An agent's name and version.
@@ -247,6 +341,7 @@ impl<'a> VerdictReport<'a> {
             files: Some(v.files.len()),
             bytes: Some(v.files.iter().map(|f| f.size).sum()),
             baseline,
+            signers: v.signers.as_ref(),
         }
     }
 
@@ -262,6 +357,7 @@ impl<'a> VerdictReport<'a> {
             files: None,
             bytes: None,
             baseline,
+            signers: r.signers.as_deref(),
         }
     }
 }
@@ -311,6 +407,7 @@ mod tests {
             now: Timestamp::parse("2026-01-01T00:00:00Z").expect("a timestamp"),
             state,
             baseline: None,
+            policy: None,
         }
     }
 

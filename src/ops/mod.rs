@@ -8,6 +8,7 @@
 
 pub(crate) mod baseline;
 pub(crate) mod check;
+pub(crate) mod cosign;
 pub(crate) mod diff;
 pub(crate) mod export;
 pub mod gate;
@@ -22,4 +23,5 @@ pub(crate) mod push;
 pub(crate) mod tool_add;
 pub(crate) mod tool_list;
 pub(crate) mod tool_remove;
+pub(crate) mod trust;
 pub(crate) mod unpack;

@@ -112,9 +112,8 @@ pub fn follow(
     seen: Option<u64>,
 ) -> Result<(TrustPolicy, ChainReport), ChainError> {
     let mut report = ChainReport { id: pin.policy.id.clone(), steps: Vec::new(), version: None, expires: None };
-    let fail = |fault, message: String, report: &ChainReport| {
-        Err(ChainError { fault, message, report: report.clone() })
-    };
+    let fail =
+        |fault, message: String, report: &ChainReport| Err(ChainError { fault, message, report: report.clone() });
     let own = tally(&pin.policy, &pin, "own".to_owned());
     let pinned_ok = own.counted >= own.needed;
     report.steps.push(StepReport { origin: pin.origin.clone(), version: pin.policy.version, tallies: vec![own] });
@@ -160,7 +159,8 @@ pub fn follow(
             tallies: vec![by_previous, by_own],
         });
         if let Some(t) = short {
-            let whose = if t.by == "own" { "its own".to_owned() } else { format!("version {}'s", current.policy.version) };
+            let whose =
+                if t.by == "own" { "its own".to_owned() } else { format!("version {}'s", current.policy.version) };
             return fail(
                 ChainFault::Untrusted,
                 format!(

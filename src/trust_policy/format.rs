@@ -325,7 +325,10 @@ impl RawPolicy {
             ));
         }
         if self.rules.is_empty() {
-            problems.push("no [[rule]]: say which agents need which signers (`agents = [\"*\"]`, `threshold = 1` for one key)".to_owned());
+            problems.push(
+                "no [[rule]]: say which agents need which signers (`agents = [\"*\"]`, `threshold = 1` for one key)"
+                    .to_owned(),
+            );
         }
         let rules: Vec<Rule> = self
             .rules
@@ -340,10 +343,7 @@ impl RawPolicy {
                     problems.push(format!("{at}: threshold must be 1 or more"));
                 }
                 let could_sign = |role: Option<&str>| {
-                    signers
-                        .iter()
-                        .filter(|s| !s.revoked && role.is_none_or(|r| s.has_role(r)))
-                        .count()
+                    signers.iter().filter(|s| !s.revoked && role.is_none_or(|r| s.has_role(r))).count()
                 };
                 if r.threshold > could_sign(None) {
                     problems.push(format!(

@@ -128,7 +128,13 @@ pub fn authenticate(policy: &TrustPolicy, signatures: &[(String, &Signature)], d
 }
 
 /// Step 2: what counts for `agent` with this trusted comment, and the rules' tallies.
-pub fn judge(policy: &TrustPolicy, auth: Authenticated, agent: &str, expected_comment: &str, now: Timestamp) -> SignersVerdict {
+pub fn judge(
+    policy: &TrustPolicy,
+    auth: Authenticated,
+    agent: &str,
+    expected_comment: &str,
+    now: Timestamp,
+) -> SignersVerdict {
     let Authenticated { mut verdicts, comments } = auth;
     let mut counted_signers: Vec<usize> = Vec::new();
     for (v, comment) in verdicts.iter_mut().zip(&comments) {
@@ -141,7 +147,10 @@ pub fn judge(policy: &TrustPolicy, auth: Authenticated, agent: &str, expected_co
         } else if !s.in_window(now) {
             let from = s.not_before.map_or("any time".to_owned(), |t| t.to_string());
             let to = s.not_after.map_or("any time".to_owned(), |t| t.to_string());
-            Some((SignatureStatus::OutsideWindow, format!("key `{}` is valid from {from} to {to}, not at {now}", s.name)))
+            Some((
+                SignatureStatus::OutsideWindow,
+                format!("key `{}` is valid from {from} to {to}, not at {now}", s.name),
+            ))
         } else if !s.may_sign(agent) {
             Some((SignatureStatus::NotForAgent, format!("key `{}` may sign only {}", s.name, s.agents.join(", "))))
         } else if counted_signers.contains(&i) {
@@ -178,13 +187,7 @@ pub fn judge(policy: &TrustPolicy, auth: Authenticated, agent: &str, expected_co
         .collect();
     // No rule for the agent: nothing says who may release it, so nobody may (fail closed).
     let accepted = !rules.is_empty() && rules.iter().all(|r| r.met);
-    SignersVerdict {
-        policy: policy.id.clone(),
-        policy_version: policy.version,
-        signatures: verdicts,
-        rules,
-        accepted,
-    }
+    SignersVerdict { policy: policy.id.clone(), policy_version: policy.version, signatures: verdicts, rules, accepted }
 }
 
 impl SignersVerdict {

@@ -11,6 +11,20 @@ use crate::minisign::Signature;
 pub const MAX_SIGNATURES_BYTES: u64 = 1 << 20;
 pub const MAX_SIGNATURES: usize = 1000;
 
+/// Where the co-signatures of a bundle file are kept: `<bundle>.cosig` beside it.
+pub fn cosig_path(bundle: &std::path::Path) -> std::path::PathBuf {
+    let mut name = bundle.as_os_str().to_owned();
+    name.push(".cosig");
+    name.into()
+}
+
+/// Where the signatures of a trust policy file are kept: `<policy>.minisigs` beside it.
+pub fn policy_sigs_path(policy: &std::path::Path) -> std::path::PathBuf {
+    let mut name = policy.as_os_str().to_owned();
+    name.push(".minisigs");
+    name.into()
+}
+
 /// The signatures in a file's text, in file order; the error names the signature.
 pub fn parse(text: &str) -> Result<Vec<Signature>, String> {
     let lines: Vec<&str> = text.lines().map(|l| l.trim_end_matches('\r')).filter(|l| !l.trim().is_empty()).collect();
