@@ -10,6 +10,7 @@ extern crate self as agent_bundle;
 pub(crate) mod agent;
 pub mod archive;
 pub(crate) mod atomic;
+pub mod attest;
 pub mod bundle;
 mod cli;
 mod codes;

@@ -71,6 +71,21 @@ impl Signer {
         signature.verify(&public, data).map_err(|e| SignerError::Mismatch(e.to_string()))?;
         Ok(signature)
     }
+
+    /// A plain Ed25519 signature of `message` (a DSSE pre-authentication encoding), by the
+    /// same key as [`Signer::sign`]. As there, a signature from an agent or token is checked
+    /// with the public key before it is returned.
+    pub fn sign_ed25519(&mut self, message: &[u8]) -> Result<[u8; 64], SignerError> {
+        let signature = match self {
+            Signer::File(key) => return Ok(key.sign_ed25519(message)),
+            Signer::SshAgent(agent) => agent.sign(message)?,
+            Signer::Pkcs11(token) => token.sign(message)?,
+        };
+        if !self.public_key().verify_ed25519(message, &signature) {
+            return Err(SignerError::Mismatch("an Ed25519 signature over a DSSE envelope".to_owned()));
+        }
+        Ok(signature)
+    }
 }
 
 /// Why an external key cannot be used. Each message says what to fix; none ever holds a PIN.

@@ -117,6 +117,13 @@ impl PublicKey {
     pub fn key_id_hex(&self) -> String {
         hex_key_id(self.key_id)
     }
+
+    /// Whether `signature` is a valid plain Ed25519 signature of `message` by this key
+    /// (RFC 8032 with the strict checks of `verify_strict`: no small-order R, canonical S).
+    /// Not a minisign check: DSSE envelopes sign their pre-authentication encoding directly.
+    pub fn verify_ed25519(&self, message: &[u8], signature: &[u8; 64]) -> bool {
+        self.key.verify_strict(message, &ed25519_dalek::Signature::from_bytes(signature)).is_ok()
+    }
 }
 
 impl fmt::Debug for PublicKey {

@@ -273,6 +273,12 @@ impl SecretKey {
         })
     }
 
+    /// A plain Ed25519 signature of `message` (no minisign prehash or comments): what a DSSE
+    /// envelope carries over its pre-authentication encoding.
+    pub fn sign_ed25519(&self, message: &[u8]) -> [u8; 64] {
+        self.signing.sign(message).to_bytes()
+    }
+
     /// A secret key from a raw 32-byte Ed25519 seed (the secret half of an OpenSSH or PKCS#8
     /// Ed25519 key) and a key id: the way to put a key that lives elsewhere into a minisign
     /// file, or to check that an agent or token signs exactly as the file key does.
