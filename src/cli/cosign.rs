@@ -80,12 +80,14 @@ pub fn run(args: Args, global: Global) -> anyhow::Result<Outcome> {
                 output::status(
                     global,
                     &format!(
-                        "co-signed {} {} with key {}: {} holds {} co-signature(s)",
+                        "co-signed {} {} with key {}: {} holds {} co-signature(s), {} {} signature(s)",
                         sanitize(&done.approval.agent),
                         sanitize(&done.approval.version),
                         done.approval.key_id,
                         done.file.display(),
-                        done.cosignatures
+                        done.cosignatures,
+                        done.envelope.display(),
+                        done.envelope_signatures
                     ),
                 );
             }

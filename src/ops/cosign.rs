@@ -8,6 +8,15 @@
 //! extracted from the bundle. The bundle is judged by the same gate as `verify` first (with a
 //! trust policy, everything but the rules' thresholds, which the co-signature is for), and
 //! the approver's review callback sees what is approved before anything is signed.
+//!
+//! For tools that read the supply chain's formats rather than minisign, each co-signer also
+//! signs one DSSE envelope beside the bundle, `<bundle>.approval.dsse.json`: an in-toto
+//! Statement v1 whose subject is the bundle file (its SHA-256) and whose predicate
+//! ([`APPROVAL_PREDICATE`]) lists the agent, its manifest's BLAKE3 and each tool's risk
+//! classes and contract fingerprint. The statement depends only on the bundle, so every
+//! approver signs the same payload and the envelope gathers one signature per key
+//! (securesystemslib's `Envelope.verify(keys, threshold)` counts them). The gate counts the
+//! minisign co-signatures; the envelope is the same approval in the standard form.
 
 use std::fs::File;
 use std::io::BufReader;
@@ -17,6 +26,7 @@ use serde::Serialize;
 
 use crate::Error;
 use crate::atomic;
+use crate::attest::{Envelope, Statement, Subject, dsse::PAYLOAD_TYPE_IN_TOTO};
 use crate::bundle::verify::Discard;
 use crate::contract::release;
 use crate::keys::Signer;
@@ -24,6 +34,16 @@ use crate::ops::gate::{BaselineReport, Gate, GateError, GateOptions, Verdict};
 use crate::regular_file::{self, Links, ReadError};
 use crate::trust;
 use crate::trust_policy::{SignersVerdict, signatures};
+
+/// The predicate type of the approval statement.
+pub const APPROVAL_PREDICATE: &str = "https://agent-bundle.dev/attestation/approval/v1";
+
+/// Where the approval envelope of a bundle file is kept.
+pub fn approval_path(bundle: &Path) -> PathBuf {
+    let mut name = bundle.as_os_str().to_owned();
+    name.push(".approval.dsse.json");
+    name.into()
+}
 
 /// One tool as the approver sees it.
 #[derive(Debug, Serialize)]
@@ -41,6 +61,8 @@ pub struct Approval {
     /// The key that signs (the approver's).
     pub key_id: String,
     pub manifest_blake3: String,
+    /// The bundle file's SHA-256 (the approval statement's subject).
+    pub sha256: String,
     pub tools: Vec<ToolApproval>,
     pub grants: Vec<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -59,6 +81,10 @@ pub struct Cosigned {
     pub file: PathBuf,
     /// How many co-signatures the file holds now.
     pub cosignatures: usize,
+    /// The approval envelope and how many signatures it holds now.
+    #[serde(serialize_with = "display")]
+    pub envelope: PathBuf,
+    pub envelope_signatures: usize,
 }
 
 fn display<S: serde::Serializer>(path: &Path, s: S) -> Result<S::Ok, S::Error> {
@@ -96,11 +122,13 @@ pub fn cosign(
         .map_err(|e| Error::Usage(format!("{}: cannot compute the tool contracts: {e}", bundle.display())))?;
     let m = &verified.manifest;
     let public = signer.public_key();
+    let sha256 = file_sha256(bundle)?;
     let approval = Approval {
         agent: m.name.clone(),
         version: m.version.to_string(),
         key_id: public.key_id_hex(),
         manifest_blake3: verified.manifest_blake3.to_hex().to_string(),
+        sha256: hex(&sha256),
         tools: contracts
             .contracts
             .iter()
@@ -124,6 +152,80 @@ pub fn cosign(
     };
     all.retain(|s| !(s.key_id() == public.key_id() && s.trusted_comment() == comment));
     all.push(signature);
+    let (envelope_path, envelope) = approval_envelope(bundle, &approval, &sha256, signer)?;
     atomic::write(&path, signatures::to_text(&all).as_bytes(), true).map_err(|e| Error::io(&path, e))?;
-    Ok(Outcome::Cosigned(Box::new(Cosigned { approval, file: path, cosignatures: all.len() })))
+    let mut json = serde_json::to_string_pretty(&envelope).expect("an envelope serialises");
+    json.push('\n');
+    atomic::write(&envelope_path, json.as_bytes(), true).map_err(|e| Error::io(&envelope_path, e))?;
+    Ok(Outcome::Cosigned(Box::new(Cosigned {
+        approval,
+        file: path,
+        cosignatures: all.len(),
+        envelope: envelope_path,
+        envelope_signatures: envelope.signatures.len(),
+    })))
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+fn file_sha256(path: &Path) -> Result<[u8; 32], Error> {
+    use sha2::Digest as _;
+    let mut file = File::open(path).map_err(|e| Error::io(path, e))?;
+    let mut hasher = sha2::Sha256::new();
+    let mut buf = vec![0u8; 1 << 16];
+    loop {
+        let n = std::io::Read::read(&mut file, &mut buf).map_err(|e| Error::io(path, e))?;
+        if n == 0 {
+            break;
+        }
+        hasher.update(&buf[..n]);
+    }
+    Ok(hasher.finalize().into())
+}
+
+/// The approval statement's payload: the same bytes for every approver of this bundle.
+fn approval_statement(bundle: &Path, a: &Approval, sha256: &[u8; 32]) -> Vec<u8> {
+    let name = bundle.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let predicate = serde_json::json!({
+        "agent": { "name": a.agent, "version": a.version },
+        "manifestBlake3": a.manifest_blake3,
+        "tools": a.tools.iter().map(|t| serde_json::json!({
+            "id": t.id, "risk": t.risk, "contractFingerprint": t.fingerprint,
+        })).collect::<Vec<_>>(),
+        "grants": a.grants,
+    });
+    Statement::new(vec![Subject::sha256(&name, sha256)], APPROVAL_PREDICATE, predicate).to_payload()
+}
+
+/// The approval envelope beside the bundle with this signer's signature added (replacing an
+/// earlier one by the same key). An envelope over another statement (another bundle, or one
+/// renamed) is refused rather than overwritten.
+fn approval_envelope(
+    bundle: &Path,
+    a: &Approval,
+    sha256: &[u8; 32],
+    signer: &mut Signer,
+) -> Result<(PathBuf, Envelope), Error> {
+    let path = approval_path(bundle);
+    let payload = approval_statement(bundle, a, sha256);
+    let mut envelope = match regular_file::read(&path, crate::attest::MAX_ATTESTATION_BYTES, Links::Follow) {
+        Ok(bytes) => {
+            let e: Envelope = crate::attest::parse_json(&bytes, "the approval envelope")
+                .map_err(|e| Error::Usage(format!("{}: {e}", path.display())))?;
+            if e.payload != payload || e.payload_type != PAYLOAD_TYPE_IN_TOTO {
+                return Err(Error::Usage(format!(
+                    "{} approves another statement (another bundle, or this one under another name); move it away",
+                    path.display()
+                )));
+            }
+            e
+        }
+        Err(ReadError::NotFound) => Envelope::new(PAYLOAD_TYPE_IN_TOTO, payload),
+        Err(e) => return Err(Error::io(&path, e.into_io())),
+    };
+    let key_id = signer.public_key().key_id_hex();
+    envelope.sign(&key_id, |pae| signer.sign_ed25519(pae))?;
+    Ok((path, envelope))
 }
