@@ -18,7 +18,7 @@ use agent_bundle::minisign::SecretKey;
 
 use crate::support::{Env, Run, bin, require_tool, testdata};
 
-const PIN: &str = "4711-secret-pin";
+pub(crate) const PIN: &str = "4711-secret-pin";
 const SO_PIN: &str = "so-pin-1234";
 
 // ---------------------------------------------------------------------------------------------
@@ -435,14 +435,14 @@ fn sh(cmd: &mut Command) -> std::process::Output {
 }
 
 /// A real ssh-agent on a socket in a temp folder, killed by its pid when dropped.
-struct SshAgent {
+pub(crate) struct SshAgent {
     child: Child,
     socket: PathBuf,
     dir: tempfile::TempDir,
 }
 
 impl SshAgent {
-    fn start() -> Self {
+    pub(crate) fn start() -> Self {
         Self::start_with(&[])
     }
 
@@ -470,13 +470,13 @@ impl SshAgent {
         panic!("ssh-agent did not create {}", agent.socket.display());
     }
 
-    fn keygen(&self, kind: &str, name: &str) -> PathBuf {
+    pub(crate) fn keygen(&self, kind: &str, name: &str) -> PathBuf {
         let path = self.dir.path().join(name);
         sh(Command::new("ssh-keygen").args(["-q", "-t", kind, "-N", "", "-C", name, "-f"]).arg(&path));
         path
     }
 
-    fn add(&self, key: &Path) {
+    pub(crate) fn add(&self, key: &Path) {
         sh(Command::new("ssh-add").env("SSH_AUTH_SOCK", &self.socket).arg("-q").arg(key));
     }
 
@@ -491,13 +491,13 @@ impl SshAgent {
         String::from_utf8_lossy(&out.stdout).split_whitespace().nth(1).unwrap().to_owned()
     }
 
-    fn command(&self, env: &Env) -> Command {
+    pub(crate) fn command(&self, env: &Env) -> Command {
         let mut c = bin();
         c.current_dir(env.path()).env("SSH_AUTH_SOCK", &self.socket);
         c
     }
 
-    fn run(&self, env: &Env, args: &[&str]) -> Run {
+    pub(crate) fn run(&self, env: &Env, args: &[&str]) -> Run {
         self.command(env).args(args).output().unwrap().into()
     }
 }
@@ -510,7 +510,7 @@ impl Drop for SshAgent {
 }
 
 /// A SoftHSM2 token `bundle-test` in a temp folder of its own (SOFTHSM2_CONF points there).
-struct SoftHsm {
+pub(crate) struct SoftHsm {
     dir: tempfile::TempDir,
     conf: PathBuf,
     module: PathBuf,
@@ -518,7 +518,7 @@ struct SoftHsm {
 
 impl SoftHsm {
     /// None (a skip) when the tools are missing, unless BUNDLE_REQUIRE_TOOLS is set.
-    fn start() -> Option<Self> {
+    pub(crate) fn start() -> Option<Self> {
         if !require_tool("softhsm2-util") || !require_tool("pkcs11-tool") {
             return None;
         }
@@ -560,7 +560,7 @@ impl SoftHsm {
     }
 
     /// Imports the Ed25519 key with this seed as a PKCS#8 PEM file (RFC 8410).
-    fn import(&self, seed: &[u8; 32], label: &str, id: &str) {
+    pub(crate) fn import(&self, seed: &[u8; 32], label: &str, id: &str) {
         self.import_with(seed, label, id, &[]);
     }
 
@@ -614,13 +614,13 @@ impl SoftHsm {
         std::fs::write(&file, bytes).unwrap();
     }
 
-    fn command(&self, env: &Env) -> Command {
+    pub(crate) fn command(&self, env: &Env) -> Command {
         let mut c = bin();
         c.current_dir(env.path()).env("SOFTHSM2_CONF", &self.conf).env("BUNDLE_PKCS11_MODULE", &self.module);
         c
     }
 
-    fn run(&self, env: &Env, args: &[&str]) -> Run {
+    pub(crate) fn run(&self, env: &Env, args: &[&str]) -> Run {
         self.command(env).args(args).output().unwrap().into()
     }
 }

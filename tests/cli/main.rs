@@ -31,5 +31,6 @@ mod properties;
 mod registry;
 mod schemas;
 mod scripts;
+mod signers;
 mod tls;
 mod tool;
