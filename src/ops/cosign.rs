@@ -96,7 +96,7 @@ fn display<S: serde::Serializer>(path: &Path, s: S) -> Result<S::Ok, S::Error> {
 pub enum Outcome {
     Cosigned(Box<Cosigned>),
     /// The gate refused the bundle: nothing was signed.
-    Refused(Verdict),
+    Refused(Box<Verdict>),
     /// The review callback declined: nothing was signed.
     Declined,
 }
@@ -116,7 +116,7 @@ pub fn cosign(
     let verdict = gate.run(BufReader::with_capacity(1 << 20, file), bundle, &mut Discard)?;
     let (verified, baseline) = match verdict {
         Verdict::Passed { verified, baseline } => (verified, baseline),
-        refused @ Verdict::Refused { .. } => return Ok(Outcome::Refused(refused)),
+        refused @ Verdict::Refused { .. } => return Ok(Outcome::Refused(Box::new(refused))),
     };
     let contracts = release::from_verified(&verified, bundle)
         .map_err(|e| Error::Usage(format!("{}: cannot compute the tool contracts: {e}", bundle.display())))?;

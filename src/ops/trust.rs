@@ -94,7 +94,7 @@ pub fn sign(path: &Path, signer: &mut Signer) -> Result<Signed, TrustError> {
     let file = signatures::policy_sigs_path(path);
     atomic::write(&file, signatures::to_text(&signed.signatures).as_bytes(), true).map_err(|e| Error::io(&file, e))?;
     let p = &signed.policy;
-    let me = p.with_key_id(public.key_id()).find(|(_, s)| s.id == crate::trust_policy::SignerId::Key(public.clone()));
+    let me = p.with_key_id(public.key_id()).find(|(_, s)| s.id == crate::trust_policy::SignerId::Key(public));
     Ok(Signed {
         policy: p.id.clone(),
         version: p.version,
