@@ -19,9 +19,14 @@
 //!     "mailer": {
 //!       "8E081C7E25586CAE": { "version": "1.4.0", "manifest_blake3": "7b9a…" }
 //!     }
-//!   }
+//!   },
+//!   "policies": { "acme-agents": 3 }
 //! }
 //! ```
+//!
+//! `policies` (present once a gate followed a trust policy, `--trust-policy`) holds the highest
+//! version of each policy followed, so that an older, validly signed policy cannot be offered
+//! again (`policy_rollback`).
 
 use std::cmp::Ordering;
 use std::collections::BTreeMap;

@@ -15,6 +15,9 @@ use super::{Format, Global, Outcome, output};
 /// and of its own; `bundle verify --trust-policy V1 --policy-update V2 --policy-update V3`
 /// follows such a chain from a pinned version.
 #[derive(Debug, clap::Args)]
+#[command(
+    after_help = "Examples:\n  bundle trust sign trust-policy.toml --key ssh-agent:\n  bundle trust verify trust-policy.toml --update trust-policy-v2.toml\n  bundle trust rotate trust-policy.toml -o trust-policy-v2.toml --expires 365d"
+)]
 pub struct Args {
     #[command(subcommand)]
     command: Command,
@@ -31,6 +34,9 @@ enum Command {
 }
 
 #[derive(Debug, clap::Args)]
+#[command(
+    after_help = "Examples:\n  bundle trust sign trust-policy.toml --key alice.key\n  bundle trust sign trust-policy-v2.toml --key 'pkcs11:token=sec;object=bob'"
+)]
 struct SignArgs {
     /// The trust policy file.
     policy: PathBuf,
@@ -41,6 +47,9 @@ struct SignArgs {
 }
 
 #[derive(Debug, clap::Args)]
+#[command(
+    after_help = "Examples:\n  bundle trust verify trust-policy.toml\n  bundle trust verify trust-policy.toml --update v2.toml --update v3.toml \\\n      --state /var/lib/agents/bundle-state.json"
+)]
 struct VerifyArgs {
     /// The pinned (trusted) version of the policy.
     policy: PathBuf,
@@ -55,6 +64,9 @@ struct VerifyArgs {
 }
 
 #[derive(Debug, clap::Args)]
+#[command(
+    after_help = "Examples:\n  bundle trust rotate trust-policy.toml -o trust-policy-v2.toml\n  bundle trust rotate trust-policy.toml -o v2.toml --expires 2027-06-01T00:00:00Z"
+)]
 struct RotateArgs {
     /// The current version.
     policy: PathBuf,

@@ -15,3 +15,6 @@ pub mod signatures;
 pub use chain::{ChainError, ChainFault, ChainReport, SignedPolicy};
 pub use format::{Signer, SignerId, TrustPolicy};
 pub use judge::{Refusal, SignatureStatus, SignersVerdict};
+
+#[cfg(test)]
+mod tests;
