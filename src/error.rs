@@ -56,6 +56,7 @@ crate::codes::stable_codes! {
     Pkcs11Error => "pkcs11_error": "The token or module failed otherwise; the message names the PKCS#11 call.",
     SignerMismatch => "signer_mismatch": "The agent's or token's signature does not verify with its public key.",
     Signature => "signature": "The signature cannot be made (a comment minisign cannot store).",
+    PolicyError => "policy_error": "A --trust-policy or policy update file is not a usable trust policy (the message says why), or `bundle trust` cannot do what was asked.",
     Internal => "internal_error": "An error without a code of its own: a defect in `bundle`; please report it with the message.",
 }
 
@@ -137,6 +138,7 @@ pub fn code_of(e: &(dyn std::error::Error + 'static)) -> Option<ErrorCode> {
     first_of!(
         Error,
         crate::ops::gate::GateError,
+        crate::ops::trust::TrustError,
         crate::ops::input::InputError,
         crate::oci::OciError,
         crate::keys::SignerError,

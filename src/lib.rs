@@ -40,6 +40,7 @@ pub(crate) mod state;
 pub mod timestamp;
 pub(crate) mod tools;
 pub mod trust;
+pub mod trust_policy;
 
 pub use cli::main;
 pub use error::{Coded, Error, ErrorCode, Result};

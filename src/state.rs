@@ -19,9 +19,14 @@
 //!     "mailer": {
 //!       "8E081C7E25586CAE": { "version": "1.4.0", "manifest_blake3": "7b9a…" }
 //!     }
-//!   }
+//!   },
+//!   "policies": { "acme-agents": 3 }
 //! }
 //! ```
+//!
+//! `policies` (present once a gate followed a trust policy, `--trust-policy`) holds the highest
+//! version of each policy followed, so that an older, validly signed policy cannot be offered
+//! again (`policy_rollback`).
 
 use std::cmp::Ordering;
 use std::collections::BTreeMap;
@@ -52,6 +57,10 @@ pub struct Accepted {
 pub struct State {
     format: u32,
     accepted: BTreeMap<String, BTreeMap<String, Accepted>>,
+    /// Trust policy id -> the highest policy version the gate followed (`--trust-policy`): an
+    /// older policy offered again is a replay. Absent from files without policies.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    policies: BTreeMap<String, u64>,
 }
 
 /// Why a bundle is older than what was accepted.
@@ -62,7 +71,7 @@ pub struct Rollback {
 
 impl State {
     pub fn new() -> Self {
-        State { format: FORMAT, accepted: BTreeMap::new() }
+        State { format: FORMAT, accepted: BTreeMap::new(), policies: BTreeMap::new() }
     }
 
     /// Parses and checks a state file's text.
@@ -130,6 +139,19 @@ impl State {
             }),
             _ => Ok(()),
         }
+    }
+
+    /// The highest version of trust policy `id` followed before.
+    pub fn policy_version(&self, id: &str) -> Option<u64> {
+        self.policies.get(id).copied()
+    }
+
+    /// Records that policy `id` `version` was followed; returns whether the state changed.
+    pub fn record_policy(&mut self, id: &str, version: u64) -> bool {
+        let seen = self.policies.entry(id.to_owned()).or_insert(0);
+        let newer = version > *seen;
+        *seen = (*seen).max(version);
+        newer
     }
 
     /// Records an accepted bundle; returns whether the state changed (only a higher version
@@ -210,6 +232,15 @@ impl StateFile {
             Err(e) => return Err(io_err(path)(e.into_io())),
         };
         Ok(StateFile { path: path.to_path_buf(), state, _lock: lock })
+    }
+
+    /// Records the policy version followed and writes the file atomically when it changed.
+    pub fn record_policy(&mut self, id: &str, version: u64) -> Result<bool, StateError> {
+        if !self.state.record_policy(id, version) {
+            return Ok(false);
+        }
+        atomic::write(&self.path, self.state.to_text().as_bytes(), true).map_err(io_err(&self.path))?;
+        Ok(true)
     }
 
     /// Records an accepted bundle and writes the file atomically when it changed.

@@ -2,6 +2,7 @@
 //! (`bundle verify --format json` prints them as `code`), and the rejection that carries one.
 
 use crate::archive::ArchiveError;
+use crate::trust_policy::SignersVerdict;
 
 crate::codes::stable_codes! {
     /// Why a bundle was rejected. The string forms are stable.
@@ -40,6 +41,14 @@ crate::codes::stable_codes! {
     AttestationContractMismatch => "attestation_contract_mismatch": "The agent-contract attestation says something other than the bundle's signed tools.json and policy.caps.",
     ProvenanceMismatch => "provenance_mismatch": "The provenance's source repository, ref or builder is not the one --source-repo, --source-ref or --builder-id requires.",
     IoError => "io_error": "An entry could not be written while unpacking (exit 2). A bundle that cannot be read at all (a file, a registry: `auth_failed`, `tls_error`, `timeout`) is an error with its own exit-2 code, not a rejection.",
+    ThresholdNotMet => "threshold_not_met": "With --trust-policy: fewer distinct counted keys (or keys of a required role) than a rule for the agent needs.",
+    RevokedKey => "revoked_key": "With --trust-policy: a rule is not met, and a signature did not count because its key is revoked.",
+    KeyOutsideWindow => "key_outside_window": "With --trust-policy: a rule is not met, and a signature did not count because its key is outside its not_before/not_after window.",
+    NoPolicyRule => "no_policy_rule": "With --trust-policy: no rule of the policy applies to the agent, so no signer may release it.",
+    PolicyUntrusted => "policy_untrusted": "A trust policy version is signed by fewer of its own root signers, or of the previous version's, than their threshold.",
+    PolicyRollback => "policy_rollback": "The trust policy followed is older than a version followed before (--state): a replayed policy.",
+    PolicyExpired => "policy_expired": "The newest trust policy version given has expired.",
+    PolicyChainBroken => "policy_chain_broken": "The trust policy versions given do not follow one another (a gap, a repeat, another policy id).",
 }
 
 impl Reason {
@@ -60,6 +69,8 @@ pub struct Rejection {
     pub key_id: Option<String>,
     /// The attestations judged before the rejection (`verify --attestation`), each with its verdict.
     pub attestations: Vec<crate::evidence::judge::Judged>,
+    /// With a trust policy: what became of each signature, and each rule's tally.
+    pub signers: Option<Box<SignersVerdict>>,
 }
 
 impl Rejection {
@@ -71,6 +82,7 @@ impl Rejection {
             agent: None,
             key_id: None,
             attestations: Vec::new(),
+            signers: None,
         }
     }
 }
@@ -95,6 +107,14 @@ impl From<ArchiveError> for Rejection {
             | ArchiveError::Io { path, .. } => path.clone(),
             _ => None,
         };
-        Rejection { reason, path, message: e.to_string(), agent: None, key_id: None, attestations: Vec::new() }
+        Rejection {
+            reason,
+            path,
+            message: e.to_string(),
+            agent: None,
+            key_id: None,
+            attestations: Vec::new(),
+            signers: None,
+        }
     }
 }

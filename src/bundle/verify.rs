@@ -25,13 +25,32 @@ use crate::state::State;
 use crate::timestamp::Timestamp;
 use crate::tools::{self, ToolsFile};
 use crate::trust::{self, TrustedKey, TrustedKeys};
+use crate::trust_policy::judge::Authenticated;
+use crate::trust_policy::{self, Refusal, SignatureStatus, SignersVerdict, TrustPolicy};
 
 /// How signatures are treated.
+#[derive(Clone, Copy)]
 pub enum Trust<'a> {
     /// Require a signature from one of these keys (verify, unpack).
     Keys(&'a TrustedKeys),
+    /// Judge the pack signature and these co-signatures under a trust policy.
+    Policy(PolicyTrust<'a>),
     /// Read the signature but do not check it (inspect without keys).
     Unchecked,
+}
+
+/// A trust policy and the co-signatures found beside the bundle (minisign signatures over
+/// manifest.toml, see [`crate::trust_policy::signatures`]).
+#[derive(Clone, Copy)]
+pub struct PolicyTrust<'a> {
+    pub policy: &'a TrustPolicy,
+    pub cosignatures: &'a [Signature],
+    /// The clock key windows are judged at.
+    pub now: Timestamp,
+    /// Refuse a bundle whose signatures do not meet the rules. `bundle cosign` judges without
+    /// enforcing (adding the missing signature is its purpose); it still needs one signature
+    /// by a key of the policy before it believes the manifest.
+    pub enforce: bool,
 }
 
 /// What the caller requires of a bundle beyond a trusted signature and intact content. The
@@ -77,6 +96,10 @@ pub struct Verified {
     pub manifest_blake3: blake3::Hash,
     /// The attestations the gate judged and accepted (none when it was given none).
     pub attestations: Vec<crate::evidence::judge::Judged>,
+    /// The signed manifest's bytes (what co-signatures sign).
+    pub manifest_bytes: Vec<u8>,
+    /// With a trust policy: what became of each signature, and each rule's tally.
+    pub signers: Option<SignersVerdict>,
 }
 
 /// Where verified entries go: nowhere (verify), or a folder (unpack).
@@ -146,14 +169,19 @@ fn run(
     let signature = parse_signature(&signature_text)?;
     *signer = Some(signature.key_id_hex());
     // The signature, before anything in the manifest is believed.
-    let verified_by = match trust {
-        Trust::Keys(keys) => Some(check_signature(keys, &signature, &manifest_bytes)?),
-        Trust::Unchecked => None,
+    let (verified_by, authenticated) = match trust {
+        Trust::Keys(keys) => (Some(check_signature(keys, &signature, &manifest_bytes)?), None),
+        Trust::Policy(p) => (None, Some(authenticate(&p, &signature, &manifest_bytes)?)),
+        Trust::Unchecked => (None, None),
     };
     // The manifest, now authenticated (or knowingly unchecked).
     let manifest = parse_manifest(&manifest_bytes)?;
     *agent = Some((manifest.name.clone(), manifest.version.to_string()));
     check_signed_for(&signature, verified_by.as_deref(), &manifest, expect)?;
+    let signers = match (trust, authenticated) {
+        (Trust::Policy(p), Some(auth)) => Some(judge_signers(&p, auth, &manifest)?),
+        _ => None,
+    };
     let manifest_blake3 = blake3::hash(&manifest_bytes);
     freshness(&manifest, &signature.key_id_hex(), &manifest_blake3, expect)?;
 
@@ -177,7 +205,49 @@ fn run(
         held: kept,
         manifest_blake3,
         attestations: Vec::new(),
+        manifest_bytes,
+        signers,
     })
+}
+
+/// With a trust policy: the pack signature and the co-signatures over the manifest's bytes.
+/// At least one must verify with a key of the policy before the manifest is believed.
+fn authenticate(p: &PolicyTrust<'_>, pack: &Signature, manifest_bytes: &[u8]) -> Result<Authenticated, Rejection> {
+    let mut all = vec![(SIGNATURE_ENTRY.to_owned(), pack)];
+    all.extend(p.cosignatures.iter().enumerate().map(|(i, s)| (format!("cosig:{}", i + 1), s)));
+    let auth = trust_policy::judge::authenticate(p.policy, &all, manifest_bytes);
+    if auth.any_verified() {
+        return Ok(auth);
+    }
+    let bad = auth.verdicts().iter().any(|v| v.status == SignatureStatus::BadSignature);
+    let ids: Vec<&str> = auth.verdicts().iter().map(|v| v.key_id.as_str()).collect();
+    Err(Rejection::new(
+        if bad { Reason::BadSignature } else { Reason::UntrustedKey },
+        Some(SIGNATURE_ENTRY),
+        format!(
+            "no signature verifies with a key of trust policy `{}` version {} (signed by {})",
+            p.policy.id,
+            p.policy.version,
+            ids.join(", ")
+        ),
+    ))
+}
+
+/// With a trust policy: what counts for this agent, and (when enforced) the rules met.
+fn judge_signers(p: &PolicyTrust<'_>, auth: Authenticated, m: &Manifest) -> Result<SignersVerdict, Rejection> {
+    let comment = trust::trusted_comment(&m.name, &m.version.to_string());
+    let verdict = trust_policy::judge::judge(p.policy, auth, &m.name, &comment, p.now);
+    let Some((refusal, message)) = verdict.refusal().filter(|_| p.enforce) else { return Ok(verdict) };
+    let reason = match refusal {
+        Refusal::ThresholdNotMet => Reason::ThresholdNotMet,
+        Refusal::RevokedKey => Reason::RevokedKey,
+        Refusal::OutsideWindow => Reason::KeyOutsideWindow,
+        Refusal::NotForAgent => Reason::UntrustedKey,
+        Refusal::NoRule => Reason::NoPolicyRule,
+    };
+    let mut r = Rejection::new(reason, None, message);
+    r.signers = Some(Box::new(verdict));
+    Err(r)
 }
 
 /// Entry 1: the manifest, under a small cap.

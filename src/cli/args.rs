@@ -5,7 +5,7 @@
 use std::path::PathBuf;
 
 use agent_bundle::evidence::judge::AttestPolicy;
-use agent_bundle::ops::gate::{AttestOptions, GateOptions};
+use agent_bundle::ops::gate::{AttestOptions, GateOptions, PolicyOptions};
 use agent_bundle::trust::TrustedKeys;
 
 use super::{Format, Global};
@@ -31,15 +31,27 @@ impl Targets {
 }
 
 /// Options shared by commands that verify.
-#[derive(Debug, clap::Args)]
+#[derive(Debug, Default, clap::Args)]
 pub struct TrustArgs {
     /// A trusted minisign public key file (repeatable).
-    #[arg(long = "key", value_name = "PUBLIC_KEY", required_unless_present = "trusted_keys")]
+    #[arg(long = "key", value_name = "PUBLIC_KEY", required_unless_present_any = ["trusted_keys", "trust_policy"])]
     pub keys: Vec<PathBuf>,
     /// A file of trusted public keys, each optionally limited to agent-name patterns; or a plain
     /// minisign public key file (one key, every agent).
     #[arg(long, value_name = "FILE", conflicts_with = "keys")]
     pub trusted_keys: Option<PathBuf>,
+    /// A signed trust policy (TOML; its signatures in FILE.minisigs): named keys with roles,
+    /// agent patterns, validity windows and revocation, and rules such as "payments-* need 2
+    /// distinct keys, one of role security". Co-signatures are read from BUNDLE.cosig.
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["keys", "trusted_keys"])]
+    pub trust_policy: Option<PathBuf>,
+    /// A newer version of the trust policy to follow from --trust-policy (repeatable, any
+    /// order): each must be signed by a threshold of the previous version's root signers.
+    #[arg(long, value_name = "FILE", requires = "trust_policy")]
+    pub policy_update: Vec<PathBuf>,
+    /// Read co-signatures from these files instead of BUNDLE.cosig (repeatable).
+    #[arg(long = "cosignatures", value_name = "FILE", requires = "trust_policy")]
+    pub cosignatures: Vec<PathBuf>,
 }
 
 /// What a deployment gate requires beyond a trusted signature (verify and unpack).
@@ -64,7 +76,7 @@ pub struct GateArgs {
 }
 
 /// What the gate requires of attestations (verify, unpack, pull).
-#[derive(Debug, clap::Args)]
+#[derive(Debug, Default, clap::Args)]
 pub struct AttestArgs {
     /// Judge these attestations (Sigstore bundles with in-toto statements, as `pack --attest`
     /// writes them) instead of those found beside the bundle (<BUNDLE>.provenance.sigstore.json,
@@ -108,8 +120,8 @@ impl AttestArgs {
 }
 
 impl GateArgs {
-    /// The gate's options, with the trusted `keys` and the clock of `global`.
-    pub fn options(self, keys: TrustedKeys, global: Global) -> GateOptions {
+    /// The gate's options, with the trusted `keys` (or `policy`) and the clock of `global`.
+    pub fn options(self, keys: TrustedKeys, policy: Option<PolicyOptions>, global: Global) -> GateOptions {
         GateOptions {
             keys,
             name: self.name,
@@ -118,6 +130,7 @@ impl GateArgs {
             state: self.state,
             baseline: self.baseline,
             attest: self.attest.options(),
+            policy,
         }
     }
 }

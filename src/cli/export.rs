@@ -91,7 +91,7 @@ pub fn run(mut args: Args, global: Global) -> anyhow::Result<Outcome> {
             args.input.display()
         );
     } else {
-        Some(load_trust(&TrustArgs { keys: args.keys, trusted_keys: args.trusted_keys })?)
+        Some(load_trust(&TrustArgs { keys: args.keys, trusted_keys: args.trusted_keys, ..Default::default() })?)
     };
     let trust = match &keys {
         Some(keys) => BundleTrust::Keys { keys, now: global.now() },

@@ -15,6 +15,7 @@ use agent_bundle::keys::pkcs11::{MODULE_ENV, TokenKey};
 use agent_bundle::keys::ssh_agent::{AUTH_SOCK_ENV, AgentKey};
 use agent_bundle::keys::{KeyRef, Signer};
 use agent_bundle::minisign::{KeyError, PublicKey, SecretKey};
+use agent_bundle::ops::gate::PolicyOptions;
 use agent_bundle::trust::TrustedKeys;
 
 use super::args::TrustArgs;
@@ -196,7 +197,21 @@ fn not_a_public_key(path: &Path, text: &str) -> Option<anyhow::Error> {
     ))
 }
 
+/// The trust policy of `--trust-policy` and its `--policy-update` versions, read and checked
+/// (their chain is followed by the gate, under the state file's lock).
+pub fn load_policy(args: &TrustArgs) -> anyhow::Result<Option<PolicyOptions>> {
+    let Some(pin) = &args.trust_policy else { return Ok(None) };
+    let pin = agent_bundle::ops::trust::read_signed(pin)?;
+    let updates =
+        args.policy_update.iter().map(|p| agent_bundle::ops::trust::read_signed(p)).collect::<Result<Vec<_>, _>>()?;
+    Ok(Some(PolicyOptions { pin, updates, cosignatures: args.cosignatures.clone(), require_threshold: true }))
+}
+
 pub fn load_trust(args: &TrustArgs) -> anyhow::Result<TrustedKeys> {
+    if args.trust_policy.is_some() {
+        // The policy decides; the keys are not used.
+        return Ok(TrustedKeys::default());
+    }
     if let Some(path) = &args.trusted_keys {
         let text = read_key_file(path, "trusted-keys", MAX_TRUSTED_KEYS_FILE)?;
         return TrustedKeys::parse(&text)

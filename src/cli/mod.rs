@@ -6,6 +6,7 @@ mod attest;
 mod baseline;
 mod check;
 mod completions;
+mod cosign;
 mod diff;
 mod export;
 mod import;
@@ -25,6 +26,7 @@ mod push;
 mod registry;
 mod schema;
 mod tool;
+mod trust;
 mod unpack;
 mod verify;
 
@@ -107,6 +109,8 @@ enum Command {
     Schema(schema::Args),
     Completions(completions::Args),
     Man(man::Args),
+    Cosign(cosign::Args),
+    Trust(trust::Args),
 }
 
 impl Command {
@@ -127,6 +131,8 @@ impl Command {
             Command::Tool(a) => a.format(),
             Command::Diff(a) => a.format,
             Command::Baseline(a) => a.format(),
+            Command::Cosign(a) => a.format,
+            Command::Trust(a) => a.format(),
             Command::Init(_)
             | Command::Keygen(_)
             | Command::Pubkey(_)
@@ -272,6 +278,8 @@ pub fn main() -> ExitCode {
         Command::Schema(args) => schema::run(args),
         Command::Completions(args) => completions::run(args),
         Command::Man(args) => man::run(args),
+        Command::Cosign(args) => cosign::run(args, global),
+        Command::Trust(args) => trust::run(args, global),
     };
     match result {
         Ok(Outcome::Ok) => ExitCode::SUCCESS,

@@ -64,7 +64,7 @@ pub fn run(args: Args, global: Global) -> anyhow::Result<Outcome> {
     }
     registry.chunk_size = args.chunk_size;
     let keys: Option<TrustedKeys> = if args.trusted_keys.is_some() {
-        Some(load_trust(&super::args::TrustArgs { keys: Vec::new(), trusted_keys: args.trusted_keys.clone() })?)
+        Some(load_trust(&super::args::TrustArgs { trusted_keys: args.trusted_keys.clone(), ..Default::default() })?)
     } else if !args.keys.is_empty() {
         Some(TrustedKeys::from_keys(args.keys.iter().map(|p| load_public_key(p)).collect::<anyhow::Result<Vec<_>>>()?))
     } else {

@@ -42,7 +42,7 @@ pub struct Args {
 
 pub fn run(args: Args, global: Global) -> anyhow::Result<Outcome> {
     let keys = load_trust(&args.trust)?;
-    let gate = Gate::open(args.gate.options(keys, global))?;
+    let gate = Gate::open(args.gate.options(keys, super::keys::load_policy(&args.trust)?, global))?;
     let source = args.registry.source(&args.bundle)?;
     let verdict = unpack::unpack(&source, &args.dir, gate, args.replace)?;
     let outcome = super::verify::render(&args.bundle, &verdict, args.format, global)?;

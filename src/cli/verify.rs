@@ -7,6 +7,7 @@ use agent_bundle::bundle::verify::Rejection;
 use agent_bundle::contract::baseline::Drift;
 use agent_bundle::diagnostic::sanitize;
 use agent_bundle::ops::gate::{BaselineReport, Gate, GateOptions, Verdict};
+use agent_bundle::trust_policy::SignersVerdict;
 
 use super::args::{GateArgs, TrustArgs};
 use super::json::Results;
@@ -47,7 +48,7 @@ pub struct Args {
 
 pub fn run(args: Args, global: Global) -> anyhow::Result<Outcome> {
     let keys = load_trust(&args.trust)?;
-    let opts = args.gate.options(keys, global);
+    let opts = args.gate.options(keys, super::keys::load_policy(&args.trust)?, global);
     if let [bundle] = args.bundles.as_slice() {
         let verdict = verify_one(bundle, opts, &args.registry, global)?;
         return render(bundle, &verdict, args.format, global);
@@ -176,6 +177,11 @@ pub fn render(bundle: &Path, verdict: &Verdict, format: Format, global: Global) 
         }
         Format::Human => match result {
             Ok(v) => {
+                if let Some(s) = &v.signers {
+                    for line in signers_lines(s) {
+                        output::status(global, &line);
+                    }
+                }
                 if let Some(b) = baseline {
                     gate_human(global, b, bundle, false)?;
                 }
@@ -203,6 +209,11 @@ pub fn render(bundle: &Path, verdict: &Verdict, format: Format, global: Global) 
                     global,
                     &format!("rejected {}: {} [{}]{at}", bundle.display(), sanitize(&r.message), r.reason.as_str()),
                 );
+                if let Some(s) = &r.signers {
+                    for line in signers_lines(s) {
+                        output::status(global, &line);
+                    }
+                }
                 if let Some(b) = baseline {
                     gate_human(global, b, bundle, true)?;
                 }
@@ -232,6 +243,30 @@ pub fn attestation_line(a: &agent_bundle::evidence::judge::Judged) -> String {
         line += &format!(" [{}]", a.verdict);
     }
     line
+}
+
+/// A trust policy's verdict on a bundle's signatures: one line per signature, one per rule.
+pub fn signers_lines(s: &SignersVerdict) -> Vec<String> {
+    let mut lines = vec![format!("  trust policy `{}` version {}:", sanitize(&s.policy), s.policy_version)];
+    for v in &s.signatures {
+        let who = v.signer.as_deref().map(|n| format!(" `{}`", sanitize(n))).unwrap_or_default();
+        let roles = if v.roles.is_empty() { String::new() } else { format!(" [{}]", sanitize(&v.roles.join(", "))) };
+        let why = if v.why.is_empty() { String::new() } else { format!(": {}", sanitize(&v.why)) };
+        lines.push(format!("    {} key {}{who}{roles}: {}{why}", v.source, v.key_id, v.status));
+    }
+    for r in &s.rules {
+        let roles: Vec<String> =
+            r.roles.iter().map(|t| format!(", role {} {} of {}", t.role, t.counted, t.needed)).collect();
+        let met = if r.met { "met" } else { "NOT met" };
+        lines.push(format!(
+            "    rule {}: {} of {} keys{}: {met}",
+            sanitize(&r.rule),
+            r.counted,
+            r.needed,
+            roles.concat()
+        ));
+    }
+    lines
 }
 
 /// The gate's findings on stderr: rejecting drift (when `rejected`) or warnings, each with what

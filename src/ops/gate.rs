@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
-use crate::bundle::verify::{self, Expect, Reason, Rejection, Sink, Trust, Verified};
+use crate::bundle::verify::{self, Expect, PolicyTrust, Reason, Rejection, Sink, Trust, Verified};
 use crate::contract::baseline::{self, Baseline, BaselineError, Findings};
 use crate::contract::release;
 use crate::evidence::{
@@ -24,6 +24,10 @@ use crate::state::{StateError, StateFile};
 use crate::timestamp::Timestamp;
 use crate::trust::TrustedKeys;
 use sha2::{Digest as _, Sha256};
+use crate::minisign::Signature;
+use crate::regular_file::{self, Links};
+use crate::trust_policy::chain::{self, ChainError, ChainFault, ChainReport, SignedPolicy};
+use crate::trust_policy::{SignersVerdict, TrustPolicy, signatures};
 
 /// What the gate requires of a bundle.
 #[derive(Debug, Clone)]
@@ -43,6 +47,9 @@ pub struct GateOptions {
     /// A folder holds one baseline per agent, `<agent name>.toml` (as `bundle baseline
     /// snapshot` writes them), picked once the bundle's agent is known.
     pub baseline: Option<PathBuf>,
+    /// A trust policy (`--trust-policy`): when set, it decides whose signatures count, and
+    /// `keys` is not used.
+    pub policy: Option<PolicyOptions>,
     /// Attestations to judge (`--attestation`, and those beside the bundle) and what they must say.
     pub attest: AttestOptions,
 }
@@ -57,6 +64,23 @@ pub struct AttestOptions {
     pub discover: bool,
     pub policy: AttestPolicy,
 }
+
+/// A trust policy as given: the pinned version, the newer versions to follow, and where the
+/// co-signatures are.
+#[derive(Debug, Clone)]
+pub struct PolicyOptions {
+    pub pin: SignedPolicy,
+    pub updates: Vec<SignedPolicy>,
+    /// Co-signature files (`--cosignatures`); when empty, `<bundle>.cosig` beside a bundle
+    /// file is read if it exists.
+    pub cosignatures: Vec<PathBuf>,
+    /// Refuse a bundle whose signatures do not meet the rules (always, but for `bundle
+    /// cosign`, which judges a bundle that still lacks the signature it adds).
+    pub require_threshold: bool,
+}
+
+/// The policy the gate follows, or why no version can be followed (every bundle is refused).
+type Followed = Result<(TrustPolicy, ChainReport), ChainError>;
 
 /// Why the gate could not judge a bundle, or could not record that it passed (exit 2). A
 /// bundle that was judged and refused is a [`Verdict::Refused`], not an error.
@@ -135,6 +159,7 @@ pub struct Gate {
     attestations: Vec<(String, Vec<u8>)>,
     /// Judged before the bundle was read (a registry's referrers, [`Gate::judge_before`]).
     judged: Option<Vec<Judged>>,
+    policy: Option<Followed>,
 }
 
 impl Gate {
@@ -149,7 +174,12 @@ impl Gate {
         };
         let state = opts.state.as_deref().map(StateFile::open).transpose()?;
         let attestations = opts.attest.files.iter().map(|p| read_attestation(p)).collect::<Result<_, _>>()?;
-        Ok(Gate { opts, baseline, state, attestations, judged: None })
+        // The policy chain is followed once, under the state file's lock.
+        let policy = opts.policy.as_ref().map(|p| {
+            let seen = state.as_ref().and_then(|s| s.state.policy_version(&p.pin.policy.id));
+            chain::follow(p.pin.clone(), p.updates.clone(), opts.now, seen)
+        });
+        Ok(Gate { opts, baseline, state, attestations, judged: None, policy })
     }
 
     /// Judges attestations fetched from a registry against the bundle's SHA-256 (the layer
@@ -184,6 +214,38 @@ impl Gate {
         Ok(self.judged.is_some() || !self.attestations.is_empty() || self.opts.attest.policy.needs_provenance())
     }
 
+    /// The chain of policy versions followed (with `--trust-policy`), or why it broke.
+    pub fn policy_chain(&self) -> Option<&ChainReport> {
+        self.policy.as_ref().map(|f| match f {
+            Ok((_, report)) => report,
+            Err(e) => &e.report,
+        })
+    }
+
+    /// The co-signatures of the bundle at `origin`: the files given, or `<origin>.cosig` when
+    /// it exists. A file that is not a list of minisign signatures refuses the bundle.
+    fn cosignatures(&self, origin: &Path) -> Result<Vec<Signature>, Rejection> {
+        let Some(p) = &self.opts.policy else { return Ok(Vec::new()) };
+        let beside = signatures::cosig_path(origin);
+        let files: Vec<PathBuf> = if p.cosignatures.is_empty() {
+            beside.is_file().then_some(beside).into_iter().collect()
+        } else {
+            p.cosignatures.clone()
+        };
+        let mut all = Vec::new();
+        for file in files {
+            let shown = file.display().to_string();
+            let text =
+                regular_file::read_to_string(&file, signatures::MAX_SIGNATURES_BYTES, Links::Follow).map_err(|e| {
+                    Rejection::new(Reason::IoError, Some(&shown), format!("cannot read {shown}: {}", e.into_io()))
+                })?;
+            let found = signatures::parse(&text)
+                .map_err(|why| Rejection::new(Reason::BadSignature, Some(&shown), format!("{shown}: {why}")))?;
+            all.extend(found);
+        }
+        Ok(all)
+    }
+
     /// Judges the bundle read from `input`, streaming its entries into `sink`. `origin` names
     /// the bundle in messages (a path, or a registry reference).
     ///
@@ -201,8 +263,23 @@ impl Gate {
             state: self.state.as_ref().map(|s| &s.state),
             min_version: self.opts.min_version.as_ref(),
         };
+        let cosignatures = match self.cosignatures(origin) {
+            Ok(c) => c,
+            Err(rejection) => return Ok(Verdict::Refused { rejection, baseline: None }),
+        };
+        let trust = match &self.policy {
+            None => Trust::Keys(&self.opts.keys),
+            Some(Ok((policy, _))) => Trust::Policy(PolicyTrust {
+                policy,
+                cosignatures: &cosignatures,
+                now: self.opts.now,
+                enforce: self.opts.policy.as_ref().is_none_or(|p| p.require_threshold),
+            }),
+            // No version of the policy can be followed: nothing is trusted.
+            Some(Err(e)) => return Ok(Verdict::Refused { rejection: chain_rejection(e), baseline: None }),
+        };
         let mut input = Sha256Reader { inner: input, sha256: attesting.then(Sha256::new) };
-        let mut verified = match verify::verify(&mut input, Trust::Keys(&self.opts.keys), &expect, sink) {
+        let mut verified = match verify::verify(&mut input, trust, &expect, sink) {
             Ok(v) => v,
             Err(rejection) => return Ok(Verdict::Refused { rejection, baseline: None }),
         };
@@ -226,6 +303,9 @@ impl Gate {
             state
                 .record(&m.name, &verified.key_id, &m.version, &verified.manifest_blake3)
                 .map_err(GateError::Record)?;
+            if let Some(Ok((policy, _))) = &self.policy {
+                state.record_policy(&policy.id, policy.version).map_err(GateError::Record)?;
+            }
         }
         sink.commit()?;
         Ok(Verdict::Passed { verified: Box::new(verified), baseline: report })
@@ -393,6 +473,17 @@ impl<R: BufRead> BufRead for Sha256Reader<R> {
     }
 }
 
+/// The refusal of every bundle when the policy chain cannot be followed.
+pub fn chain_rejection(e: &ChainError) -> Rejection {
+    let reason = match e.fault {
+        ChainFault::Untrusted => Reason::PolicyUntrusted,
+        ChainFault::Rollback => Reason::PolicyRollback,
+        ChainFault::Expired => Reason::PolicyExpired,
+        ChainFault::Broken => Reason::PolicyChainBroken,
+    };
+    Rejection::new(reason, None, e.message.clone())
+}
+
 /// Opens a gate and judges one bundle with it: [`Gate::open`] then [`Gate::run`].
 pub fn gate(input: impl BufRead, origin: &Path, opts: GateOptions, sink: &mut dyn Sink) -> Result<Verdict, GateError> {
     Gate::open(opts)?.run(input, origin, sink)
@@ -417,6 +508,9 @@ pub struct VerdictReport<'a> {
     /// Every attestation judged, each with its verdict (`ok` or a reason code).
     #[serde(skip_serializing_if = "<[Judged]>::is_empty")]
     pub attestations: &'a [Judged],
+    /// With --trust-policy: each signature's fate and each rule's tally.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub signers: Option<&'a SignersVerdict>,
 }
 
 /// An agent's name and version.
@@ -440,6 +534,7 @@ impl<'a> VerdictReport<'a> {
             bytes: Some(v.files.iter().map(|f| f.size).sum()),
             baseline,
             attestations: &v.attestations,
+            signers: v.signers.as_ref(),
         }
     }
 
@@ -456,6 +551,7 @@ impl<'a> VerdictReport<'a> {
             bytes: None,
             baseline,
             attestations: &r.attestations,
+            signers: r.signers.as_deref(),
         }
     }
 }
@@ -506,6 +602,7 @@ mod tests {
             state,
             baseline: None,
             attest: AttestOptions::default(),
+            policy: None,
         }
     }
 

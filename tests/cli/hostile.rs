@@ -82,7 +82,8 @@ fn corpus_covers_every_reason() {
     let codes: BTreeSet<&str> = cases.iter().map(|c| c.code.as_str()).collect();
     // io_error is the reader's failure; contract_drift needs a baseline (tests/cli/baseline.rs);
     // rollback depends on what the verifier accepted before (tests/cli/freshness.rs); the
-    // registry codes need a registry (tests/cli/oci.rs).
+    // registry codes need a registry (tests/cli/oci.rs); the trust-policy codes need a policy
+    // and co-signatures (tests/cli/signers.rs).
     for reason in Reason::ALL.iter().filter(|r| {
         !matches!(
             r,
@@ -91,6 +92,14 @@ fn corpus_covers_every_reason() {
                 | Reason::Rollback
                 | Reason::UnsupportedArtifact
                 | Reason::BlobMismatch
+                | Reason::ThresholdNotMet
+                | Reason::RevokedKey
+                | Reason::KeyOutsideWindow
+                | Reason::NoPolicyRule
+                | Reason::PolicyUntrusted
+                | Reason::PolicyRollback
+                | Reason::PolicyExpired
+                | Reason::PolicyChainBroken
         )
     }) {
         assert!(codes.contains(reason.as_str()), "no case for {}", reason.as_str());

@@ -471,7 +471,7 @@ impl SshAgent {
         panic!("ssh-agent did not create {}", agent.socket.display());
     }
 
-    fn keygen(&self, kind: &str, name: &str) -> PathBuf {
+    pub(crate) fn keygen(&self, kind: &str, name: &str) -> PathBuf {
         let path = self.dir.path().join(name);
         sh(Command::new("ssh-keygen").args(["-q", "-t", kind, "-N", "", "-C", name, "-f"]).arg(&path));
         path

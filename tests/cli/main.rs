@@ -36,5 +36,6 @@ mod properties;
 mod registry;
 mod schemas;
 mod scripts;
+mod signers;
 mod tls;
 mod tool;

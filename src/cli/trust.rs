@@ -1,0 +1,202 @@
+//! `bundle trust sign|verify|rotate`: manage a signed, versioned trust policy.
+
+use std::path::PathBuf;
+
+use agent_bundle::ops::gate::chain_rejection;
+use agent_bundle::timestamp::{Timestamp, parse_span};
+use agent_bundle::trust_policy::ChainReport;
+
+use super::keys::{SecretKeyArgs, open_signer};
+use super::{Format, Global, Outcome, output};
+
+/// Manage a trust policy: sign a version, check a chain of versions, start the next version.
+///
+/// A policy version N+1 is followed only if signed by a threshold of version N's root signers
+/// and of its own; `bundle verify --trust-policy V1 --policy-update V2 --policy-update V3`
+/// follows such a chain from a pinned version.
+#[derive(Debug, clap::Args)]
+#[command(
+    after_help = "Examples:\n  bundle trust sign trust-policy.toml --key ssh-agent:\n  bundle trust verify trust-policy.toml --update trust-policy-v2.toml\n  bundle trust rotate trust-policy.toml -o trust-policy-v2.toml --expires 365d"
+)]
+pub struct Args {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, clap::Subcommand)]
+enum Command {
+    /// Add a signature to POLICY.minisigs (replacing an earlier one by the same key).
+    Sign(SignArgs),
+    /// Check a policy's signatures and follow a chain of newer versions (exit 1 if refused).
+    Verify(VerifyArgs),
+    /// Write the next version of a policy (version + 1, a new expiry), unsigned, to edit.
+    Rotate(RotateArgs),
+}
+
+#[derive(Debug, clap::Args)]
+#[command(
+    after_help = "Examples:\n  bundle trust sign trust-policy.toml --key alice.key\n  bundle trust sign trust-policy-v2.toml --key 'pkcs11:token=sec;object=bob'"
+)]
+struct SignArgs {
+    /// The trust policy file.
+    policy: PathBuf,
+    #[command(flatten)]
+    key: SecretKeyArgs,
+    #[arg(long, value_enum, default_value_t = Format::Human)]
+    format: Format,
+}
+
+#[derive(Debug, clap::Args)]
+#[command(
+    after_help = "Examples:\n  bundle trust verify trust-policy.toml\n  bundle trust verify trust-policy.toml --update v2.toml --update v3.toml \\\n      --state /var/lib/agents/bundle-state.json"
+)]
+struct VerifyArgs {
+    /// The pinned (trusted) version of the policy.
+    policy: PathBuf,
+    /// Newer versions to follow (repeatable, any order).
+    #[arg(long = "update", value_name = "FILE")]
+    updates: Vec<PathBuf>,
+    /// Refuse a version older than one followed before, and record the one followed.
+    #[arg(long, value_name = "FILE")]
+    state: Option<PathBuf>,
+    #[arg(long, value_enum, default_value_t = Format::Human)]
+    format: Format,
+}
+
+#[derive(Debug, clap::Args)]
+#[command(
+    after_help = "Examples:\n  bundle trust rotate trust-policy.toml -o trust-policy-v2.toml\n  bundle trust rotate trust-policy.toml -o v2.toml --expires 2027-06-01T00:00:00Z"
+)]
+struct RotateArgs {
+    /// The current version.
+    policy: PathBuf,
+    /// Where to write the next version (never over an existing file).
+    #[arg(long, short = 'o', value_name = "FILE")]
+    out: PathBuf,
+    /// When the next version expires: an RFC 3339 time, or a span from now (`365d`).
+    #[arg(long, value_name = "WHEN", default_value = "365d")]
+    expires: String,
+    #[arg(long, value_enum, default_value_t = Format::Human)]
+    format: Format,
+}
+
+impl Args {
+    pub fn format(&self) -> Format {
+        match &self.command {
+            Command::Sign(a) => a.format,
+            Command::Verify(a) => a.format,
+            Command::Rotate(a) => a.format,
+        }
+    }
+}
+
+pub fn run(args: Args, global: Global) -> anyhow::Result<Outcome> {
+    match args.command {
+        Command::Sign(a) => sign(a, global),
+        Command::Verify(a) => verify(a, global),
+        Command::Rotate(a) => rotate(a, global),
+    }
+}
+
+fn sign(args: SignArgs, global: Global) -> anyhow::Result<Outcome> {
+    let mut signer = open_signer(&args.key)?;
+    let signed = agent_bundle::ops::trust::sign(&args.policy, &mut signer)?;
+    if args.format == Format::Json {
+        let mut doc = serde_json::to_value(&signed)?;
+        doc["ok"] = true.into();
+        output::print_json(&doc)?;
+    } else {
+        let who = match (&signed.signer, signed.root) {
+            (Some(n), true) => format!("root signer `{n}` of this version"),
+            (Some(n), false) => format!("signer `{n}`, not a root signer of this version"),
+            (None, _) => "not a signer of this version (a root signer of the previous one?)".to_owned(),
+        };
+        output::status(
+            global,
+            &format!(
+                "signed trust policy `{}` version {} with key {} ({who}); {} holds {} signature(s)",
+                signed.policy,
+                signed.version,
+                signed.key_id,
+                signed.file.display(),
+                signed.signatures
+            ),
+        );
+    }
+    Ok(Outcome::Ok)
+}
+
+fn verify(args: VerifyArgs, global: Global) -> anyhow::Result<Outcome> {
+    let result = agent_bundle::ops::trust::follow(&args.policy, &args.updates, args.state.as_deref(), global.now())?;
+    let (report, refusal) = match &result {
+        Ok(report) => (report, None),
+        Err(e) => (&e.report, Some(chain_rejection(e))),
+    };
+    if args.format == Format::Json {
+        let doc = serde_json::json!({
+            "ok": refusal.is_none(),
+            "code": refusal.as_ref().map(|r| r.reason.as_str()),
+            "message": refusal.as_ref().map(|r| r.message.clone()),
+            "chain": report,
+        });
+        output::print_json(&output::sanitize_json(doc))?;
+    } else {
+        chain_human(global, report);
+        match &refusal {
+            None => output::status(
+                global,
+                &format!(
+                    "trust policy `{}` version {} followed; it expires at {}",
+                    report.id,
+                    report.version.unwrap_or_default(),
+                    report.expires.as_deref().unwrap_or("?")
+                ),
+            ),
+            Some(r) => output::print_error_line(global, &format!("rejected: {} [{}]", r.message, r.reason.as_str())),
+        }
+    }
+    Ok(if refusal.is_some() { Outcome::Rejected } else { Outcome::Ok })
+}
+
+/// Each version followed, with its root signatures' tallies, on stderr.
+pub fn chain_human(global: Global, report: &ChainReport) {
+    for step in &report.steps {
+        let tallies: Vec<String> = step
+            .tallies
+            .iter()
+            .map(|t| {
+                let whose = if t.by == "own" { "own roots".to_owned() } else { format!("{} roots", t.by) };
+                format!("{whose} {} of {} ({})", t.counted, t.needed, t.signers.join(", "))
+            })
+            .collect();
+        output::status(global, &format!("  v{} {}: {}", step.version, step.origin, tallies.join("; ")));
+    }
+}
+
+fn rotate(args: RotateArgs, global: Global) -> anyhow::Result<Outcome> {
+    let expires = match Timestamp::parse(&args.expires) {
+        Ok(t) => t,
+        Err(_) => {
+            let span = parse_span(&args.expires).map_err(|e| anyhow::anyhow!("--expires {}: {e}", args.expires))?;
+            global.now().checked_add_seconds(span).ok_or_else(|| anyhow::anyhow!("--expires: out of range"))?
+        }
+    };
+    let version = agent_bundle::ops::trust::rotate(&args.policy, &args.out, expires)?;
+    if args.format == Format::Json {
+        output::print_json(&serde_json::json!({
+            "ok": true, "file": args.out.display().to_string(), "version": version, "expires": expires.to_string()
+        }))?;
+    } else {
+        output::status(
+            global,
+            &format!(
+                "wrote {}: version {version}, expires {expires}, unsigned. Edit its signers and rules, then have it signed \
+                 by enough root signers of version {} and of its own: bundle trust sign {} --key KEY",
+                args.out.display(),
+                version - 1,
+                args.out.display()
+            ),
+        );
+    }
+    Ok(Outcome::Ok)
+}

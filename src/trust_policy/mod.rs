@@ -1,0 +1,20 @@
+//! Many signers: the trust policy (`--trust-policy`) that says which keys may sign which
+//! agents and how many distinct ones each agent needs, the files of several signatures
+//! (co-signatures beside a bundle, the signatures of a policy), and rotation of the policy
+//! itself along a signed chain of versions.
+//!
+//! [`format`] is the policy file; [`judge`] applies it to a bundle's signatures; [`chain`]
+//! decides which version of the policy to follow; [`signatures`] reads and writes files of
+//! several minisign signatures. The one-key `--trusted-keys` file stays in [`crate::trust`].
+
+pub mod chain;
+pub mod format;
+pub mod judge;
+pub mod signatures;
+
+pub use chain::{ChainError, ChainFault, ChainReport, SignedPolicy};
+pub use format::{Signer, SignerId, TrustPolicy};
+pub use judge::{Refusal, SignatureStatus, SignersVerdict};
+
+#[cfg(test)]
+mod tests;

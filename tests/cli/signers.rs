@@ -1,0 +1,502 @@
+//! Many signers: trust policies with thresholds and roles, co-signatures (`bundle cosign`),
+//! and rotation of the policy (`bundle trust`). Each refusal is checked by its reason code;
+//! the signatures `bundle` makes are checked by `minisign -V` and securesystemslib.
+
+use std::path::Path;
+use std::process::Command;
+
+use crate::keys::{PIN, SoftHsm, SshAgent};
+use crate::support::{Env, Run, require_tool};
+
+/// A release team in a temp folder: file keys alice, bob, carol, dave, erin, frank (alice and
+/// carol release engineers, bob security), the mailer agent packed by alice.
+struct Team {
+    env: Env,
+}
+
+const NAMES: [&str; 6] = ["alice", "bob", "carol", "dave", "erin", "frank"];
+
+impl Team {
+    fn new() -> Team {
+        let env = Env::new();
+        env.copy("agents/mailer", "mailer");
+        for name in NAMES {
+            env.run(&["keygen", name]).expect_code(0);
+        }
+        env.run(&["pack", "mailer", "--key", "alice.key", "-o", "mailer.agent.bundle"]).expect_code(0);
+        Team { env }
+    }
+
+    fn public(&self, name: &str) -> String {
+        public_line(&self.env.path().join(format!("{name}.pub")))
+    }
+
+    /// A signer table for `name` with its key and `extra` TOML lines.
+    fn signer(&self, name: &str, extra: &str) -> String {
+        format!("[[signer]]\nname = \"{name}\"\npublic_key = \"{}\"\n{extra}\n", self.public(name))
+    }
+
+    /// Writes a policy version and has it signed by `sign_with` (file keys).
+    fn policy(&self, file: &str, version: u64, roots: &[&str], signers: &[String], rules: &str, sign_with: &[&str]) {
+        write_policy(self.env.path(), file, version, "2099-01-01T00:00:00Z", roots, signers, rules);
+        for k in sign_with {
+            self.env.run(&["trust", "sign", file, "--key", &format!("{k}.key")]).expect_code(0);
+        }
+    }
+
+    /// The usual team policy: release engineers alice and carol, security reviewer bob.
+    fn standard(&self, file: &str, carol_extra: &str, rules: &str) {
+        let signers = [
+            self.signer("alice", "roles = [\"release\"]"),
+            self.signer("bob", "roles = [\"security\"]"),
+            self.signer("carol", &format!("roles = [\"release\"]\n{carol_extra}")),
+        ];
+        self.policy(file, 1, &["alice", "bob", "carol"], &signers, rules, &["alice", "bob"]);
+    }
+
+    fn cosign(&self, key: &str, policy: &str) -> Run {
+        self.env.run(&["cosign", "mailer.agent.bundle", "--key", &format!("{key}.key"), "--trust-policy", policy])
+    }
+
+    fn verify(&self, args: &[&str]) -> Run {
+        let mut all = vec!["verify", "mailer.agent.bundle", "--format", "json"];
+        all.extend_from_slice(args);
+        self.env.run(&all)
+    }
+}
+
+fn public_line(pub_file: &Path) -> String {
+    std::fs::read_to_string(pub_file).unwrap().lines().nth(1).unwrap().to_owned()
+}
+
+fn write_policy(dir: &Path, file: &str, version: u64, expires: &str, roots: &[&str], signers: &[String], rules: &str) {
+    let roots: Vec<String> = roots.iter().map(|r| format!("\"{r}\"")).collect();
+    let text = format!(
+        "format = 1\nid = \"acme\"\nversion = {version}\nexpires = {expires}\n\n[root]\nthreshold = 2\nsigners = [{}]\n\n{}\n{rules}\n",
+        roots.join(", "),
+        signers.concat()
+    );
+    std::fs::write(dir.join(file), text).unwrap();
+}
+
+const TWO_KEYS: &str = "[[rule]]\nagents = [\"mail*\"]\nthreshold = 2\n";
+const TWO_WITH_SECURITY: &str = "[[rule]]\nagents = [\"mail*\"]\nthreshold = 2\nroles = { security = 1 }\n";
+
+/// The refusal's code, after checking the exit status (1) and the one JSON document.
+#[track_caller]
+fn refused(run: &Run, code: &str) -> serde_json::Value {
+    run.expect_code(1);
+    let doc = run.json();
+    assert_eq!(doc["code"], code, "{doc:#}");
+    doc
+}
+
+fn statuses(doc: &serde_json::Value) -> Vec<String> {
+    doc["signers"]["signatures"].as_array().unwrap().iter().map(|s| s["status"].as_str().unwrap().to_owned()).collect()
+}
+
+#[test]
+fn two_of_three_is_refused_with_one_key_or_the_same_key_twice_and_accepted_after_a_cosign() {
+    let team = Team::new();
+    team.standard("policy.toml", "", TWO_KEYS);
+
+    let doc = refused(&team.verify(&["--trust-policy", "policy.toml"]), "threshold_not_met");
+    let rule = &doc["signers"]["rules"][0];
+    assert_eq!(
+        (rule["needed"].as_u64(), rule["counted"].as_u64(), rule["met"].as_bool()),
+        (Some(2), Some(1), Some(false))
+    );
+    assert_eq!(statuses(&doc), ["counted"]);
+
+    // The packer co-signing their own release is one key, counted once.
+    team.cosign("alice", "policy.toml").expect_code(0);
+    let doc = refused(&team.verify(&["--trust-policy", "policy.toml"]), "threshold_not_met");
+    assert_eq!(statuses(&doc), ["counted", "duplicate_key"]);
+
+    let bundle = team.env.path().join("mailer.agent.bundle");
+    let before = std::fs::read(&bundle).unwrap();
+    let out = team.cosign("carol", "policy.toml");
+    out.expect_code(0);
+    assert!(
+        out.stderr.contains("tool mail.smtp_send: write-capable, network, secret-using, destructive"),
+        "{}",
+        out.stderr
+    );
+    assert_eq!(std::fs::read(&bundle).unwrap(), before, "cosign changed the bundle's bytes");
+
+    let ok = team.verify(&["--trust-policy", "policy.toml"]);
+    ok.expect_code(0);
+    let doc = ok.json();
+    assert_eq!(statuses(&doc), ["counted", "duplicate_key", "counted"]);
+    assert_eq!(doc["signers"]["rules"][0]["counted"], 2);
+
+    // The human verdict names each signature and the rule.
+    let human = team.env.run(&["verify", "mailer.agent.bundle", "--trust-policy", "policy.toml"]);
+    human.expect_code(0);
+    assert!(
+        human.stderr.contains("cosig:2 key") && human.stderr.contains("`carol` [release]: counted"),
+        "{}",
+        human.stderr
+    );
+    assert!(human.stderr.contains("2 of 2 keys: met"), "{}", human.stderr);
+}
+
+#[test]
+fn cosign_refuses_a_bundle_that_fails_the_gate_and_signs_nothing() {
+    let team = Team::new();
+    // Trusting only dave: alice's pack signature is untrusted.
+    let out = team.env.run(&[
+        "cosign",
+        "mailer.agent.bundle",
+        "--key",
+        "carol.key",
+        "--trusted-keys",
+        "dave.pub",
+        "--format",
+        "json",
+    ]);
+    refused(&out, "untrusted_key");
+    assert!(!team.env.path().join("mailer.agent.bundle.cosig").exists());
+    assert!(!team.env.path().join("mailer.agent.bundle.approval.dsse.json").exists());
+}
+
+#[test]
+fn a_role_rule_needs_a_key_of_that_role_and_an_agent_without_a_rule_is_refused() {
+    let team = Team::new();
+    team.standard("policy.toml", "", TWO_WITH_SECURITY);
+    team.cosign("carol", "policy.toml").expect_code(0);
+    let doc = refused(&team.verify(&["--trust-policy", "policy.toml"]), "threshold_not_met");
+    let role = &doc["signers"]["rules"][0]["roles"][0];
+    assert_eq!(
+        (role["role"].as_str(), role["needed"].as_u64(), role["counted"].as_u64()),
+        (Some("security"), Some(1), Some(0))
+    );
+
+    team.cosign("bob", "policy.toml").expect_code(0);
+    team.verify(&["--trust-policy", "policy.toml"]).expect_code(0);
+
+    // A policy whose only rule is for payments agents says nothing about mailer: refused.
+    team.standard("payments.toml", "", "[[rule]]\nagents = [\"payments-*\"]\nthreshold = 1\n");
+    refused(&team.verify(&["--trust-policy", "payments.toml"]), "no_policy_rule");
+}
+
+#[test]
+fn revoked_expired_and_out_of_scope_keys_do_not_count_each_with_its_code() {
+    let team = Team::new();
+    team.standard("policy.toml", "", TWO_KEYS);
+    team.cosign("carol", "policy.toml").expect_code(0);
+    team.verify(&["--trust-policy", "policy.toml"]).expect_code(0);
+
+    let cases = [
+        ("revoked.toml", "revoked = true", "revoked_key", "revoked"),
+        ("window.toml", "not_after = 2020-01-01T00:00:00Z", "key_outside_window", "outside_window"),
+        ("future.toml", "not_before = 2098-01-01T00:00:00Z", "key_outside_window", "outside_window"),
+        ("scope.toml", "agents = [\"kb-*\"]", "untrusted_key", "not_for_agent"),
+    ];
+    for (file, carol, code, status) in cases {
+        team.standard(file, carol, TWO_KEYS);
+        let doc = refused(&team.verify(&["--trust-policy", file]), code);
+        assert_eq!(statuses(&doc), ["counted", status], "{file}");
+    }
+}
+
+#[test]
+fn minisign_and_securesystemslib_check_every_signature_independently() {
+    let team = Team::new();
+    team.standard("policy.toml", "", TWO_WITH_SECURITY);
+    team.cosign("carol", "policy.toml").expect_code(0);
+    team.cosign("bob", "policy.toml").expect_code(0);
+    let dir = team.env.path();
+
+    if require_tool("minisign") && require_tool("bsdtar") {
+        let manifest = Command::new("bsdtar")
+            .current_dir(dir)
+            .args(["-xOf", "mailer.agent.bundle", "manifest.toml"])
+            .output()
+            .unwrap();
+        assert!(manifest.status.success());
+        std::fs::write(dir.join("manifest.toml"), &manifest.stdout).unwrap();
+        let sig = Command::new("bsdtar")
+            .current_dir(dir)
+            .args(["-xOf", "mailer.agent.bundle", "manifest.toml.minisig"])
+            .output()
+            .unwrap();
+        std::fs::write(dir.join("pack.minisig"), &sig.stdout).unwrap();
+        let cosigs = std::fs::read_to_string(dir.join("mailer.agent.bundle.cosig")).unwrap();
+        let lines: Vec<&str> = cosigs.lines().filter(|l| !l.is_empty()).collect();
+        assert_eq!(lines.len(), 8, "two co-signatures of four lines");
+        std::fs::write(dir.join("carol.minisig"), lines[..4].join("\n") + "\n").unwrap();
+        std::fs::write(dir.join("bob.minisig"), lines[4..].join("\n") + "\n").unwrap();
+        for (sig, key, ok) in [
+            ("pack.minisig", "alice", true),
+            ("carol.minisig", "carol", true),
+            ("bob.minisig", "bob", true),
+            ("bob.minisig", "carol", false),
+        ] {
+            let out = Command::new("minisign")
+                .current_dir(dir)
+                .args(["-V", "-m", "manifest.toml", "-x", sig, "-p", &format!("{key}.pub")])
+                .output()
+                .unwrap();
+            assert_eq!(
+                out.status.success(),
+                ok,
+                "minisign -V {sig} with {key}: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        // The policy's own signatures too.
+        let policy_sigs = std::fs::read_to_string(dir.join("policy.toml.minisigs")).unwrap();
+        let first: Vec<&str> = policy_sigs.lines().filter(|l| !l.is_empty()).take(4).collect();
+        std::fs::write(dir.join("policy-alice.minisig"), first.join("\n") + "\n").unwrap();
+        let out = Command::new("minisign")
+            .current_dir(dir)
+            .args(["-V", "-m", "policy.toml", "-x", "policy-alice.minisig", "-p", "alice.pub"])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    }
+
+    if securesystemslib() {
+        // The approval envelope carries carol's and bob's signatures: threshold 2 accepts, 3
+        // rejects (alice packed; she did not co-sign).
+        for (threshold, accepted) in [(2, true), (3, false)] {
+            let out = Command::new("python3")
+                .current_dir(dir)
+                .args(["-c", SSLIB_VERIFY, "mailer.agent.bundle.approval.dsse.json", &threshold.to_string()])
+                .args(["alice.pub", "bob.pub", "carol.pub"])
+                .output()
+                .unwrap();
+            let said = String::from_utf8_lossy(&out.stdout);
+            assert_eq!(
+                out.status.success(),
+                accepted,
+                "threshold {threshold}: {said}{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        // A tampered payload verifies with nobody.
+        let path = dir.join("mailer.agent.bundle.approval.dsse.json");
+        let mut env: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        let payload = env["payload"].as_str().unwrap().to_owned();
+        env["payload"] = format!("{}{}", if payload.starts_with('e') { "f" } else { "e" }, &payload[1..]).into();
+        std::fs::write(dir.join("tampered.json"), env.to_string()).unwrap();
+        let out = Command::new("python3")
+            .current_dir(dir)
+            .args(["-c", SSLIB_VERIFY, "tampered.json", "1", "alice.pub", "bob.pub", "carol.pub"])
+            .output()
+            .unwrap();
+        assert!(!out.status.success(), "a tampered envelope was accepted");
+    }
+}
+
+/// securesystemslib's `Envelope.verify(keys, threshold)` over a DSSE file, the keys given as
+/// minisign public key files (key id = the minisign key id as minisign prints it).
+const SSLIB_VERIFY: &str = r#"
+import base64, json, sys
+from securesystemslib.dsse import Envelope
+from securesystemslib.signer import SSlibKey
+env = Envelope.from_dict(json.load(open(sys.argv[1])))
+keys = []
+for pub in sys.argv[3:]:
+    raw = base64.b64decode(open(pub).read().split("\n")[1])
+    keys.append(SSlibKey(raw[2:10][::-1].hex().upper(), "ed25519", "ed25519", {"public": raw[10:].hex()}))
+env.verify(keys, int(sys.argv[2]))
+print("accepted")
+"#;
+
+fn securesystemslib() -> bool {
+    let ok =
+        Command::new("python3").args(["-c", "import securesystemslib.dsse"]).output().is_ok_and(|o| o.status.success());
+    if !ok {
+        assert!(std::env::var_os("BUNDLE_REQUIRE_TOOLS").is_none(), "securesystemslib is required but not importable");
+        eprintln!("SKIPPED: securesystemslib is not importable by python3");
+    }
+    ok
+}
+
+#[test]
+fn rotation_follows_v1_to_v3_and_refuses_new_keys_only_a_gap_a_replay_and_an_expired_policy() {
+    let team = Team::new();
+    let one = "[[rule]]\nagents = [\"*\"]\nthreshold = 1\n";
+    let s = |name: &str| team.signer(name, "");
+    // v1: alice, bob, carol. v2: carol's key retired for dave (signed by v1's alice and bob,
+    // and its own alice and dave). v3: alice retired for erin (signed by v2's bob and dave).
+    team.policy("v1.toml", 1, &["alice", "bob", "carol"], &[s("alice"), s("bob"), s("carol")], one, &["alice", "bob"]);
+    team.policy(
+        "v2.toml",
+        2,
+        &["alice", "bob", "dave"],
+        &[s("alice"), s("bob"), s("dave")],
+        one,
+        &["alice", "bob", "dave"],
+    );
+    team.policy("v3.toml", 3, &["bob", "dave", "erin"], &[s("bob"), s("dave"), s("erin")], one, &["bob", "dave"]);
+    // The bundle: packed by alice (unknown to v3), co-signed by dave.
+    team.cosign("dave", "v2.toml").expect_code(0);
+
+    let v1_alone = ["--trust-policy", "v1.toml"];
+    team.verify(&v1_alone).expect_code(0);
+    let chain = [
+        "--trust-policy",
+        "v1.toml",
+        "--policy-update",
+        "v3.toml",
+        "--policy-update",
+        "v2.toml",
+        "--state",
+        "state.json",
+    ];
+    let ok = team.verify(&chain);
+    ok.expect_code(0);
+    let doc = ok.json();
+    assert_eq!(doc["signers"]["policy_version"], 3);
+    assert_eq!(statuses(&doc), ["unknown_key", "counted"]);
+    let trust_verify = team.env.run(&["trust", "verify", "v1.toml", "--update", "v2.toml", "--update", "v3.toml"]);
+    trust_verify.expect_code(0);
+    assert!(
+        trust_verify.stderr.contains("v3 v3.toml: v2 roots 2 of 2 (bob, dave); own roots 2 of 2 (bob, dave)"),
+        "{}",
+        trust_verify.stderr
+    );
+
+    // A replay of v2 after v3 was followed.
+    refused(
+        &team.verify(&["--trust-policy", "v1.toml", "--policy-update", "v2.toml", "--state", "state.json"]),
+        "policy_rollback",
+    );
+    refused(&team.verify(&["--trust-policy", "v1.toml", "--state", "state.json"]), "policy_rollback");
+    // A gap.
+    refused(&team.verify(&["--trust-policy", "v1.toml", "--policy-update", "v3.toml"]), "policy_chain_broken");
+    // A v3 signed only by its new keys: v2's roots did not agree.
+    team.policy(
+        "v3-new.toml",
+        3,
+        &["erin", "frank", "dave"],
+        &[s("dave"), s("erin"), s("frank")],
+        one,
+        &["erin", "frank"],
+    );
+    let doc = refused(
+        &team.verify(&["--trust-policy", "v1.toml", "--policy-update", "v2.toml", "--policy-update", "v3-new.toml"]),
+        "policy_untrusted",
+    );
+    assert!(
+        doc["message"].as_str().unwrap().contains("signed by 0 of version 2's root signers; it needs 2"),
+        "{doc:#}"
+    );
+    // The same with `bundle trust verify`.
+    let out = team.env.run(&[
+        "trust",
+        "verify",
+        "v1.toml",
+        "--update",
+        "v2.toml",
+        "--update",
+        "v3-new.toml",
+        "--format",
+        "json",
+    ]);
+    refused(&out, "policy_untrusted");
+    // A pinned version signed by too few of its own roots.
+    team.policy("v1-weak.toml", 1, &["alice", "bob", "carol"], &[s("alice"), s("bob"), s("carol")], one, &["alice"]);
+    refused(&team.verify(&["--trust-policy", "v1-weak.toml"]), "policy_untrusted");
+    // The newest version has expired.
+    let expired = team.env.run(&[
+        "--now",
+        "2099-06-01T00:00:00Z",
+        "verify",
+        "mailer.agent.bundle",
+        "--trust-policy",
+        "v1.toml",
+        "--format",
+        "json",
+    ]);
+    refused(&expired, "policy_expired");
+    // A policy edited after signing is not signed any more.
+    let text = std::fs::read_to_string(team.env.path().join("v1.toml")).unwrap();
+    std::fs::write(team.env.path().join("v1.toml"), text.replace("threshold = 1", "threshold = 2")).unwrap();
+    refused(&team.verify(&v1_alone), "policy_untrusted");
+}
+
+#[test]
+fn trust_rotate_writes_the_next_version_unsigned_and_a_malformed_policy_is_an_error() {
+    let team = Team::new();
+    team.standard("policy.toml", "", TWO_KEYS);
+    team.env
+        .run(&["trust", "rotate", "policy.toml", "-o", "next.toml", "--expires", "2098-01-01T00:00:00Z"])
+        .expect_code(0);
+    let next = std::fs::read_to_string(team.env.path().join("next.toml")).unwrap();
+    assert!(next.contains("version = 2\n") && next.contains("expires = 2098-01-01T00:00:00Z"), "{next}");
+    team.env.run(&["trust", "rotate", "policy.toml", "-o", "next.toml"]).expect_code(2);
+    refused(
+        &team.env.run(&["trust", "verify", "policy.toml", "--update", "next.toml", "--format", "json"]),
+        "policy_untrusted",
+    );
+
+    std::fs::write(
+        team.env.path().join("bad.toml"),
+        "format = 1\nid = \"acme\"\nversion = 1\nexpires = 2099-01-01T00:00:00Z\n[root]\nthreshold = 3\nsigners = [\"zed\"]\n[[rule]]\nagents = [\"*\"]\nthreshold = 2\nroles = { security = 1 }\n",
+    )
+    .unwrap();
+    let out = team.verify(&["--trust-policy", "bad.toml"]);
+    out.expect_code(2);
+    let doc = out.json();
+    assert_eq!(doc["code"], "policy_error", "{doc:#}");
+    let message = doc["message"].as_str().unwrap();
+    for problem in [
+        "no signer is named `zed`",
+        "threshold 3 must be between 1 and the 1 root signers",
+        "threshold 2 can never be met",
+        "fewer than 1 unrevoked signer(s) have role `security`",
+    ] {
+        assert!(message.contains(problem), "{problem}: {message}");
+    }
+}
+
+#[test]
+fn a_two_of_two_rule_met_by_an_ssh_agent_key_and_a_softhsm_token_key() {
+    if !require_tool("ssh-agent") || !require_tool("ssh-keygen") || !require_tool("ssh-add") {
+        return;
+    }
+    let Some(hsm) = SoftHsm::start() else { return };
+    let env = Env::new();
+    env.copy("agents/mailer", "mailer");
+    let agent = SshAgent::start();
+    let key = agent.keygen("ed25519", "release");
+    agent.add(&key);
+    agent.run(&env, &["pubkey", "ssh-agent:", "-o", "agent.pub"]).expect_code(0);
+    hsm.import(&[7u8; 32], "security", "b2");
+    let uri = format!("pkcs11:token=bundle-test;object=security?pin-value={PIN}");
+    hsm.run(&env, &["pubkey", &uri, "-o", "token.pub"]).expect_code(0);
+
+    let signers = [
+        format!(
+            "[[signer]]\nname = \"release\"\npublic_key = \"{}\"\nroles = [\"release\"]\n",
+            public_line(&env.path().join("agent.pub"))
+        ),
+        format!(
+            "[[signer]]\nname = \"security\"\npublic_key = \"{}\"\nroles = [\"security\"]\n",
+            public_line(&env.path().join("token.pub"))
+        ),
+    ];
+    write_policy(
+        env.path(),
+        "policy.toml",
+        1,
+        "2099-01-01T00:00:00Z",
+        &["release", "security"],
+        &signers,
+        TWO_WITH_SECURITY,
+    );
+    agent.run(&env, &["trust", "sign", "policy.toml", "--key", "ssh-agent:"]).expect_code(0);
+    hsm.run(&env, &["trust", "sign", "policy.toml", "--key", &uri]).expect_code(0);
+
+    agent.run(&env, &["pack", "mailer", "--key", "ssh-agent:", "-o", "mailer.agent.bundle"]).expect_code(0);
+    let verify = ["verify", "mailer.agent.bundle", "--trust-policy", "policy.toml", "--format", "json"];
+    refused(&env.run(&verify), "threshold_not_met");
+    hsm.run(&env, &["cosign", "mailer.agent.bundle", "--key", &uri, "--trust-policy", "policy.toml"]).expect_code(0);
+    let ok = env.run(&verify);
+    ok.expect_code(0);
+    assert_eq!(statuses(&ok.json()), ["counted", "counted"]);
+}
