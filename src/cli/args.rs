@@ -70,6 +70,7 @@ impl GateArgs {
             now: global.now(),
             state: self.state,
             baseline: self.baseline,
+            keyless: None,
         }
     }
 }

@@ -16,6 +16,7 @@ use serde::Serialize;
 use crate::bundle::verify::{self, Expect, Reason, Rejection, Sink, Trust, Verified};
 use crate::contract::baseline::{self, Baseline, BaselineError, Findings};
 use crate::contract::release;
+use crate::keyless::{KeylessSigner, Sha256Read};
 use crate::state::{StateError, StateFile};
 use crate::timestamp::Timestamp;
 use crate::trust::TrustedKeys;
@@ -38,6 +39,9 @@ pub struct GateOptions {
     /// A folder holds one baseline per agent, `<agent name>.toml` (as `bundle baseline
     /// snapshot` writes them), picked once the bundle's agent is known.
     pub baseline: Option<PathBuf>,
+    /// A keyless (Sigstore) signature the bundle file must carry (`--sigstore`), judged over
+    /// the file's SHA-256 after the bundle itself verified.
+    pub keyless: Option<std::sync::Arc<crate::keyless::Requirement>>,
 }
 
 /// Why the gate could not judge a bundle, or could not record that it passed (exit 2). A
@@ -85,7 +89,7 @@ fn display<S: serde::Serializer>(path: &Path, s: S) -> Result<S::Ok, S::Error> {
 #[derive(Debug)]
 pub enum Verdict {
     /// Every check passed; the sink was committed and the state recorded.
-    Passed { verified: Box<Verified>, baseline: Option<BaselineReport> },
+    Passed { verified: Box<Verified>, baseline: Option<BaselineReport>, keyless: Option<KeylessSigner> },
     /// Refused with a stable reason code. `baseline` is set when the bundle itself verified
     /// and its contracts were compared: the drift that refused it is there.
     Refused { rejection: Rejection, baseline: Option<BaselineReport> },
@@ -129,8 +133,13 @@ impl Gate {
             state: self.state.as_ref().map(|s| &s.state),
             min_version: self.opts.min_version.as_ref(),
         };
-        let verified = match verify::verify(input, Trust::Keys(&self.opts.keys), &expect, sink) {
+        let mut input = Sha256Read::new(input);
+        let verified = match verify::verify(&mut input, Trust::Keys(&self.opts.keys), &expect, sink) {
             Ok(v) => v,
+            Err(rejection) => return Ok(Verdict::Refused { rejection, baseline: None }),
+        };
+        let keyless = match self.judge_keyless(input, &verified) {
+            Ok(signer) => signer,
             Err(rejection) => return Ok(Verdict::Refused { rejection, baseline: None }),
         };
         self.pick_baseline(&verified)?;
@@ -145,7 +154,19 @@ impl Gate {
                 .record(&m.name, &verified.key_id, &m.version, &verified.manifest_blake3)
                 .map_err(GateError::Record)?;
         }
-        Ok(Verdict::Passed { verified: Box::new(verified), baseline: report })
+        Ok(Verdict::Passed { verified: Box::new(verified), baseline: report, keyless })
+    }
+
+    /// With `--sigstore`: the keyless signature over the whole file (read to its end here).
+    fn judge_keyless(&self, input: Sha256Read<impl BufRead>, v: &Verified) -> Result<Option<KeylessSigner>, Rejection> {
+        let Some(required) = &self.opts.keyless else { return Ok(None) };
+        let identify = |mut r: Rejection| {
+            r.agent = Some((v.manifest.name.clone(), v.manifest.version.to_string()));
+            r.key_id = Some(v.key_id.clone());
+            r
+        };
+        let sha256 = input.finish().map_err(|e| identify(Rejection::new(Reason::IoError, None, e.to_string())))?;
+        required.judge(sha256).map(Some).map_err(identify)
     }
 
     /// With a folder of baselines, reads the verified agent's: `DIR/<agent>.toml`. A missing
@@ -225,6 +246,9 @@ pub struct VerdictReport<'a> {
     pub bytes: Option<u64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub baseline: Option<&'a BaselineReport>,
+    /// The keyless signer that verified (`--sigstore`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub keyless: Option<&'a KeylessSigner>,
 }
 
 /// An agent's name and version.
@@ -247,6 +271,7 @@ impl<'a> VerdictReport<'a> {
             files: Some(v.files.len()),
             bytes: Some(v.files.iter().map(|f| f.size).sum()),
             baseline,
+            keyless: None,
         }
     }
 
@@ -262,6 +287,7 @@ impl<'a> VerdictReport<'a> {
             files: None,
             bytes: None,
             baseline,
+            keyless: None,
         }
     }
 }
@@ -270,7 +296,9 @@ impl Verdict {
     /// The verdict as the JSON document `verify` prints.
     pub fn report(&self) -> VerdictReport<'_> {
         match self {
-            Verdict::Passed { verified, baseline } => VerdictReport::passed(verified, baseline.as_ref()),
+            Verdict::Passed { verified, baseline, keyless } => {
+                VerdictReport { keyless: keyless.as_ref(), ..VerdictReport::passed(verified, baseline.as_ref()) }
+            }
             Verdict::Refused { rejection, baseline } => VerdictReport::refused(rejection, baseline.as_ref()),
         }
     }
@@ -311,6 +339,7 @@ mod tests {
             now: Timestamp::parse("2026-01-01T00:00:00Z").expect("a timestamp"),
             state,
             baseline: None,
+            keyless: None,
         }
     }
 
