@@ -44,8 +44,9 @@ pub struct Args {
     gate: GateArgs,
     #[command(flatten)]
     registry: super::registry::RegistryArgs,
+    // Boxed: a dozen optional strings would make `verify` the largest command variant.
     #[command(flatten)]
-    keyless: super::keyless::KeylessArgs,
+    keyless: Box<super::keyless::KeylessArgs>,
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Human)]
     pub(super) format: Format,

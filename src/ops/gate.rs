@@ -133,7 +133,7 @@ impl Gate {
             state: self.state.as_ref().map(|s| &s.state),
             min_version: self.opts.min_version.as_ref(),
         };
-        let mut input = Sha256Read::new(input);
+        let mut input = Sha256Read::new(input, self.opts.keyless.is_some());
         let verified = match verify::verify(&mut input, Trust::Keys(&self.opts.keys), &expect, sink) {
             Ok(v) => v,
             Err(rejection) => return Ok(Verdict::Refused { rejection, baseline: None }),
@@ -166,6 +166,7 @@ impl Gate {
             r
         };
         let sha256 = input.finish().map_err(|e| identify(Rejection::new(Reason::IoError, None, e.to_string())))?;
+        let Some(sha256) = sha256 else { return Ok(None) };
         required.judge(sha256).map(Some).map_err(identify)
     }
 
