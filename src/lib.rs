@@ -24,6 +24,7 @@ pub(crate) mod fileset;
 pub(crate) mod formats;
 pub(crate) mod hasher;
 pub(crate) mod json;
+pub mod keyless;
 pub mod keys;
 pub mod limits;
 pub mod manifest;

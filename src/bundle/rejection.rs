@@ -49,6 +49,16 @@ crate::codes::stable_codes! {
     PolicyRollback => "policy_rollback": "The trust policy followed is older than a version followed before (--state): a replayed policy.",
     PolicyExpired => "policy_expired": "The newest trust policy version given has expired.",
     PolicyChainBroken => "policy_chain_broken": "The trust policy versions given do not follow one another (a gap, a repeat, another policy id).",
+    KeylessMalformed => "keyless_malformed": "With --sigstore: the Sigstore bundle is not valid JSON or breaks the Sigstore bundle format.",
+    KeylessUnsupportedVersion => "keyless_unsupported_version": "With --sigstore: a Sigstore bundle media type (version) other than v0.1, v0.2 or v0.3, or content this verifier cannot check.",
+    KeylessUntrustedChain => "keyless_untrusted_chain": "With --sigstore: the signing certificate does not chain to a Fulcio CA of the trusted root valid at the signing time, lacks code signing, or was not valid then.",
+    KeylessSctInvalid => "keyless_sct_invalid": "With --sigstore: the certificate's embedded SCT is missing or does not verify with a CT log key of the trusted root.",
+    KeylessLogEntryMissing => "keyless_log_entry_missing": "With --sigstore: the Sigstore bundle has no transparency-log entry.",
+    KeylessLogEntryInvalid => "keyless_log_entry_invalid": "With --sigstore: the transparency-log entry's inclusion proof, checkpoint or signed entry timestamp is missing or does not verify with a Rekor key of the trusted root, or the entry does not describe this signature (CVE-2022-36056).",
+    KeylessTimestampInvalid => "keyless_timestamp_invalid": "With --sigstore: no trusted signing time (neither a signed entry timestamp nor an RFC 3161 timestamp that verifies with a TSA of the trusted root).",
+    KeylessIdentityMismatch => "keyless_identity_mismatch": "With --sigstore: the certificate's identity, OIDC issuer or workflow claims are not the ones required.",
+    KeylessSignatureInvalid => "keyless_signature_invalid": "With --sigstore: the signature does not verify with the certificate's key.",
+    KeylessSubjectMismatch => "keyless_subject_mismatch": "With --sigstore: the Sigstore bundle signs another file (message digest or in-toto subject is not the bundle's sha256).",
 }
 
 impl Reason {

@@ -131,6 +131,7 @@ impl GateArgs {
             baseline: self.baseline,
             attest: self.attest.options(),
             policy,
+            keyless: None,
         }
     }
 }

@@ -14,6 +14,7 @@ mod init;
 mod inspect;
 mod json;
 mod keygen;
+mod keyless;
 mod keys;
 mod lock;
 mod man;

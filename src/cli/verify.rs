@@ -41,6 +41,9 @@ pub struct Args {
     gate: GateArgs,
     #[command(flatten)]
     registry: super::registry::RegistryArgs,
+    // Boxed: a dozen optional strings would make `verify` the largest command variant.
+    #[command(flatten)]
+    keyless: Box<super::keyless::KeylessArgs>,
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Human)]
     pub(super) format: Format,
@@ -48,7 +51,8 @@ pub struct Args {
 
 pub fn run(args: Args, global: Global) -> anyhow::Result<Outcome> {
     let keys = load_trust(&args.trust)?;
-    let opts = args.gate.options(keys, super::keys::load_policy(&args.trust)?, global);
+    let mut opts = args.gate.options(keys, super::keys::load_policy(&args.trust)?, global);
+    opts.keyless = args.keyless.requirement()?;
     if let [bundle] = args.bundles.as_slice() {
         let verdict = verify_one(bundle, opts, &args.registry, global)?;
         return render(bundle, &verdict, args.format, global);
@@ -135,7 +139,7 @@ pub fn render_rejection(
 /// Prints the gate's verdict in `format`; returns the outcome it means.
 pub fn render(bundle: &Path, verdict: &Verdict, format: Format, global: Global) -> anyhow::Result<Outcome> {
     let (result, baseline) = match verdict {
-        Verdict::Passed { verified, baseline } => (Ok(&**verified), baseline.as_ref()),
+        Verdict::Passed { verified, baseline, .. } => (Ok(&**verified), baseline.as_ref()),
         Verdict::Refused { rejection, baseline } => (Err(rejection), baseline.as_ref()),
     };
     let outcome = outcome_of(verdict);
@@ -188,6 +192,7 @@ pub fn render(bundle: &Path, verdict: &Verdict, format: Format, global: Global) 
                 let bytes: u64 = v.files.iter().map(|f| f.size).sum();
                 let approved =
                     baseline.map(|b| format!("; tool contracts approved in {}", b.file.display())).unwrap_or_default();
+                let approved = approved + &keyless_note(verdict);
                 output::status(
                     global,
                     &format!(
@@ -267,6 +272,16 @@ pub fn signers_lines(s: &SignersVerdict) -> Vec<String> {
         ));
     }
     lines
+}
+
+/// `; keyless signer IDENTITY (ISSUER)` when a Sigstore bundle verified, else nothing.
+fn keyless_note(verdict: &Verdict) -> String {
+    match verdict {
+        Verdict::Passed { keyless: Some(k), .. } => {
+            format!("; keyless signer {} ({})", sanitize(&k.identity), sanitize(&k.issuer))
+        }
+        _ => String::new(),
+    }
 }
 
 /// The gate's findings on stderr: rejecting drift (when `rejected`) or warnings, each with what

@@ -115,7 +115,7 @@ pub fn cosign(
     let file = File::open(bundle).map_err(|e| Error::io(bundle, e))?;
     let verdict = gate.run(BufReader::with_capacity(1 << 20, file), bundle, &mut Discard)?;
     let (verified, baseline) = match verdict {
-        Verdict::Passed { verified, baseline } => (verified, baseline),
+        Verdict::Passed { verified, baseline, .. } => (verified, baseline),
         refused @ Verdict::Refused { .. } => return Ok(Outcome::Refused(Box::new(refused))),
     };
     let contracts = release::from_verified(&verified, bundle)

@@ -20,10 +20,10 @@ use crate::evidence::{
     self,
     judge::{self, AttestPolicy, Judged},
 };
+use crate::keyless::{KeylessSigner, Sha256Read};
 use crate::state::{StateError, StateFile};
 use crate::timestamp::Timestamp;
 use crate::trust::TrustedKeys;
-use sha2::{Digest as _, Sha256};
 use crate::minisign::Signature;
 use crate::regular_file::{self, Links};
 use crate::trust_policy::chain::{self, ChainError, ChainFault, ChainReport, SignedPolicy};
@@ -52,6 +52,9 @@ pub struct GateOptions {
     pub policy: Option<PolicyOptions>,
     /// Attestations to judge (`--attestation`, and those beside the bundle) and what they must say.
     pub attest: AttestOptions,
+    /// A keyless (Sigstore) signature the bundle file must carry (`--sigstore`), judged over
+    /// the file's SHA-256 after the bundle itself verified.
+    pub keyless: Option<std::sync::Arc<crate::keyless::Requirement>>,
 }
 
 /// The attestation part of the gate (docs/book/src/guides/attestations.md).
@@ -142,7 +145,7 @@ fn display<S: serde::Serializer>(path: &Path, s: S) -> Result<S::Ok, S::Error> {
 #[derive(Debug)]
 pub enum Verdict {
     /// Every check passed; the sink was committed and the state recorded.
-    Passed { verified: Box<Verified>, baseline: Option<BaselineReport> },
+    Passed { verified: Box<Verified>, baseline: Option<BaselineReport>, keyless: Option<KeylessSigner> },
     /// Refused with a stable reason code. `baseline` is set when the bundle itself verified
     /// and its contracts were compared: the drift that refused it is there.
     Refused { rejection: Rejection, baseline: Option<BaselineReport> },
@@ -278,17 +281,23 @@ impl Gate {
             // No version of the policy can be followed: nothing is trusted.
             Some(Err(e)) => return Ok(Verdict::Refused { rejection: chain_rejection(e), baseline: None }),
         };
-        let mut input = Sha256Reader { inner: input, sha256: attesting.then(Sha256::new) };
+        // The file's SHA-256, in the same pass, when attestations or a keyless signature name it.
+        let mut input = Sha256Read::new(input, attesting || self.opts.keyless.is_some());
         let mut verified = match verify::verify(&mut input, trust, &expect, sink) {
             Ok(v) => v,
             Err(rejection) => return Ok(Verdict::Refused { rejection, baseline: None }),
         };
-        if let Some(sha256) = input.finish().map_err(|e| crate::Error::io(origin, e))? {
-            match self.judge_attestations(&verified, origin, &sha256) {
+        let sha256 = input.finish().map_err(|e| crate::Error::io(origin, e))?;
+        if attesting && let Some(sha256) = &sha256 {
+            match self.judge_attestations(&verified, origin, &evidence::hex(sha256)) {
                 Ok(judged) => verified.attestations = judged,
                 Err(rejection) => return Ok(Verdict::Refused { rejection, baseline: None }),
             }
         }
+        let keyless = match self.judge_keyless(sha256, &verified) {
+            Ok(signer) => signer,
+            Err(rejection) => return Ok(Verdict::Refused { rejection, baseline: None }),
+        };
         self.pick_baseline(&verified)?;
         let report = match self.judge_contracts(&verified, origin)? {
             Ok(report) => report,
@@ -308,7 +317,18 @@ impl Gate {
             }
         }
         sink.commit()?;
-        Ok(Verdict::Passed { verified: Box::new(verified), baseline: report })
+        Ok(Verdict::Passed { verified: Box::new(verified), baseline: report, keyless })
+    }
+
+    /// With `--sigstore`: the keyless signature over the whole file, whose SHA-256 the gate
+    /// computed while verifying it.
+    fn judge_keyless(&self, sha256: Option<[u8; 32]>, v: &Verified) -> Result<Option<KeylessSigner>, Rejection> {
+        let (Some(required), Some(sha256)) = (&self.opts.keyless, sha256) else { return Ok(None) };
+        required.judge(sha256).map(Some).map_err(|mut r| {
+            r.agent = Some((v.manifest.name.clone(), v.manifest.version.to_string()));
+            r.key_id = Some(v.key_id.clone());
+            r
+        })
     }
 
     /// Both steps of the attestation judgement on a verified bundle whose file has `sha256`.
@@ -431,48 +451,6 @@ fn read_attestation(path: &Path) -> Result<(String, Vec<u8>), GateError> {
     Ok((path.display().to_string(), bytes))
 }
 
-/// The bundle's input, hashed with SHA-256 as the verifier consumes it (when attestations are
-/// judged), so that the subject digest costs no second pass.
-struct Sha256Reader<R> {
-    inner: R,
-    sha256: Option<Sha256>,
-}
-
-impl<R: BufRead> Sha256Reader<R> {
-    /// Reads what the verifier left (nothing, for a bundle it accepted) and returns the hex digest.
-    fn finish(mut self) -> std::io::Result<Option<String>> {
-        if self.sha256.is_none() {
-            return Ok(None);
-        }
-        std::io::copy(&mut self, &mut std::io::sink())?;
-        Ok(self.sha256.map(|h| evidence::hex(&h.finalize())))
-    }
-}
-
-impl<R: BufRead> std::io::Read for Sha256Reader<R> {
-    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        let n = self.inner.read(buf)?;
-        if let Some(h) = self.sha256.as_mut() {
-            h.update(&buf[..n]);
-        }
-        Ok(n)
-    }
-}
-
-impl<R: BufRead> BufRead for Sha256Reader<R> {
-    fn fill_buf(&mut self) -> std::io::Result<&[u8]> {
-        self.inner.fill_buf()
-    }
-    fn consume(&mut self, amount: usize) {
-        if let Some(h) = self.sha256.as_mut()
-            && let Ok(buf) = self.inner.fill_buf()
-        {
-            h.update(&buf[..amount.min(buf.len())]);
-        }
-        self.inner.consume(amount);
-    }
-}
-
 /// The refusal of every bundle when the policy chain cannot be followed.
 pub fn chain_rejection(e: &ChainError) -> Rejection {
     let reason = match e.fault {
@@ -511,6 +489,9 @@ pub struct VerdictReport<'a> {
     /// With --trust-policy: each signature's fate and each rule's tally.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub signers: Option<&'a SignersVerdict>,
+    /// The keyless signer that verified (`--sigstore`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub keyless: Option<&'a KeylessSigner>,
 }
 
 /// An agent's name and version.
@@ -535,6 +516,7 @@ impl<'a> VerdictReport<'a> {
             baseline,
             attestations: &v.attestations,
             signers: v.signers.as_ref(),
+            keyless: None,
         }
     }
 
@@ -552,6 +534,7 @@ impl<'a> VerdictReport<'a> {
             baseline,
             attestations: &r.attestations,
             signers: r.signers.as_deref(),
+            keyless: None,
         }
     }
 }
@@ -560,7 +543,9 @@ impl Verdict {
     /// The verdict as the JSON document `verify` prints.
     pub fn report(&self) -> VerdictReport<'_> {
         match self {
-            Verdict::Passed { verified, baseline } => VerdictReport::passed(verified, baseline.as_ref()),
+            Verdict::Passed { verified, baseline, keyless } => {
+                VerdictReport { keyless: keyless.as_ref(), ..VerdictReport::passed(verified, baseline.as_ref()) }
+            }
             Verdict::Refused { rejection, baseline } => VerdictReport::refused(rejection, baseline.as_ref()),
         }
     }
@@ -603,6 +588,7 @@ mod tests {
             baseline: None,
             attest: AttestOptions::default(),
             policy: None,
+            keyless: None,
         }
     }
 

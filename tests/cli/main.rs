@@ -21,6 +21,7 @@ mod freshness;
 mod hardening;
 mod hostile;
 mod import;
+mod keyless;
 mod keys;
 mod lock;
 mod mcp;

@@ -262,3 +262,18 @@ impl RapServer {
         *self.body.lock().unwrap() = body.to_owned();
     }
 }
+
+/// Whether `python3` (the CI venv's, first on PATH) can import `module`; like [`require_tool`],
+/// a missing one fails under BUNDLE_REQUIRE_TOOLS and skips elsewhere.
+pub fn require_python_module(module: &str) -> bool {
+    let present =
+        Command::new("python3").args(["-c", &format!("import {module}")]).output().is_ok_and(|o| o.status.success());
+    if present {
+        return true;
+    }
+    if std::env::var_os("BUNDLE_REQUIRE_TOOLS").is_some() {
+        panic!("python module `{module}` is required (BUNDLE_REQUIRE_TOOLS is set) but not installed");
+    }
+    eprintln!("SKIPPED: python module `{module}` is not installed; set BUNDLE_REQUIRE_TOOLS=1 to make this a failure");
+    false
+}

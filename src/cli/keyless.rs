@@ -1,0 +1,86 @@
+//! The keyless-signer flags of `bundle verify` (`--sigstore` and the identity policy), named
+//! as cosign names them where it has the flag.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use anyhow::Context;
+
+use agent_bundle::keyless::{ClaimMatch, IdentityPolicy, Matcher, Requirement, SigstoreBundle, TrustedRoot};
+
+/// Require a keyless (Sigstore) signature over the bundle file, judged offline.
+#[derive(Debug, clap::Args)]
+#[command(next_help_heading = "Keyless signer (Sigstore, offline)")]
+pub struct KeylessArgs {
+    /// Also require this Sigstore bundle (`cosign sign-blob --bundle`, `sigstore sign`, a GitHub
+    /// artifact attestation) to sign the bundle file: a message signature over it, or a DSSE
+    /// in-toto statement whose subject is its sha256. Judged offline against --trusted-root.
+    #[arg(long, value_name = "FILE.sigstore.json", requires = "trusted_root")]
+    pub sigstore: Option<PathBuf>,
+    /// The Sigstore trusted_root.json (Fulcio CAs, CT logs, Rekor logs, TSAs) to judge it by;
+    /// never downloaded (`gh attestation trusted-root`, or sigstore's TUF repository).
+    #[arg(long, value_name = "FILE", requires = "sigstore")]
+    pub trusted_root: Option<PathBuf>,
+    /// The signer's identity (the certificate's SAN: an email, or a workflow URI
+    /// `https://github.com/OWNER/REPO/.github/workflows/FILE@REF`), exactly.
+    #[arg(long, value_name = "IDENTITY", requires = "sigstore")]
+    pub certificate_identity: Option<String>,
+    /// The signer's identity as a regular expression that must match the WHOLE identity (unlike
+    /// cosign's, which matches anywhere).
+    #[arg(long, value_name = "REGEX", requires = "sigstore", conflicts_with = "certificate_identity")]
+    pub certificate_identity_regexp: Option<String>,
+    /// The OIDC issuer of the signer's certificate, exactly (GitHub Actions:
+    /// `https://token.actions.githubusercontent.com`).
+    #[arg(long, value_name = "URL", requires = "sigstore")]
+    pub certificate_oidc_issuer: Option<String>,
+    /// The OIDC issuer as a regular expression that must match the whole issuer.
+    #[arg(long, value_name = "REGEX", requires = "sigstore", conflicts_with = "certificate_oidc_issuer")]
+    pub certificate_oidc_issuer_regexp: Option<String>,
+    /// GitHub workflow claim: the repository, `OWNER/REPO` or its URL.
+    #[arg(long, value_name = "OWNER/REPO", requires = "sigstore")]
+    pub certificate_github_workflow_repository: Option<String>,
+    /// GitHub workflow claim: the git ref, e.g. `refs/tags/v1.4.0`.
+    #[arg(long, value_name = "REF", requires = "sigstore")]
+    pub certificate_github_workflow_ref: Option<String>,
+    /// GitHub workflow claim: the commit sha.
+    #[arg(long, value_name = "SHA", requires = "sigstore")]
+    pub certificate_github_workflow_sha: Option<String>,
+    /// GitHub workflow claim: the triggering event, e.g. `push`, `release`.
+    #[arg(long, value_name = "EVENT", requires = "sigstore")]
+    pub certificate_github_workflow_trigger: Option<String>,
+    /// GitHub workflow claim: the workflow's name.
+    #[arg(long, value_name = "NAME", requires = "sigstore")]
+    pub certificate_github_workflow_name: Option<String>,
+    /// The runner environment claim: `github-hosted` refuses self-hosted runners.
+    #[arg(long, value_name = "ENV", requires = "sigstore")]
+    pub certificate_runner_environment: Option<String>,
+}
+
+impl KeylessArgs {
+    /// The requirement, with the trusted root read and prepared (exit 2 if it cannot be).
+    pub fn requirement(&self) -> anyhow::Result<Option<Arc<Requirement>>> {
+        let (Some(bundle), Some(root)) = (&self.sigstore, &self.trusted_root) else { return Ok(None) };
+        let root = TrustedRoot::read(root)?;
+        let bundle = SigstoreBundle::read(bundle)?;
+        let matcher = |exact: &Option<String>, pattern: &Option<String>, what: &str| -> anyhow::Result<Matcher> {
+            match (exact, pattern) {
+                (Some(exact), _) => Ok(Matcher::Exact(exact.clone())),
+                (None, Some(pattern)) => Ok(Matcher::pattern(pattern).with_context(|| format!("--{what}-regexp"))?),
+                (None, None) => anyhow::bail!("--sigstore needs --{what} or --{what}-regexp"),
+            }
+        };
+        let identity = matcher(&self.certificate_identity, &self.certificate_identity_regexp, "certificate-identity")?;
+        let issuer =
+            matcher(&self.certificate_oidc_issuer, &self.certificate_oidc_issuer_regexp, "certificate-oidc-issuer")?;
+        let claims = [
+            (ClaimMatch::Repository, &self.certificate_github_workflow_repository),
+            (ClaimMatch::Ref, &self.certificate_github_workflow_ref),
+            (ClaimMatch::Sha, &self.certificate_github_workflow_sha),
+            (ClaimMatch::Trigger, &self.certificate_github_workflow_trigger),
+            (ClaimMatch::Name, &self.certificate_github_workflow_name),
+            (ClaimMatch::RunnerEnvironment, &self.certificate_runner_environment),
+        ];
+        let claims = claims.into_iter().filter_map(|(c, v)| Some((c, v.clone()?))).collect();
+        Ok(Some(Arc::new(Requirement { root, bundle, policy: IdentityPolicy { identity, issuer, claims } })))
+    }
+}

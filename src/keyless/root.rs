@@ -1,0 +1,75 @@
+//! The trusted root: which Fulcio CAs, CT logs, transparency logs and timestamp authorities a
+//! keyless signature may rest on. It is the operator's configuration, so a missing, unreadable
+//! or unusable one stops the gate (exit 2); it is never downloaded.
+
+use std::path::{Path, PathBuf};
+
+use crate::regular_file::{Links, read_to_string};
+
+/// The largest trusted root read (Sigstore's production one is 7 KiB).
+pub const MAX_TRUSTED_ROOT_BYTES: u64 = 4 << 20;
+
+/// A trusted root that could not be used.
+#[derive(Debug, thiserror::Error)]
+pub enum RootError {
+    #[error("{}: cannot read the trusted root: {source}", path.display())]
+    Read { path: PathBuf, source: std::io::Error },
+    #[error(
+        "{}: not a usable Sigstore trusted root: {message}; give the trusted_root.json of your Sigstore instance (`gh attestation trusted-root`, or the one in sigstore's TUF repository)",
+        path.display()
+    )]
+    Invalid { path: PathBuf, message: String },
+}
+
+/// A parsed trusted root with its verifier prepared (keys and anchors decoded once).
+pub struct TrustedRoot {
+    path: PathBuf,
+    root: sigstore_verify::trust_root::TrustedRoot,
+    verifier: sigstore_verify::Verifier,
+}
+
+impl std::fmt::Debug for TrustedRoot {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TrustedRoot").field("path", &self.path).finish_non_exhaustive()
+    }
+}
+
+impl TrustedRoot {
+    /// Reads and prepares `path`.
+    pub fn read(path: &Path) -> Result<TrustedRoot, RootError> {
+        let text = read_to_string(path, MAX_TRUSTED_ROOT_BYTES, Links::Follow)
+            .map_err(|e| RootError::Read { path: path.to_owned(), source: e.into_io() })?;
+        Self::parse(path, &text)
+    }
+
+    /// Parses the text of a trusted root read from `path`.
+    pub fn parse(path: &Path, text: &str) -> Result<TrustedRoot, RootError> {
+        let invalid = |message: String| RootError::Invalid { path: path.to_owned(), message };
+        let root = sigstore_verify::trust_root::TrustedRoot::from_json(text).map_err(|e| invalid(e.to_string()))?;
+        let verifier = sigstore_verify::Verifier::new(&root).map_err(|e| invalid(e.to_string()))?;
+        Ok(TrustedRoot { path: path.to_owned(), root, verifier })
+    }
+
+    pub(crate) fn verifier(&self) -> &sigstore_verify::Verifier {
+        &self.verifier
+    }
+
+    /// The file it was read from.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The newest start of validity among its authorities and logs: a root whose newest key
+    /// is old may miss a rotation (the age `bundle trust` reports).
+    pub fn newest_key_start(&self) -> Option<String> {
+        let r = &self.root;
+        let starts = r
+            .tlogs
+            .iter()
+            .map(|l| l.public_key.valid_for.map(|v| v.start))
+            .chain(r.ctlogs.iter().map(|l| l.public_key.valid_for.map(|v| v.start)))
+            .chain(r.certificate_authorities.iter().map(|c| c.valid_for.map(|v| v.start)))
+            .chain(r.timestamp_authorities.iter().map(|c| c.valid_for.map(|v| v.start)));
+        starts.flatten().max().map(|t| t.to_string())
+    }
+}
