@@ -10,6 +10,8 @@ use agent_bundle::bundle::verify::{self, Discard, Expect, Rejection, Trust, Veri
 use agent_bundle::contract::release;
 use agent_bundle::contract::{Contract, ContractError};
 use agent_bundle::diagnostic::sanitize;
+use agent_bundle::evidence::files::{self, ARTIFACT_TYPES};
+use agent_bundle::evidence::{self, judge};
 use agent_bundle::oci;
 use agent_bundle::ops::gate::Verdict;
 use agent_bundle::ops::pull::rejection;
@@ -101,13 +103,21 @@ fn inspect_one(
 ) -> anyhow::Result<(Outcome, Option<serde_json::Value>)> {
     let trust = keys.map_or(Trust::Unchecked, Trust::Keys);
     let reference = super::registry::reference(bundle)?;
+    // The attestations: beside a file, or the referrers of a registry artifact (with the
+    // layer's SHA-256), fetched before its layer.
+    let mut attached: (Vec<(String, Vec<u8>)>, String) = (Vec::new(), String::new());
     let opened: Result<(Box<dyn BufRead>, _), Rejection> = match &reference {
         Some(reference) => {
             let options = registry.options(reference)?;
             if keys.is_none() {
                 return config_view(reference, &options, format, global, collect);
             }
-            match oci::open_layer(reference, &options) {
+            let keep = |sha256: &str, fetched| {
+                attached = (fetched, sha256.to_owned());
+                Ok::<(), std::convert::Infallible>(())
+            };
+            let opened = oci::open_layer_judged(reference, &options, &ARTIFACT_TYPES, keep);
+            match opened.map(|l| l.unwrap_or_else(|never| match never {})) {
                 Ok(layer) => {
                     let fault = layer.reader.mismatch();
                     Ok((Box::new(BufReader::with_capacity(1 << 20, layer.reader)), Some(fault)))
@@ -118,6 +128,8 @@ fn inspect_one(
         None => {
             registry.refuse_for_file(bundle)?;
             let file = File::open(bundle).with_context(|| format!("cannot open {}", bundle.display()))?;
+            attached = files::read_beside(bundle)
+                .with_context(|| format!("cannot read the attestations beside {}", bundle.display()))?;
             Ok((Box::new(BufReader::new(file)), None))
         }
     };
@@ -140,11 +152,26 @@ fn inspect_one(
     if format == Format::Human && collect {
         super::output::print_line(&format!("bundle     {}", sanitize(&bundle.display().to_string())))?;
     }
-    let contracts = release::from_verified(&v, bundle).map(|a| a.contracts);
+    let agent = release::from_verified(&v, bundle);
+    let predicate =
+        agent.as_ref().map(|a| evidence::contract::predicate(a, &v.manifest_blake3)).map_err(|e| e.to_string());
+    let attestations = judge::describe(
+        &attached.0,
+        &attached.1,
+        keys,
+        Some((&v.manifest.name, predicate.as_ref().map_err(Clone::clone))),
+    );
+    let contracts = agent.map(|a| a.contracts);
     let now = global.now();
+    let with_attestations = |mut doc: serde_json::Value| {
+        if !attestations.is_empty() {
+            doc["attestations"] = super::output::sanitize_json(serde_json::to_value(&attestations).unwrap_or_default());
+        }
+        doc
+    };
     match format {
-        Format::Json if collect => return Ok((Outcome::Ok, Some(json(&v, &contracts, now)))),
-        Format::Json => super::output::print_json(&json(&v, &contracts, now))?,
+        Format::Json if collect => return Ok((Outcome::Ok, Some(with_attestations(json(&v, &contracts, now))))),
+        Format::Json => super::output::print_json(&with_attestations(json(&v, &contracts, now)))?,
         Format::Github => super::output::notice(
             Some(&bundle.display().to_string()),
             "inspected",
@@ -156,7 +183,12 @@ fn inspect_one(
                 if v.signature_checked { "checked" } else { "NOT checked (pass --key)" }
             ),
         )?,
-        Format::Human => human(&v, &contracts, now)?,
+        Format::Human => {
+            human(&v, &contracts, now)?;
+            for a in &attestations {
+                super::output::print_line(&super::verify::attestation_line(a))?;
+            }
+        }
     }
     Ok((Outcome::Ok, None))
 }
