@@ -82,7 +82,8 @@ fn corpus_covers_every_reason() {
     let codes: BTreeSet<&str> = cases.iter().map(|c| c.code.as_str()).collect();
     // io_error is the reader's failure; contract_drift needs a baseline (tests/cli/baseline.rs);
     // rollback depends on what the verifier accepted before (tests/cli/freshness.rs); the
-    // registry codes need a registry (tests/cli/oci.rs).
+    // registry codes need a registry (tests/cli/oci.rs); the attestation codes judge files beside
+    // the bundle, each with its own hostile case in tests/cli/attest.rs.
     for reason in Reason::ALL.iter().filter(|r| {
         !matches!(
             r,
@@ -93,6 +94,15 @@ fn corpus_covers_every_reason() {
                 | Reason::BlobMismatch
                 | Reason::AuthFailed
                 | Reason::TlsError
+                | Reason::AttestationMissing
+                | Reason::AttestationMalformed
+                | Reason::AttestationPayloadType
+                | Reason::AttestationPredicateType
+                | Reason::AttestationUnsigned
+                | Reason::AttestationUntrusted
+                | Reason::AttestationSubjectMismatch
+                | Reason::AttestationContractMismatch
+                | Reason::ProvenanceMismatch
         )
     }) {
         assert!(codes.contains(reason.as_str()), "no case for {}", reason.as_str());
