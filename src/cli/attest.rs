@@ -15,7 +15,7 @@ use super::{Format, Global, Outcome, output};
 /// verify` judges both). Exit status: 0 written, 1 not a valid bundle, 2 usage or I/O error.
 #[derive(Debug, clap::Args)]
 #[command(
-    after_help = "Examples:\n  bundle attest mailer-1.4.0.agent.bundle --key ci.key --from agents/mailer\n  bundle verify mailer-1.4.0.agent.bundle --trusted-keys keys.txt --require-provenance"
+    after_help = "Examples:\n  bundle attest mailer-1.4.0.agent.bundle --key ci.key --from agents/mailer\n  bundle verify mailer-1.4.0.agent.bundle --trusted-keys keys.txt \\\n      --require-provenance"
 )]
 pub struct Args {
     /// The bundle file.

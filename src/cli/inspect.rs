@@ -100,8 +100,8 @@ fn inspect_one(
     collect: bool,
 ) -> anyhow::Result<(Outcome, Option<serde_json::Value>)> {
     let source = registry.source(bundle)?;
-    let (v, contracts) = match inspect::inspect(&source, keys)? {
-        Inspected::Bundle { verified, contracts } => (verified, contracts),
+    let (v, contracts, attestations) = match inspect::inspect(&source, keys)? {
+        Inspected::Bundle { verified, contracts, attestations } => (verified, contracts, attestations),
         Inspected::Config(found) => return config_view(&source.label(), &found, format, collect),
         Inspected::Refused(rejection) if collect && format == Format::Json => {
             let verdict = Verdict::Refused { rejection, baseline: None };
@@ -113,9 +113,15 @@ fn inspect_one(
         super::output::print_line(&format!("bundle     {}", sanitize(&bundle.display().to_string())))?;
     }
     let now = global.now();
+    let with_attestations = |mut doc: serde_json::Value| {
+        if !attestations.is_empty() {
+            doc["attestations"] = super::output::sanitize_json(serde_json::to_value(&attestations).unwrap_or_default());
+        }
+        doc
+    };
     match format {
-        Format::Json if collect => return Ok((Outcome::Ok, Some(json(&v, &contracts, now)))),
-        Format::Json => super::output::print_json(&json(&v, &contracts, now))?,
+        Format::Json if collect => return Ok((Outcome::Ok, Some(with_attestations(json(&v, &contracts, now))))),
+        Format::Json => super::output::print_json(&with_attestations(json(&v, &contracts, now)))?,
         Format::Github => super::output::notice(
             Some(&bundle.display().to_string()),
             "inspected",
@@ -127,7 +133,12 @@ fn inspect_one(
                 if v.signature_checked { "checked" } else { "NOT checked (pass --key)" }
             ),
         )?,
-        Format::Human => human(&v, &contracts, now)?,
+        Format::Human => {
+            human(&v, &contracts, now)?;
+            for a in &attestations {
+                super::output::print_line(&super::verify::attestation_line(a))?;
+            }
+        }
     }
     Ok((Outcome::Ok, None))
 }

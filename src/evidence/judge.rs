@@ -258,3 +258,23 @@ fn first_problem(judged: &[Judged]) -> Option<Rejection> {
         .iter()
         .find_map(|j| j.reason.map(|reason| Rejection::new(reason, None, j.message.clone().unwrap_or_default())))
 }
+
+/// For `inspect`: each attestation judged against the bundle's SHA-256 with `keys` (none: every
+/// signer shows as unchecked), without a policy, and — when the bundle was read — its agent
+/// and contract.
+pub fn describe(
+    attestations: &[(String, Vec<u8>)],
+    sha256: &str,
+    keys: Option<&TrustedKeys>,
+    bundle: Option<(&str, Result<&Value, String>)>,
+) -> Vec<Judged> {
+    let none = TrustedKeys::default();
+    let keys = keys.unwrap_or(&none);
+    let (mut judged, _) = judge(attestations, sha256, keys, &AttestPolicy::default());
+    if let Some((agent, contract)) = bundle
+        && !keys.keys.is_empty()
+    {
+        judge_with_bundle(&mut judged, agent, keys, contract);
+    }
+    judged
+}

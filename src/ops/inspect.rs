@@ -3,6 +3,8 @@
 
 use crate::bundle::verify::{self, Discard, Expect, Rejection, Trust, Verified};
 use crate::contract::{Contract, ContractError, release};
+use crate::evidence::judge::{self, Judged};
+use crate::evidence::{self, files};
 use crate::ops::input::{BundleSource, InputError, RegistryConfig};
 use crate::progress::Silent;
 use crate::trust::TrustedKeys;
@@ -11,7 +13,12 @@ use crate::trust::TrustedKeys;
 #[derive(Debug)]
 pub enum Inspected {
     /// The bundle was read (its signature checked only with keys).
-    Bundle { verified: Box<Verified>, contracts: Result<Vec<Contract>, ContractError> },
+    Bundle {
+        verified: Box<Verified>,
+        contracts: Result<Vec<Contract>, ContractError>,
+        /// The attestations beside the file, or a registry artifact's referrers, each judged.
+        attestations: Vec<Judged>,
+    },
     /// A registry artifact shown from its manifest and config (no keys: the bundle is not
     /// downloaded; nothing in the config is checked).
     Config(Box<RegistryConfig>),
@@ -28,7 +35,17 @@ pub fn inspect(source: &BundleSource, keys: Option<&TrustedKeys>) -> Result<Insp
             Err(rejection) => Inspected::Refused(rejection),
         });
     }
-    let input = match source.open(&Silent)? {
+    // The attestations: beside a file, or the referrers of a registry artifact (with the
+    // layer's SHA-256), fetched before its layer.
+    let mut attached: (Vec<(String, Vec<u8>)>, String) = (Vec::new(), String::new());
+    if let BundleSource::File(path) = source {
+        attached = files::read_beside(path).map_err(|e| InputError::File { path: path.clone(), source: e })?;
+    }
+    let keep = |sha256: &str, fetched| {
+        attached = (fetched, sha256.to_owned());
+        Ok(())
+    };
+    let input = match source.open_judged(&Silent, keep)? {
         Ok(input) => input,
         Err(rejection) => return Ok(Inspected::Refused(rejection)),
     };
@@ -37,8 +54,19 @@ pub fn inspect(source: &BundleSource, keys: Option<&TrustedKeys>) -> Result<Insp
         input.judge(|bytes| Ok::<_, InputError>(verify::verify(bytes, trust, &Expect::default(), &mut Discard)))?;
     Ok(match judged {
         Ok(verified) => {
-            let contracts = release::from_verified(&verified, &source.label()).map(|a| a.contracts);
-            Inspected::Bundle { verified: Box::new(verified), contracts }
+            let agent = release::from_verified(&verified, &source.label());
+            let predicate = agent
+                .as_ref()
+                .map(|a| evidence::contract::predicate(a, &verified.manifest_blake3))
+                .map_err(|e| e.to_string());
+            let attestations = judge::describe(
+                &attached.0,
+                &attached.1,
+                keys,
+                Some((&verified.manifest.name, predicate.as_ref().map_err(Clone::clone))),
+            );
+            let contracts = agent.map(|a| a.contracts);
+            Inspected::Bundle { verified: Box::new(verified), contracts, attestations }
         }
         Err(rejection) => Inspected::Refused(rejection),
     })

@@ -543,6 +543,16 @@ fn bundle_attest_of_an_existing_bundle_says_what_pack_attest_says_and_the_contra
         "later/agent.bundle",
         &[&format!("later/{PROVENANCE}"), &format!("later/{CONTRACT}")],
     );
+    // inspect lists them: predicate, signer, subject match, builder.
+    let shown = run(&mut cmd(dir), &["inspect", "later/agent.bundle", "--key", "release.pub", "--format", "json"]);
+    let shown = shown.expect_code(0).json();
+    let list = shown["attestations"].as_array().expect("inspect lists the attestations");
+    assert_eq!(list.len(), 2);
+    assert_eq!(list[0]["predicate_type"], SLSA_PROVENANCE_V1);
+    assert_eq!(list[0]["builder"], "https://agent-bundle.dev/builders/local/v1");
+    assert!(list.iter().all(|a| a["subject_matches"] == true && a["verdict"] == "ok"), "{shown}");
+    let human = run(&mut cmd(dir), &["inspect", "later/agent.bundle"]);
+    assert!(human.expect_code(0).stdout.contains("attestation contract ("), "{}", human.stdout);
     // A file that is not a bundle is refused with the verifier's code, and nothing is written.
     std::fs::write(dir.join("junk.bundle"), b"not a bundle").unwrap();
     let out = run(&mut cmd(dir), &["attest", "junk.bundle", "--key", &key, "--format", "json"]);

@@ -84,7 +84,8 @@ fn corpus_covers_every_reason() {
     // rollback depends on what the verifier accepted before (tests/cli/freshness.rs); the
     // registry codes need a registry (tests/cli/oci.rs); the trust-policy codes need a policy
     // and co-signatures (tests/cli/signers.rs); the keyless codes a Sigstore bundle
-    // (tests/cli/keyless.rs).
+    // (tests/cli/keyless.rs); the attestation codes judge files beside the bundle, each with
+    // its own hostile case in tests/cli/attest.rs.
     for reason in Reason::ALL.iter().filter(|r| {
         !r.as_str().starts_with("keyless_")
             && !matches!(
@@ -102,6 +103,15 @@ fn corpus_covers_every_reason() {
                     | Reason::PolicyRollback
                     | Reason::PolicyExpired
                     | Reason::PolicyChainBroken
+                    | Reason::AttestationMissing
+                    | Reason::AttestationMalformed
+                    | Reason::AttestationPayloadType
+                    | Reason::AttestationPredicateType
+                    | Reason::AttestationUnsigned
+                    | Reason::AttestationUntrusted
+                    | Reason::AttestationSubjectMismatch
+                    | Reason::AttestationContractMismatch
+                    | Reason::ProvenanceMismatch
             )
     }) {
         assert!(codes.contains(reason.as_str()), "no case for {}", reason.as_str());
