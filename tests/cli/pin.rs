@@ -116,14 +116,17 @@ fn edited_or_missing_pinned_file_is_a_pin_mismatch() {
     let file = agent.join(pin_file(&server));
 
     std::fs::write(&file, time_tools().replace("ISO 8601", "any")).unwrap();
-    env.run(&["lock", "-q", "agent"]).expect_code(0); // lock follows the file; the pin does not
-    let out = env.run(&["check", "agent", "--format", "json"]);
+    // lock does not lock an agent whose check fails (issue 24): the edited pin is the problem.
+    let out = env.run(&["lock", "agent", "--format", "json"]);
     out.expect_code(1);
     assert_eq!(codes(&out), [("error".to_owned(), "pin_mismatch".to_owned())]);
-    assert_eq!(
-        out.json()["diagnostics"][0]["path"].as_str().unwrap(),
-        format!("pins.\"{}\".blake3", pin_file(&server))
-    );
+    let out = env.run(&["check", "agent", "--format", "json"]);
+    out.expect_code(1);
+    let pin_errors: Vec<_> = codes(&out).into_iter().filter(|(_, code)| code == "pin_mismatch").collect();
+    assert_eq!(pin_errors, [("error".to_owned(), "pin_mismatch".to_owned())]);
+    let json = out.json();
+    let pin = json["diagnostics"].as_array().unwrap().iter().find(|d| d["code"] == "pin_mismatch").unwrap();
+    assert_eq!(pin["path"].as_str().unwrap(), format!("pins.\"{}\".blake3", pin_file(&server)));
 
     std::fs::remove_file(&file).unwrap();
     let out = env.run(&["check", "agent", "--format", "json"]);
