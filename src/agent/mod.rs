@@ -14,10 +14,11 @@ mod check;
 mod digests;
 mod lock;
 pub mod pins;
+pub mod stat_cache;
 
 pub use check::{AgentCheck, Options as CheckOptions, check_agent_with};
-pub use digests::{Current, claimed_digests, current_digests, stale_entries};
-pub use lock::{Locked, lock_agent};
+pub use digests::{Current, Hashing, claimed_digests, current_digests, stale_entries};
+pub use lock::{Locked, lock_agent, lock_agent_with};
 
 /// How deep below a PATH agent folders are looked for (grouping folders such as
 /// `agents/team-a/mailer` need a few levels; the bound keeps a walk of a large tree short).

@@ -3,7 +3,7 @@
 
 use std::path::PathBuf;
 
-use crate::agent::{Locked, find_agents, lock_agent};
+use crate::agent::{Hashing, Locked, find_agents, lock_agent_with};
 use crate::error::Result;
 
 /// Locks every agent the paths name, in order. An agent that cannot be locked is reported in
@@ -13,5 +13,6 @@ pub fn lock_paths(paths: &[PathBuf]) -> Result<Vec<Locked>> {
     for p in paths {
         dirs.extend(find_agents(p)?);
     }
-    Ok(dirs.iter().map(|d| lock_agent(d)).collect())
+    // `bundle lock` writes digests for review; `pack` hashes again whatever it signs.
+    Ok(dirs.iter().map(|d| lock_agent_with(d, Hashing::StatCache)).collect())
 }

@@ -31,5 +31,6 @@ mod properties;
 mod registry;
 mod schemas;
 mod scripts;
+mod stat_cache;
 mod tls;
 mod tool;

@@ -21,7 +21,14 @@ pub fn bin() -> Command {
     c.env_remove("NO_COLOR").env_remove("BUNDLE_SIGNING_KEY").env_remove("SOURCE_DATE_EPOCH");
     // A developer's own agent or token never takes part in a test.
     c.env_remove("SSH_AUTH_SOCK").env_remove("BUNDLE_PKCS11_MODULE");
+    // Nor the developer's stat cache: every run shares one of the test build's own.
+    c.env("BUNDLE_CACHE_DIR", test_cache_dir()).env_remove("BUNDLE_STAT_CACHE");
     c
+}
+
+/// The stat cache folder of the test runs (`bundle check` and `lock` write it).
+pub fn test_cache_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("bundle-cache")
 }
 
 /// The result of one run, with helpers for assertions.
