@@ -2,7 +2,7 @@
 """Benchmark bundle pack/verify against the hand-written pipeline and zstd itself.
 
 usage: scripts/bench.py [--runs N] [--mib N] [--work DIR] [--big-mib N] [--only pack|verify]
-                       [--baseline BIN]
+                       [--baseline BIN] [--many 1000,5000,20000]
 
 Needs only this repository plus: cargo, python3, zstd, GNU tar, b3sum, minisign, taskset
 (util-linux) and GNU time (/usr/bin/time). Builds the release binary (in cargo's target
@@ -16,8 +16,15 @@ that machine noise hits all of them alike:
 and prints medians of wall, user and system time, context switches and peak memory, then the
 ratios the targets are stated in, with the CPU model and the load average seen before each
 round (other work on the machine skews wall times; CPU times and context switches less so).
+Peers, each skipped with a visible note when not installed: b3sum over the agent's files, and
+OpenSSF model_signing (PyPI model-signing + pyopenssl, ECDSA P-256 key made with openssl) sign
+and verify of the same folder; found on PATH or in $HOME/.cache/agent-bundle-ci/venv/bin.
 Small-agent figures: bundle check over 100 copies of the rich example, and bundle verify of
-its bundle. With --big-mib, also verifies a bundle of that size to show memory stays flat.
+its bundle. Incremental check (the stat cache, issue 29): bundle check of the agent cold
+(BUNDLE_STAT_CACHE=off) and warm after touching one file. Many agents: bundle check of 1,000,
+5,000 and 20,000 copies of the rich example (--many 1000,5000,20000; --many 0 skips), with
+CPU, context switches and peak memory. With --big-mib, also verifies and packs a bundle of
+that size to show memory stays flat, and times the incremental check on it.
 With --baseline BIN (another build of bundle, e.g. of the commit before a change), its pack and
 verify run in the same rounds, so that a before/after comparison sees the same machine noise.
 
@@ -88,6 +95,7 @@ def main():
     ap.add_argument("--only", choices=["pack", "verify"], help="run only one side of the 1 GiB rows")
     ap.add_argument("--work")
     ap.add_argument("--baseline", help="another bundle binary to time beside this one")
+    ap.add_argument("--many", default="1000,5000,20000", help="agent counts for the many-agents rows (0: none)")
     a = ap.parse_args()
 
     sh(f"cd {REPO} && cargo build --release --locked -q && cargo build --release --locked -q --example zstd-floor")
@@ -118,6 +126,8 @@ def main():
         "zstd -3 -T0 (tar)": f"zstd -q -3 -T0 -f {tar} -o {w}/tar.zst",
         "same zstd library (tar)": f"{floor} < {tar} > {w}/floor.zst",
     }
+    peers = peer_commands(agent, w)
+    pack_ops.update(peers["pack"])
     if a.baseline:
         pack_ops["baseline: bundle pack --locked"] = (
             f"{a.baseline} pack -q {agent} --locked --key {KEYS}/test.key -o {w}/b.agent.bundle")
@@ -128,6 +138,7 @@ def main():
         "zstd -dc (bundle)": f"zstd -q -dc {w}/a.agent.bundle > /dev/null",
         "same zstd library -d (bundle)": f"{floor} -d < {w}/a.agent.bundle",
     }
+    verify_ops.update(peers["verify"])
     if a.baseline:
         verify_ops["baseline: bundle verify"] = f"{a.baseline} verify -q {w}/a.agent.bundle --key {KEYS}/test.pub"
     ops = {**({} if a.only == "verify" else pack_ops), **({} if a.only == "pack" else verify_ops)}
@@ -144,6 +155,8 @@ def main():
         med[k]["rss"] = max(x["rss"] for x in v)
     print(f"\n{a.mib} MiB agent; {cpu_model()}, {os.cpu_count()} CPUs ({len(cpus)} usable); medians of {a.runs} runs")
     print(f"load average (1/5/15 min) before each round: {', '.join(loads)}\n")
+    for note in peers["notes"]:
+        print(f"NOTE: {note}\n")
     print("| command | wall s | user s | sys s | voluntary / involuntary ctx switches | peak RSS MiB |")
     print("| --- | ---: | ---: | ---: | ---: | ---: |")
     for k, m in med.items():
@@ -170,6 +183,9 @@ def main():
     ratio("verify / hand-verify", "bundle verify", "hand-verify.sh", 0.50)
     ratio("verify / same zstd library -d", "bundle verify", "same zstd library -d (bundle)", None)
     ratio("verify / baseline verify", "bundle verify", "baseline: bundle verify", None)
+    ratio("pack / model_signing sign", "bundle pack --locked", "model_signing sign (ECDSA)", None)
+    ratio("verify / model_signing verify", "bundle verify", "model_signing verify (ECDSA)", None)
+    ratio("verify / b3sum of the files", "bundle verify", "b3sum (agent files)", None)
     if a.only:
         return
 
@@ -199,6 +215,9 @@ def main():
           f"| <= {verify_ms + 5:.1f} (+5) |")
     keyless_row(bundle, w, many)
 
+    incremental_check(bundle, agent, w, a.runs, a.mib)
+    many_agents(bundle, w, [int(n) for n in a.many.split(",") if int(n) > 0], a.runs)
+
     if a.big_mib:
         big = os.path.join(w, f"agent-{a.big_mib}")
         make_agent(big, a.big_mib, 1024)
@@ -208,6 +227,99 @@ def main():
         p = timed(f"{bundle} pack -q {big} --locked --key {KEYS}/test.key -o {w}/big2.agent.bundle")
         print(f"\n{a.big_mib} MiB agent: verify {v['wall']:.2f} s, peak RSS {v['rss'] / 1024:.0f} MiB; "
               f"pack {p['wall']:.2f} s, peak RSS {p['rss'] / 1024:.0f} MiB")
+        incremental_check(bundle, big, w, a.runs, a.big_mib)
+
+
+VENV_BIN = os.path.expanduser("~/.cache/agent-bundle-ci/venv/bin")
+
+
+def which(tool):
+    """`tool` on PATH, else in the CI venv, else None."""
+    found = shutil.which(tool)
+    if found:
+        return found
+    candidate = os.path.join(VENV_BIN, tool)
+    return candidate if os.access(candidate, os.X_OK) else None
+
+
+def peer_commands(agent, w):
+    """The optional peer rows: what users would pick instead of bundle, when installed."""
+    out = {"pack": {}, "verify": {}, "notes": []}
+    b3sum = which("b3sum")
+    if b3sum:
+        out["verify"]["b3sum (agent files)"] = (
+            f"cd {agent} && find . -type f ! -name manifest.toml -print0 | sort -z | xargs -0 {b3sum} > /dev/null")
+    else:
+        out["notes"].append("b3sum is not installed: its row is skipped")
+    ms, openssl = which("model_signing"), which("openssl")
+    if ms and openssl:
+        keydir = os.path.join(w, "model-signing")
+        os.makedirs(keydir, exist_ok=True)
+        key, pub, sig = (os.path.join(keydir, n) for n in ("ec.key", "ec.pub", "model.sig"))
+        if not os.path.exists(pub):
+            sh(f"{openssl} ecparam -name prime256v1 -genkey -noout -out {key} && {openssl} ec -in {key} -pubout -out {pub}",
+               stderr=subprocess.DEVNULL)
+        common = f"--signature {sig} --ignore-paths {agent}/manifest.toml"
+        out["pack"]["model_signing sign (ECDSA)"] = f"{ms} --log-level ERROR sign key {agent} {common} --private_key {key}"
+        out["verify"]["model_signing verify (ECDSA)"] = (
+            f"{ms} --log-level ERROR verify key {agent} {common} --public_key {pub}")
+        # verify needs a signature to exist before the first round.
+        sh(out["pack"]["model_signing sign (ECDSA)"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    else:
+        out["notes"].append("model_signing (PyPI model-signing + pyopenssl) or openssl is not installed: "
+                            "its sign and verify rows are skipped")
+    return out
+
+
+def incremental_check(bundle, agent, w, runs, mib):
+    """bundle check of `agent` cold (stat cache off) and warm after touching one file (its stat
+    changes, so it is hashed again; the others come from the cache)."""
+    cache = os.path.join(w, "stat-cache")
+    env = f"BUNDLE_CACHE_DIR={cache}"
+    files = sorted(os.path.join(d, f) for d, _, fs in os.walk(agent) for f in fs if f != "manifest.toml")
+    touched = max(files, key=os.path.getsize)
+    # Prime the cache with files settled for more than the 2 s racily-clean margin.
+    time.sleep(2.1)
+    sh(f"{env} {bundle} check -q {agent}")
+    cold, warm = [], []
+    for _ in range(runs):
+        cold.append(timed(f"BUNDLE_STAT_CACHE=off {bundle} check -q {agent}"))
+        sh(f"touch {touched}")
+        warm.append(timed(f"{env} {bundle} check -q {agent}"))
+    print(f"\nincremental check, {mib} MiB agent ({len(files)} files; the largest, "
+          f"{os.path.getsize(touched) >> 20} MiB, touched before each warm run); medians of {runs}, load {load()}\n")
+    print("| command | wall ms | user ms | sys ms | peak RSS MiB | target |")
+    print("| --- | ---: | ---: | ---: | ---: | --- |")
+    for name, rows, target in (("check, cold (BUNDLE_STAT_CACHE=off)", cold, "as today"),
+                               ("check after touching one file", warm, "< 100 ms")):
+        m = {f: statistics.median(x[f] for x in rows) for f in ("wall", "user", "sys")}
+        print(f"| {name} | {m['wall'] * 1000:.0f} | {m['user'] * 1000:.0f} | {m['sys'] * 1000:.0f} "
+              f"| {max(x['rss'] for x in rows) / 1024:.0f} | {target} |")
+
+
+def many_agents(bundle, w, counts, runs):
+    """bundle check of N copies of the rich example, for each N: wall, CPU and peak memory
+    (target for 20,000 on 2 CPUs: <= 1.5 s and <= 64 MiB)."""
+    if not counts:
+        return
+    print(f"\nmany agents: bundle check of N copies of the rich example (target for 20,000 on 2 CPUs: "
+          f"<= 1.5 s, <= 64 MiB); medians of {runs}, load {load()}\n")
+    print("| agents | wall s | user s | sys s | voluntary / involuntary ctx switches | peak RSS MiB |")
+    print("| --- | ---: | ---: | ---: | ---: | ---: |")
+    for n in counts:
+        root = os.path.join(w, f"many-{n}")
+        if not os.path.exists(root):
+            print(f"making {n} agents in {root} ...", file=sys.stderr)
+            for i in range(n):
+                shutil.copytree(os.path.join(REPO, "testdata", "agents", "mailer"), f"{root}.tmp/agents/a{i:05}")
+            os.rename(f"{root}.tmp", root)
+        cache = os.path.join(w, "stat-cache")
+        sh(f"cd {root} && BUNDLE_CACHE_DIR={cache} {bundle} check -q")  # primes the stat cache
+        for label, env in (("cache off", "BUNDLE_STAT_CACHE=off"), ("stat cache warm", f"BUNDLE_CACHE_DIR={cache}")):
+            rows = [timed(f"cd {root} && {env} {bundle} check -q") for _ in range(runs)]
+            m = {f: statistics.median(x[f] for x in rows) for f in ("wall", "user", "sys", "vcs", "ics")}
+            print(f"| {n}, {label} | {m['wall']:.2f} | {m['user']:.2f} | {m['sys']:.2f} | {m['vcs']:.0f} / "
+                  f"{m['ics']:.0f} | {max(x['rss'] for x in rows) / 1024:.0f} |")
 
 
 def policy_bench(bundle, w, many):

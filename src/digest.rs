@@ -4,9 +4,11 @@
 //! agents with many files are hashed one file per core (see `ops::lock`). Files are read, not
 //! memory-mapped: a file truncated while mapped would crash the process with SIGBUS.
 
-use std::fs::File;
-use std::io::{self, Read};
+use std::fs::{File, Metadata};
+use std::io;
 use std::path::Path;
+
+use crate::read_full::read_full;
 
 /// Files at least this large are hashed with all cores.
 const PARALLEL_FROM: u64 = 8 << 20;
@@ -14,8 +16,30 @@ const CHUNK: usize = 4 << 20;
 
 /// The digest and byte count of a file's contents.
 pub fn hash_file(path: &Path) -> io::Result<(blake3::Hash, u64)> {
-    let mut file = File::open(path)?;
+    let file = File::open(path)?;
     let len = file.metadata()?.len();
+    hash_open(file, len)
+}
+
+/// A file hashed, with its metadata as opened and as after the last byte was read (the stat
+/// cache stores a digest only if the two agree).
+pub struct Hashed {
+    pub hash: blake3::Hash,
+    pub size: u64,
+    pub before: Metadata,
+    pub after: Metadata,
+}
+
+/// Like [`hash_file`], keeping the metadata of the file that was read.
+pub fn hash_file_with_metadata(path: &Path) -> io::Result<Hashed> {
+    let file = File::open(path)?;
+    let before = file.metadata()?;
+    let (hash, size) = hash_open(&file, before.len())?;
+    let after = file.metadata()?;
+    Ok(Hashed { hash, size, before, after })
+}
+
+fn hash_open(mut file: impl io::Read, len: u64) -> io::Result<(blake3::Hash, u64)> {
     let mut hasher = blake3::Hasher::new();
     if len < PARALLEL_FROM {
         let size = io::copy(&mut file, &mut hasher)?;
@@ -24,15 +48,7 @@ pub fn hash_file(path: &Path) -> io::Result<(blake3::Hash, u64)> {
     let mut buf = vec![0u8; CHUNK];
     let mut size = 0u64;
     loop {
-        let mut filled = 0;
-        while filled < buf.len() {
-            match file.read(&mut buf[filled..]) {
-                Ok(0) => break,
-                Ok(n) => filled += n,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) => return Err(e),
-            }
-        }
+        let filled = read_full(&mut file, &mut buf)?;
         if filled == 0 {
             break;
         }

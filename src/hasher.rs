@@ -23,6 +23,8 @@ use std::io::{self, Read};
 use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
 use std::thread::JoinHandle;
 
+use crate::read_full::read_full;
+
 /// Bytes per hand-over to the hashing thread.
 pub(crate) const CHUNK: usize = 1 << 20;
 /// Buffers alive at once (being filled, queued, or being hashed).
@@ -100,20 +102,6 @@ fn hash_inline(
             Err(e) => return Err(e),
         }
     }
-}
-
-/// Fills `buf` from `input` up to its end or the end of `input`; returns the bytes read.
-fn read_full(input: &mut dyn Read, buf: &mut [u8]) -> io::Result<usize> {
-    let mut filled = 0;
-    while filled < buf.len() {
-        match input.read(&mut buf[filled..]) {
-            Ok(0) => break,
-            Ok(n) => filled += n,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(e),
-        }
-    }
-    Ok(filled)
 }
 
 enum Job {

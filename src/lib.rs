@@ -35,6 +35,7 @@ pub mod ops;
 pub mod paths;
 pub(crate) mod policy;
 pub mod progress;
+pub(crate) mod read_full;
 pub mod regular_file;
 pub(crate) mod schemas;
 pub(crate) mod state;

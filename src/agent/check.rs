@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use super::{current_digests, display_prefix, pins, read_source, stale_entries};
+use super::{Hashing, current_digests, display_prefix, pins, read_source, stale_entries};
 use crate::diagnostic::{Code, Diagnostic, Report};
 use crate::fetch::Fetcher;
 use crate::manifest::{self, Manifest};
@@ -79,7 +79,8 @@ pub fn check_agent_with(dir: &Path, opts: Options<'_>) -> AgentCheck {
     // before the manifest is fixed, and the noise would hide the real problem.
     let manifest_sound = !diags.iter().any(|d| d.is_error());
     if let Some((m, src)) = manifest.as_ref().filter(|_| opts.digests && manifest_sound) {
-        let found = current_digests(dir, &prefix, m, &mut diags);
+        // A check never signs anything: unchanged files may keep their cached digests.
+        let found = current_digests(dir, &prefix, m, &mut diags, Hashing::StatCache);
         for (key, message) in stale_entries(m, &found.digests) {
             diags.push(
                 Diagnostic::error(Code::StaleDigest, &src.name, message)

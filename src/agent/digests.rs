@@ -3,6 +3,7 @@
 
 use std::path::Path;
 
+use super::stat_cache::{Stat, StatCache};
 use crate::diagnostic::{Code, Diagnostic};
 use crate::digest;
 use crate::fileset::{self, AgentFile};
@@ -28,13 +29,49 @@ impl Current {
     }
 }
 
-/// Lists and hashes the agent's files; problems (symlinks, secrets, bad names, unreadable
-/// files) are reported and the affected files left out.
-pub fn current_digests(dir: &Path, prefix: &str, manifest: &Manifest, diags: &mut Vec<Diagnostic>) -> Current {
+/// Whether a file's digest may come from the stat cache (`check` and `lock`; never `pack`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Hashing {
+    /// Read and hash every file.
+    Every,
+    /// Take the digest of a file whose stat is unchanged from the stat cache, and record the
+    /// digests of the files hashed ([`super::stat_cache`]).
+    StatCache,
+}
+
+/// Lists and hashes the agent's files (with the stat cache when `hashing` says so); problems
+/// (symlinks, secrets, bad names, unreadable files) are reported and the affected files left
+/// out.
+pub fn current_digests(
+    dir: &Path,
+    prefix: &str,
+    manifest: &Manifest,
+    diags: &mut Vec<Diagnostic>,
+    hashing: Hashing,
+) -> Current {
     use rayon::prelude::*;
     let files = fileset::collect(dir, prefix, &manifest.allow_secret_files, diags);
-    // One file per core; results come back in the files' (sorted) order.
-    let hashed: Vec<_> = files.par_iter().map(|f| digest::hash_file(&f.full)).collect();
+    let hashed: Vec<_> = match hashing {
+        // One file per core; results come back in the files' (sorted) order.
+        Hashing::Every => files.par_iter().map(|f| digest::hash_file(&f.full)).collect(),
+        Hashing::StatCache => {
+            let mut cache = StatCache::open(dir);
+            let found: Vec<_> = files.par_iter().map(|f| cached_or_hashed(&cache, f)).collect();
+            let mut out = Vec::with_capacity(found.len());
+            for (f, result) in files.iter().zip(found) {
+                out.push(result.map(|(hash, size, fresh)| {
+                    if let Some((before, after)) = fresh.filter(|(b, _)| b.size == size) {
+                        cache.record(&f.path, &before, &after, hash);
+                    } else if fresh.is_none() {
+                        cache.keep(&f.path);
+                    }
+                    (hash, size)
+                }));
+            }
+            cache.save();
+            out
+        }
+    };
     let mut digests = Digests::default();
     for (f, result) in files.iter().zip(hashed) {
         let (hash, size) = match result {
@@ -100,6 +137,23 @@ pub fn claimed_digests(
         }
     }
     (Current { files, digests }, stale)
+}
+
+/// A file's digest from the cache when its stat is the one recorded, else read and hashed
+/// (with its stat as opened and as after hashing, for the cache).
+type Found = (blake3::Hash, u64, Option<(Stat, Stat)>);
+
+fn cached_or_hashed(cache: &StatCache, f: &AgentFile) -> std::io::Result<Found> {
+    if let Ok(meta) = std::fs::symlink_metadata(&f.full)
+        && meta.is_file()
+    {
+        let stat = Stat::of(&meta);
+        if let Some(hash) = cache.lookup(&f.path, &stat) {
+            return Ok((hash, stat.size, None));
+        }
+    }
+    let h = digest::hash_file_with_metadata(&f.full)?;
+    Ok((h.hash, h.size, Some((Stat::of(&h.before), Stat::of(&h.after)))))
 }
 
 fn manifest_key(path: &str) -> String {

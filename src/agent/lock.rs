@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use super::{Current, current_digests, display_prefix, read_source};
+use super::{Current, Hashing, current_digests, display_prefix, read_source};
 use crate::atomic;
 use crate::diagnostic::{Code, Diagnostic, Report, Severity};
 use crate::manifest;
@@ -81,6 +81,12 @@ pub fn lock_can_fix(d: &Diagnostic) -> bool {
 /// Locks one agent folder. Problems that lock cannot repair (a broken manifest, symlinks,
 /// secret-looking files) leave the manifest untouched and are returned in the report.
 pub fn lock_agent(dir: &Path) -> LockOutcome {
+    lock_agent_with(dir, Hashing::Every)
+}
+
+/// [`lock_agent`], taking unchanged files' digests from the stat cache when `hashing` says so
+/// (`bundle lock`; never `pack`, which signs what it locks).
+pub fn lock_agent_with(dir: &Path, hashing: Hashing) -> LockOutcome {
     let prefix = display_prefix(dir);
     let manifest_path = dir.join(manifest::FILE_NAME);
     let mut report = Report::default();
@@ -96,7 +102,7 @@ pub fn lock_agent(dir: &Path) -> LockOutcome {
         return refused(report);
     };
     let mut diags = Vec::new();
-    let current = current_digests(dir, &prefix, &parsed, &mut diags);
+    let current = current_digests(dir, &prefix, &parsed, &mut diags, hashing);
     if diags.iter().any(Diagnostic::is_error) {
         report.diagnostics.extend(diags);
         return refused(report);

@@ -14,10 +14,11 @@ mod check;
 mod digests;
 mod lock;
 pub mod pins;
+pub mod stat_cache;
 
 pub use check::{AgentCheck, Options as CheckOptions, check_agent_with, into_parts};
-pub use digests::{Current, claimed_digests, current_digests, stale_entries};
-pub use lock::{LockOutcome, LockReport, NotLocked, lock_agent, lock_can_fix};
+pub use digests::{Current, Hashing, claimed_digests, current_digests, stale_entries};
+pub use lock::{LockOutcome, LockReport, NotLocked, lock_agent, lock_agent_with, lock_can_fix};
 
 /// How deep below a PATH agent folders are looked for (grouping folders such as
 /// `agents/team-a/mailer` need a few levels; the bound keeps a walk of a large tree short).

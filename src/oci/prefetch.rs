@@ -15,6 +15,7 @@ use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
 use std::thread::JoinHandle;
 
 use crate::atomic::Writeback;
+use crate::read_full::read_full;
 
 /// Chunk size.
 pub const CHUNK: usize = 1 << 20;
@@ -46,7 +47,7 @@ fn receive(mut source: impl Read, copy: Option<File>, tx: &SyncSender<io::Result
     let mut unsynced = 0u64;
     loop {
         let mut chunk = vec![0u8; CHUNK];
-        let step = fill(&mut source, &mut chunk).and_then(|n| {
+        let step = read_full(&mut source, &mut chunk).and_then(|n| {
             chunk.truncate(n);
             if let Some(out) = &mut out {
                 out.write_all(&chunk)?;
@@ -78,20 +79,6 @@ fn receive(mut source: impl Read, copy: Option<File>, tx: &SyncSender<io::Result
             return Ok(());
         }
     }
-}
-
-/// Reads until `buf` is full or the source ends.
-fn fill(source: &mut impl Read, buf: &mut [u8]) -> io::Result<usize> {
-    let mut n = 0;
-    while n < buf.len() {
-        match source.read(&mut buf[n..]) {
-            Ok(0) => break,
-            Ok(k) => n += k,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(e),
-        }
-    }
-    Ok(n)
 }
 
 impl Prefetch {

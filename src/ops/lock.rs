@@ -3,7 +3,9 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::agent::{CheckOptions, LockOutcome, NotLocked, check_agent_with, find_agents, lock_agent, lock_can_fix};
+use crate::agent::{
+    CheckOptions, Hashing, LockOutcome, NotLocked, check_agent_with, find_agents, lock_agent_with, lock_can_fix,
+};
 use crate::error::Result;
 
 /// Locks every agent the paths name, in order. An agent that cannot be locked is reported in
@@ -13,6 +15,7 @@ pub fn lock_paths(paths: &[PathBuf]) -> Result<Vec<LockOutcome>> {
     for p in paths {
         dirs.extend(find_agents(p)?);
     }
+    // `bundle lock` writes digests for review; `pack` hashes again whatever it signs.
     Ok(dirs.iter().map(|d| lock_checked(d)).collect())
 }
 
@@ -21,10 +24,10 @@ pub fn lock_paths(paths: &[PathBuf]) -> Result<Vec<LockOutcome>> {
 /// fixing. The check's problems are the report, and nothing is written.
 fn lock_checked(dir: &Path) -> LockOutcome {
     let Err(problems) = check_agent_with(dir, CheckOptions { digests: false, refresh: None }) else {
-        return lock_agent(dir);
+        return lock_agent_with(dir, Hashing::StatCache);
     };
     if !problems.report.diagnostics.iter().any(|d| d.is_error() && !lock_can_fix(d)) {
-        return lock_agent(dir);
+        return lock_agent_with(dir, Hashing::StatCache);
     }
     Err(NotLocked {
         dir: dir.to_path_buf(),

@@ -38,5 +38,6 @@ mod registry;
 mod schemas;
 mod scripts;
 mod signers;
+mod stat_cache;
 mod tls;
 mod tool;

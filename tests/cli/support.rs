@@ -30,7 +30,14 @@ pub fn bin() -> Command {
     // that does not exist (a test that wants one sets DOCKER_CONFIG itself).
     c.env_remove("BUNDLE_REGISTRY_USERNAME").env_remove("BUNDLE_REGISTRY_PASSWORD");
     c.env("DOCKER_CONFIG", std::env::temp_dir().join("agent-bundle-tests-no-docker-config"));
+    // Nor the developer's stat cache: every run shares one of the test build's own.
+    c.env("BUNDLE_CACHE_DIR", test_cache_dir()).env_remove("BUNDLE_STAT_CACHE");
     c
+}
+
+/// The stat cache folder of the test runs (`bundle check` and `lock` write it).
+pub fn test_cache_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("bundle-cache")
 }
 
 /// The result of one run, with helpers for assertions.
