@@ -28,6 +28,11 @@ that size to show memory stays flat, and times the incremental check on it.
 With --baseline BIN (another build of bundle, e.g. of the commit before a change), its pack and
 verify run in the same rounds, so that a before/after comparison sees the same machine noise.
 
+scripts/bench.py --python [--runs N] [--mib N]: only verification of the bench bundle by the Python
+package (agent_bundle.verify, the wheel built with maturin into a venv in the target directory)
+beside `bundle verify`, alternating, with user CPU and peak RSS (issue 28: <= 1.05x the CLI,
+peak memory within 5 MiB).
+
 scripts/bench.py --registry [--runs N] [--mib N]: only bundle push and pull+verify against
 ORAS (Python) push and pull on a loopback docker-registry, with peak RSS (needs
 docker-registry and `import oras.client`).
@@ -465,5 +470,92 @@ def registry_main():
     registry_bench(bundle, bundle_file, a.work, a.runs)
 
 
+# --- Python: agent_bundle.verify beside bundle verify (issue 28) ---------------------------------
+PY_VERIFY = """
+import sys, agent_bundle
+verdict = agent_bundle.verify(sys.argv[1], trusted_keys=sys.argv[2])
+sys.exit(0 if verdict.ok else 1)
+"""
+
+
+def python_wheel(target):
+    """A venv in the target directory with the wheel built from python/ (maturin, release)."""
+    venv = os.path.join(target, "bench", "py-venv")
+    wheels = os.path.join(target, "bench", "wheels")
+    if not os.path.exists(os.path.join(venv, "bin", "python")):
+        sh(f"python3 -m venv {venv}")
+    maturin = shutil.which("maturin")
+    if not maturin:
+        sh(f"{venv}/bin/pip install -q maturin")
+        maturin = f"{venv}/bin/maturin"
+    shutil.rmtree(wheels, ignore_errors=True)
+    sh(f"cd {REPO} && {maturin} build --release --locked -m python/Cargo.toml -o {wheels}")
+    wheel = [f for f in os.listdir(wheels) if f.endswith(".whl")][0]
+    sh(f"{venv}/bin/pip install -q --force-reinstall --no-deps {wheels}/{wheel}")
+    return os.path.join(venv, "bin", "python")
+
+
+def python_main():
+    """`--python`: agent_bundle.verify of the bench bundle beside bundle verify."""
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--python", action="store_true")
+    ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--mib", type=int, default=1024)
+    ap.add_argument("--work")
+    a = ap.parse_args()
+    sh(f"cd {REPO} && cargo build --release --locked -q")
+    target = target_directory()
+    bundle = os.path.join(target, "release", "bundle")
+    python = python_wheel(target)
+    w = a.work or os.path.join(target, "bench")
+    os.makedirs(w, exist_ok=True)
+    agent = os.path.join(w, f"agent-{a.mib}")
+    make_agent(agent, a.mib, 256)
+    bundle_file = os.path.join(w, "a.agent.bundle")
+    if not os.path.exists(bundle_file):
+        sh(f"{bundle} lock -q {agent} && {bundle} pack -q {agent} --locked --key {KEYS}/test.key -o {bundle_file}")
+    script = os.path.join(w, "py-verify.py")
+    with open(script, "w") as f:
+        f.write(PY_VERIFY)
+    ops = {
+        "bundle verify": f"{bundle} verify -q {bundle_file} --key {KEYS}/test.pub",
+        "python agent_bundle.verify": f"{python} {script} {bundle_file} {KEYS}/test.pub",
+        "python -c pass (interpreter alone)": f"{python} -c pass",
+        "python import agent_bundle": f"{python} -c \"import agent_bundle\"",
+    }
+    results = {k: [] for k in ops}
+    loads = []
+    for r in range(a.runs):
+        loads.append(load())
+        for name, cmd in ops.items():
+            results[name].append(timed(cmd))
+        print(f"round {r + 1}/{a.runs} done (load average before it {loads[-1]})", file=sys.stderr)
+    med = {k: {f: statistics.median(x[f] for x in v) for f in v[0]} for k, v in results.items()}
+    for k, v in results.items():
+        med[k]["rss"] = max(x["rss"] for x in v)
+    print(f"\n{a.mib} MiB agent; {cpu_model()}, {os.cpu_count()} CPUs; medians of {a.runs} runs")
+    print(f"load average (1/5/15 min) before each round: {', '.join(loads)}\n")
+    print("| command | wall s | user s | sys s | peak RSS MiB |")
+    print("| --- | ---: | ---: | ---: | ---: |")
+    for k, m in med.items():
+        print(f"| {k} | {m['wall']:.2f} | {m['user']:.2f} | {m['sys']:.2f} | {m['rss'] / 1024:.1f} |")
+    cli, py = med["bundle verify"], med["python agent_bundle.verify"]
+    print("\n| Python / CLI | value | target | |")
+    print("| --- | ---: | ---: | --- |")
+    for field, label in (("wall", "wall"), ("user", "user CPU")):
+        value = py[field] / cli[field]
+        print(f"| {label} | {value:.3f} | <= 1.05 | {'met' if value <= 1.05 else 'NOT met'} |")
+    delta = (py["rss"] - cli["rss"]) / 1024
+    print(f"| peak RSS, Python - CLI | {delta:+.1f} MiB | within 5 MiB | {'met' if abs(delta) <= 5 else 'NOT met'} |")
+    extra = (med["python import agent_bundle"]["rss"] - cli["rss"]) / 1024
+    print(f"| (of which the interpreter + import alone: {med['python import agent_bundle']['rss'] / 1024:.1f} MiB "
+          f"peak, {extra:+.1f} MiB against the CLI's whole run) | | | |")
+
+
 if __name__ == "__main__":
-    registry_main() if "--registry" in sys.argv else main()
+    if "--registry" in sys.argv:
+        registry_main()
+    elif "--python" in sys.argv:
+        python_main()
+    else:
+        main()

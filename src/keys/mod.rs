@@ -3,7 +3,7 @@
 //! file keys (an "ED" signature is plain Ed25519 over the BLAKE2b-512 prehash), so every
 //! bundle verifies with `bundle verify` and stock `minisign -V` whoever signed it.
 //!
-//! [`reference`] reads what `--key` names; [`ssh_agent`] and [`pkcs11`] are the mechanisms;
+//! [`reference`](mod@reference) reads what `--key` names; [`ssh_agent`] and [`pkcs11`] are the mechanisms;
 //! [`Signer`] is what `pack` signs with.
 //!
 //! Key ids of external keys: an ssh-agent or a token holds a bare Ed25519 key, with no

@@ -34,6 +34,7 @@ mod pin;
 mod pipeline;
 mod precommit;
 mod properties;
+mod public_api;
 mod registry;
 mod schemas;
 mod scripts;

@@ -1,0 +1,51 @@
+"""Load only verified agent bundles.
+
+``agent_bundle`` runs the deployment gate of ``bundle verify`` inside a Python runtime: one
+streaming pass over a bundle (trusted signature, versions, expiry, rollback, every digest,
+nothing missing, extra or unsafe, and with a baseline the release gate), with the same stable
+reason codes. ``open_verified`` keeps every entry as it was verified, so the runtime never reads
+the bundle's path again; ``ContractGate`` holds the tools a runtime is about to expose to the
+contracts the bundle signed (or a baseline approved).
+
+The work is done by the Rust library (``agent_bundle::api``) with the GIL released.
+"""
+
+from ._native import (
+    AgentBundleError,
+    BundleRejected,
+    ContractDrift,
+    ContractGate,
+    DriftReport,
+    InvalidTool,
+    Reason,
+    Tool,
+    ToolDrift,
+    TrustedKeys,
+    Verdict,
+    VerificationError,
+    VerifiedBundle,
+    contract_fingerprint,
+    open_verified,
+    reason_codes,
+    verify,
+)
+
+__all__ = [
+    "AgentBundleError",
+    "BundleRejected",
+    "ContractDrift",
+    "ContractGate",
+    "DriftReport",
+    "InvalidTool",
+    "Reason",
+    "Tool",
+    "ToolDrift",
+    "TrustedKeys",
+    "Verdict",
+    "VerificationError",
+    "VerifiedBundle",
+    "contract_fingerprint",
+    "open_verified",
+    "reason_codes",
+    "verify",
+]

@@ -1,0 +1,180 @@
+"""Type stubs of the native module (agent_bundle._native); agent_bundle re-exports all of it."""
+
+import datetime
+import os
+from typing import Any, Dict, Iterable, Iterator, List, Mapping, Optional, Sequence, Tuple, Union
+
+_Path = Union[str, "os.PathLike[str]"]
+_Keys = Union["TrustedKeys", _Path, Sequence[Union["TrustedKeys", _Path]]]
+_Time = Union[datetime.datetime, float, int]
+_ToolDef = Union[str, Mapping[str, Any]]
+
+class AgentBundleError(Exception):
+    """Base class: every error of this package carries a stable ``code``."""
+
+    code: str
+
+class BundleRejected(AgentBundleError):
+    """The bundle was judged and refused; ``code`` is its reason code."""
+
+    verdict: "Verdict"
+
+class ContractDrift(AgentBundleError):
+    """A risky tool's live contract is not the signed or approved one (code ``contract_drift``)."""
+
+    report: "DriftReport"
+
+class VerificationError(AgentBundleError):
+    """No judgement could be made: ``io_error``, ``usage``, ``key_error`` or ``state_error``."""
+
+class InvalidTool(AgentBundleError):
+    """A tool definition that is not a tools.json tool (code ``invalid_tool``)."""
+
+class TrustedKeys:
+    """The keys a bundle must be signed by (a minisign public key or a trusted-keys file)."""
+
+    @staticmethod
+    def parse(text: str) -> "TrustedKeys": ...
+    @staticmethod
+    def read(path: _Path) -> "TrustedKeys": ...
+
+class Reason:
+    """One finding: why a bundle is refused, or a warning."""
+
+    @property
+    def code(self) -> str: ...
+    @property
+    def path(self) -> Optional[str]: ...
+    @property
+    def tool(self) -> Optional[str]: ...
+    @property
+    def message(self) -> str: ...
+
+class Tool:
+    """A tool's contract: risk class (``["read-only"]`` or some of ``write-capable``,
+    ``network``, ``secret-using``, ``destructive``) and BLAKE3 fingerprint."""
+
+    @property
+    def id(self) -> str: ...
+    @property
+    def risk(self) -> List[str]: ...
+    @property
+    def read_only(self) -> bool: ...
+    @property
+    def fingerprint(self) -> str: ...
+    @property
+    def contract(self) -> str:
+        """The contract document in RFC 8785 canonical JSON (the fingerprinted bytes)."""
+
+class Verdict:
+    """The gate's judgement of one bundle."""
+
+    @property
+    def ok(self) -> bool: ...
+    @property
+    def code(self) -> Optional[str]:
+        """The reason code of a refusal (as ``bundle verify --format json``); None when ok."""
+    @property
+    def reasons(self) -> List[Reason]: ...
+    @property
+    def warnings(self) -> List[Reason]: ...
+    @property
+    def agent(self) -> Optional[str]: ...
+    @property
+    def version(self) -> Optional[str]: ...
+    @property
+    def signer(self) -> Optional[str]:
+        """The signing key id (16 hex digits)."""
+    @property
+    def tools(self) -> List[Tool]: ...
+    @property
+    def files(self) -> List[str]: ...
+    def to_dict(self) -> Dict[str, Any]:
+        """The document ``bundle verify --format json`` prints."""
+    def __bool__(self) -> bool: ...
+
+class VerifiedBundle:
+    """A bundle that passed the gate; every read is served from the verified bytes."""
+
+    @property
+    def verdict(self) -> Verdict: ...
+    @property
+    def closed(self) -> bool: ...
+    def paths(self) -> List[str]: ...
+    def read(self, path: str) -> bytes: ...
+    def read_text(self, path: str) -> str: ...
+    def is_executable(self, path: str) -> bool: ...
+    def files(self) -> List[Tuple[str, bytes]]: ...
+    def contract_gate(self, *, contract_enforcement: str = "enforce") -> "ContractGate": ...
+    def close(self) -> None: ...
+    def __iter__(self) -> Iterator[Tuple[str, bytes]]: ...
+    def __contains__(self, path: str) -> bool: ...
+    def __len__(self) -> int: ...
+    def __enter__(self) -> "VerifiedBundle": ...
+    def __exit__(self, *args: object) -> bool: ...
+
+class ToolDrift:
+    """One tool whose live contract is not the reference one."""
+
+    @property
+    def tool(self) -> str: ...
+    @property
+    def new(self) -> bool: ...
+    @property
+    def risk(self) -> List[str]: ...
+    @property
+    def expected(self) -> Optional[str]: ...
+    @property
+    def fingerprint(self) -> str: ...
+    @property
+    def reason(self) -> str: ...
+    @property
+    def changes(self) -> List[str]: ...
+
+class DriftReport:
+    @property
+    def ok(self) -> bool: ...
+    @property
+    def drift(self) -> List[ToolDrift]: ...
+    @property
+    def warnings(self) -> List[ToolDrift]: ...
+    @property
+    def missing(self) -> List[str]: ...
+
+class ContractGate:
+    """Live tool definitions against the signed (or approved) contracts."""
+
+    def __init__(
+        self,
+        reference: Union[VerifiedBundle, Verdict, _Path],
+        *,
+        contract_enforcement: str = "enforce",
+    ) -> None: ...
+    def expected(self, tool: str) -> Optional[str]: ...
+    def check(self, tools: Iterable[_ToolDef]) -> DriftReport:
+        """Raises ContractDrift (with ``contract_enforcement="enforce"``) for drift of a risky
+        tool; read-only drift is only reported in ``DriftReport.warnings``."""
+
+def verify(
+    bundle: Union[_Path, bytes],
+    *,
+    trusted_keys: _Keys,
+    name: Optional[str] = None,
+    min_version: Optional[str] = None,
+    baseline: Optional[_Path] = None,
+    state: Optional[_Path] = None,
+    now: Optional[_Time] = None,
+) -> Verdict: ...
+def open_verified(
+    bundle: Union[_Path, bytes],
+    *,
+    trusted_keys: _Keys,
+    name: Optional[str] = None,
+    min_version: Optional[str] = None,
+    baseline: Optional[_Path] = None,
+    state: Optional[_Path] = None,
+    now: Optional[_Time] = None,
+    max_loaded_bytes: Optional[int] = None,
+) -> VerifiedBundle: ...
+def contract_fingerprint(tool: _ToolDef) -> Tool: ...
+def reason_codes() -> Dict[str, str]: ...

@@ -1,0 +1,577 @@
+//! The Python binding `agent_bundle._native`: a thin layer over the library's supported API
+//! (`agent_bundle::api`). Verification runs with the GIL released; a loaded bundle's files are
+//! served from the bytes that were verified, never from its path. The Python package
+//! (`agent_bundle/__init__.py`) re-exports everything, and `_native.pyi` types it.
+
+use std::path::PathBuf;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use agent_bundle::api::{self, Bundle, Error, TrustedKeys as ApiKeys, VerifyOptions};
+use pyo3::create_exception;
+use pyo3::exceptions::{PyException, PyKeyError, PyTypeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyDict, PyList, PyString};
+
+create_exception!(_native, AgentBundleError, PyException, "Base class: every error carries a stable `code`.");
+create_exception!(
+    _native,
+    BundleRejected,
+    AgentBundleError,
+    "The bundle was judged and refused; `code` is the reason code, `verdict` the full verdict."
+);
+create_exception!(
+    _native,
+    ContractDrift,
+    AgentBundleError,
+    "A risky tool's live contract is not the signed or approved one; `report` says which."
+);
+create_exception!(
+    _native,
+    VerificationError,
+    AgentBundleError,
+    "No judgement could be made (io_error, usage, key_error, state_error)."
+);
+create_exception!(_native, InvalidTool, AgentBundleError, "A tool definition that is not a tools.json tool.");
+
+/// A Python exception of `kind` with `code` (and more attributes) set.
+fn raise<T: pyo3::PyTypeInfo>(py: Python<'_>, message: String, attrs: &[(&str, Py<PyAny>)]) -> PyErr {
+    let err = PyErr::from_type(T::type_object(py), message);
+    let value = err.value(py);
+    for (k, v) in attrs {
+        let _ = value.setattr(*k, v.bind(py));
+    }
+    err
+}
+
+fn to_py_err(py: Python<'_>, e: Error) -> PyErr {
+    let code = e.code();
+    let message = e.to_string();
+    let code_obj: Py<PyAny> = PyString::new(py, code).into_any().unbind();
+    match e {
+        Error::Refused(v) => {
+            let verdict = match Py::new(py, Verdict::from_api(&v)) {
+                Ok(v) => v.into_any(),
+                Err(e) => return e,
+            };
+            raise::<BundleRejected>(py, message, &[("code", code_obj), ("verdict", verdict)])
+        }
+        _ if code == "invalid_tool" => raise::<InvalidTool>(py, message, &[("code", code_obj)]),
+        _ => raise::<VerificationError>(py, message, &[("code", code_obj)]),
+    }
+}
+
+/// The keys a bundle must be signed by.
+#[pyclass(module = "agent_bundle", frozen)]
+#[derive(Clone)]
+struct TrustedKeys(ApiKeys);
+
+#[pymethods]
+impl TrustedKeys {
+    /// Parses the text of a minisign public key file or a trusted-keys file.
+    #[staticmethod]
+    fn parse(py: Python<'_>, text: &str) -> PyResult<TrustedKeys> {
+        ApiKeys::parse(text).map(TrustedKeys).map_err(|e| to_py_err(py, e))
+    }
+
+    /// Reads a minisign public key file or a trusted-keys file.
+    #[staticmethod]
+    fn read(py: Python<'_>, path: PathBuf) -> PyResult<TrustedKeys> {
+        ApiKeys::read(path).map(TrustedKeys).map_err(|e| to_py_err(py, e))
+    }
+}
+
+/// `trusted_keys`: a TrustedKeys, a path, or a list of those.
+fn keys_of(py: Python<'_>, value: &Bound<'_, PyAny>) -> PyResult<ApiKeys> {
+    if let Ok(k) = value.extract::<TrustedKeys>() {
+        return Ok(k.0);
+    }
+    if let Ok(path) = value.extract::<PathBuf>() {
+        return ApiKeys::read(path).map_err(|e| to_py_err(py, e));
+    }
+    if let Ok(list) = value.cast::<PyList>() {
+        let mut all: Option<ApiKeys> = None;
+        for item in list.iter() {
+            let k = keys_of(py, &item)?;
+            all = Some(match all {
+                Some(a) => a.merge(k),
+                None => k,
+            });
+        }
+        return all.ok_or_else(|| PyValueError::new_err("trusted_keys is an empty list"));
+    }
+    Err(PyTypeError::new_err("trusted_keys must be a TrustedKeys, a path, or a list of those"))
+}
+
+/// `now`: a datetime (its `.timestamp()`), or seconds since the epoch.
+fn time_of(value: &Bound<'_, PyAny>) -> PyResult<SystemTime> {
+    let seconds: f64 =
+        if value.hasattr("timestamp")? { value.call_method0("timestamp")?.extract()? } else { value.extract()? };
+    if !seconds.is_finite() {
+        return Err(PyValueError::new_err("now must be a finite time"));
+    }
+    let at = if seconds >= 0.0 {
+        UNIX_EPOCH.checked_add(Duration::from_secs_f64(seconds))
+    } else {
+        UNIX_EPOCH.checked_sub(Duration::from_secs_f64(-seconds))
+    };
+    at.ok_or_else(|| PyValueError::new_err("now is out of range"))
+}
+
+#[allow(clippy::too_many_arguments)]
+fn options(
+    py: Python<'_>,
+    trusted_keys: &Bound<'_, PyAny>,
+    name: Option<String>,
+    min_version: Option<String>,
+    baseline: Option<PathBuf>,
+    state: Option<PathBuf>,
+    now: Option<&Bound<'_, PyAny>>,
+    max_loaded_bytes: Option<u64>,
+) -> PyResult<VerifyOptions> {
+    let mut o = VerifyOptions::new(keys_of(py, trusted_keys)?);
+    if let Some(n) = name {
+        o = o.name(n);
+    }
+    if let Some(v) = min_version {
+        o = o.min_version(v);
+    }
+    if let Some(b) = baseline {
+        o = o.baseline(b);
+    }
+    if let Some(s) = state {
+        o = o.state(s);
+    }
+    if let Some(t) = now {
+        o = o.now(time_of(t)?);
+    }
+    if let Some(m) = max_loaded_bytes {
+        o = o.max_loaded_bytes(m);
+    }
+    Ok(o)
+}
+
+/// A path or bytes, turned into a bundle while the GIL is held (the file is opened here).
+fn bundle_of(py: Python<'_>, value: &Bound<'_, PyAny>) -> PyResult<Bundle> {
+    if let Ok(bytes) = value.cast::<PyBytes>() {
+        return Ok(Bundle::from_bytes(bytes.as_bytes()));
+    }
+    if let Ok(path) = value.extract::<PathBuf>() {
+        return Bundle::open(path).map_err(|e| to_py_err(py, e));
+    }
+    Err(PyTypeError::new_err("the bundle must be a path (str or os.PathLike) or bytes"))
+}
+
+/// One finding: why a bundle is refused, or a warning.
+#[pyclass(module = "agent_bundle", frozen, get_all)]
+#[derive(Clone)]
+struct Reason {
+    code: String,
+    path: Option<String>,
+    tool: Option<String>,
+    message: String,
+}
+
+#[pymethods]
+impl Reason {
+    fn __repr__(&self) -> String {
+        format!("Reason(code={:?}, path={:?}, tool={:?}, message={:?})", self.code, self.path, self.tool, self.message)
+    }
+}
+
+fn reasons(list: &[api::Finding]) -> Vec<Reason> {
+    list.iter()
+        .map(|f| Reason {
+            code: f.code.as_str().to_owned(),
+            path: f.path.clone(),
+            tool: f.tool.clone(),
+            message: f.message.clone(),
+        })
+        .collect()
+}
+
+/// One tool of a verified bundle: its risk class and contract fingerprint.
+#[pyclass(module = "agent_bundle", frozen, get_all)]
+#[derive(Clone)]
+struct Tool {
+    id: String,
+    risk: Vec<&'static str>,
+    read_only: bool,
+    fingerprint: String,
+    contract: String,
+}
+
+#[pymethods]
+impl Tool {
+    fn __repr__(&self) -> String {
+        format!("Tool(id={:?}, risk={:?}, fingerprint={:?})", self.id, self.risk, self.fingerprint)
+    }
+}
+
+impl Tool {
+    fn from_api(t: &api::ToolContract) -> Tool {
+        Tool {
+            id: t.id().to_owned(),
+            risk: t.risk().names(),
+            read_only: t.risk().is_read_only(),
+            fingerprint: t.fingerprint().to_owned(),
+            contract: t.canonical().to_owned(),
+        }
+    }
+}
+
+/// The gate's judgement of one bundle.
+#[pyclass(module = "agent_bundle", frozen)]
+struct Verdict {
+    inner: api::Verdict,
+}
+
+impl Verdict {
+    fn from_api(v: &api::Verdict) -> Verdict {
+        Verdict { inner: v.clone() }
+    }
+}
+
+#[pymethods]
+impl Verdict {
+    /// Whether every check passed.
+    #[getter]
+    fn ok(&self) -> bool {
+        self.inner.is_ok()
+    }
+    /// The reason code of a refusal; None when it passed.
+    #[getter]
+    fn code(&self) -> Option<&'static str> {
+        self.inner.code().map(|c| c.as_str())
+    }
+    #[getter]
+    fn reasons(&self) -> Vec<Reason> {
+        reasons(self.inner.reasons())
+    }
+    #[getter]
+    fn warnings(&self) -> Vec<Reason> {
+        reasons(self.inner.warnings())
+    }
+    #[getter]
+    fn agent(&self) -> Option<String> {
+        self.inner.agent().map(|a| a.name.clone())
+    }
+    #[getter]
+    fn version(&self) -> Option<String> {
+        self.inner.agent().map(|a| a.version.clone())
+    }
+    #[getter]
+    fn signer(&self) -> Option<String> {
+        self.inner.signer().map(str::to_owned)
+    }
+    #[getter]
+    fn tools(&self) -> Vec<Tool> {
+        self.inner.tools().iter().map(Tool::from_api).collect()
+    }
+    #[getter]
+    fn files(&self) -> Vec<String> {
+        self.inner.files().iter().map(|f| f.path.clone()).collect()
+    }
+    /// The JSON document `bundle verify --format json` prints, as a dict.
+    fn to_dict<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let text = serde_json::to_string(self.inner.to_json()).map_err(|e| PyValueError::new_err(e.to_string()))?;
+        py.import("json")?.call_method1("loads", (text,))
+    }
+    fn __bool__(&self) -> bool {
+        self.inner.is_ok()
+    }
+    fn __repr__(&self) -> String {
+        match (self.inner.code(), self.inner.agent()) {
+            (None, Some(a)) => format!("Verdict(ok=True, agent={:?}, version={:?})", a.name, a.version),
+            (code, _) => format!("Verdict(ok=False, code={:?})", code.map(|c| c.as_str())),
+        }
+    }
+}
+
+/// Judges a bundle (a path or bytes) with the gate of `bundle verify`; the GIL is released
+/// while it runs. A refusal is a Verdict with ok False, not an exception.
+#[pyfunction]
+#[pyo3(signature = (bundle, *, trusted_keys, name=None, min_version=None, baseline=None, state=None, now=None))]
+#[allow(clippy::too_many_arguments)]
+fn verify(
+    py: Python<'_>,
+    bundle: &Bound<'_, PyAny>,
+    trusted_keys: &Bound<'_, PyAny>,
+    name: Option<String>,
+    min_version: Option<String>,
+    baseline: Option<PathBuf>,
+    state: Option<PathBuf>,
+    now: Option<&Bound<'_, PyAny>>,
+) -> PyResult<Verdict> {
+    let opts = options(py, trusted_keys, name, min_version, baseline, state, now, None)?;
+    let bundle = bundle_of(py, bundle)?;
+    let verdict = py.detach(move || bundle.verify(&opts));
+    verdict.map(|v| Verdict { inner: v }).map_err(|e| to_py_err(py, e))
+}
+
+/// A bundle that passed the gate, its entries held as they were verified.
+#[pyclass(module = "agent_bundle")]
+struct VerifiedBundle {
+    agent: Option<api::VerifiedAgent>,
+}
+
+impl VerifiedBundle {
+    fn agent(&self) -> PyResult<&api::VerifiedAgent> {
+        self.agent.as_ref().ok_or_else(|| PyValueError::new_err("the verified bundle is closed"))
+    }
+}
+
+#[pymethods]
+impl VerifiedBundle {
+    /// The verdict (it passed).
+    #[getter]
+    fn verdict(&self) -> PyResult<Verdict> {
+        Ok(Verdict::from_api(self.agent()?.verdict()))
+    }
+    /// The paths of every entry, in bundle order.
+    fn paths(&self) -> PyResult<Vec<String>> {
+        Ok(self.agent()?.entries().map(|(p, _, _)| p.to_owned()).collect())
+    }
+    /// The verified bytes of one entry; KeyError when the bundle has none at that path.
+    fn read<'py>(&self, py: Python<'py>, path: &str) -> PyResult<Bound<'py, PyBytes>> {
+        match self.agent()?.file(path) {
+            Some(bytes) => Ok(PyBytes::new(py, bytes)),
+            None => Err(PyKeyError::new_err(path.to_owned())),
+        }
+    }
+    /// The verified text (UTF-8) of one entry.
+    fn read_text(&self, path: &str) -> PyResult<String> {
+        match self.agent()?.file(path) {
+            Some(bytes) => {
+                String::from_utf8(bytes.to_vec()).map_err(|_| PyValueError::new_err(format!("{path} is not UTF-8")))
+            }
+            None => Err(PyKeyError::new_err(path.to_owned())),
+        }
+    }
+    /// Whether the entry is executable.
+    fn is_executable(&self, path: &str) -> PyResult<bool> {
+        self.agent()?
+            .entries()
+            .find(|(p, _, _)| *p == path)
+            .map(|(_, x, _)| x)
+            .ok_or_else(|| PyKeyError::new_err(path.to_owned()))
+    }
+    /// `(path, bytes)` of every entry, in bundle order.
+    fn files<'py>(&self, py: Python<'py>) -> PyResult<Vec<(String, Bound<'py, PyBytes>)>> {
+        Ok(self.agent()?.entries().map(|(p, _, b)| (p.to_owned(), PyBytes::new(py, b))).collect())
+    }
+    fn __iter__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let list = PyList::new(py, self.files(py)?)?;
+        list.call_method0("__iter__")
+    }
+    fn __contains__(&self, path: &str) -> PyResult<bool> {
+        Ok(self.agent()?.file(path).is_some())
+    }
+    fn __len__(&self) -> PyResult<usize> {
+        Ok(self.agent()?.entries().count())
+    }
+    /// A ContractGate against the contracts this bundle signed.
+    #[pyo3(signature = (*, contract_enforcement="enforce"))]
+    fn contract_gate(&self, contract_enforcement: &str) -> PyResult<ContractGate> {
+        ContractGate::with(self.agent()?.contract_gate(), contract_enforcement)
+    }
+    /// Drops the held bytes; reads afterwards raise ValueError.
+    fn close(&mut self) {
+        self.agent = None;
+    }
+    #[getter]
+    fn closed(&self) -> bool {
+        self.agent.is_none()
+    }
+    fn __enter__(slf: Py<Self>) -> Py<Self> {
+        slf
+    }
+    #[pyo3(signature = (*_args))]
+    fn __exit__(&mut self, _args: &Bound<'_, pyo3::types::PyTuple>) -> bool {
+        self.close();
+        false
+    }
+}
+
+/// Judges a bundle and keeps its entries as verified: reads never go back to the path. Raises
+/// BundleRejected (with the verdict) when it is refused. Usable as a context manager.
+#[pyfunction]
+#[pyo3(signature = (bundle, *, trusted_keys, name=None, min_version=None, baseline=None, state=None, now=None, max_loaded_bytes=None))]
+#[allow(clippy::too_many_arguments)]
+fn open_verified(
+    py: Python<'_>,
+    bundle: &Bound<'_, PyAny>,
+    trusted_keys: &Bound<'_, PyAny>,
+    name: Option<String>,
+    min_version: Option<String>,
+    baseline: Option<PathBuf>,
+    state: Option<PathBuf>,
+    now: Option<&Bound<'_, PyAny>>,
+    max_loaded_bytes: Option<u64>,
+) -> PyResult<VerifiedBundle> {
+    let opts = options(py, trusted_keys, name, min_version, baseline, state, now, max_loaded_bytes)?;
+    let bundle = bundle_of(py, bundle)?;
+    let agent = py.detach(move || bundle.load(&opts)).map_err(|e| to_py_err(py, e))?;
+    Ok(VerifiedBundle { agent: Some(agent) })
+}
+
+/// A tool definition as JSON text: a str as is, anything else through `json.dumps`.
+fn tool_text(py: Python<'_>, tool: &Bound<'_, PyAny>) -> PyResult<String> {
+    if let Ok(s) = tool.extract::<String>() {
+        return Ok(s);
+    }
+    py.import("json")?.call_method1("dumps", (tool,))?.extract()
+}
+
+/// The contract of one tool definition (a tools.json tool, as a dict or JSON text): the same
+/// function the gate fingerprints tools with.
+#[pyfunction]
+fn contract_fingerprint(py: Python<'_>, tool: &Bound<'_, PyAny>) -> PyResult<Tool> {
+    let text = tool_text(py, tool)?;
+    api::contract_fingerprint(&text).map(|c| Tool::from_api(&c)).map_err(|e| to_py_err(py, e))
+}
+
+/// One tool whose live contract is not the reference one.
+#[pyclass(module = "agent_bundle", frozen, get_all)]
+#[derive(Clone)]
+struct ToolDrift {
+    tool: String,
+    new: bool,
+    risk: Vec<&'static str>,
+    expected: Option<String>,
+    fingerprint: String,
+    reason: String,
+    changes: Vec<String>,
+}
+
+#[pymethods]
+impl ToolDrift {
+    fn __repr__(&self) -> String {
+        format!("ToolDrift(tool={:?}, reason={:?})", self.tool, self.reason)
+    }
+}
+
+/// What a ContractGate found.
+#[pyclass(module = "agent_bundle", frozen, get_all)]
+struct DriftReport {
+    ok: bool,
+    drift: Vec<ToolDrift>,
+    warnings: Vec<ToolDrift>,
+    missing: Vec<String>,
+}
+
+fn drift_of(d: &api::ToolDrift) -> ToolDrift {
+    ToolDrift {
+        tool: d.tool.clone(),
+        new: !d.known,
+        risk: d.risk.names(),
+        expected: d.expected.clone(),
+        fingerprint: d.fingerprint.clone(),
+        reason: d.reason.clone(),
+        changes: d.changes.clone(),
+    }
+}
+
+/// Compares the tools a runtime is about to expose with the signed (or approved) contracts.
+/// With contract_enforcement="enforce", `check` raises ContractDrift for drift of a
+/// write-capable, network, secret-using or destructive tool (or one whose http host moved);
+/// read-only drift is only reported (`DriftReport.warnings`). With "warn", nothing raises.
+#[pyclass(module = "agent_bundle", frozen)]
+struct ContractGate {
+    gate: api::ContractGate,
+    enforce: bool,
+}
+
+impl ContractGate {
+    fn with(gate: api::ContractGate, enforcement: &str) -> PyResult<ContractGate> {
+        let enforce = match enforcement {
+            "enforce" => true,
+            "warn" => false,
+            other => {
+                return Err(PyValueError::new_err(format!(
+                    "contract_enforcement must be \"enforce\" or \"warn\", not {other:?}"
+                )));
+            }
+        };
+        Ok(ContractGate { gate, enforce })
+    }
+}
+
+#[pymethods]
+impl ContractGate {
+    /// `reference`: a VerifiedBundle or a passed Verdict (the contracts it signed), or the path
+    /// of an approved baseline file.
+    #[new]
+    #[pyo3(signature = (reference, *, contract_enforcement="enforce"))]
+    fn new(py: Python<'_>, reference: &Bound<'_, PyAny>, contract_enforcement: &str) -> PyResult<ContractGate> {
+        let gate = if let Ok(v) = reference.cast::<VerifiedBundle>() {
+            v.borrow().agent()?.contract_gate()
+        } else if let Ok(v) = reference.cast::<Verdict>() {
+            api::ContractGate::from_verdict(&v.get().inner)
+        } else if let Ok(path) = reference.extract::<PathBuf>() {
+            api::ContractGate::from_baseline_file(path).map_err(|e| to_py_err(py, e))?
+        } else {
+            return Err(PyTypeError::new_err("reference must be a VerifiedBundle, a Verdict, or a baseline path"));
+        };
+        ContractGate::with(gate, contract_enforcement)
+    }
+
+    /// The reference fingerprint of a tool, or None.
+    fn expected(&self, tool: &str) -> Option<String> {
+        self.gate.expected(tool).map(str::to_owned)
+    }
+
+    /// Compares live tool definitions (dicts or JSON text of tools.json tools) with the
+    /// reference.
+    fn check(&self, py: Python<'_>, tools: &Bound<'_, PyAny>) -> PyResult<DriftReport> {
+        let texts: Vec<String> = tools.try_iter()?.map(|t| tool_text(py, &t?)).collect::<PyResult<_>>()?;
+        let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+        let report = self.gate.check(&refs).map_err(|e| to_py_err(py, e))?;
+        let out = DriftReport {
+            ok: report.is_ok(),
+            drift: report.drift.iter().map(drift_of).collect(),
+            warnings: report.warnings.iter().map(drift_of).collect(),
+            missing: report.missing.clone(),
+        };
+        if self.enforce && !report.is_ok() {
+            let list: Vec<String> = report.drift.iter().map(|d| format!("{} ({})", d.tool, d.reason)).collect();
+            let message = format!("tool contracts not approved: {}", list.join("; "));
+            let code: Py<PyAny> = PyString::new(py, "contract_drift").into_any().unbind();
+            let report = Py::new(py, out)?.into_any();
+            return Err(raise::<ContractDrift>(py, message, &[("code", code), ("report", report)]));
+        }
+        Ok(out)
+    }
+}
+
+/// Every reason code with its description, in documentation order.
+#[pyfunction]
+fn reason_codes(py: Python<'_>) -> PyResult<Bound<'_, PyDict>> {
+    let dict = PyDict::new(py);
+    for code in api::ReasonCode::all() {
+        dict.set_item(code.as_str(), code.describe())?;
+    }
+    Ok(dict)
+}
+
+#[pymodule]
+fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    let py = m.py();
+    m.add("AgentBundleError", py.get_type::<AgentBundleError>())?;
+    m.add("BundleRejected", py.get_type::<BundleRejected>())?;
+    m.add("ContractDrift", py.get_type::<ContractDrift>())?;
+    m.add("VerificationError", py.get_type::<VerificationError>())?;
+    m.add("InvalidTool", py.get_type::<InvalidTool>())?;
+    m.add_class::<TrustedKeys>()?;
+    m.add_class::<Verdict>()?;
+    m.add_class::<Reason>()?;
+    m.add_class::<Tool>()?;
+    m.add_class::<VerifiedBundle>()?;
+    m.add_class::<ContractGate>()?;
+    m.add_class::<DriftReport>()?;
+    m.add_class::<ToolDrift>()?;
+    m.add_function(wrap_pyfunction!(verify, m)?)?;
+    m.add_function(wrap_pyfunction!(open_verified, m)?)?;
+    m.add_function(wrap_pyfunction!(contract_fingerprint, m)?)?;
+    m.add_function(wrap_pyfunction!(reason_codes, m)?)?;
+    Ok(())
+}

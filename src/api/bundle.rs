@@ -1,0 +1,339 @@
+//! A bundle as a runtime meets it (a file, bytes, or a stream) and the gate's options, then the
+//! two ways to judge it: [`Bundle::verify`] (streaming, keeps nothing) and [`Bundle::load`]
+//! (keeps every verified entry in memory, so the runtime never reads the bundle again).
+
+use std::collections::HashMap;
+use std::fs::File;
+use std::io::{self, BufReader, Read, Write};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use super::contracts::ContractGate;
+use super::error::Error;
+use super::verdict::Verdict;
+use crate::bundle::verify::{self, Discard, Sink};
+use crate::ops::gate::{self, Gate, GateOptions};
+use crate::timestamp::Timestamp;
+
+/// The largest trusted-keys or public key file [`TrustedKeys::read`] reads (the command line's
+/// cap too).
+const MAX_KEYS_FILE: u64 = 1 << 20;
+/// What [`Bundle::load`] holds in memory at most unless told otherwise: 1 GiB.
+pub const DEFAULT_MAX_LOADED_BYTES: u64 = 1 << 30;
+
+/// The keys a bundle must be signed by, each possibly limited to some agent names: a minisign
+/// public key, or a trusted-keys file (one base64 key per line, then agent-name patterns), as
+/// `bundle verify --key` and `--trusted-keys` take them.
+#[derive(Debug, Clone)]
+pub struct TrustedKeys(crate::trust::TrustedKeys);
+
+impl TrustedKeys {
+    /// Parses the text of a minisign public key file or a trusted-keys file.
+    pub fn parse(text: &str) -> Result<TrustedKeys, Error> {
+        crate::trust::TrustedKeys::parse(text).map(TrustedKeys).map_err(|e| Error::failed("key_error", e))
+    }
+
+    /// Reads and parses a minisign public key file or a trusted-keys file.
+    pub fn read(path: impl AsRef<Path>) -> Result<TrustedKeys, Error> {
+        let path = path.as_ref();
+        let text = crate::regular_file::read_to_string(path, MAX_KEYS_FILE, crate::regular_file::Links::Follow)
+            .map_err(|e| Error::failed("io_error", format!("{}: {}", path.display(), e.into_io())))?;
+        TrustedKeys::parse(&text).map_err(|e| Error::failed("key_error", format!("{}: {e}", path.display())))
+    }
+
+    /// All the keys of `self` and `other`.
+    pub fn merge(mut self, other: TrustedKeys) -> TrustedKeys {
+        self.0.keys.extend(other.0.keys);
+        self
+    }
+}
+
+/// What the gate requires of a bundle: the same options as `bundle verify`. Built with
+/// [`VerifyOptions::new`] and the methods that follow; more may be added in minor releases.
+#[derive(Debug, Clone)]
+pub struct VerifyOptions {
+    keys: TrustedKeys,
+    name: Option<String>,
+    min_version: Option<String>,
+    now: Option<SystemTime>,
+    state: Option<PathBuf>,
+    baseline: Option<PathBuf>,
+    max_loaded_bytes: u64,
+}
+
+impl VerifyOptions {
+    /// Requires a signature by one of `keys`; nothing else yet.
+    pub fn new(keys: TrustedKeys) -> VerifyOptions {
+        VerifyOptions {
+            keys,
+            name: None,
+            min_version: None,
+            now: None,
+            state: None,
+            baseline: None,
+            max_loaded_bytes: DEFAULT_MAX_LOADED_BYTES,
+        }
+    }
+
+    /// The agent name the bundle must have (`--name`).
+    pub fn name(mut self, name: impl Into<String>) -> VerifyOptions {
+        self.name = Some(name.into());
+        self
+    }
+
+    /// The lowest version accepted (`--min-version`); an older bundle is a `rollback`. A version
+    /// that is not semver is an `Error` with code `usage` when the bundle is judged.
+    pub fn min_version(mut self, version: impl Into<String>) -> VerifyOptions {
+        self.min_version = Some(version.into());
+        self
+    }
+
+    /// The time `[bundle] expires` is judged against; the system clock when not set.
+    pub fn now(mut self, now: SystemTime) -> VerifyOptions {
+        self.now = Some(now);
+        self
+    }
+
+    /// The rollback state file (`--state`): locked while a bundle is judged, updated when it
+    /// passes. Several processes may share one.
+    pub fn state(mut self, path: impl Into<PathBuf>) -> VerifyOptions {
+        self.state = Some(path.into());
+        self
+    }
+
+    /// The approved baseline (`--baseline`): a risky tool whose contract is not the approved
+    /// one refuses the bundle (`contract_drift`). A folder holds `<agent name>.toml` files.
+    pub fn baseline(mut self, path: impl Into<PathBuf>) -> VerifyOptions {
+        self.baseline = Some(path.into());
+        self
+    }
+
+    /// The most [`Bundle::load`] holds in memory (the bundle's unpacked size); a larger bundle
+    /// is refused with `limit_exceeded`. [`DEFAULT_MAX_LOADED_BYTES`] unless set.
+    pub fn max_loaded_bytes(mut self, bytes: u64) -> VerifyOptions {
+        self.max_loaded_bytes = bytes;
+        self
+    }
+
+    fn gate_options(&self) -> Result<GateOptions, Error> {
+        let min_version = self
+            .min_version
+            .as_deref()
+            .map(|v| {
+                semver::Version::parse(v)
+                    .map_err(|e| Error::failed("usage", format!("min_version `{v}` is not a semver version: {e}")))
+            })
+            .transpose()?;
+        Ok(GateOptions {
+            keys: self.keys.0.clone(),
+            name: self.name.clone(),
+            min_version,
+            now: self.now.map_or_else(Timestamp::now, timestamp),
+            state: self.state.clone(),
+            baseline: self.baseline.clone(),
+            attest: Default::default(),
+            policy: None,
+            keyless: None,
+        })
+    }
+}
+
+fn timestamp(t: SystemTime) -> Timestamp {
+    match t.duration_since(UNIX_EPOCH) {
+        Ok(d) => Timestamp::from_unix(d.as_secs() as i64, d.subsec_nanos()),
+        Err(e) => Timestamp::from_unix(-(e.duration().as_secs_f64().ceil() as i64), 0),
+    }
+}
+
+enum Source {
+    File(File),
+    Bytes(Arc<[u8]>),
+    Reader(Box<dyn Read + Send>),
+}
+
+/// A bundle to judge: a file, bytes, or a stream. It is read once, front to back, by whichever
+/// of [`Bundle::verify`] or [`Bundle::load`] consumes it.
+pub struct Bundle {
+    source: Source,
+    origin: PathBuf,
+}
+
+impl std::fmt::Debug for Bundle {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Bundle").field("origin", &self.origin).finish_non_exhaustive()
+    }
+}
+
+impl Bundle {
+    /// Opens a bundle file now (so a missing file is an error here, code `io_error`); it is read
+    /// when judged.
+    pub fn open(path: impl AsRef<Path>) -> Result<Bundle, Error> {
+        let path = path.as_ref();
+        let file =
+            File::open(path).map_err(|e| Error::failed("io_error", format!("cannot open {}: {e}", path.display())))?;
+        Ok(Bundle { source: Source::File(file), origin: path.to_path_buf() })
+    }
+
+    /// A bundle held in memory.
+    pub fn from_bytes(bytes: impl Into<Arc<[u8]>>) -> Bundle {
+        Bundle { source: Source::Bytes(bytes.into()), origin: PathBuf::from("<bytes>") }
+    }
+
+    /// A bundle read from a stream (a download, a pipe).
+    pub fn from_reader(reader: impl Read + Send + 'static) -> Bundle {
+        Bundle { source: Source::Reader(Box::new(reader)), origin: PathBuf::from("<stream>") }
+    }
+
+    /// Names the bundle in messages (a registry reference, say) instead of its path.
+    pub fn with_origin(mut self, origin: impl Into<PathBuf>) -> Bundle {
+        self.origin = origin.into();
+        self
+    }
+
+    /// Judges the bundle in one streaming pass, keeping none of its content: the same gate, the
+    /// same codes as `bundle verify`. A refusal is an `Ok` verdict; `Err` means no judgement
+    /// could be made (an unreadable baseline, a malformed state file, ...).
+    pub fn verify(self, options: &VerifyOptions) -> Result<Verdict, Error> {
+        let gate = Gate::open(options.gate_options()?).map_err(Error::from_gate)?;
+        let verdict = self.run(gate, &mut Discard)?;
+        Ok(Verdict::from_gate(&verdict))
+    }
+
+    /// Judges the bundle and, when it passes, keeps every entry as it was verified: the
+    /// returned agent serves files from those bytes only, never from the bundle's path. A
+    /// refusal is [`Error::Refused`].
+    pub fn load(self, options: &VerifyOptions) -> Result<VerifiedAgent, Error> {
+        let gate = Gate::open(options.gate_options()?).map_err(Error::from_gate)?;
+        let mut sink = MemorySink { entries: Vec::new(), held: 0, cap: options.max_loaded_bytes, over: false };
+        let mut verdict = self.run(gate, &mut sink)?;
+        if sink.over
+            && let gate::Verdict::Refused { rejection, .. } = &mut verdict
+        {
+            rejection.reason = verify::Reason::LimitExceeded;
+            rejection.message = format!(
+                "the bundle holds more than {} bytes, the most this loader keeps in memory (max_loaded_bytes)",
+                sink.cap
+            );
+        }
+        let api_verdict = Verdict::from_gate(&verdict);
+        let gate::Verdict::Passed { .. } = verdict else { return Err(Error::Refused(Box::new(api_verdict))) };
+        let mut index = HashMap::with_capacity(sink.entries.len());
+        for (i, (path, _, _)) in sink.entries.iter().enumerate() {
+            index.insert(path.clone(), i);
+        }
+        Ok(VerifiedAgent { verdict: api_verdict, entries: sink.entries, index })
+    }
+
+    fn run(self, gate: Gate, sink: &mut dyn Sink) -> Result<gate::Verdict, Error> {
+        let origin = self.origin;
+        let verdict = match self.source {
+            Source::File(file) => {
+                let size = file.metadata().map_or(0, |m| m.len());
+                // As `bundle verify` reads: a buffer of up to 1 MiB, small for a small bundle.
+                let capacity = usize::try_from(size).unwrap_or(usize::MAX).clamp(8 << 10, 1 << 20);
+                gate.run(BufReader::with_capacity(capacity, file), &origin, sink)
+            }
+            Source::Bytes(bytes) => gate.run(&bytes[..], &origin, sink),
+            Source::Reader(reader) => gate.run(BufReader::with_capacity(1 << 20, reader), &origin, sink),
+        };
+        verdict.map_err(Error::from_gate)
+    }
+}
+
+/// Keeps every entry in memory, up to a cap.
+struct MemorySink {
+    entries: Vec<(String, bool, Vec<u8>)>,
+    held: u64,
+    cap: u64,
+    over: bool,
+}
+
+impl Sink for MemorySink {
+    fn open(&mut self, path: &str, executable: bool) -> io::Result<Box<dyn Write + '_>> {
+        self.entries.push((path.to_owned(), executable, Vec::new()));
+        let MemorySink { entries, held, cap, over } = self;
+        let buf = &mut entries.last_mut().expect("just pushed").2;
+        Ok(Box::new(Capped { buf, held, cap: *cap, over }))
+    }
+}
+
+struct Capped<'a> {
+    buf: &'a mut Vec<u8>,
+    held: &'a mut u64,
+    cap: u64,
+    over: &'a mut bool,
+}
+
+impl Write for Capped<'_> {
+    fn write(&mut self, data: &[u8]) -> io::Result<usize> {
+        let after = *self.held + data.len() as u64;
+        if after > self.cap {
+            *self.over = true;
+            return Err(io::Error::other("over max_loaded_bytes"));
+        }
+        *self.held = after;
+        self.buf.extend_from_slice(data);
+        Ok(data.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+/// One file of a verified bundle, as its signed manifest lists it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct VerifiedFile {
+    /// The path inside the bundle (`/`-separated, relative).
+    pub path: String,
+    /// The size in bytes.
+    pub size: u64,
+    /// The BLAKE3 digest, 64 lowercase hex digits.
+    pub blake3: String,
+    /// Whether the file is executable (mode 0755).
+    pub executable: bool,
+}
+
+impl VerifiedFile {
+    pub(crate) fn from_inner(f: &verify::VerifiedFile) -> VerifiedFile {
+        VerifiedFile { path: f.path.clone(), size: f.size, blake3: f.blake3.clone(), executable: f.executable }
+    }
+}
+
+/// A bundle that passed the gate, with every entry held as it was verified.
+#[derive(Debug, Clone)]
+pub struct VerifiedAgent {
+    verdict: Verdict,
+    entries: Vec<(String, bool, Vec<u8>)>,
+    index: HashMap<String, usize>,
+}
+
+impl VerifiedAgent {
+    /// The verdict (it passed): agent, signer, tools, warnings.
+    pub fn verdict(&self) -> &Verdict {
+        &self.verdict
+    }
+
+    /// The verified bytes of the entry at `path` (a file the manifest lists, or
+    /// `manifest.toml` and `manifest.toml.minisig` themselves); `None` when there is none.
+    pub fn file(&self, path: &str) -> Option<&[u8]> {
+        self.index.get(path).map(|&i| &self.entries[i].2[..])
+    }
+
+    /// Every entry in bundle order: its path, whether it is executable, its verified bytes.
+    pub fn entries(&self) -> impl Iterator<Item = (&str, bool, &[u8])> {
+        self.entries.iter().map(|(p, x, b)| (p.as_str(), *x, &b[..]))
+    }
+
+    /// A gate for the tools the runtime is about to expose, against the contracts this bundle
+    /// signed.
+    /// `schema:` references in the live definitions resolve in this bundle's verified files.
+    pub fn contract_gate(&self) -> ContractGate {
+        let mut gate = ContractGate::from_verdict(&self.verdict);
+        let held = self.verdict.files().iter().filter(|f| crate::bundle::is_held(&f.path, f.size, 0));
+        gate.files = held.filter_map(|f| Some((f.path.clone(), self.file(&f.path)?.to_vec()))).collect();
+        gate
+    }
+}
