@@ -65,7 +65,7 @@ struct VerifyArgs {
 
 #[derive(Debug, clap::Args)]
 #[command(
-    after_help = "Examples:\n  bundle trust rotate trust-policy.toml -o trust-policy-v2.toml\n  bundle trust rotate trust-policy.toml -o v2.toml --expires 2027-06-01T00:00:00Z"
+    after_help = "Examples:\n  bundle trust rotate trust-policy.toml -o trust-policy-v2.toml\n  bundle trust rotate trust-policy.toml -o v2.toml \\\n      --expires 2027-06-01T00:00:00Z"
 )]
 struct RotateArgs {
     /// The current version.
