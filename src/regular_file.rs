@@ -30,7 +30,7 @@ impl ReadError {
     pub fn into_io(self) -> io::Error {
         match self {
             ReadError::Io(e) => e,
-            ReadError::NotFound => io::Error::from(io::ErrorKind::NotFound),
+            ReadError::NotFound => io::Error::new(io::ErrorKind::NotFound, "no such file"),
             other => io::Error::other(other.to_string()),
         }
     }
