@@ -47,7 +47,11 @@ pub fn run(args: Args, global: Global) -> anyhow::Result<Outcome> {
     let source = args.registry.source(Path::new(&args.reference))?;
     let keys = load_trust(&args.trust)?;
     // A baseline or state file that cannot be read stops the run before anything is fetched.
-    let gate = std::cell::RefCell::new(Some(Gate::open(args.gate.options(keys, super::keys::load_policy(&args.trust)?, global))?));
+    let gate = std::cell::RefCell::new(Some(Gate::open(args.gate.options(
+        keys,
+        super::keys::load_policy(&args.trust)?,
+        global,
+    ))?));
     let label = PathBuf::from(reference.to_string());
     let before = |sha256: &str, fetched| gate.borrow_mut().as_mut().expect("the gate").before_layer(sha256, fetched);
     let result = pull::pull(&source, &args.output, before, |input| {

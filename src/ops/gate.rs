@@ -21,11 +21,11 @@ use crate::evidence::{
     judge::{self, AttestPolicy, Judged},
 };
 use crate::keyless::{KeylessSigner, Sha256Read};
+use crate::minisign::Signature;
+use crate::regular_file::{self, Links};
 use crate::state::{StateError, StateFile};
 use crate::timestamp::Timestamp;
 use crate::trust::TrustedKeys;
-use crate::minisign::Signature;
-use crate::regular_file::{self, Links};
 use crate::trust_policy::chain::{self, ChainError, ChainFault, ChainReport, SignedPolicy};
 use crate::trust_policy::{SignersVerdict, TrustPolicy, signatures};
 

@@ -163,7 +163,9 @@ fn refusal_or_error(e: OciError) -> Result<Rejection, InputError> {
     match e {
         OciError::Rejected(Refusal::UnsupportedArtifact, m) => Ok(Rejection::new(Reason::UnsupportedArtifact, None, m)),
         OciError::Rejected(Refusal::BlobMismatch, m) => Ok(Rejection::new(Reason::BlobMismatch, None, m)),
-        OciError::Rejected(Refusal::AttestationMalformed, m) => Ok(Rejection::new(Reason::AttestationMalformed, None, m)),
+        OciError::Rejected(Refusal::AttestationMalformed, m) => {
+            Ok(Rejection::new(Reason::AttestationMalformed, None, m))
+        }
         e => Err(InputError::Registry(e)),
     }
 }

@@ -364,17 +364,15 @@ impl Contents<'_> {
         // A released bundle is never replaced silently: the same bytes are left as they are; other
         // bytes under the same name (same agent and version, tools changed) need --force.
         let unchanged = output.is_file() && same_contents(output, temp.as_file()).map_err(|e| Error::io(output, e))?;
-        if !unchanged {
-            if output.is_file() && !opts.force {
-                return Err(Error::Usage(format!(
-                    "{} already holds a different bundle of {} {}: a released bundle is not replaced; bump [agent] version in {}/manifest.toml, or pass --force to replace it",
-                    output.display(),
-                    m.name,
-                    m.version,
-                    self.dir.display()
-                ))
-                .into());
-            }
+        if !unchanged && output.is_file() && !opts.force {
+            return Err(Error::Usage(format!(
+                "{} already holds a different bundle of {} {}: a released bundle is not replaced; bump [agent] version in {}/manifest.toml, or pass --force to replace it",
+                output.display(),
+                m.name,
+                m.version,
+                self.dir.display()
+            ))
+            .into());
         }
         // Signed before the bundle is put in place, so that a signer failure leaves nothing new.
         let attestations = match opts.attest {
