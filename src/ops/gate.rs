@@ -539,6 +539,17 @@ impl<'a> VerdictReport<'a> {
     }
 }
 
+/// A fault of the stream a verdict was reached on overturns it ([`crate::ops::input`]).
+impl crate::ops::input::Judgement for Verdict {
+    fn refused_for(self, mut rejection: Rejection) -> Self {
+        if let Verdict::Refused { rejection: earlier, .. } = self {
+            rejection.agent = earlier.agent;
+            rejection.key_id = earlier.key_id;
+        }
+        Verdict::Refused { rejection, baseline: None }
+    }
+}
+
 impl Verdict {
     /// The verdict as the JSON document `verify` prints.
     pub fn report(&self) -> VerdictReport<'_> {

@@ -21,7 +21,6 @@ use crate::bundle::verify::{Reason, Rejection};
 use crate::error::{Coded, ErrorCode};
 use crate::oci::artifact::BlobMismatch;
 use crate::oci::{self, Artifact, OciError, Reference, Refusal};
-use crate::ops::gate::Verdict;
 use crate::progress::{Progress, ProgressRead};
 
 /// Where a bundle comes from.
@@ -207,16 +206,6 @@ pub trait Judgement: Sized {
     /// The judgement replaced by `rejection` (the bytes were not the ones their descriptor
     /// names), keeping what the consumer learned of the agent and its signer.
     fn refused_for(self, rejection: Rejection) -> Self;
-}
-
-impl Judgement for Verdict {
-    fn refused_for(self, mut rejection: Rejection) -> Self {
-        if let Verdict::Refused { rejection: earlier, .. } = self {
-            rejection.agent = earlier.agent;
-            rejection.key_id = earlier.key_id;
-        }
-        Verdict::Refused { rejection, baseline: None }
-    }
 }
 
 impl<T> Judgement for Result<T, Rejection> {
