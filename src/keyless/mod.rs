@@ -6,7 +6,7 @@
 //! entry against the Rekor keys, RFC 3161 timestamps, the signature, and the log entry's
 //! consistency with the rest of the bundle). This module adds what the gate needs around it:
 //! reading the inputs within caps, the identity policy (exact or anchored patterns, GitHub
-//! workflow claims), and one stable reason code per way a signature fails ([`verdict`]).
+//! workflow claims), and one stable reason code per way a signature fails (`verdict.rs`).
 //!
 //! Nothing here opens a socket: the trusted root is a file the operator gives, never fetched.
 

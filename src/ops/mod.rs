@@ -4,7 +4,7 @@
 //! Operations build on the layers below them (`agent`, `bundle`, `contract`, the formats and
 //! mechanisms), never on each other, with one exception by design: [`gate`] is the deployment
 //! gate that every consumer of a bundle (`verify`, `unpack`, a registry pull) must run, so
-//! those call it rather than repeat it. [`contracts`] is not an operation but a step two of
+//! those call it rather than repeat it. `contracts` is not an operation but a step two of
 //! them (`diff`, `baseline`) share: reading a release's contracts from a file or folder.
 
 pub(crate) mod attest;
