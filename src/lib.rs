@@ -64,6 +64,7 @@ pub(crate) mod read_full;
 #[doc(hidden)]
 pub mod regular_file;
 pub(crate) mod schemas;
+pub(crate) mod sha256_read;
 pub(crate) mod state;
 #[doc(hidden)]
 pub mod timestamp;

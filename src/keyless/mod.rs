@@ -12,12 +12,10 @@
 
 mod policy;
 mod root;
-mod sha256_read;
 mod verdict;
 
 pub use policy::{ClaimMatch, IdentityPolicy, Matcher, PolicyError};
 pub use root::{RootError, TrustedRoot};
-pub use sha256_read::Sha256Read;
 pub use verdict::reason_of;
 
 use crate::bundle::verify::{Reason, Rejection};

@@ -20,9 +20,10 @@ use crate::evidence::{
     self,
     judge::{self, AttestPolicy, Judged},
 };
-use crate::keyless::{KeylessSigner, Sha256Read};
+use crate::keyless::KeylessSigner;
 use crate::minisign::Signature;
 use crate::regular_file::{self, Links};
+use crate::sha256_read::Sha256Read;
 use crate::state::{StateError, StateFile};
 use crate::timestamp::Timestamp;
 use crate::trust::TrustedKeys;
