@@ -257,19 +257,35 @@ impl Client {
         {
             request = request.header("Authorization", a.as_str());
         }
+        // Each call gets what is left of the operation's deadline, so that many slow calls (a
+        // manifest trickled in, then a config) cannot add up to more than --timeout.
+        let left = self.time_left(url)?;
         let result = match payload {
-            Payload::Bytes(b) => {
-                request.header("Content-Length", b.len().to_string()).body(b).map(|r| self.agent.run(r))
-            }
+            Payload::Bytes(b) => request
+                .header("Content-Length", b.len().to_string())
+                .body(b)
+                .map(|r| self.agent.run(self.agent.configure_request(r).timeout_global(Some(left)).build())),
             Payload::Stream(reader, len) => request
                 .header("Content-Length", len.to_string())
                 .body(SendBody::from_reader(reader))
-                .map(|r| self.agent.run(r)),
+                .map(|r| self.agent.run(self.agent.configure_request(r).timeout_global(Some(left)).build())),
         };
         result.map_err(|e| OciError::Usage(format!("bad request URL `{url}`: {e}")))?.map_err(|e| request_error(url, e))
     }
 
-    /// A request whose body can be sent again: a 401 is answered once and the request retried.
+    /// What is left of the operation's deadline; a timeout error once it has passed.
+    fn time_left(&self, url: &str) -> Result<Duration, OciError> {
+        let left = self.deadline.saturating_duration_since(std::time::Instant::now());
+        if left.is_zero() { Err(self.timed_out(url)) } else { Ok(left) }
+    }
+
+    fn timed_out(&self, url: &str) -> OciError {
+        OciError::Timeout(format!("{url}: {TIMED_OUT} ({} s, --timeout)", self.timeout.as_secs()))
+    }
+
+    /// A request whose body can be sent again: a 401 is answered once and the request retried;
+    /// a 429 or 503 that names a `Retry-After` is tried again after that pause, while the pause
+    /// fits in the deadline.
     fn send(
         &mut self,
         method: &str,
@@ -277,7 +293,16 @@ impl Client {
         headers: &[(&str, &str)],
         body: &[u8],
     ) -> Result<Response<Body>, OciError> {
-        let response = self.send_once(method, url, headers, Payload::Bytes(body))?;
+        let mut busy = 1;
+        let response = loop {
+            let response = self.send_once(method, url, headers, Payload::Bytes(body))?;
+            let Some(pause) = retry_after(&response) else { break response };
+            if busy >= PUSH_ATTEMPTS {
+                break response;
+            }
+            self.wait(url, pause)?;
+            busy += 1;
+        };
         if response.status().as_u16() != 401 {
             return Ok(response);
         }
@@ -307,9 +332,25 @@ impl Client {
         }
     }
 
+    /// Sleeps `pause` (a registry's `Retry-After`) unless that would pass the deadline, which
+    /// is then a timeout at once: waiting would only fail later.
+    fn wait(&self, url: &str, pause: Duration) -> Result<(), OciError> {
+        let left = self.time_left(url)?;
+        if pause >= left {
+            return Err(OciError::Timeout(format!(
+                "{url}: the registry asked to wait {} s (Retry-After), longer than what is left of the {} s deadline (--timeout)",
+                pause.as_secs(),
+                self.timeout.as_secs()
+            )));
+        }
+        std::thread::sleep(pause);
+        Ok(())
+    }
+
     /// Uploads a blob unless the repository has it, mounting it from `mount_from` when that
     /// repository does. `open` gives the blob's bytes from the start (again on each try).
-    /// 5xx, 429 and failed connections are retried [`PUSH_ATTEMPTS`] times with backoff.
+    /// 5xx, 429 and failed connections are retried [`PUSH_ATTEMPTS`] times with backoff, or
+    /// after the registry's `Retry-After`, within the deadline.
     pub fn push_blob(
         &mut self,
         digest: &str,
@@ -317,7 +358,8 @@ impl Client {
         open: &mut dyn FnMut() -> std::io::Result<Box<dyn Read>>,
         mount_from: Option<&str>,
     ) -> Result<BlobPush, OciError> {
-        retry(|| {
+        let (deadline, timeout) = (self.deadline, self.timeout);
+        retry(deadline, timeout, || {
             if self.has_blob(digest)? {
                 return Ok(BlobPush::Exists);
             }
@@ -335,43 +377,111 @@ impl Client {
             if status != 202 {
                 return Err(status_error(&start, response, status));
             }
-            let mut location = self.location(&start, &response)?;
-            let mut reader = open().map_err(|e| OciError::Io(format!("cannot read the blob to upload: {e}")))?;
-            let octet = [("Content-Type", "application/octet-stream")];
-            let chunk_size = self.chunk_size;
-            let kind = if size <= chunk_size {
-                let put = with_query(&location, &format!("digest={}", query_escape(digest)));
-                let response = self.send_once("PUT", &put, &octet, Payload::Stream(&mut reader, size))?;
-                expect_status(&put, response, 201)?;
-                BlobPush::Uploaded
-            } else {
-                let mut sent = 0u64;
-                while sent < size {
-                    let n = chunk_size.min(size - sent);
-                    let range = format!("{sent}-{}", sent + n - 1);
-                    let headers = [octet[0], ("Content-Range", range.as_str())];
-                    let mut chunk = (&mut reader).take(n);
-                    let response = self.send_once("PATCH", &location, &headers, Payload::Stream(&mut chunk, n))?;
-                    let status = response.status().as_u16();
-                    if status != 202 {
-                        return Err(status_error(&location, response, status));
-                    }
-                    location = self.location(&location, &response)?;
-                    sent += n;
-                }
-                let put = with_query(&location, &format!("digest={}", query_escape(digest)));
-                let response = self.send_once("PUT", &put, &[], Payload::Bytes(&[]))?;
-                expect_status(&put, response, 201)?;
-                BlobPush::Chunked
-            };
-            Ok(kind)
+            let location = self.location(&start, &response)?;
+            self.upload(Upload { digest, size, location, sent: 0 }, open)
         })
+    }
+
+    /// Sends a blob's bytes into an upload session: in one PUT, or in PATCH chunks and a closing
+    /// PUT. A streamed body cannot be sent again, so a 401 on it (a token that expired during
+    /// a long upload) is answered by authenticating anew, asking the registry how much of the
+    /// upload it holds (`GET` of the session; a new session if it forgot this one), reopening
+    /// the blob there and going on: the distribution spec's resumable upload.
+    fn upload(
+        &mut self,
+        mut upload: Upload<'_>,
+        open: &mut dyn FnMut() -> std::io::Result<Box<dyn Read>>,
+    ) -> Result<BlobPush, OciError> {
+        let mut reader = open_at(open, 0)?;
+        let chunk_size = self.chunk_size;
+        let chunked = upload.size > chunk_size;
+        let mut reauthentications = 0;
+        while upload.sent < upload.size || !chunked {
+            let n = if chunked { chunk_size.min(upload.size - upload.sent) } else { upload.size - upload.sent };
+            let range = format!("{}-{}", upload.sent, (upload.sent + n).saturating_sub(1));
+            let mut body = (&mut reader).take(n);
+            let response = if chunked {
+                let headers = [OCTET, ("Content-Range", range.as_str())];
+                self.send_once("PATCH", &upload.location, &headers, Payload::Stream(&mut body, n))?
+            } else {
+                let put = with_query(&upload.location, &format!("digest={}", query_escape(upload.digest)));
+                self.send_once("PUT", &put, &[OCTET], Payload::Stream(&mut body, n))?
+            };
+            let status = response.status().as_u16();
+            if status == 401 && reauthentications < PUSH_ATTEMPTS {
+                reauthentications += 1;
+                self.authenticate(&response)?;
+                upload = self.resume(upload)?;
+                reader = open_at(open, upload.sent)?;
+                continue;
+            }
+            if !chunked {
+                expect_status(&upload.location, response, 201)?;
+                return Ok(BlobPush::Uploaded);
+            }
+            if status != 202 {
+                return Err(status_error(&upload.location, response, status));
+            }
+            upload.location = self.location(&upload.location, &response)?;
+            upload.sent += n;
+        }
+        let put = with_query(&upload.location, &format!("digest={}", query_escape(upload.digest)));
+        let response = self.send("PUT", &put, &[], &[])?;
+        expect_status(&put, response, 201)?;
+        Ok(BlobPush::Chunked)
+    }
+
+    /// Where an upload session stands (`GET` of its URL: 204 and `Range: 0-LAST`), or a new
+    /// session from the start when the registry no longer knows it.
+    fn resume<'a>(&mut self, upload: Upload<'a>) -> Result<Upload<'a>, OciError> {
+        let response = self.send("GET", &upload.location, &[], &[])?;
+        let status = response.status().as_u16();
+        if status == 204 {
+            let last = response
+                .headers()
+                .get("range")
+                .and_then(|v| v.to_str().ok())
+                .and_then(|r| r.split_once('-'))
+                .and_then(|(_, last)| last.trim().parse::<u64>().ok())
+                .unwrap_or(0);
+            // `0-0` says nothing: distribution writes it for an empty upload and for one byte.
+            // Only a range that names bytes is resumed; otherwise a new session starts.
+            if last == 0 {
+                return self.restart(upload);
+            }
+            let held = last + 1;
+            if held > upload.size {
+                return Err(OciError::Io(format!(
+                    "{}: the registry holds {held} bytes of a {}-byte upload",
+                    upload.location, upload.size
+                )));
+            }
+            let location = match response.headers().contains_key("location") {
+                true => self.location(&upload.location, &response)?,
+                false => upload.location,
+            };
+            return Ok(Upload { location, sent: held, ..upload });
+        }
+        self.restart(upload)
+    }
+
+    /// A new upload session for the same blob, from its first byte.
+    fn restart<'a>(&mut self, upload: Upload<'a>) -> Result<Upload<'a>, OciError> {
+        let start = self.url("blobs/uploads/");
+        let response = self.send("POST", &start, &[], &[])?;
+        let status = response.status().as_u16();
+        if status != 202 {
+            return Err(status_error(&start, response, status));
+        }
+        let location = self.location(&start, &response)?;
+        Ok(Upload { location, sent: 0, ..upload })
     }
 
     /// `PUT /manifests/<tag or digest>`.
     pub fn put_manifest(&mut self, reference: &str, bytes: &[u8], media_type: &str) -> Result<(), OciError> {
         let url = self.url(&format!("manifests/{reference}"));
-        retry(|| {
+        let (deadline, timeout) = (self.deadline, self.timeout);
+        retry(deadline, timeout, || {
             let response = self.send("PUT", &url, &[("Content-Type", media_type)], bytes)?;
             expect_status(&url, response, 201)
         })
@@ -402,7 +512,8 @@ impl Client {
         media_type: &str,
     ) -> Result<bool, OciError> {
         let url = self.url(&format!("manifests/{reference}"));
-        retry(|| {
+        let (deadline, timeout) = (self.deadline, self.timeout);
+        retry(deadline, timeout, || {
             let response = self.send("PUT", &url, &[("Content-Type", media_type)], bytes)?;
             let has_subject = response.headers().contains_key("OCI-Subject");
             expect_status(&url, response, 201).map(|()| has_subject)
@@ -481,7 +592,10 @@ impl<R: Read> Read for IoContext<R> {
                 format!("{}: {TIMED_OUT} ({} s, --timeout)", self.url, length.as_secs()),
             ));
         }
-        self.inner.read(buf).map_err(|e| std::io::Error::new(e.kind(), format!("{}: {e}", self.url)))
+        self.inner.read(buf).map_err(|e| match timed_out(&e) {
+            true => std::io::Error::new(std::io::ErrorKind::TimedOut, format!("{}: {TIMED_OUT} ({e})", self.url)),
+            false => std::io::Error::new(e.kind(), format!("{}: {e}", self.url)),
+        })
     }
 }
 
@@ -498,12 +612,10 @@ fn with_query(url: &str, query: &str) -> String {
 
 fn read_limited(url: &str, mut response: Response<Body>, limit: u64) -> Result<Vec<u8>, OciError> {
     let mut bytes = Vec::new();
-    response
-        .body_mut()
-        .as_reader()
-        .take(limit + 1)
-        .read_to_end(&mut bytes)
-        .map_err(|e| OciError::Io(format!("{url}: {e}")))?;
+    response.body_mut().as_reader().take(limit + 1).read_to_end(&mut bytes).map_err(|e| match timed_out(&e) {
+        true => OciError::Timeout(format!("{url}: {TIMED_OUT} or went silent ({e})")),
+        false => OciError::Io(format!("{url}: {e}")),
+    })?;
     if bytes.len() as u64 > limit {
         return Err(OciError::Rejected(
             super::Refusal::UnsupportedArtifact,
@@ -511,6 +623,16 @@ fn read_limited(url: &str, mut response: Response<Body>, limit: u64) -> Result<V
         ));
     }
     Ok(bytes)
+}
+
+/// Whether a body's read error is ureq's timeout (it comes wrapped in an `io::Error` of kind
+/// `Other`) or a timed-out socket.
+fn timed_out(e: &std::io::Error) -> bool {
+    e.kind() == std::io::ErrorKind::TimedOut
+        || e.get_ref().and_then(|inner| inner.downcast_ref::<ureq::Error>()).is_some_and(|u| {
+            matches!(u, ureq::Error::Timeout(_))
+                || matches!(u, ureq::Error::Io(io) if io.kind() == std::io::ErrorKind::TimedOut)
+        })
 }
 
 fn expect_status(url: &str, response: Response<Body>, want: u16) -> Result<(), OciError> {
@@ -521,6 +643,7 @@ fn expect_status(url: &str, response: Response<Body>, want: u16) -> Result<(), O
 /// An unexpected status, with the registry's error code when its body has one; 5xx and 429
 /// are marked transient (retried on push).
 fn status_error(url: &str, mut response: Response<Body>, status: u16) -> OciError {
+    let retry_after = retry_after(&response);
     let body = response.body_mut().with_config().limit(SMALL_BODY).read_to_string().unwrap_or_default();
     let detail = serde_json::from_str::<serde_json::Value>(&body)
         .ok()
@@ -536,7 +659,7 @@ fn status_error(url: &str, mut response: Response<Body>, status: u16) -> OciErro
     let message = format!("{url}: the registry answered {status} {}{detail}", status_text(status));
     match status {
         401 | 403 => OciError::Auth(message),
-        429 | 500..=599 => OciError::Transient(message),
+        429 | 500..=599 => OciError::Transient { message, retry_after },
         _ => OciError::Io(message),
     }
 }
@@ -558,8 +681,11 @@ fn request_error(url: &str, e: ureq::Error) -> OciError {
             OciError::Tls(message)
         }
         e @ FetchError::Downgrade { .. } => OciError::Tls(e.to_string()),
-        e if refused => OciError::Transient(format!("{e}; is a registry running at {}?", host_port(url))),
-        e if transient => OciError::Transient(e.to_string()),
+        e if refused => OciError::Transient {
+            message: format!("{e}; is a registry running at {}?", host_port(url)),
+            retry_after: None,
+        },
+        e if transient => OciError::Transient { message: e.to_string(), retry_after: None },
         e => OciError::Io(e.to_string()),
     }
 }
@@ -576,23 +702,75 @@ fn host_port(url: &str) -> String {
     }
 }
 
-/// Runs `step` until it succeeds, fails for good, or [`PUSH_ATTEMPTS`] transient failures.
-fn retry<T>(mut step: impl FnMut() -> Result<T, OciError>) -> Result<T, OciError> {
-    let mut pause = FIRST_BACKOFF;
+/// Runs `step` until it succeeds, fails for good, or [`PUSH_ATTEMPTS`] transient failures;
+/// between tries it waits the registry's `Retry-After` or a doubling backoff, but never past
+/// `deadline` (that is a timeout at once).
+fn retry<T>(
+    deadline: std::time::Instant,
+    timeout: Duration,
+    mut step: impl FnMut() -> Result<T, OciError>,
+) -> Result<T, OciError> {
+    let mut backoff = FIRST_BACKOFF;
     let mut attempt = 1;
     loop {
         match step() {
-            Err(OciError::Transient(_)) if attempt < PUSH_ATTEMPTS => {
+            Err(OciError::Transient { message, retry_after }) if attempt < PUSH_ATTEMPTS => {
+                let pause = retry_after.unwrap_or(backoff);
+                if std::time::Instant::now() + pause >= deadline {
+                    let asked = match retry_after {
+                        Some(p) => format!("the registry asked to wait {} s (Retry-After)", p.as_secs()),
+                        None => "the next try".to_owned(),
+                    };
+                    return Err(OciError::Timeout(format!(
+                        "{message}; {asked} would pass the {} s deadline (--timeout)",
+                        timeout.as_secs()
+                    )));
+                }
                 std::thread::sleep(pause);
-                pause *= 2;
+                backoff *= 2;
                 attempt += 1;
             }
-            Err(OciError::Transient(m)) => {
-                return Err(OciError::Io(format!("{m} (gave up after {PUSH_ATTEMPTS} tries)")));
+            Err(OciError::Transient { message, .. }) => {
+                return Err(OciError::Io(format!("{message} (gave up after {PUSH_ATTEMPTS} tries)")));
             }
             other => return other,
         }
     }
+}
+
+/// The pause a 429 or 503 asks for: `Retry-After` in seconds or as an HTTP date (RFC 9110
+/// §10.2.3); `None` for any other status, or a value that is neither.
+fn retry_after(response: &Response<Body>) -> Option<Duration> {
+    if !matches!(response.status().as_u16(), 429 | 503) {
+        return None;
+    }
+    let value = response.headers().get("retry-after")?.to_str().ok()?.trim();
+    if let Ok(seconds) = value.parse::<u64>() {
+        return Some(Duration::from_secs(seconds));
+    }
+    let at = httpdate::parse_http_date(value).ok()?;
+    Some(at.duration_since(std::time::SystemTime::now()).unwrap_or_default())
+}
+
+/// A blob's upload session: where it is and how many bytes the registry holds.
+struct Upload<'a> {
+    digest: &'a str,
+    size: u64,
+    location: String,
+    sent: u64,
+}
+
+const OCTET: (&str, &str) = ("Content-Type", "application/octet-stream");
+
+/// The blob's bytes from `offset` on (skipping what the registry already holds).
+fn open_at(open: &mut dyn FnMut() -> std::io::Result<Box<dyn Read>>, offset: u64) -> Result<Box<dyn Read>, OciError> {
+    let fail = |e: std::io::Error| OciError::Io(format!("cannot read the blob to upload: {e}"));
+    let mut reader = open().map_err(fail)?;
+    let skipped = std::io::copy(&mut (&mut reader).take(offset), &mut std::io::sink()).map_err(fail)?;
+    if skipped != offset {
+        return Err(OciError::Io(format!("cannot read the blob to upload: it ended at {skipped} of {offset} bytes")));
+    }
+    Ok(reader)
 }
 
 fn status_text(status: u16) -> &'static str {

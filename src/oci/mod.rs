@@ -40,9 +40,10 @@ pub enum OciError {
     /// A TLS failure (exit 2).
     #[error("{0}")]
     Tls(String),
-    /// A failure worth trying again on push: 5xx, 429, a dropped connection (exit 2).
-    #[error("{0}")]
-    Transient(String),
+    /// A failure worth trying again: 5xx, 429, a dropped connection (exit 2); `retry_after` is
+    /// the pause the registry asked for (`Retry-After`), if it named one.
+    #[error("{message}")]
+    Transient { message: String, retry_after: Option<std::time::Duration> },
     /// Anything else that stops the transfer (exit 2).
     #[error("{0}")]
     Io(String),
@@ -61,7 +62,7 @@ impl crate::error::Coded for OciError {
     fn code(&self) -> crate::error::ErrorCode {
         use crate::error::ErrorCode;
         match self {
-            OciError::Rejected(..) | OciError::Transient(_) | OciError::Io(_) => ErrorCode::IoError,
+            OciError::Rejected(..) | OciError::Transient { .. } | OciError::Io(_) => ErrorCode::IoError,
             OciError::Auth(_) => ErrorCode::AuthFailed,
             OciError::Tls(_) => ErrorCode::TlsError,
             OciError::Usage(_) => ErrorCode::Usage,

@@ -26,6 +26,7 @@ mod keys;
 mod lock;
 mod mcp;
 mod monorepo;
+mod network;
 mod newcomer;
 mod oci;
 mod openai;

@@ -122,6 +122,9 @@ pub enum Action {
     /// Forward, then send the headers (with the true length) and only this many body bytes,
     /// and close: a connection dropped mid-body.
     Drop(usize),
+    /// Forward, then send the headers and the body one byte per this pause: a registry that
+    /// trickles.
+    Trickle(std::time::Duration),
 }
 
 /// A status line, headers and body.
@@ -177,7 +180,7 @@ fn read_head(stream: &mut TcpStream) -> std::io::Result<Option<(String, Vec<u8>)
     }
 }
 
-fn header<'a>(head: &'a str, name: &str) -> Option<&'a str> {
+pub fn header<'a>(head: &'a str, name: &str) -> Option<&'a str> {
     head.lines().find_map(|l| {
         let (k, v) = l.split_once(':')?;
         k.trim().eq_ignore_ascii_case(name).then(|| v.trim())
@@ -239,6 +242,14 @@ fn serve(
             client.write_all(&response_body[..n.min(response_body.len())])?;
             client.flush()?;
             return client.shutdown(std::net::Shutdown::Both);
+        }
+        if let Action::Trickle(pause) = action {
+            for byte in &response_body {
+                client.write_all(std::slice::from_ref(byte))?;
+                client.flush()?;
+                std::thread::sleep(pause);
+            }
+            continue;
         }
         client.write_all(&response_body)?;
         client.flush()?;
