@@ -7,7 +7,7 @@ use std::time::Duration;
 use agent_bundle::agent::LockReport;
 use agent_bundle::formats::Reach;
 use agent_bundle::mcp_client::{Limits, Server};
-use agent_bundle::ops::import::{self, From, Options};
+use agent_bundle::ops::import::{self, From, Options, Output};
 
 use super::json::{self, ImportReport};
 use super::{Format, Global, Outcome, check, output};
@@ -127,12 +127,6 @@ pub fn run(args: Args, global: Global) -> anyhow::Result<Outcome> {
         Source::Openai => From::Openai,
         Source::Mcp => From::Mcp,
     };
-    if let Some(o) = &args.output
-        && o.exists()
-        && !args.force
-    {
-        anyhow::bail!("{} exists; add --force to overwrite it", o.display());
-    }
     if !args.ca_cert.is_empty() && !args.inputs.iter().any(|i| import::is_url(i)) {
         anyhow::bail!("--ca-cert trusts a root for https servers: use it with --from rap and an https:// input");
     }
@@ -171,21 +165,11 @@ pub fn run(args: Args, global: Global) -> anyhow::Result<Outcome> {
         reach,
         server,
         limits: Limits { timeout: Duration::from_secs(args.timeout), ..Limits::default() },
+        output: args.output.clone().map(|path| Output { path, force: args.force, pin: args.pin, grant: args.grant }),
         ..Options::new(from, args.inputs)
     };
     let result = import::import(&opts)?;
-    let mut pinned = Vec::new();
-    let mut installed = None;
-    if let (Some(text), Some(tools), Some(path)) = (&result.text, &result.tools, &args.output) {
-        if args.pin {
-            let agent_dir = match path.parent() {
-                Some(p) if !p.as_os_str().is_empty() => p,
-                _ => std::path::Path::new("."),
-            };
-            pinned = agent_bundle::agent::pins::pin(agent_dir, &result.fetched)?;
-        }
-        installed = Some(import::install(path, text, tools, args.grant)?);
-    }
+    let (pinned, installed) = (&result.pinned, &result.installed);
     let tools = result.tools.as_ref().map_or(0, |t| t.tools.len());
     if args.format == Format::Json {
         let lock_diagnostics = installed.iter().flat_map(|i| i.lock.iter().flat_map(|l| &l.report().diagnostics));
@@ -193,7 +177,7 @@ pub fn run(args: Args, global: Global) -> anyhow::Result<Outcome> {
             ok: result.text.is_some(),
             tools,
             output: args.output.as_ref().map(|p| p.display().to_string()),
-            pinned: &pinned,
+            pinned,
             granted: installed.as_ref().map_or(&[][..], |i| &i.granted),
             ungranted: installed.as_ref().map_or(&[][..], |i| &i.ungranted),
             relocked: installed.as_ref().and_then(|i| i.lock.as_ref()).map(Result::is_ok),
@@ -216,10 +200,10 @@ pub fn run(args: Args, global: Global) -> anyhow::Result<Outcome> {
                     } else {
                         output::status(global, &done);
                     }
-                    for file in &pinned {
+                    for file in pinned {
                         output::status(global, &format!("pinned {file} in manifest.toml [pins]"));
                     }
-                    if let Some(i) = &installed {
+                    if let Some(i) = installed {
                         render_installed(i, global)?;
                     }
                 }

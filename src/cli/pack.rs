@@ -104,9 +104,11 @@ pub fn run(args: Args, global: Global) -> anyhow::Result<Outcome> {
         }
     }
     let many = dirs.len() > 1;
-    if let Some(out) = &args.output
-        && (many || out.as_os_str().to_string_lossy().ends_with('/'))
-    {
+    let into_folder = args.output.as_deref().filter(|o| many || o.as_os_str().to_string_lossy().ends_with('/'));
+    if many {
+        pack::refuse_shared_outputs(&dirs, into_folder)?;
+    }
+    if let Some(out) = into_folder {
         if out.exists() && !out.is_dir() {
             anyhow::bail!(
                 "{} is not a folder; with several agents, -o names the folder the bundles go into",
@@ -128,23 +130,10 @@ pub fn run(args: Args, global: Global) -> anyhow::Result<Outcome> {
     };
     let mut outcome = Outcome::Ok;
     let mut results = Vec::new();
-    let mut written: Vec<(&std::path::Path, PathBuf)> = Vec::new();
     for dir in &dirs {
-        let (this, json, bundle) = pack_one(dir, &mut signer, &opts, args.format, global)?;
+        let (this, json) = pack_one(dir, &mut signer, &opts, args.format, global)?;
         outcome = outcome.worst(this);
         results.extend(json);
-        if let Some(bundle) = bundle {
-            // Two agents with the same name and version would share one default file name.
-            if let Some((first, _)) = written.iter().find(|(_, b)| *b == bundle) {
-                anyhow::bail!(
-                    "{} and {} are both packed to {}: the second replaced the first; give them distinct names or versions",
-                    first.display(),
-                    dir.display(),
-                    bundle.display()
-                );
-            }
-            written.push((dir, bundle));
-        }
     }
     if args.format == Format::Json {
         let doc = match results.len() {
@@ -163,7 +152,7 @@ fn pack_one(
     opts: &PackOptions,
     format: Format,
     global: Global,
-) -> anyhow::Result<(Outcome, Option<serde_json::Value>, Option<PathBuf>)> {
+) -> anyhow::Result<(Outcome, Option<serde_json::Value>)> {
     let bar = super::progress::Bar::new(global);
     match pack::pack(dir, key, opts, &bar) {
         Ok(p) => {
@@ -209,17 +198,17 @@ fn pack_one(
                     None
                 }
             };
-            Ok((Outcome::Ok, json, Some(p.path)))
+            Ok((Outcome::Ok, json))
         }
         Err(PackFailure::Rejected(report)) => {
             // An unwritable manifest is an I/O failure (exit 2), as in `bundle lock`.
             let outcome = check::outcome(&report);
             if format == Format::Json {
                 let agent = FailedAgent { dir: dir.display().to_string(), ok: false };
-                return Ok((outcome, Some(check::report_json(&report, &[agent])), None));
+                return Ok((outcome, Some(check::report_json(&report, &[agent]))));
             }
             check::render_report(&report, format, global, "pack")?;
-            Ok((outcome, None, None))
+            Ok((outcome, None))
         }
         Err(PackFailure::Error(e)) => Err(e.into()),
     }

@@ -5,7 +5,7 @@
 mod foreign;
 mod install;
 
-pub use install::{Installed, install};
+pub use install::Installed;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -44,6 +44,20 @@ pub struct Options {
     /// MCP: list the tools of this server (over stdio) instead of reading a file.
     pub server: Option<crate::mcp_client::Server>,
     pub limits: crate::mcp_client::Limits,
+    /// Where the tools.json goes (`-o`); `None`: the caller prints it.
+    pub output: Option<Output>,
+}
+
+/// `-o FILE` and what else happens in its agent folder.
+#[derive(Debug, Clone)]
+pub struct Output {
+    pub path: PathBuf,
+    /// Replace an existing file (`--force`).
+    pub force: bool,
+    /// Keep the fetched RAP toolsets in the agent folder and record them in `[pins]` (`--pin`).
+    pub pin: bool,
+    /// Add the capabilities the tools need to policy.caps (`--grant`).
+    pub grant: bool,
 }
 
 impl Options {
@@ -56,6 +70,7 @@ impl Options {
             reach: None,
             server: None,
             limits: Default::default(),
+            output: None,
         }
     }
 }
@@ -69,9 +84,36 @@ pub struct Import {
     pub tools: Option<ToolsFile>,
     /// RAP toolsets fetched over the network, as sent (what `--pin` keeps).
     pub fetched: Vec<Fetched>,
+    /// The files `--pin` kept in the agent folder.
+    pub pinned: Vec<String>,
+    /// What writing to `-o` did (when the import succeeded and there was an `-o`).
+    pub installed: Option<Installed>,
 }
 
+/// Imports, and with an [`Output`], writes the tools.json there (pinning and granting as
+/// asked). An existing `-o` file without `force` is refused before anything is read.
 pub fn import(opts: &Options) -> Result<Import> {
+    if let Some(o) = &opts.output
+        && o.path.exists()
+        && !o.force
+    {
+        return Err(Error::Usage(format!("{} exists; add --force to overwrite it", o.path.display())));
+    }
+    let mut out = convert(opts)?;
+    let (Some(text), Some(tools), Some(o)) = (&out.text, &out.tools, &opts.output) else { return Ok(out) };
+    if o.pin {
+        let agent_dir = match o.path.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p,
+            _ => Path::new("."),
+        };
+        out.pinned = crate::agent::pins::pin(agent_dir, &out.fetched)?;
+    }
+    out.installed = Some(install::install(&o.path, text, tools, o.grant)?);
+    Ok(out)
+}
+
+/// Reads the input and converts it (nothing is written).
+fn convert(opts: &Options) -> Result<Import> {
     let mut out = Import::default();
     let (display, converted) = match opts.from {
         From::Agentcli => import_agentcli(opts, &mut out.report)?,

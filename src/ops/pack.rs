@@ -135,6 +135,45 @@ pub fn pack(dir: &Path, key: &mut Signer, opts: &PackOptions, progress: &dyn Pro
     })
 }
 
+/// Decides, before anything is written, where each of several agents goes (`into`: the `-o`
+/// folder, else the working directory), and refuses agents that would share one bundle file
+/// (the same name and version): every clash at once, naming both folders. An agent whose
+/// manifest cannot be read is left to its own pack, which rejects it before writing.
+pub fn refuse_shared_outputs(dirs: &[PathBuf], into: Option<&Path>) -> Result<(), Error> {
+    let mut seen: Vec<(PathBuf, &Path)> = Vec::new();
+    let mut clashes = Vec::new();
+    for dir in dirs {
+        let Some(m) = read_manifest(dir) else { continue };
+        let name = bundle::default_file_name(&m.name, &m.version.to_string());
+        let output = into.map_or_else(|| PathBuf::from(&name), |folder| folder.join(&name));
+        match seen.iter().find(|(o, _)| *o == output) {
+            Some((_, first)) => clashes.push(format!(
+                "{} and {} are both {} {}: both would be packed to {}",
+                first.display(),
+                dir.display(),
+                m.name,
+                m.version,
+                output.display()
+            )),
+            None => seen.push((output, dir)),
+        }
+    }
+    if clashes.is_empty() {
+        return Ok(());
+    }
+    Err(Error::Usage(format!(
+        "{}; nothing was written: rename one agent or bump [agent] version in one",
+        clashes.join("; ")
+    )))
+}
+
+/// An agent's manifest, if it can be read and parsed (its problems are reported by its pack).
+fn read_manifest(dir: &Path) -> Option<manifest::Manifest> {
+    use crate::regular_file::{Links, read_to_string};
+    let text = read_to_string(&dir.join("manifest.toml"), crate::limits::MAX_MANIFEST_BYTES, Links::Refuse).ok()?;
+    manifest::parse(&crate::diagnostic::Source::new("manifest.toml", text), &mut Vec::new())
+}
+
 /// Refuses a bundle whose `[bundle] expires` (from `--expires`, else the manifest) is past:
 /// every verifier would reject it.
 fn refuse_expired(dir: &Path, m: &manifest::Manifest, opts: &PackOptions) -> Result<(), PackFailure> {

@@ -204,14 +204,30 @@ fn verify_baseline_dir_picks_each_agents_baseline_and_names_a_missing_one() {
     );
 }
 
+/// Issue 23 item 12: two agents with the same name and version are refused before anything is
+/// written (no bundle, no `dist/`, no manifest locked), naming both folders.
 #[test]
 fn pack_refuses_two_agents_that_share_a_bundle_name() {
     let env = Env::new();
     env.copy("agents/mailer", "agents/a/mailer");
-    env.copy("agents/mailer", "agents/b/mailer");
+    let stale = env.copy("agents/mailer", "agents/b/mailer");
+    env.copy("agents/minimal", "agents/a/kb");
+    crate::support::edit_tools(&stale, |doc| doc["tools"][0]["description"] = serde_json::json!("Stale now."));
+    let manifest = std::fs::read(stale.join("manifest.toml")).unwrap();
     let out = env.run(&["pack", "agents", "--key", &key("test.key"), "-o", "dist", "--format", "json"]);
     out.expect_code(2);
     let json = out.json();
     assert_eq!(json["ok"], false);
-    assert!(json["message"].as_str().unwrap().contains("are both packed to dist/mailer-1.0.0.agent.bundle"), "{json}");
+    assert_eq!(
+        json["message"],
+        "agents/a/mailer and agents/b/mailer are both mailer 1.0.0: both would be packed to \
+         dist/mailer-1.0.0.agent.bundle; nothing was written: rename one agent or bump [agent] version in one"
+    );
+    assert!(!env.path().join("dist").exists(), "something was written before the clash was found");
+    assert_eq!(std::fs::read(stale.join("manifest.toml")).unwrap(), manifest, "an agent was locked");
+    let human = env.run(&["pack", "agents", "--key", &key("test.key")]);
+    human.expect_code(2);
+    let bundles =
+        std::fs::read_dir(env.path()).unwrap().flatten().filter(|e| e.path().extension() == Some("bundle".as_ref()));
+    assert_eq!(bundles.count(), 0, "a bundle was written before the clash was found");
 }
