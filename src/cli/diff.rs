@@ -134,6 +134,15 @@ fn human(d: &AgentDiff, global: Global) -> std::io::Result<()> {
     let stream = output::stdout(global);
     let mut out = stream.lock();
     writeln!(out, "{} -> {}", side_label(&d.old), side_label(&d.new))?;
+    if let Some((old, new)) = d.different_agents() {
+        writeln!(
+            out,
+            "note: `{}` and `{}` are different agents, so every tool shows as added or removed; \
+             diff compares two releases of one agent",
+            sanitize(old),
+            sanitize(new)
+        )?;
+    }
     if !d.grants.is_empty() {
         writeln!(out, "\n  policy.caps")?;
         output::write_changes(&mut out, &d.grants.iter().collect::<Vec<_>>(), "    ")?;
@@ -168,6 +177,7 @@ fn json<'a>(d: &'a AgentDiff, fail_on: &'a [&'a str], matched: usize) -> DiffRep
         new: side(&d.new),
         fail_on,
         matched,
+        different_agents: d.different_agents().is_some(),
         summary: DiffSummary {
             changes: d.changes().count(),
             by_impact: Impact::ALL.iter().map(|&i| (i.as_str(), d.count(i))).collect(),
@@ -246,6 +256,14 @@ fn declares_id(line: &str, id: &str) -> bool {
 /// is an agent folder.
 fn github(d: &AgentDiff, fail_on: &[FailOn], places: &Places) -> std::io::Result<()> {
     let mut out = std::io::stdout().lock();
+    if let Some((old, new)) = d.different_agents() {
+        let message = format!(
+            "`{}` and `{}` are different agents, so every tool shows as added or removed; diff compares two releases of one agent",
+            sanitize(old),
+            sanitize(new)
+        );
+        writeln!(out, "{}", output::github_annotation("warning", None, "different agents", &message))?;
+    }
     for c in d.changes() {
         let level = if fail_on.iter().any(|f| f.matches(c)) {
             "error"

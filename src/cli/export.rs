@@ -3,6 +3,7 @@
 use std::path::PathBuf;
 
 use agent_bundle::agent;
+use agent_bundle::diagnostic::{Code, Diagnostic, Report, Severity};
 use agent_bundle::ops::export::{self, BundleTrust, Options, To};
 
 use super::args::TrustArgs;
@@ -64,6 +65,11 @@ pub struct Args {
     #[arg(long, value_name = "FILE", conflicts_with = "keys")]
     trusted_keys: Option<PathBuf>,
 
+    /// List each field the target format cannot carry, tool by tool (by default one summary;
+    /// `--format json` always lists each).
+    #[arg(short, long)]
+    verbose: bool,
+
     /// Output format of the report.
     #[arg(long, value_enum, default_value_t = Format::Human)]
     pub(super) format: Format,
@@ -120,7 +126,7 @@ pub fn run(mut args: Args, global: Global) -> anyhow::Result<Outcome> {
             diagnostics: json::diagnostics(&result.report.diagnostics),
         })?;
     } else {
-        check::render_report(&result.report, args.format, global, "export")?;
+        check::render_report(&shown(&result.report, args.format, args.verbose), args.format, global, "export")?;
         match (&text, &args.output) {
             (Some(text), None) => output::print_line(text.trim_end())?,
             (Some(_), Some(path)) if args.format == Format::Github => {
@@ -133,6 +139,64 @@ pub fn run(mut args: Args, global: Global) -> anyhow::Result<Outcome> {
 }
 
 /// Every agent of a folder of agents, each into `-o DIR` as `<agent folder>.<format>.json`.
+/// What a person is shown: every field the target format cannot carry (`not_carried_over`),
+/// and every renamed tool, as one summary each, unless `--verbose`; JSON and GitHub annotations
+/// keep each.
+fn shown(report: &Report, format: Format, verbose: bool) -> Report {
+    let mut out = Report { diagnostics: Vec::new(), sources: report.sources.clone() };
+    if verbose || format != Format::Human {
+        out.diagnostics.clone_from(&report.diagnostics);
+        return out;
+    }
+    for code in [Code::NotCarriedOver, Code::RenamedTool] {
+        let group: Vec<&Diagnostic> =
+            report.diagnostics.iter().filter(|d| d.code == code && d.severity == Severity::Warning).collect();
+        if let Some(summary) = summarize(code, &group) {
+            out.diagnostics.push(summary);
+        }
+    }
+    let grouped =
+        |d: &Diagnostic| matches!(d.code, Code::NotCarriedOver | Code::RenamedTool) && d.severity == Severity::Warning;
+    out.diagnostics.extend(report.diagnostics.iter().filter(|d| !grouped(d)).cloned());
+    out
+}
+
+/// One warning for `group` (of one code): how many, of how many tools, and each kind once.
+fn summarize(code: Code, group: &[&Diagnostic]) -> Option<Diagnostic> {
+    let first = group.first()?;
+    if group.len() == 1 {
+        return Some((*first).clone());
+    }
+    let mut tools: Vec<&str> = group.iter().filter_map(|d| d.path.as_deref()).collect();
+    tools.sort_unstable();
+    tools.dedup();
+    let message = match code {
+        Code::RenamedTool => {
+            let names: Vec<&str> = group.iter().filter_map(|d| d.path.as_deref()).collect();
+            format!("{} tools are exported under other names: {}", group.len(), names.join(", "))
+        }
+        _ => {
+            let mut kinds: Vec<(&str, usize)> = Vec::new();
+            for d in group {
+                match kinds.iter_mut().find(|(m, _)| *m == d.message) {
+                    Some((_, n)) => *n += 1,
+                    None => kinds.push((&d.message, 1)),
+                }
+            }
+            let kinds: Vec<String> =
+                kinds.iter().map(|(m, n)| if *n == 1 { (*m).to_owned() } else { format!("{m} ({n} tools)") }).collect();
+            format!(
+                "{} fields of {} tools cannot be carried over and are left out: {}",
+                group.len(),
+                tools.len().max(1),
+                kinds.join("; ")
+            )
+        }
+    };
+    let help = "--verbose lists each tool; --format json gives each as a diagnostic";
+    Some(Diagnostic::warning(code, &first.file, message).with_help(help))
+}
+
 fn export_all(args: &Args, to: To, dirs: Vec<PathBuf>, global: Global) -> anyhow::Result<Outcome> {
     let Some(out_dir) = &args.output else {
         anyhow::bail!(
@@ -175,7 +239,7 @@ fn export_all(args: &Args, to: To, dirs: Vec<PathBuf>, global: Global) -> anyhow
                 diagnostics: json::diagnostics(&result.report.diagnostics),
             })),
             _ => {
-                check::render_report(&result.report, args.format, global, "export")?;
+                check::render_report(&shown(&result.report, args.format, args.verbose), args.format, global, "export")?;
                 let wrote = format!("{}: wrote {}", opts.input.display(), file.display());
                 match (result.document.is_some(), args.format) {
                     (true, Format::Github) => output::notice(Some(&file.display().to_string()), "exported", &wrote)?,

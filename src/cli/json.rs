@@ -255,6 +255,8 @@ pub struct DiffReport<'a> {
     pub new: Clean<Release<'a>>,
     pub fail_on: &'a [&'a str],
     pub matched: usize,
+    /// OLD and NEW are different agents (their `[agent] name`s differ).
+    pub different_agents: bool,
     pub summary: DiffSummary,
     pub grants: Vec<Clean<&'a Change>>,
     pub tools: Vec<DiffTool<'a>>,

@@ -11,7 +11,7 @@ use codespan_reporting::files::{self, Files, SimpleFile};
 use codespan_reporting::term::{self, termcolor::ColorChoice, termcolor::StandardStream};
 
 use agent_bundle::diagnostic::{
-    Diagnostic, EXCERPT_WIDTH, Excerpt, Report, Severity, Source, sanitize, sanitize_source,
+    Code, Diagnostic, EXCERPT_WIDTH, Excerpt, Report, Severity, Source, sanitize, sanitize_source,
 };
 
 use super::{ColorWhen, Global};
@@ -122,8 +122,10 @@ pub fn human(report: &Report, global: Global) -> io::Result<()> {
         if global.quiet && d.severity == Severity::Warning {
             continue;
         }
+        let grouped = repeats.iter().any(|r| r.message != d.message);
         let message = match repeats.len() {
             0 => sanitize(&d.message),
+            n if grouped => group_message(d, n + 1),
             n => format!("{} ({} times)", sanitize(&d.message), n + 1),
         };
         let mut diagnostic = match d.severity {
@@ -133,7 +135,10 @@ pub fn human(report: &Report, global: Global) -> io::Result<()> {
         .with_code(d.code.as_str())
         .with_message(message);
         let mut notes = Vec::new();
-        if !repeats.is_empty() {
+        if grouped {
+            notes.push(format!("in {}:", sanitize(&d.file)));
+            notes.extend(std::iter::once(d).chain(repeats.iter().copied()).map(|r| sanitize(&r.message)));
+        } else if !repeats.is_empty() {
             let paths: Vec<String> = std::iter::once(d)
                 .chain(repeats.iter().copied())
                 .filter_map(|r| r.path.as_deref().map(sanitize))
@@ -172,14 +177,20 @@ pub fn human(report: &Report, global: Global) -> io::Result<()> {
 
 /// Warnings that say the same thing (code, file, message, help) about several places are shown
 /// once, with a count and the places: each one first seen, with the later ones it stands for.
-/// Errors, and warnings that point into the source text, are each shown as they are.
+/// Errors of a kind that comes in numbers after one edit (`stale_digest`: every changed file)
+/// are shown as one, each message a line under one help. Other errors, and warnings that point
+/// into the source text, are each shown as they are.
 fn collapse_repeats(diagnostics: &[Diagnostic]) -> Vec<(&Diagnostic, Vec<&Diagnostic>)> {
     let mut shown: Vec<(&Diagnostic, Vec<&Diagnostic>)> = Vec::new();
     for d in diagnostics {
+        let grouped = d.code == Code::StaleDigest;
         let same = |first: &Diagnostic| {
-            first.code == d.code && first.file == d.file && first.message == d.message && first.help == d.help
+            first.code == d.code
+                && first.file == d.file
+                && (grouped || first.message == d.message)
+                && first.help == d.help
         };
-        let collapsible = d.severity == Severity::Warning && d.span.is_none();
+        let collapsible = (d.severity == Severity::Warning || grouped) && d.span.is_none();
         match shown
             .iter_mut()
             .find(|(first, _)| collapsible && first.span.is_none() && first.severity == d.severity && same(first))
@@ -189,6 +200,14 @@ fn collapse_repeats(diagnostics: &[Diagnostic]) -> Vec<(&Diagnostic, Vec<&Diagno
         }
     }
     shown
+}
+
+/// The headline of a group of errors of one kind (see [`collapse_repeats`]).
+fn group_message(d: &Diagnostic, n: usize) -> String {
+    match d.code {
+        Code::StaleDigest => format!("{n} digests in {} do not match the agent folder", sanitize(&d.file)),
+        _ => format!("{n} problems of one kind"),
+    }
 }
 
 /// One diagnostic as a GitHub Actions workflow command.

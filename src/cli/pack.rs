@@ -76,8 +76,16 @@ fn mtime() -> anyhow::Result<u64> {
 
 /// The expiry `--expires` or `--expires-in` asks for.
 fn expires(args: &Args, global: Global) -> anyhow::Result<Option<Timestamp>> {
+    let now = global.now();
     if let Some(text) = &args.expires {
-        return Timestamp::parse(text).map(Some).map_err(|e| anyhow::anyhow!("--expires: {e}"));
+        let at = Timestamp::parse(text).map_err(|e| anyhow::anyhow!("--expires: {e}"))?;
+        if now >= at {
+            // The flag is to blame, not the agent's manifest.toml.
+            anyhow::bail!(
+                "--expires {text} is past (now {now}): every verifier would reject the bundle; give a later date, or --expires-in SPAN"
+            );
+        }
+        return Ok(Some(at));
     }
     let Some(span) = &args.expires_in else { return Ok(None) };
     let seconds = parse_span(span).map_err(|e| anyhow::anyhow!("--expires-in: {e}"))?;

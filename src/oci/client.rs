@@ -718,7 +718,7 @@ fn retry<T>(
                 let pause = retry_after.unwrap_or(backoff);
                 if std::time::Instant::now() + pause >= deadline {
                     let asked = match retry_after {
-                        Some(p) => format!("the registry asked to wait {} s (Retry-After)", p.as_secs()),
+                        Some(p) => format!("waiting {} s as the registry asks (Retry-After)", p.as_secs()),
                         None => "the next try".to_owned(),
                     };
                     return Err(OciError::Timeout(format!(

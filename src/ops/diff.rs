@@ -71,6 +71,15 @@ impl FailOn {
 }
 
 impl AgentDiff {
+    /// The two names when OLD and NEW are different agents (a diff of releases of one agent
+    /// is what the gate means; across agents every tool is added or removed).
+    pub fn different_agents(&self) -> Option<(&str, &str)> {
+        match (&self.old.name, &self.new.name) {
+            (Some(o), Some(n)) if o != n => Some((o, n)),
+            _ => None,
+        }
+    }
+
     /// Every change: policy.caps first, then tool by tool.
     pub fn changes(&self) -> impl Iterator<Item = &Change> {
         self.grants.iter().chain(self.tools.iter().flat_map(|t| t.changes.iter()))

@@ -30,6 +30,32 @@ pub enum NewTransport {
     Http { method: String, url: String, headers: Vec<(String, String)> },
 }
 
+impl NewTransport {
+    /// What the transport itself needs: an http tool's `net:<host>`. Both forms of `tool add`
+    /// start from these (the wizard offers them, the flags take them when no --capability is
+    /// given), so that the same tool gets the same capabilities, and risk class, either way.
+    pub fn implied_capabilities(&self) -> Vec<String> {
+        match self {
+            NewTransport::Http { url, .. } => {
+                crate::formats::url_host(url).map(|h| vec![format!("net:{h}")]).unwrap_or_default()
+            }
+            NewTransport::Exec { .. } => Vec::new(),
+        }
+    }
+
+    /// The secrets its headers name (`${secret:<id>}`), in order.
+    pub fn implied_secrets(&self) -> Vec<String> {
+        match self {
+            NewTransport::Http { headers, .. } => headers
+                .iter()
+                .flat_map(|(_, v)| tools::credentials::placeholders(v).unwrap_or_default())
+                .map(|p| p.secret)
+                .collect(),
+            NewTransport::Exec { .. } => Vec::new(),
+        }
+    }
+}
+
 /// The tool to add, as the user described it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct NewTool {

@@ -14,6 +14,8 @@ pub struct ToolSummary {
     pub transport: String,
     /// The command, or the method and URL.
     pub target: String,
+    /// An exec tool's arguments (tools imported from one MCP server differ only here).
+    pub args: Vec<String>,
     pub capabilities: Vec<String>,
     pub secrets: Vec<String>,
     pub requires_confirmation: bool,
@@ -38,6 +40,7 @@ fn summary(index: usize, tool: &Value) -> ToolSummary {
         description: text(&tool["description"]),
         transport: text(&transport["kind"]),
         target,
+        args: list(&transport["args"]).unwrap_or_default(),
         capabilities: list(&tool["capabilities"]).unwrap_or_default(),
         secrets: list(&tool["secrets"]).unwrap_or_default(),
         requires_confirmation: tool["requires_confirmation"] == true,
@@ -57,6 +60,7 @@ mod tests {
         let s = summaries(&doc);
         assert_eq!((s[0].id.as_str(), s[0].target.as_str()), ("a.b", "GET https://x"));
         assert_eq!(s[0].capabilities, ["net:x"]);
+        assert!(s[0].args.is_empty());
         assert_eq!((s[1].id.as_str(), s[1].description.as_str()), ("tools[1]", ""));
         assert!(summaries(&serde_json::json!([])).is_empty());
     }

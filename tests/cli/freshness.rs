@@ -313,7 +313,7 @@ fn pack_expires_in_signs_an_expiry_into_the_bundle_only() {
     past.expect_code(0); // the author's 2026-06-01 is still ahead
     std::fs::remove_file(env.path().join("d.agent.bundle")).unwrap();
     for (args, code) in [
-        (vec!["--expires", "2020-01-01T00:00:00Z"], 1),
+        (vec!["--expires", "2020-01-01T00:00:00Z"], 2),
         (vec!["--expires", "next year"], 2),
         (vec!["--expires-in", "0d"], 2),
         (vec!["--expires-in", "90 days"], 2),

@@ -199,3 +199,111 @@ fn interactive_tool_add_on_a_missing_agent_fails_before_asking() {
         "{shown}"
     );
 }
+
+/// Issue 24 item 5: `export` prints one summary of what the target format cannot carry and one
+/// of the renamed tools; `--verbose` lists each, and JSON always gives each.
+#[test]
+fn export_summarises_what_the_format_cannot_carry() {
+    let env = Env::new();
+    env.copy("agents/mailer", "mailer");
+    let temp = env.path();
+    bundle_snapshot!(
+        "newcomer_export_summary",
+        in_env(&env, &["export", "--to", "openai", "mailer", "-o", "openai.json"]),
+        [temp]
+    );
+    let verbose = env.run(&["export", "--to", "openai", "mailer", "-o", "v.json", "--verbose"]);
+    assert_eq!(verbose.expect_code(0).stderr.matches("warning[").count(), 8, "{}", verbose.stderr);
+    let json = env.run(&["export", "--to", "openai", "mailer", "-o", "j.json", "--format", "json"]);
+    assert_eq!(json.expect_code(0).json()["diagnostics"].as_array().unwrap().len(), 16);
+}
+
+/// Issue 24 item 5: `stale_digest` errors after hand edits are one error listing each file,
+/// under one help.
+#[test]
+fn stale_digests_are_grouped_under_one_help() {
+    let env = Env::new();
+    let agent = env.copy("agents/mailer", "mailer");
+    for file in ["prompts/system.md", "tools.json", "policy.caps"] {
+        let path = agent.join(file);
+        let mut text = std::fs::read_to_string(&path).unwrap();
+        text.push('\n');
+        std::fs::write(path, text).unwrap();
+    }
+    let temp = env.path();
+    bundle_snapshot!("newcomer_stale_digests_grouped", in_env(&env, &["check", "mailer"]), [temp]);
+    let json = env.run(&["check", "mailer", "--format", "json"]);
+    let stale = json.expect_code(1).json()["diagnostics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|d| d["code"] == "stale_digest")
+        .count();
+    assert_eq!(stale, 3, "JSON keeps each");
+}
+
+/// Issue 24 item 9: a past `--expires` is the flag's fault (exit 2, named), not manifest.toml's.
+#[test]
+fn a_past_expires_flag_is_blamed_on_the_flag() {
+    let env = Env::new();
+    env.copy("agents/minimal", "minimal");
+    let temp = env.path();
+    let key = testdata("keys/test.key").display().to_string();
+    bundle_snapshot!(
+        "newcomer_past_expires_flag",
+        in_env(
+            &env,
+            &["pack", "minimal", "--key", &key, "--expires", "2020-01-01T00:00:00Z", "--now", "2026-02-01T00:00:00Z"]
+        ),
+        [temp]
+    );
+    assert!(!temp.join("minimal-1.0.0.agent.bundle").exists());
+}
+
+/// Issue 24 item 9: `tool list` shows an exec tool's arguments (tools imported from one MCP
+/// server differ only there).
+#[test]
+fn tool_list_shows_exec_arguments() {
+    let env = Env::new();
+    env.run(&["init", "agents/clock"]).expect_code(0);
+    for tool in ["clock.now", "clock.convert"] {
+        let args = [
+            "tool",
+            "add",
+            "agents/clock",
+            "--id",
+            tool,
+            "--description",
+            "Time.",
+            "--exec",
+            "/opt/bin/mcp-call",
+            "--arg",
+            "--tool",
+            "--arg",
+            tool,
+            "--arg",
+            "two words",
+        ];
+        env.run(&args).expect_code(0);
+    }
+    let temp = env.path();
+    bundle_snapshot!("newcomer_tool_list_exec_arguments", in_env(&env, &["tool", "list", "agents/clock"]), [temp]);
+    let json = env.run(&["tool", "list", "agents/clock", "--format", "json"]).json();
+    assert_eq!(json["tools"][0]["args"], serde_json::json!(["--tool", "clock.now", "two words"]));
+}
+
+/// Issue 24 item 9: `diff` of two different agents says so, in every format.
+#[test]
+fn diff_of_two_different_agents_says_so() {
+    let env = Env::new();
+    env.copy("agents/mailer", "mailer");
+    env.copy("agents/minimal", "minimal");
+    let temp = env.path();
+    bundle_snapshot!("newcomer_diff_of_two_agents", in_env(&env, &["diff", "minimal", "mailer"]), [temp]);
+    let json = env.run(&["diff", "minimal", "mailer", "--format", "json"]).json();
+    assert_eq!(json["different_agents"], true);
+    let same = env.run(&["diff", "mailer", "mailer", "--format", "json"]).json();
+    assert_eq!(same["different_agents"], false);
+    let github = env.run(&["diff", "minimal", "mailer", "--format", "github"]);
+    assert!(github.stdout.starts_with("::warning title=different agents::"), "{}", github.stdout);
+}

@@ -56,7 +56,8 @@ pub struct AddArgs {
     /// An HTTP header as NAME=VALUE (repeatable); write secrets as ${secret:<id>}.
     #[arg(long = "header", value_name = "NAME=VALUE", requires = "http")]
     headers: Vec<String>,
-    /// A capability the tool needs, e.g. net:api.mail.example (repeatable).
+    /// A capability the tool needs, e.g. net:api.mail.example (repeatable; without any, an
+    /// --http tool needs net:<its host>, as the interactive form suggests).
     #[arg(long = "capability", value_name = "CAP")]
     capabilities: Vec<String>,
     /// A secret the tool needs, e.g. mail/api_key (repeatable; header placeholders add theirs).
@@ -223,12 +224,12 @@ fn from_flags(a: &AddArgs) -> anyhow::Result<NewTool> {
     Ok(NewTool {
         id: a.id.clone().unwrap_or_default(),
         description: a.description.clone().unwrap_or_default(),
-        transport,
         input_schema: parse_schema("--input-schema", a.input_schema.as_deref())?,
         result_schema: parse_schema("--result-schema", a.result_schema.as_deref())?,
-        capabilities: a.capabilities.clone(),
+        capabilities: if a.capabilities.is_empty() { transport.implied_capabilities() } else { a.capabilities.clone() },
         secrets: a.secrets.clone(),
         requires_confirmation: a.requires_confirmation,
+        transport,
     })
 }
 
@@ -361,12 +362,7 @@ fn ask<R: BufRead, W: Write>(
         }
     };
     let capabilities = if a.capabilities.is_empty() {
-        let suggested: Vec<String> = match &transport {
-            NewTransport::Http { url, .. } => {
-                crate::formats::url_host(url).map(|h| vec![format!("net:{h}")]).unwrap_or_default()
-            }
-            NewTransport::Exec { .. } => Vec::new(),
-        };
+        let suggested = transport.implied_capabilities();
         p.list("Capabilities it needs (comma-separated, - for none)", &suggested)?
             .into_iter()
             .filter(|c| c != "-")
@@ -375,14 +371,7 @@ fn ask<R: BufRead, W: Write>(
         a.capabilities.clone()
     };
     let secrets = if a.secrets.is_empty() {
-        let from_headers: Vec<String> = match &transport {
-            NewTransport::Http { headers, .. } => headers
-                .iter()
-                .flat_map(|(_, v)| agent_bundle::tools::credentials::placeholders(v).unwrap_or_default())
-                .map(|p| p.secret)
-                .collect(),
-            NewTransport::Exec { .. } => Vec::new(),
-        };
+        let from_headers = transport.implied_secrets();
         p.list("Secrets it needs (comma-separated)", &from_headers)?
     } else {
         a.secrets.clone()
@@ -458,6 +447,20 @@ mod tests {
             shown.contains("Capabilities it needs (comma-separated, - for none) [net:api.mail.example]: "),
             "{shown}"
         );
+    }
+
+    /// Issue 24 item 9: the same http tool, added with flags or through the wizard (accepting
+    /// its suggestions), gets the same capabilities, and so the same risk class.
+    #[test]
+    fn the_wizard_and_the_flags_give_one_tool_the_same_capabilities() {
+        let flags =
+            ["--id", "mail.send", "--description", "Send.", "--http", "POST", "https://api.mail.example/v1/send"];
+        let by_flags = from_flags(&args(&flags)).unwrap();
+        let (result, _) = wizard(&flags, "\n\nn\nn\n", &["net:api.mail.example"]);
+        let (asked, _) = result.unwrap();
+        assert_eq!(by_flags.capabilities, ["net:api.mail.example"]);
+        assert_eq!(asked.capabilities, by_flags.capabilities);
+        assert_eq!(asked.secrets, by_flags.secrets);
     }
 
     #[test]

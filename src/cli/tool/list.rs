@@ -9,7 +9,15 @@ use agent_bundle::ops::tool_list;
 use crate::cli::json::{Clean, ToolListReport};
 use crate::cli::{Format, Global, Outcome, check, output};
 
-/// List the tools in AGENT_DIR/tools.json: id, transport, capabilities, secrets.
+/// An exec argument as a shell would need it written (so that `--tool {tool}` and an empty
+/// argument read as what they are).
+fn quoted(arg: &str) -> String {
+    let plain = !arg.is_empty() && arg.bytes().all(|b| b.is_ascii_alphanumeric() || b"-_./:=@%+,{}".contains(&b));
+    if plain { arg.to_owned() } else { format!("'{}'", arg.replace('\'', "'\\''")) }
+}
+
+/// List the tools in AGENT_DIR/tools.json: id, transport (with an exec tool's arguments),
+/// capabilities, secrets.
 ///
 /// A file with problems is listed as far as it is JSON (`bundle check` says what is wrong).
 /// Exit status: 0 listed, 1 tools.json is not JSON, 2 usage or I/O error.
@@ -48,7 +56,12 @@ pub fn run(args: Args, global: Global) -> anyhow::Result<Outcome> {
                 .map(|t| {
                     [
                         sanitize(&t.id),
-                        sanitize(&format!("{} {}", t.transport, t.target)),
+                        sanitize(
+                            &std::iter::once(format!("{} {}", t.transport, t.target))
+                                .chain(t.args.iter().map(|a| quoted(a)))
+                                .collect::<Vec<_>>()
+                                .join(" "),
+                        ),
                         sanitize(&t.capabilities.join(",")),
                         sanitize(&t.secrets.join(",")),
                         if t.requires_confirmation { "yes".into() } else { "no".into() },
