@@ -115,7 +115,9 @@ fn retry_after_is_honoured_on_push_and_pull() {
     let env = Env::new();
     let bundle = packed(&env);
     let times = Arc::new(Mutex::new(Vec::<(String, Instant)>::new()));
-    let t = Arc::clone(&times);
+    let pulling = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let (t, p) = (Arc::clone(&times), Arc::clone(&pulling));
+    let served = std::sync::atomic::AtomicBool::new(false);
     let busy = Proxy::start(reg.port, move |r, _| {
         let mut t = t.lock().unwrap();
         if is_upload(r) || r.path.contains("/manifests/") {
@@ -125,9 +127,11 @@ fn retry_after_is_honoured_on_push_and_pull() {
         if first_upload {
             return Action::Answer(429, vec![("Retry-After".into(), "2".into())], b"{}".to_vec());
         }
+        // The pull's first manifest GET, once.
         let first_get = r.method == "GET"
             && r.path.contains("/manifests/")
-            && !t.iter().rev().skip(1).any(|(l, _)| l.starts_with("GET ") && l.contains("/manifests/"));
+            && p.load(std::sync::atomic::Ordering::SeqCst)
+            && !served.swap(true, std::sync::atomic::Ordering::SeqCst);
         if first_get {
             let at = httpdate::fmt_http_date(std::time::SystemTime::now() + Duration::from_secs(2));
             return Action::Answer(503, vec![("Retry-After".into(), at)], b"{}".to_vec());
@@ -136,6 +140,8 @@ fn retry_after_is_honoured_on_push_and_pull() {
     });
     let r = format!("oci://{}/team/busy:1", busy.host());
     push(&env, &bundle, &r, &["--chunk-size", "1024"]).expect_code(0);
+    times.lock().unwrap().push(("PULL".to_owned(), Instant::now()));
+    pulling.store(true, std::sync::atomic::Ordering::SeqCst);
     let k = key("test.pub");
     run(&env, &["pull", &r, "--plain-http", "--key", &k, "-o", "p.agent.bundle"]).expect_code(0);
     let times = times.lock().unwrap();
@@ -144,7 +150,8 @@ fn retry_after_is_honoured_on_push_and_pull() {
         times[i + 1].1 - times[i].1
     };
     assert!(pause_after("/blobs/uploads/") >= Duration::from_millis(1900), "push waited {:?}", pause_after("/blobs/"));
-    let get = times.iter().position(|(l, _)| l.starts_with("GET ")).unwrap();
+    let pulled = times.iter().position(|(l, _)| l == "PULL").unwrap();
+    let get = pulled + 1 + times[pulled + 1..].iter().position(|(l, _)| l.starts_with("GET ")).unwrap();
     let waited = times[get + 1].1 - times[get].1;
     assert!(waited >= Duration::from_millis(900), "pull waited {waited:?}");
     pulled_back(&env, &format!("oci://{}/team/busy:1", reg.host()), &bundle);
