@@ -24,7 +24,7 @@ use super::{Format, Global, Outcome, output, verify};
 /// Exit status: 0 co-signed, 1 the gate refused the bundle (nothing signed), 2 usage or I/O.
 #[derive(Debug, clap::Args)]
 #[command(
-    after_help = "Examples:\n  bundle cosign payments-2.0.0.agent.bundle --key ssh-agent: \\\n      --trust-policy trust-policy.toml\n  bundle cosign x.agent.bundle --key reviewer.key \\\n      --trusted-keys trusted-keys.txt --baseline approved.toml"
+    after_help = "Examples:\n  bundle cosign payments-2.0.0.agent.bundle --key ssh-agent: \\\n      --trust-policy trust-policy.toml\n  bundle cosign x.agent.bundle --key reviewer.key \\\n      --trusted-keys trusted-keys.txt --baseline approved.toml\n  bundle cosign oci://registry.example/agents/payments:2.0.0 \\\n      --key reviewer.key --trust-policy trust-policy.toml"
 )]
 pub struct Args {
     /// The bundle file, or a registry artifact (oci://HOST[:PORT]/REPO(:TAG|@sha256:HEX)).

@@ -681,3 +681,96 @@ fn a_two_of_two_release_in_a_registry_is_refused_before_its_layer_moves_and_acce
         }
     }
 }
+
+/// The gate counts the minisign co-signatures; the approval envelope beside the bundle is the
+/// same approval for DSSE tools and counts toward no threshold (format reference §12.2).
+#[test]
+fn the_approval_envelope_alone_meets_no_threshold() {
+    let team = Team::new();
+    team.standard("policy.toml", "", TWO_KEYS);
+    team.cosign("carol", "policy.toml").expect_code(0);
+    team.verify(&["--trust-policy", "policy.toml"]).expect_code(0);
+    let dir = team.env.path();
+    std::fs::remove_file(dir.join("mailer.agent.bundle.cosig")).unwrap();
+    let envelope = std::fs::read_to_string(dir.join("mailer.agent.bundle.approval.dsse.json")).unwrap();
+    assert_eq!(
+        serde_json::from_str::<serde_json::Value>(&envelope).unwrap()["signatures"].as_array().unwrap().len(),
+        1
+    );
+    let doc = refused(&team.verify(&["--trust-policy", "policy.toml"]), "threshold_not_met");
+    assert_eq!(statuses(&doc), ["counted"]);
+}
+
+/// Known gap of 2026-11-25: under --trust-policy, attestations were judged against
+/// --key/--trusted-keys only, so every attestation was untrusted. Now the policy's signers
+/// that are valid now, each for its agents, sign them.
+#[test]
+fn attestations_under_a_trust_policy_are_judged_against_its_signers() {
+    let team = Team::new();
+    let signers = [
+        team.signer("alice", "roles = [\"release\"]"),
+        team.signer("bob", "roles = [\"security\"]"),
+        team.signer("carol", "roles = [\"release\"]"),
+        team.signer("erin", "agents = [\"kb-*\"]"),
+        team.signer("frank", "revoked = true"),
+    ];
+    team.policy("policy.toml", 1, &["alice", "bob", "carol"], &signers, TWO_KEYS, &["alice", "bob"]);
+    team.env.run(&["pack", "mailer", "--attest", "--key", "alice.key", "-o", "mailer.agent.bundle"]).expect_code(0);
+    team.cosign("carol", "policy.toml").expect_code(0);
+    let ok = team.verify(&["--trust-policy", "policy.toml", "--require-provenance"]);
+    let doc = ok.expect_code(0).json();
+    let verdicts: Vec<&str> =
+        doc["attestations"].as_array().unwrap().iter().map(|a| a["verdict"].as_str().unwrap()).collect();
+    assert_eq!(verdicts, ["ok", "ok"], "{doc:#}");
+
+    // Signed by a key the policy does not know, by one it trusts only for other agents, by a
+    // revoked one: each refused.
+    for key in ["dave", "erin", "frank"] {
+        team.env.run(&["attest", "mailer.agent.bundle", "--key", &format!("{key}.key")]).expect_code(0);
+        let doc = refused(&team.verify(&["--trust-policy", "policy.toml"]), "attestation_untrusted");
+        assert!(doc["message"].as_str().unwrap().contains("provenance"), "{key}: {doc:#}");
+    }
+}
+
+/// Known gap of 2026-11-25: `bundle attest` with a second key replaced the envelope's
+/// signatures. Over the same statement it now adds its own.
+#[test]
+fn a_second_key_attesting_the_same_statement_adds_its_signature_to_the_envelope() {
+    let team = Team::new();
+    let dir = team.env.path();
+    let attest = |key: &str| -> Run {
+        let mut c = crate::support::bin();
+        c.current_dir(dir).env("SOURCE_DATE_EPOCH", "1767225600").env_remove("GITHUB_ACTIONS");
+        c.args(["attest", "mailer.agent.bundle", "--key", &format!("{key}.key"), "--format", "json"]);
+        Run::from(c.output().unwrap())
+    };
+    assert_eq!(attest("alice").expect_code(0).json()["signatures"], serde_json::json!([1, 1]));
+    assert_eq!(attest("bob").expect_code(0).json()["signatures"], serde_json::json!([2, 2]));
+    // The same key again replaces its own signature.
+    assert_eq!(attest("bob").expect_code(0).json()["signatures"], serde_json::json!([2, 2]));
+    let ok = team.env.run(&["verify", "mailer.agent.bundle", "--key", "alice.pub", "--format", "json"]);
+    let doc = ok.expect_code(0).json();
+    for a in doc["attestations"].as_array().unwrap() {
+        assert_eq!((a["verdict"].as_str(), a["signers"].as_array().map(Vec::len)), (Some("ok"), Some(1)), "{a:#}");
+    }
+    if securesystemslib() {
+        let sigstore: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(dir.join("mailer.agent.bundle.contract.sigstore.json")).unwrap())
+                .unwrap();
+        std::fs::write(dir.join("contract-envelope.json"), sigstore["dsseEnvelope"].to_string()).unwrap();
+        for (threshold, accepted) in [(2, true), (3, false)] {
+            let out = Command::new("python3")
+                .current_dir(dir)
+                .args(["-c", SSLIB_VERIFY, "contract-envelope.json", &threshold.to_string()])
+                .args(["alice.pub", "bob.pub", "carol.pub"])
+                .output()
+                .unwrap();
+            assert_eq!(
+                out.status.success(),
+                accepted,
+                "threshold {threshold}: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+    }
+}
