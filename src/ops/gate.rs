@@ -6,7 +6,8 @@
 //! then, in one streaming pass over the bundle, the signature, versions, expiry, rollback and
 //! every entry ([`crate::bundle::verify`]); then the release gate against the approved baseline
 //! (failing closed when the tool contracts cannot be computed); then the sink is committed and
-//! the acceptance recorded in the state file ([`Gate::run`]).
+//! the acceptance recorded in the state file ([`Gate::run`]). A registry artifact's referrers
+//! (attestations, co-signatures) are judged before its layer is fetched ([`Gate::before_layer`]).
 
 use std::io::BufRead;
 use std::path::{Path, PathBuf};
@@ -221,6 +222,10 @@ impl Gate {
         let (mut attestations, mut cosignatures) = (Vec::new(), Vec::new());
         for found in before.referrers {
             if found.artifact_type == signatures::COSIGNATURE_ARTIFACT_TYPE {
+                // Without a trust policy co-signatures are not read, as beside a file.
+                if self.opts.policy.is_none() {
+                    continue;
+                }
                 let text = String::from_utf8_lossy(&found.bytes);
                 let parsed = signatures::parse(&text).map_err(|why| {
                     Rejection::new(Reason::BadSignature, Some(&found.source), format!("{}: {why}", found.source))

@@ -99,3 +99,62 @@ pub fn shortfall(
         ),
     ))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::minisign::SecretKey;
+    use crate::trust::trusted_comment;
+
+    fn policy(alice: &SecretKey, bob: &SecretKey, bob_extra: &str) -> TrustPolicy {
+        let text = format!(
+            "format = 1\nid = \"t\"\nversion = 1\nexpires = 2099-01-01T00:00:00Z\n[root]\nthreshold = 1\nsigners = [\"alice\"]\n\
+             [[signer]]\nname = \"alice\"\npublic_key = \"{}\"\nroles = [\"release\"]\n\
+             [[signer]]\nname = \"bob\"\npublic_key = \"{}\"\nroles = [\"security\"]\n{bob_extra}\n\
+             [[signer]]\nname = \"carol\"\npublic_key = \"{}\"\nroles = [\"security\"]\n\
+             [[rule]]\nagents = [\"pay*\"]\nthreshold = 2\nroles = {{ security = 1 }}\n",
+            alice.public_key().to_base64(),
+            bob.public_key().to_base64(),
+            SecretKey::generate().public_key().to_base64(),
+        );
+        TrustPolicy::parse(&text).unwrap_or_else(|e| panic!("{e}\n{text}"))
+    }
+
+    fn now() -> Timestamp {
+        Timestamp::parse("2030-01-01T00:00:00Z").unwrap()
+    }
+
+    #[test]
+    fn the_bound_counts_named_valid_cosigners_and_the_claimed_pack_signer() {
+        let (alice, bob) = (SecretKey::generate(), SecretKey::generate());
+        let alice_id = alice.key_id_hex();
+        let claimed = Claimed { agent: "payments", version: Some("1.0.0"), pack_key_id: Some(&alice_id) };
+        let by_bob = |comment: &str| vec![bob.sign(b"m", comment, "u").unwrap()];
+        let ok = by_bob(&trusted_comment("payments", "1.0.0"));
+
+        let p = policy(&alice, &bob, "");
+        // alice alone: short of keys and of the security role.
+        let (refusal, why) = shortfall(&p, claimed, &[], now()).unwrap();
+        assert_eq!(refusal, Refusal::ThresholdNotMet);
+        assert!(why.contains("at most 1 of 2 distinct keys, at most 0 of 1 of role security"), "{why}");
+        // bob's co-signature could complete it: the layer is worth reading.
+        assert!(shortfall(&p, claimed, &ok, now()).is_none());
+        // Not for this version, for another agent: it cannot count.
+        assert!(shortfall(&p, claimed, &by_bob(&trusted_comment("payments", "0.9.0")), now()).is_some());
+        assert!(shortfall(&p, claimed, &by_bob(&trusted_comment("mailer", "1.0.0")), now()).is_some());
+        // Without a claimed version, any version of this agent may be the one in the layer.
+        let unversioned = Claimed { version: None, ..claimed };
+        assert!(shortfall(&p, unversioned, &by_bob(&trusted_comment("payments", "0.9.0")), now()).is_none());
+        // Without a claimed pack signer, it may be any one key of any role.
+        let anyone = Claimed { pack_key_id: None, ..claimed };
+        assert!(shortfall(&p, anyone, &[], now()).is_some(), "one key is still short of two");
+        assert!(shortfall(&p, anyone, &by_bob(&trusted_comment("payments", "1.0.0")), now()).is_none());
+        // bob revoked, out of his window, or not for payments agents: refused unread.
+        for extra in ["revoked = true", "not_after = 2029-01-01T00:00:00Z", "agents = [\"kb-*\"]"] {
+            assert!(shortfall(&policy(&alice, &bob, extra), claimed, &ok, now()).is_some(), "{extra}");
+        }
+        // No rule for the agent.
+        let other = Claimed { agent: "mailer", ..claimed };
+        assert_eq!(shortfall(&p, other, &ok, now()).unwrap().0, Refusal::NoRule);
+    }
+}
