@@ -238,16 +238,20 @@ fn judge_signers(p: &PolicyTrust<'_>, auth: Authenticated, m: &Manifest) -> Resu
     let comment = trust::trusted_comment(&m.name, &m.version.to_string());
     let verdict = trust_policy::judge::judge(p.policy, auth, &m.name, &comment, p.now);
     let Some((refusal, message)) = verdict.refusal().filter(|_| p.enforce) else { return Ok(verdict) };
-    let reason = match refusal {
+    let mut r = Rejection::new(reason_of(refusal), None, message);
+    r.signers = Some(Box::new(verdict));
+    Err(r)
+}
+
+/// The reason code of a trust policy's refusal.
+pub fn reason_of(refusal: Refusal) -> Reason {
+    match refusal {
         Refusal::ThresholdNotMet => Reason::ThresholdNotMet,
         Refusal::RevokedKey => Reason::RevokedKey,
         Refusal::OutsideWindow => Reason::KeyOutsideWindow,
         Refusal::NotForAgent => Reason::UntrustedKey,
         Refusal::NoRule => Reason::NoPolicyRule,
-    };
-    let mut r = Rejection::new(reason, None, message);
-    r.signers = Some(Box::new(verdict));
-    Err(r)
+    }
 }
 
 /// Entry 1: the manifest, under a small cap.

@@ -53,12 +53,23 @@ pub fn run(args: Args, global: Global) -> anyhow::Result<Outcome> {
                     "key_id": a.key_id,
                     "sha256": a.sha256,
                     "attestations": a.files.iter().map(|f| f.display().to_string()).collect::<Vec<_>>(),
+                    "signatures": a.signatures,
                 }))?,
                 _ => {
-                    for f in &a.files {
+                    for (f, n) in a.files.iter().zip(&a.signatures) {
+                        let others = match n {
+                            0 | 1 => String::new(),
+                            n => format!("; it holds {n} signatures"),
+                        };
                         output::status(
                             global,
-                            &format!("attested {} {} -> {} (signed by {})", a.name, a.version, f.display(), a.key_id),
+                            &format!(
+                                "attested {} {} -> {} (signed by {}{others})",
+                                a.name,
+                                a.version,
+                                f.display(),
+                                a.key_id
+                            ),
                         );
                     }
                 }

@@ -3,7 +3,8 @@
 use std::path::PathBuf;
 
 use agent_bundle::diagnostic::sanitize;
-use agent_bundle::ops::cosign::{self, Approval};
+use agent_bundle::ops::cosign::{self, Approval, Stored};
+use agent_bundle::ops::input::BundleSource;
 
 use super::args::TrustArgs;
 use super::keys::{SecretKeyArgs, load_policy, load_trust, open_signer};
@@ -11,7 +12,9 @@ use super::{Format, Global, Outcome, output, verify};
 
 /// Approve a bundle: judge it with the gate, show what is approved (agent, version, each
 /// tool's risk classes and contract fingerprint, drift against --baseline, the signatures and
-/// rules so far), then add a co-signature to BUNDLE.cosig. The bundle's bytes never change.
+/// rules so far), then add a co-signature to BUNDLE.cosig, or for oci://REF a co-signature
+/// referrer in the registry. The bundle's bytes never change, and a registry's bundle is not
+/// pushed again.
 ///
 /// A co-signature is a minisign signature over the bundle's manifest.toml with the pack
 /// signature's trusted comment; `minisign -V` checks it against the extracted manifest. Under
@@ -21,10 +24,10 @@ use super::{Format, Global, Outcome, output, verify};
 /// Exit status: 0 co-signed, 1 the gate refused the bundle (nothing signed), 2 usage or I/O.
 #[derive(Debug, clap::Args)]
 #[command(
-    after_help = "Examples:\n  bundle cosign payments-2.0.0.agent.bundle --key ssh-agent: \\\n      --trust-policy trust-policy.toml\n  bundle cosign x.agent.bundle --key reviewer.key \\\n      --trusted-keys trusted-keys.txt --baseline approved.toml"
+    after_help = "Examples:\n  bundle cosign payments-2.0.0.agent.bundle --key ssh-agent: \\\n      --trust-policy trust-policy.toml\n  bundle cosign x.agent.bundle --key reviewer.key \\\n      --trusted-keys trusted-keys.txt --baseline approved.toml\n  bundle cosign oci://registry.example/agents/payments:2.0.0 \\\n      --key reviewer.key --trust-policy trust-policy.toml"
 )]
 pub struct Args {
-    /// The bundle file.
+    /// The bundle file, or a registry artifact (oci://HOST[:PORT]/REPO(:TAG|@sha256:HEX)).
     bundle: PathBuf,
     #[command(flatten)]
     key: SecretKeyArgs,
@@ -43,6 +46,8 @@ pub struct Args {
     /// Show (and require) the tool contracts' changes against this approved baseline.
     #[arg(long, value_name = "FILE|DIR")]
     baseline: Option<PathBuf>,
+    #[command(flatten)]
+    registry: super::registry::RegistryArgs,
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Human)]
     pub(super) format: Format,
@@ -76,26 +81,33 @@ pub fn run(args: Args, global: Global) -> anyhow::Result<Outcome> {
         }
         true
     };
-    match cosign::cosign(&args.bundle, opts, &mut signer, &mut review)? {
+    let source = args.registry.source(&args.bundle)?;
+    let outcome = match &source {
+        BundleSource::File(bundle) => cosign::cosign(bundle, opts, &mut signer, &mut review)?,
+        BundleSource::Registry { .. } => cosign::cosign_registry(&source, opts, &mut signer, &mut review)?,
+    };
+    match outcome {
         cosign::Outcome::Cosigned(done) => {
             if format == Format::Json {
                 let mut doc = output::sanitize_json(serde_json::to_value(&*done)?);
                 doc["ok"] = true.into();
                 output::print_json(&doc)?;
             } else {
-                output::status(
-                    global,
-                    &format!(
-                        "co-signed {} {} with key {}: {} holds {} co-signature(s), {} {} signature(s)",
-                        sanitize(&done.approval.agent),
-                        sanitize(&done.approval.version),
-                        done.approval.key_id,
-                        done.file.display(),
-                        done.cosignatures,
-                        done.envelope.display(),
-                        done.envelope_signatures
+                let a = &done.approval;
+                let (agent, version) = (sanitize(&a.agent), sanitize(&a.version));
+                let line = match &done.stored {
+                    Stored::Files { file, cosignatures, envelope, envelope_signatures } => format!(
+                        "co-signed {agent} {version} with key {}: {} holds {cosignatures} co-signature(s), {} {envelope_signatures} signature(s)",
+                        a.key_id,
+                        file.display(),
+                        envelope.display(),
                     ),
-                );
+                    Stored::Registry { subject, referrer, cosignatures } => format!(
+                        "co-signed {agent} {version} with key {}: referrer {referrer} of {subject}; the registry holds {cosignatures} co-signature(s)",
+                        a.key_id
+                    ),
+                };
+                output::status(global, &line);
             }
             Ok(Outcome::Ok)
         }

@@ -53,8 +53,9 @@ pub fn run(args: Args, global: Global) -> anyhow::Result<Outcome> {
         global,
     ))?));
     let label = PathBuf::from(reference.to_string());
-    let before = |sha256: &str, fetched| gate.borrow_mut().as_mut().expect("the gate").before_layer(sha256, fetched);
-    let result = pull::pull(&source, &args.output, before, |input| {
+    let with_config = gate.borrow().as_ref().is_some_and(Gate::needs_config);
+    let before = |found| gate.borrow_mut().as_mut().expect("the gate").before_layer(found);
+    let result = pull::pull(&source, &args.output, with_config, before, |input| {
         let gate = gate.borrow_mut().take().expect("the gate runs once");
         anyhow::Ok(match gate.run(input, &label, &mut Discard)? {
             passed @ Verdict::Passed { .. } => Ok(passed),

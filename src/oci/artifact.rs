@@ -106,6 +106,8 @@ pub struct Artifact {
     pub config_digest: String,
     pub config_size: u64,
     pub config_media_type: String,
+    /// The manifest's own size (a referrer's `subject` descriptor names it).
+    pub manifest_size: u64,
 }
 
 /// Checks a manifest's bytes: an OCI image manifest, `artifactType` ours if present, exactly
@@ -143,6 +145,7 @@ pub fn parse_manifest(bytes: &[u8]) -> Result<Artifact, String> {
         config_digest: config.digest().to_string(),
         config_size: config.size(),
         config_media_type: config.media_type().to_string(),
+        manifest_size: bytes.len() as u64,
     })
 }
 

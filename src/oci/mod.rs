@@ -100,20 +100,32 @@ pub fn fetch_manifest(client: &mut Client, reference: &Reference) -> Result<(Str
     Ok((digest, artifact))
 }
 
-/// Connects, fetches the manifest, then the attestations attached to it (referrers of our
-/// `artifact_types`), which `judge` sees with the layer's SHA-256 (hex) BEFORE the layer is
-/// requested: an `Err` from `judge` stops there, and the layer's bytes never move.
+/// What a registry says of a bundle artifact before its layer is fetched: the layer's SHA-256
+/// (hex; the bytes will be held to it), the referrers asked for, and (when asked for) the
+/// artifact's config, whose fields are unsigned claims.
+#[derive(Debug, Clone, Default)]
+pub struct BeforeLayer {
+    pub sha256: String,
+    pub referrers: Vec<referrers::Found>,
+    pub config: Option<artifact::Config>,
+}
+
+/// Connects, fetches the manifest, then the referrers `wanted` names (and the config, with
+/// `with_config`), which `judge` sees BEFORE the layer is requested: an `Err` from `judge`
+/// stops there, and the layer's bytes never move.
 pub fn open_layer_judged<R>(
     reference: &Reference,
     options: &Options,
-    artifact_types: &[&str],
-    judge: impl FnOnce(&str, Vec<(String, Vec<u8>)>) -> Result<(), R>,
+    wanted: &referrers::Wanted<'_>,
+    with_config: bool,
+    judge: impl FnOnce(BeforeLayer) -> Result<(), R>,
 ) -> Result<Result<Layer, R>, OciError> {
     let mut client = Client::connect(reference, options, false, None)?;
     let (manifest_digest, artifact) = fetch_manifest(&mut client, reference)?;
-    let attestations = referrers::fetch(&mut client, &manifest_digest, artifact_types)?;
+    let found = referrers::fetch(&mut client, &manifest_digest, wanted)?;
+    let config = if with_config { Some(checked_config(&mut client, reference, &artifact)?) } else { None };
     let sha256 = artifact.layer_digest.strip_prefix("sha256:").unwrap_or_default().to_owned();
-    if let Err(r) = judge(&sha256, attestations) {
+    if let Err(r) = judge(BeforeLayer { sha256, referrers: found, config }) {
         return Ok(Err(r));
     }
     let body = client.get_blob(&artifact.layer_digest)?;
@@ -137,6 +149,16 @@ pub fn fetch_config(
 ) -> Result<(String, Artifact, artifact::Config), OciError> {
     let mut client = Client::connect(reference, options, false, None)?;
     let (manifest_digest, artifact) = fetch_manifest(&mut client, reference)?;
+    let config = checked_config(&mut client, reference, &artifact)?;
+    Ok((manifest_digest, artifact, config))
+}
+
+/// The config blob `artifact` names, checked against its digest and parsed leniently.
+fn checked_config(
+    client: &mut Client,
+    reference: &Reference,
+    artifact: &Artifact,
+) -> Result<artifact::Config, OciError> {
     let bytes = client.get_small_blob(&artifact.config_digest, artifact::MAX_MANIFEST_BYTES)?;
     if artifact::sha256_digest(&bytes) != artifact.config_digest {
         return Err(OciError::Rejected(
@@ -144,7 +166,6 @@ pub fn fetch_config(
             format!("{reference}: the registry served a config whose digest is not {}", artifact.config_digest),
         ));
     }
-    let config = artifact::parse_config(&bytes)
-        .map_err(|why| OciError::Rejected(Refusal::UnsupportedArtifact, format!("{reference}: {why}")))?;
-    Ok((manifest_digest, artifact, config))
+    artifact::parse_config(&bytes)
+        .map_err(|why| OciError::Rejected(Refusal::UnsupportedArtifact, format!("{reference}: {why}")))
 }

@@ -50,8 +50,34 @@ pub fn push(
     subject: &Subject<'_>,
     attestations: &[(&str, Vec<u8>)],
 ) -> Result<Vec<String>, OciError> {
+    let referrers: Vec<Referrer<'_>> = attestations
+        .iter()
+        .map(|(artifact_type, bytes)| Referrer {
+            artifact_type,
+            layers: vec![(SIGSTORE_BUNDLE_MEDIA_TYPE, bytes.clone())],
+        })
+        .collect();
+    push_referrers(client, subject, &referrers)
+}
+
+/// One referrer to push: its `artifactType` and its layers as `(mediaType, bytes)`.
+#[derive(Debug, Clone)]
+pub struct Referrer<'a> {
+    pub artifact_type: &'a str,
+    pub layers: Vec<(&'a str, Vec<u8>)>,
+}
+
+/// Pushes each referrer (an artifact manifest: the empty config, its layers, `subject`) and,
+/// when the registry has no referrers API, adds them to the fallback tag's index. Pushing the
+/// same referrer twice changes nothing (its manifest digest is the same). Returns the
+/// referrers' manifest digests.
+pub fn push_referrers(
+    client: &mut Client,
+    subject: &Subject<'_>,
+    referrers: &[Referrer<'_>],
+) -> Result<Vec<String>, OciError> {
     let empty_digest = sha256_digest(EMPTY_CONFIG);
-    if !attestations.is_empty() {
+    if !referrers.is_empty() {
         client.push_blob(
             &empty_digest,
             EMPTY_CONFIG.len() as u64,
@@ -61,21 +87,25 @@ pub fn push(
     }
     let mut descriptors = Vec::new();
     let mut api = true;
-    for (artifact_type, bytes) in attestations {
-        let layer_digest = sha256_digest(bytes);
-        let data = bytes.clone();
-        client.push_blob(
-            &layer_digest,
-            bytes.len() as u64,
-            &mut || Ok(Box::new(std::io::Cursor::new(data.clone())) as Box<dyn std::io::Read>),
-            None,
-        )?;
+    for referrer in referrers {
+        let mut layers = Vec::new();
+        for (media_type, bytes) in &referrer.layers {
+            let layer_digest = sha256_digest(bytes);
+            let data = bytes.clone();
+            client.push_blob(
+                &layer_digest,
+                bytes.len() as u64,
+                &mut || Ok(Box::new(std::io::Cursor::new(data.clone())) as Box<dyn std::io::Read>),
+                None,
+            )?;
+            layers.push(json!({"mediaType": media_type, "digest": layer_digest, "size": bytes.len()}));
+        }
         let manifest = json!({
             "schemaVersion": 2,
             "mediaType": MANIFEST_MEDIA_TYPE,
-            "artifactType": artifact_type,
+            "artifactType": referrer.artifact_type,
             "config": {"mediaType": EMPTY_MEDIA_TYPE, "digest": empty_digest, "size": EMPTY_CONFIG.len(), "data": "e30="},
-            "layers": [{"mediaType": SIGSTORE_BUNDLE_MEDIA_TYPE, "digest": layer_digest, "size": bytes.len()}],
+            "layers": layers,
             "subject": {"mediaType": MANIFEST_MEDIA_TYPE, "digest": subject.digest, "size": subject.size},
         });
         let manifest = serde_json::to_vec(&manifest).expect("a manifest serialises");
@@ -85,7 +115,7 @@ pub fn push(
             "mediaType": MANIFEST_MEDIA_TYPE,
             "digest": digest,
             "size": manifest.len(),
-            "artifactType": artifact_type,
+            "artifactType": referrer.artifact_type,
         }));
     }
     if !api && !descriptors.is_empty() {
@@ -132,14 +162,23 @@ fn index_entries(bytes: &[u8]) -> Result<Vec<Value>, OciError> {
     Ok(manifests.clone())
 }
 
-/// The attestations attached to `subject_digest`, as `(source, Sigstore bundle bytes)`: from
-/// the referrers API, else the fallback tag; only entries whose `artifactType` is one of
-/// `artifact_types`. Each manifest and layer is checked against its digest.
-pub fn fetch(
-    client: &mut Client,
-    subject_digest: &str,
-    artifact_types: &[&str],
-) -> Result<Vec<(String, Vec<u8>)>, OciError> {
+/// What to fetch of a subject's referrers: each `(artifactType, layer mediaType)` pair names
+/// referrers of that type and, in each, its one layer of that media type.
+pub type Wanted<'a> = [(&'a str, &'a str)];
+
+/// One referrer's layer, fetched and checked against its digest.
+#[derive(Debug, Clone)]
+pub struct Found {
+    pub artifact_type: String,
+    /// `referrer sha256:…`, for messages.
+    pub source: String,
+    pub bytes: Vec<u8>,
+}
+
+/// The referrers attached to `subject_digest` that `wanted` names: from the referrers API,
+/// else the fallback tag. Each manifest and layer is checked against its digest; a referrer
+/// of a wanted type without exactly one layer of the wanted media type is refused.
+pub fn fetch(client: &mut Client, subject_digest: &str, wanted: &Wanted<'_>) -> Result<Vec<Found>, OciError> {
     let index =
         match client.get_optional(&format!("referrers/{subject_digest}"), INDEX_MEDIA_TYPE, MAX_MANIFEST_BYTES)? {
             Some(bytes) => Some(bytes),
@@ -152,7 +191,11 @@ pub fn fetch(
     let Some(index) = index else { return Ok(Vec::new()) };
     let mut found = Vec::new();
     for entry in index_entries(&index)? {
-        let Some(kind) = entry["artifactType"].as_str().filter(|t| artifact_types.contains(t)) else { continue };
+        let Some(&(kind, media_type)) =
+            entry["artifactType"].as_str().and_then(|t| wanted.iter().find(|(k, _)| *k == t))
+        else {
+            continue;
+        };
         let Some(digest) = entry["digest"].as_str() else { continue };
         let bytes =
             client.get_optional(&format!("manifests/{digest}"), MANIFEST_MEDIA_TYPE, MAX_MANIFEST_BYTES)?.ok_or_else(
@@ -171,9 +214,16 @@ pub fn fetch(
         {
             return Err(malformed(format!("referrer {digest} is not an attestation of {subject_digest}")));
         }
-        let layer = manifest["layers"][0]["digest"].as_str().unwrap_or_default().to_owned();
-        if manifest["layers"].as_array().map(Vec::len) != Some(1) || !layer.starts_with("sha256:") {
-            return Err(malformed(format!("referrer {digest} does not hold one Sigstore bundle layer")));
+        let layers: Vec<&Value> = manifest["layers"]
+            .as_array()
+            .map(|l| l.iter().filter(|l| l["mediaType"].as_str() == Some(media_type)).collect())
+            .unwrap_or_default();
+        let layer = match layers.as_slice() {
+            [one] => one["digest"].as_str().unwrap_or_default().to_owned(),
+            _ => String::new(),
+        };
+        if !layer.starts_with("sha256:") {
+            return Err(malformed(format!("referrer {digest} does not hold one layer of type {media_type}")));
         }
         let blob = client.get_small_blob(&layer, MAX_ATTESTATION_BYTES + 1)?;
         if sha256_digest(&blob) != layer {
@@ -182,7 +232,7 @@ pub fn fetch(
                 format!("referrer layer {layer}: the registry served other bytes"),
             ));
         }
-        found.push((format!("referrer {digest}"), blob));
+        found.push(Found { artifact_type: kind.to_owned(), source: format!("referrer {digest}"), bytes: blob });
     }
     Ok(found)
 }

@@ -26,11 +26,14 @@ use serde::Serialize;
 
 use crate::Error;
 use crate::atomic;
-use crate::attest::{Envelope, Statement, Subject, dsse::PAYLOAD_TYPE_IN_TOTO};
-use crate::bundle::verify::Discard;
+use crate::attest::{Envelope, SigstoreBundle, Statement, Subject, dsse::PAYLOAD_TYPE_IN_TOTO};
+use crate::bundle::verify::{Discard, Verified};
 use crate::contract::release;
 use crate::keys::Signer;
+use crate::oci::{self, referrers, referrers::Referrer};
 use crate::ops::gate::{BaselineReport, Gate, GateError, GateOptions, Verdict};
+use crate::ops::input::{BundleSource, InputError};
+use crate::progress::Silent;
 use crate::regular_file::{self, Links, ReadError};
 use crate::trust;
 use crate::trust_policy::{SignersVerdict, signatures};
@@ -77,14 +80,34 @@ pub struct Approval {
 pub struct Cosigned {
     #[serde(flatten)]
     pub approval: Approval,
-    #[serde(serialize_with = "display")]
-    pub file: PathBuf,
-    /// How many co-signatures the file holds now.
-    pub cosignatures: usize,
-    /// The approval envelope and how many signatures it holds now.
-    #[serde(serialize_with = "display")]
-    pub envelope: PathBuf,
-    pub envelope_signatures: usize,
+    #[serde(flatten)]
+    pub stored: Stored,
+}
+
+/// Where a co-signature went.
+#[derive(Debug, Serialize)]
+#[serde(untagged)]
+pub enum Stored {
+    /// Beside a bundle file.
+    Files {
+        #[serde(serialize_with = "display")]
+        file: PathBuf,
+        /// How many co-signatures the file holds now.
+        cosignatures: usize,
+        /// The approval envelope and how many signatures it holds now.
+        #[serde(serialize_with = "display")]
+        envelope: PathBuf,
+        envelope_signatures: usize,
+    },
+    /// In a registry, as a referrer of the bundle's manifest.
+    Registry {
+        /// The bundle's manifest digest (the referrer's subject).
+        subject: String,
+        /// The co-signature referrer's manifest digest.
+        referrer: String,
+        /// How many co-signatures the registry holds now.
+        cosignatures: usize,
+    },
 }
 
 fn display<S: serde::Serializer>(path: &Path, s: S) -> Result<S::Ok, S::Error> {
@@ -118,29 +141,12 @@ pub fn cosign(
         Verdict::Passed { verified, baseline, .. } => (verified, baseline),
         refused @ Verdict::Refused { .. } => return Ok(Outcome::Refused(Box::new(refused))),
     };
-    let contracts = release::from_verified(&verified, bundle)
-        .map_err(|e| Error::Usage(format!("{}: cannot compute the tool contracts: {e}", bundle.display())))?;
-    let m = &verified.manifest;
-    let public = signer.public_key();
     let sha256 = file_sha256(bundle)?;
-    let approval = Approval {
-        agent: m.name.clone(),
-        version: m.version.to_string(),
-        key_id: public.key_id_hex(),
-        manifest_blake3: verified.manifest_blake3.to_hex().to_string(),
-        sha256: hex(&sha256),
-        tools: contracts
-            .contracts
-            .iter()
-            .map(|c| ToolApproval { id: c.id().to_owned(), risk: c.risk.names(), fingerprint: c.fingerprint.clone() })
-            .collect(),
-        grants: contracts.grants.clone(),
-        baseline,
-        signers: verified.signers.clone(),
-    };
+    let approval = approval(&verified, baseline, bundle, &sha256, signer)?;
     if !review(&approval) {
         return Ok(Outcome::Declined);
     }
+    let public = signer.public_key();
     let comment = trust::trusted_comment(&approval.agent, &approval.version);
     let signature =
         signer.sign(&verified.manifest_bytes, &comment, "co-signature from bundle cosign").map_err(Error::from)?;
@@ -152,18 +158,133 @@ pub fn cosign(
     };
     all.retain(|s| !(s.key_id() == public.key_id() && s.trusted_comment() == comment));
     all.push(signature);
-    let (envelope_path, envelope) = approval_envelope(bundle, &approval, &sha256, signer)?;
+    let name = bundle.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let (envelope_path, envelope) = approval_envelope(bundle, approval_statement(&name, &approval, &sha256), signer)?;
     atomic::write(&path, signatures::to_text(&all).as_bytes(), true).map_err(|e| Error::io(&path, e))?;
     let mut json = serde_json::to_string_pretty(&envelope).expect("an envelope serialises");
     json.push('\n');
     atomic::write(&envelope_path, json.as_bytes(), true).map_err(|e| Error::io(&envelope_path, e))?;
     Ok(Outcome::Cosigned(Box::new(Cosigned {
         approval,
-        file: path,
-        cosignatures: all.len(),
-        envelope: envelope_path,
-        envelope_signatures: envelope.signatures.len(),
+        stored: Stored::Files {
+            file: path,
+            cosignatures: all.len(),
+            envelope: envelope_path,
+            envelope_signatures: envelope.signatures.len(),
+        },
     })))
+}
+
+/// `bundle cosign oci://REF`: as [`cosign`], for a bundle in a registry. The gate judges the
+/// artifact through the one way in (its attestations and the co-signatures already there
+/// before its layer, then the layer); the co-signature is pushed as a referrer of the
+/// bundle's manifest (artifactType [`signatures::COSIGNATURE_ARTIFACT_TYPE`]): its first
+/// layer the minisign signature the gate counts, its second the approval statement in a
+/// Sigstore bundle signed by this key alone. The bundle is not pushed again.
+pub fn cosign_registry(
+    source: &BundleSource,
+    opts: GateOptions,
+    signer: &mut Signer,
+    review: &mut dyn FnMut(&Approval) -> bool,
+) -> Result<Outcome, GateError> {
+    let BundleSource::Registry { reference, options } = source else {
+        return Err(Error::Usage(format!("{}: not a registry reference", source.label().display())).into());
+    };
+    let mut gate = Gate::open(opts)?;
+    let input = match source.open_judged(&Silent, false, |before| gate.before_layer(before))? {
+        Ok(input) => input,
+        Err(rejection) => return Ok(Outcome::Refused(Box::new(Verdict::Refused { rejection, baseline: None }))),
+    };
+    let Some((subject, artifact)) = input.registry_artifact() else {
+        return Err(Error::Usage(format!("{reference}: not a registry artifact")).into());
+    };
+    let (subject, artifact) = (subject.to_owned(), artifact.clone());
+    let label = source.label();
+    let (verified, baseline) = match input.judge(|bytes| gate.run(bytes, &label, &mut Discard))? {
+        Verdict::Passed { verified, baseline, .. } => (verified, baseline),
+        refused @ Verdict::Refused { .. } => return Ok(Outcome::Refused(Box::new(refused))),
+    };
+    let sha256 = layer_sha256(&artifact.layer_digest)?;
+    let approval = approval(&verified, baseline, &label, &sha256, signer)?;
+    if !review(&approval) {
+        return Ok(Outcome::Declined);
+    }
+    let public = signer.public_key();
+    let comment = trust::trusted_comment(&approval.agent, &approval.version);
+    let signature =
+        signer.sign(&verified.manifest_bytes, &comment, "co-signature from bundle cosign").map_err(Error::from)?;
+    let name =
+        artifact.title.clone().unwrap_or_else(|| format!("{}-{}.agent.bundle", approval.agent, approval.version));
+    let statement = approval_statement(&name, &approval, &sha256);
+    let key_id = public.key_id_hex();
+    let sigstore =
+        SigstoreBundle::sign_statement(&statement, &key_id, |pae| signer.sign_ed25519(pae)).map_err(Error::from)?;
+    let referrer = Referrer {
+        artifact_type: signatures::COSIGNATURE_ARTIFACT_TYPE,
+        layers: vec![
+            (signatures::COSIGNATURE_MEDIA_TYPE, signature.to_text().into_bytes()),
+            (referrers::SIGSTORE_BUNDLE_MEDIA_TYPE, sigstore.to_json()),
+        ],
+    };
+    let mut client = oci::Client::connect(reference, options, true, None).map_err(InputError::Registry)?;
+    let digest = referrers::Subject { digest: &subject, size: artifact.manifest_size };
+    let pushed = referrers::push_referrers(&mut client, &digest, &[referrer]).map_err(InputError::Registry)?;
+    // The co-signatures there before, but an earlier one by this key for this release.
+    let earlier = approval
+        .signers
+        .as_ref()
+        .map_or(0, |s| s.signatures.iter().filter(|v| v.source.starts_with("cosig:") && v.key_id != key_id).count());
+    Ok(Outcome::Cosigned(Box::new(Cosigned {
+        approval,
+        stored: Stored::Registry {
+            subject,
+            referrer: pushed.into_iter().next().unwrap_or_default(),
+            cosignatures: earlier + 1,
+        },
+    })))
+}
+
+/// The SHA-256 a registry's layer digest names, as bytes.
+fn layer_sha256(digest: &str) -> Result<[u8; 32], Error> {
+    let hex = digest.strip_prefix("sha256:").unwrap_or_default();
+    let mut out = [0u8; 32];
+    if hex.len() != 64 {
+        return Err(Error::Usage(format!("the layer digest {digest} is not a sha256 digest")));
+    }
+    for (i, byte) in out.iter_mut().enumerate() {
+        *byte = u8::from_str_radix(&hex[2 * i..2 * i + 2], 16)
+            .map_err(|_| Error::Usage(format!("the layer digest {digest} is not a sha256 digest")))?;
+    }
+    Ok(out)
+}
+
+/// What `signer` is about to approve of a verified bundle whose file has `sha256`.
+fn approval(
+    verified: &Verified,
+    baseline: Option<BaselineReport>,
+    origin: &Path,
+    sha256: &[u8; 32],
+    signer: &Signer,
+) -> Result<Approval, Error> {
+    let contracts = release::from_verified(verified, origin)
+        .map_err(|e| Error::Usage(format!("{}: cannot compute the tool contracts: {e}", origin.display())))?;
+    let m = &verified.manifest;
+    let public = signer.public_key();
+    Ok(Approval {
+        agent: m.name.clone(),
+        version: m.version.to_string(),
+        key_id: public.key_id_hex(),
+        manifest_blake3: verified.manifest_blake3.to_hex().to_string(),
+        sha256: hex(sha256),
+        tools: contracts
+            .contracts
+            .iter()
+            .map(|c| ToolApproval { id: c.id().to_owned(), risk: c.risk.names(), fingerprint: c.fingerprint.clone() })
+            .collect(),
+        grants: contracts.grants.clone(),
+        baseline,
+        signers: verified.signers.clone(),
+    })
 }
 
 fn hex(bytes: &[u8]) -> String {
@@ -185,9 +306,8 @@ fn file_sha256(path: &Path) -> Result<[u8; 32], Error> {
     Ok(hasher.finalize().into())
 }
 
-/// The approval statement's payload: the same bytes for every approver of this bundle.
-fn approval_statement(bundle: &Path, a: &Approval, sha256: &[u8; 32]) -> Vec<u8> {
-    let name = bundle.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+/// The approval statement about the bundle file `name`: the same for every approver of it.
+fn approval_statement(name: &str, a: &Approval, sha256: &[u8; 32]) -> Statement {
     let predicate = serde_json::json!({
         "agent": { "name": a.agent, "version": a.version },
         "manifestBlake3": a.manifest_blake3,
@@ -196,20 +316,15 @@ fn approval_statement(bundle: &Path, a: &Approval, sha256: &[u8; 32]) -> Vec<u8>
         })).collect::<Vec<_>>(),
         "grants": a.grants,
     });
-    Statement::new(vec![Subject::sha256(&name, sha256)], APPROVAL_PREDICATE, predicate).to_payload()
+    Statement::new(vec![Subject::sha256(name, sha256)], APPROVAL_PREDICATE, predicate)
 }
 
 /// The approval envelope beside the bundle with this signer's signature added (replacing an
 /// earlier one by the same key). An envelope over another statement (another bundle, or one
 /// renamed) is refused rather than overwritten.
-fn approval_envelope(
-    bundle: &Path,
-    a: &Approval,
-    sha256: &[u8; 32],
-    signer: &mut Signer,
-) -> Result<(PathBuf, Envelope), Error> {
+fn approval_envelope(bundle: &Path, statement: Statement, signer: &mut Signer) -> Result<(PathBuf, Envelope), Error> {
     let path = approval_path(bundle);
-    let payload = approval_statement(bundle, a, sha256);
+    let payload = statement.to_payload();
     let mut envelope = match regular_file::read(&path, crate::attest::MAX_ATTESTATION_BYTES, Links::Follow) {
         Ok(bytes) => {
             let e: Envelope = crate::attest::parse_json(&bytes, "the approval envelope")

@@ -6,7 +6,8 @@
 //! then, in one streaming pass over the bundle, the signature, versions, expiry, rollback and
 //! every entry ([`crate::bundle::verify`]); then the release gate against the approved baseline
 //! (failing closed when the tool contracts cannot be computed); then the sink is committed and
-//! the acceptance recorded in the state file ([`Gate::run`]).
+//! the acceptance recorded in the state file ([`Gate::run`]). A registry artifact's referrers
+//! (attestations, co-signatures) are judged before its layer is fetched ([`Gate::before_layer`]).
 
 use std::io::BufRead;
 use std::path::{Path, PathBuf};
@@ -22,13 +23,14 @@ use crate::evidence::{
 };
 use crate::keyless::KeylessSigner;
 use crate::minisign::Signature;
+use crate::oci::BeforeLayer;
 use crate::regular_file::{self, Links};
 use crate::sha256_read::Sha256Read;
 use crate::state::{StateError, StateFile};
 use crate::timestamp::Timestamp;
 use crate::trust::TrustedKeys;
 use crate::trust_policy::chain::{self, ChainError, ChainFault, ChainReport, SignedPolicy};
-use crate::trust_policy::{SignersVerdict, TrustPolicy, signatures};
+use crate::trust_policy::{SignersVerdict, TrustPolicy, bound, signatures};
 
 /// What the gate requires of a bundle.
 #[derive(Debug, Clone)]
@@ -164,6 +166,12 @@ pub struct Gate {
     /// Judged before the bundle was read (a registry's referrers, [`Gate::judge_before`]).
     judged: Option<Vec<Judged>>,
     policy: Option<Followed>,
+    /// Whose signatures an attestation may carry: `opts.keys` and, under a trust policy, the
+    /// policy's keys valid now.
+    attest_keys: TrustedKeys,
+    /// The co-signatures a registry holds (its referrers), read before the layer; `None` for
+    /// a bundle file (its co-signatures lie beside it).
+    registry_cosignatures: Option<Vec<Signature>>,
 }
 
 impl Gate {
@@ -183,7 +191,11 @@ impl Gate {
             let seen = state.as_ref().and_then(|s| s.state.policy_version(&p.pin.policy.id));
             chain::follow(p.pin.clone(), p.updates.clone(), opts.now, seen)
         });
-        Ok(Gate { opts, baseline, state, attestations, judged: None, policy })
+        let attest_keys = match &policy {
+            Some(Ok((p, _))) => crate::trust_policy::keys::with_policy(&opts.keys, p, opts.now),
+            _ => opts.keys.clone(),
+        };
+        Ok(Gate { opts, baseline, state, attestations, judged: None, policy, attest_keys, registry_cosignatures: None })
     }
 
     /// Judges attestations fetched from a registry against the bundle's SHA-256 (the layer
@@ -194,7 +206,7 @@ impl Gate {
         if self.attestations.is_empty() && !self.opts.attest.policy.needs_provenance() {
             return None;
         }
-        let (judged, rejection) = judge::judge(&self.attestations, sha256, &self.opts.keys, &self.opts.attest.policy);
+        let (judged, rejection) = judge::judge(&self.attestations, sha256, &self.attest_keys, &self.opts.attest.policy);
         self.judged = Some(judged);
         rejection.map(|mut r| {
             r.attestations = self.judged.take().unwrap_or_default();
@@ -202,9 +214,50 @@ impl Gate {
         })
     }
 
-    /// [`Gate::judge_before`] as the registry client's hook (`crate::oci::open_layer_judged`).
-    pub fn before_layer(&mut self, sha256: &str, fetched: Vec<(String, Vec<u8>)>) -> Result<(), Rejection> {
-        self.judge_before(fetched, sha256).map_or(Ok(()), Err)
+    /// What the registry holds about a bundle, judged before its layer is fetched (the
+    /// registry client's hook, `crate::oci::open_layer_judged`): the co-signatures, which
+    /// under a trust policy must be able to meet its rules (see
+    /// [`crate::trust_policy::bound`]), then the attestations ([`Gate::judge_before`]).
+    pub fn before_layer(&mut self, before: BeforeLayer) -> Result<(), Rejection> {
+        let (mut attestations, mut cosignatures) = (Vec::new(), Vec::new());
+        for found in before.referrers {
+            if found.artifact_type == signatures::COSIGNATURE_ARTIFACT_TYPE {
+                // Without a trust policy co-signatures are not read, as beside a file.
+                if self.opts.policy.is_none() {
+                    continue;
+                }
+                let text = String::from_utf8_lossy(&found.bytes);
+                let parsed = signatures::parse(&text).map_err(|why| {
+                    Rejection::new(Reason::BadSignature, Some(&found.source), format!("{}: {why}", found.source))
+                })?;
+                cosignatures.extend(parsed);
+            } else {
+                attestations.push((found.source, found.bytes));
+            }
+        }
+        if let (Some(Ok((policy, _))), Some(config)) = (&self.policy, &before.config)
+            && let Some(agent) = &config.name
+            && self.needs_config()
+            && let Some((refusal, message)) = bound::shortfall(
+                policy,
+                bound::Claimed { agent, version: config.version.as_deref(), pack_key_id: config.key_id.as_deref() },
+                &cosignatures,
+                self.opts.now,
+            )
+        {
+            let mut r = Rejection::new(verify::reason_of(refusal), None, message);
+            r.agent = Some((agent.clone(), config.version.clone().unwrap_or_default()));
+            return Err(r);
+        }
+        self.registry_cosignatures = Some(cosignatures);
+        self.judge_before(attestations, &before.sha256).map_or(Ok(()), Err)
+    }
+
+    /// Whether [`Gate::before_layer`] needs the registry artifact's config: under a trust
+    /// policy whose rules are enforced, the agent it names picks the rules the registry's
+    /// co-signatures are held to before the layer is fetched.
+    pub fn needs_config(&self) -> bool {
+        matches!(self.policy, Some(Ok(_))) && self.opts.policy.as_ref().is_some_and(|p| p.require_threshold)
     }
 
     /// Whether this gate judges attestations for a bundle at `origin`: files given, found
@@ -231,12 +284,14 @@ impl Gate {
     fn cosignatures(&self, origin: &Path) -> Result<Vec<Signature>, Rejection> {
         let Some(p) = &self.opts.policy else { return Ok(Vec::new()) };
         let beside = signatures::cosig_path(origin);
-        let files: Vec<PathBuf> = if p.cosignatures.is_empty() {
+        let files: Vec<PathBuf> = if self.registry_cosignatures.is_some() {
+            p.cosignatures.clone()
+        } else if p.cosignatures.is_empty() {
             beside.is_file().then_some(beside).into_iter().collect()
         } else {
             p.cosignatures.clone()
         };
-        let mut all = Vec::new();
+        let mut all = self.registry_cosignatures.clone().unwrap_or_default();
         for file in files {
             let shown = file.display().to_string();
             let text =
@@ -336,7 +391,7 @@ impl Gate {
     fn judge_attestations(&mut self, v: &Verified, origin: &Path, sha256: &str) -> Result<Vec<Judged>, Rejection> {
         let (mut judged, early) = match self.judged.take() {
             Some(judged) => (judged, None),
-            None => judge::judge(&self.attestations, sha256, &self.opts.keys, &self.opts.attest.policy),
+            None => judge::judge(&self.attestations, sha256, &self.attest_keys, &self.opts.attest.policy),
         };
         let refuse = |mut r: Rejection, judged: Vec<Judged>| {
             r.agent = Some((v.manifest.name.clone(), v.manifest.version.to_string()));
@@ -352,7 +407,7 @@ impl Gate {
         match judge::judge_with_bundle(
             &mut judged,
             &v.manifest.name,
-            &self.opts.keys,
+            &self.attest_keys,
             expected.as_ref().map_err(Clone::clone),
         ) {
             Some(r) => Err(refuse(r, judged)),

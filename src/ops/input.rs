@@ -22,6 +22,7 @@ use crate::error::{Coded, ErrorCode};
 use crate::oci::artifact::BlobMismatch;
 use crate::oci::{self, Artifact, OciError, Reference, Refusal};
 use crate::progress::{Progress, ProgressRead};
+use crate::trust_policy::signatures;
 
 /// Where a bundle comes from.
 #[derive(Debug, Clone)]
@@ -113,17 +114,23 @@ impl BundleSource {
         }
     }
 
-    /// [`BundleSource::open`], and for a registry artifact its attestations (the referrers of
-    /// the bundle's manifest) are fetched and given to `before` with the layer's SHA-256 (hex)
-    /// BEFORE the layer is requested: a refusal there stops, and the layer's bytes never move.
-    /// A file's attestations lie beside it, where the gate finds them itself.
+    /// [`BundleSource::open`], and for a registry artifact what the registry holds about it
+    /// (its attestations and co-signatures, the referrers of the bundle's manifest; its config
+    /// with `with_config`) is given to `before` with the layer's SHA-256 BEFORE the layer is
+    /// requested: a refusal there stops, and the layer's bytes never move. A file's evidence
+    /// lies beside it, where the gate finds it itself.
     pub fn open_judged<'p>(
         &self,
         progress: &'p dyn Progress,
-        before: impl FnOnce(&str, Vec<(String, Vec<u8>)>) -> Result<(), Rejection>,
+        with_config: bool,
+        before: impl FnOnce(oci::BeforeLayer) -> Result<(), Rejection>,
     ) -> Result<Result<BundleInput<'p>, Rejection>, InputError> {
         let BundleSource::Registry { reference, options } = self else { return self.open(progress) };
-        match oci::open_layer_judged(reference, options, &crate::evidence::files::ARTIFACT_TYPES, before) {
+        let sigstore = oci::referrers::SIGSTORE_BUNDLE_MEDIA_TYPE;
+        let mut wanted: Vec<(&str, &str)> =
+            crate::evidence::files::ARTIFACT_TYPES.iter().map(|&t| (t, sigstore)).collect();
+        wanted.push((signatures::COSIGNATURE_ARTIFACT_TYPE, signatures::COSIGNATURE_MEDIA_TYPE));
+        match oci::open_layer_judged(reference, options, &wanted, with_config, before) {
             Ok(Ok(layer)) => Ok(Ok(self.layer_input(layer))),
             Ok(Err(rejection)) => Ok(Err(rejection)),
             Err(e) => refusal_or_error(e).map(Err),
@@ -224,6 +231,14 @@ impl<'p> BundleInput<'p> {
         match &self.stream {
             Stream::File(_) => None,
             Stream::Layer(layer) => Some(&layer.manifest_digest),
+        }
+    }
+
+    /// A registry artifact's manifest digest and checked manifest (`None` for a file).
+    pub fn registry_artifact(&self) -> Option<(&str, &Artifact)> {
+        match &self.stream {
+            Stream::File(_) => None,
+            Stream::Layer(layer) => Some((&layer.manifest_digest, &layer.artifact)),
         }
     }
 

@@ -41,11 +41,17 @@ pub fn inspect(source: &BundleSource, keys: Option<&TrustedKeys>) -> Result<Insp
     if let BundleSource::File(path) = source {
         attached = files::read_beside(path).map_err(|e| InputError::File { path: path.clone(), source: e })?;
     }
-    let keep = |sha256: &str, fetched| {
-        attached = (fetched, sha256.to_owned());
+    let keep = |before: crate::oci::BeforeLayer| {
+        let attestations = before
+            .referrers
+            .into_iter()
+            .filter(|f| files::ARTIFACT_TYPES.contains(&f.artifact_type.as_str()))
+            .map(|f| (f.source, f.bytes))
+            .collect();
+        attached = (attestations, before.sha256);
         Ok(())
     };
-    let input = match source.open_judged(&Silent, keep)? {
+    let input = match source.open_judged(&Silent, false, keep)? {
         Ok(input) => input,
         Err(rejection) => return Ok(Inspected::Refused(rejection)),
     };

@@ -28,11 +28,13 @@ pub struct Pulled {
 /// Runs `judge` (the deployment gate) over the bundle `source` names while the bytes stream
 /// into a temp file beside `dest`; renames it to `dest` only if `judge` accepted and the
 /// layer matched its descriptor. `judge` must read its input to the end before accepting.
-/// `before` judges the bundle's attestations (its referrers) before the layer is requested.
+/// `before` judges the bundle's attestations and co-signatures (its referrers, and its config
+/// with `with_config`) before the layer is requested.
 pub fn pull<T, E: From<Error> + From<InputError>>(
     source: &BundleSource,
     dest: &Path,
-    before: impl FnOnce(&str, Vec<(String, Vec<u8>)>) -> Result<(), Rejection>,
+    with_config: bool,
+    before: impl FnOnce(oci::BeforeLayer) -> Result<(), Rejection>,
     judge: impl FnOnce(&mut dyn BufRead) -> Result<Result<T, Rejection>, E>,
 ) -> Result<Result<(Pulled, T), Rejection>, E> {
     if !matches!(source, BundleSource::Registry { .. }) {
@@ -43,7 +45,7 @@ pub fn pull<T, E: From<Error> + From<InputError>>(
         .into());
     }
     let output = atomic::Output::new(dest, "-o").map_err(|e| E::from(Error::from(e)))?;
-    let input = match source.open_judged(&Silent, before)? {
+    let input = match source.open_judged(&Silent, with_config, before)? {
         Ok(input) => input,
         Err(rejection) => return Ok(Err(rejection)),
     };
@@ -58,7 +60,3 @@ pub fn pull<T, E: From<Error> + From<InputError>>(
     output.commit(temp).map_err(|e| E::from(Error::from(e)))?;
     Ok(Ok((pulled, t)))
 }
-
-/// Keeps `oci` in the module's docs' links.
-#[allow(dead_code)]
-type Layer = oci::Layer;

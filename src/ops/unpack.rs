@@ -132,7 +132,7 @@ fn remove_stale_staging(parent: &Path) {
 /// the folder is renamed into place.
 pub fn unpack(source: &BundleSource, dest: &Path, mut gate: Gate, replace: bool) -> Result<Verdict, GateError> {
     check_dest(dest, replace)?;
-    let input = match source.open_judged(&Silent, |sha256, fetched| gate.before_layer(sha256, fetched))? {
+    let input = match source.open_judged(&Silent, gate.needs_config(), |before| gate.before_layer(before))? {
         Ok(input) => input,
         Err(rejection) => return Ok(Verdict::Refused { rejection, baseline: None }),
     };

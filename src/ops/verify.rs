@@ -10,7 +10,7 @@ use crate::progress::Progress;
 /// registry artifact refused before its bundle is read (its attestations included) is a
 /// [`Verdict::Refused`].
 pub fn verify(source: &BundleSource, mut gate: Gate, progress: &dyn Progress) -> Result<Verdict, GateError> {
-    let input = match source.open_judged(progress, |sha256, fetched| gate.before_layer(sha256, fetched))? {
+    let input = match source.open_judged(progress, gate.needs_config(), |before| gate.before_layer(before))? {
         Ok(input) => input,
         Err(rejection) => return Ok(Verdict::Refused { rejection, baseline: None }),
     };

@@ -5,11 +5,14 @@
 //!
 //! [`format`] is the policy file; [`judge`] applies it to a bundle's signatures; [`chain`]
 //! decides which version of the policy to follow; [`signatures`] reads and writes files of
-//! several minisign signatures. The one-key `--trusted-keys` file stays in [`crate::trust`].
+//! several minisign signatures; [`bound`] judges a registry's co-signatures before the bundle's
+//! layer is fetched; [`keys`] lends the policy's keys to the attestation judgement. The one-key `--trusted-keys` file stays in [`crate::trust`].
 
+pub mod bound;
 pub mod chain;
 pub mod format;
 pub mod judge;
+pub mod keys;
 pub mod signatures;
 
 pub use chain::{ChainError, ChainFault, ChainReport, SignedPolicy};

@@ -11,6 +11,12 @@ use crate::minisign::Signature;
 pub const MAX_SIGNATURES_BYTES: u64 = 1 << 20;
 pub const MAX_SIGNATURES: usize = 1000;
 
+/// A co-signature in a registry: a referrer of the bundle's manifest with this `artifactType`
+/// (docs/FORMAT.md, "Co-signatures"), one per co-signer.
+pub const COSIGNATURE_ARTIFACT_TYPE: &str = "application/vnd.agent-bundle.cosignature.v1";
+/// Its layer holding the minisign signature box (what the gate counts).
+pub const COSIGNATURE_MEDIA_TYPE: &str = "application/vnd.agent-bundle.cosignature.v1.minisig";
+
 /// Where the co-signatures of a bundle file are kept: `<bundle>.cosig` beside it.
 pub fn cosig_path(bundle: &std::path::Path) -> std::path::PathBuf {
     let mut name = bundle.as_os_str().to_owned();

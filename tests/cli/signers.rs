@@ -500,3 +500,277 @@ fn a_two_of_two_rule_met_by_an_ssh_agent_key_and_a_softhsm_token_key() {
     ok.expect_code(0);
     assert_eq!(statuses(&ok.json()), ["counted", "counted"]);
 }
+
+// ---------------------------------------------------------------------------------------------
+// Co-signatures in a registry: referrers through the fallback tag of Debian's docker-registry
+
+impl Team {
+    /// `bundle ARGS` with no registry credentials from the environment.
+    fn oci(&self, args: &[&str]) -> Run {
+        let mut c = crate::support::bin();
+        c.current_dir(self.env.path()).args(args);
+        c.env("DOCKER_CONFIG", self.env.path().join("no-docker-config"));
+        c.env_remove("BUNDLE_REGISTRY_USERNAME").env_remove("BUNDLE_REGISTRY_PASSWORD");
+        c.env_remove("BUNDLE_SIGNING_KEY");
+        Run::from(c.output().unwrap())
+    }
+}
+
+#[test]
+fn a_two_of_two_release_in_a_registry_is_refused_before_its_layer_moves_and_accepted_after_cosign_oci() {
+    use crate::registry::{self, Action, Proxy, Setup};
+    let Some(reg) = registry::start(Setup::Plain) else { return };
+    let team = Team::new();
+    team.standard("policy.toml", "", TWO_WITH_SECURITY);
+    let dir = team.env.path();
+    let reference = format!("oci://{}/team/mailer:2", reg.host());
+    let pushed = team.oci(&[
+        "push",
+        "mailer.agent.bundle",
+        &reference,
+        "--plain-http",
+        "--key",
+        "alice.pub",
+        "--format",
+        "json",
+    ]);
+    let pushed = pushed.expect_code(0).json();
+    let (digest, layer) = (pushed["digest"].as_str().unwrap(), pushed["layer"]["digest"].as_str().unwrap());
+
+    // Through a proxy that logs every request: with alice's pack signature alone, the 2-of-2
+    // rule cannot be met, and neither verify nor pull asks for the layer.
+    let proxy = Proxy::start(reg.port, |_, _| Action::Forward);
+    let via = reference.replace(&reg.host(), &proxy.host());
+    let layer_asked = || proxy.log.lock().unwrap().iter().any(|l| l.contains(layer));
+    let doc = refused(
+        &team.oci(&["verify", &via, "--plain-http", "--trust-policy", "policy.toml", "--format", "json"]),
+        "threshold_not_met",
+    );
+    assert!(doc["message"].as_str().unwrap().contains("before its layer was fetched"), "{doc:#}");
+    let out = team.oci(&[
+        "pull",
+        &via,
+        "-o",
+        "pulled.bundle",
+        "--plain-http",
+        "--trust-policy",
+        "policy.toml",
+        "--format",
+        "json",
+    ]);
+    refused(&out, "threshold_not_met");
+    assert!(!dir.join("pulled.bundle").exists());
+    assert!(!layer_asked(), "the layer was requested: {:?}", proxy.log.lock().unwrap());
+
+    // carol (release) co-signs: two keys, but no security reviewer; still refused unread.
+    let out = team.oci(&[
+        "cosign",
+        &reference,
+        "--key",
+        "carol.key",
+        "--trust-policy",
+        "policy.toml",
+        "--plain-http",
+        "--format",
+        "json",
+    ]);
+    let carol = out.expect_code(0).json();
+    assert_eq!(carol["cosignatures"], 1, "{carol:#}");
+    let log_len = proxy.log.lock().unwrap().len();
+    let doc = refused(
+        &team.oci(&["verify", &via, "--plain-http", "--trust-policy", "policy.toml", "--format", "json"]),
+        "threshold_not_met",
+    );
+    assert!(doc["message"].as_str().unwrap().contains("at most 0 of 1 of role security"), "{doc:#}");
+    assert!(!proxy.log.lock().unwrap()[log_len..].iter().any(|l| l.contains(layer)), "the layer was requested");
+
+    // A cosign that fails the gate signs nothing: the name is not the one required.
+    let out = team.oci(&[
+        "cosign",
+        &reference,
+        "--key",
+        "bob.key",
+        "--trust-policy",
+        "policy.toml",
+        "--plain-http",
+        "--name",
+        "payments",
+        "--format",
+        "json",
+    ]);
+    refused(&out, "name_mismatch");
+
+    // bob (security) co-signs in the registry: the bundle is not pushed again, and it passes.
+    let out = team.oci(&["cosign", &reference, "--key", "bob.key", "--trust-policy", "policy.toml", "--plain-http"]);
+    out.expect_code(0);
+    assert!(out.stderr.contains("tool mail.smtp_send: write-capable"), "{}", out.stderr);
+    assert!(out.stderr.contains("the registry holds 2 co-signature(s)"), "{}", out.stderr);
+    let ok = team.oci(&["verify", &via, "--plain-http", "--trust-policy", "policy.toml", "--format", "json"]);
+    let doc = ok.expect_code(0).json();
+    assert_eq!(statuses(&doc), ["counted", "counted", "counted"], "{doc:#}");
+    let out = team.oci(&[
+        "pull",
+        &via,
+        "-o",
+        "pulled.bundle",
+        "--plain-http",
+        "--trust-policy",
+        "policy.toml",
+        "--format",
+        "json",
+    ]);
+    out.expect_code(0);
+    assert_eq!(
+        std::fs::read(dir.join("pulled.bundle")).unwrap(),
+        std::fs::read(dir.join("mailer.agent.bundle")).unwrap()
+    );
+    let again = team.oci(&[
+        "cosign",
+        &reference,
+        "--key",
+        "bob.key",
+        "--trust-policy",
+        "policy.toml",
+        "--plain-http",
+        "--format",
+        "json",
+    ]);
+    assert_eq!(again.expect_code(0).json()["cosignatures"], 2, "the same key again is the same referrer");
+
+    // A stock client sees the co-signatures as ordinary OCI artifacts under the fallback tag.
+    let tag = digest.replacen(':', "-", 1);
+    let raw = |what: &str| -> serde_json::Value {
+        if require_tool("skopeo") {
+            let out = Command::new("skopeo")
+                .args(["inspect", "--raw", "--tls-verify=false", &format!("docker://{}/team/mailer{what}", reg.host())])
+                .output()
+                .unwrap();
+            assert!(out.status.success(), "skopeo: {}", String::from_utf8_lossy(&out.stderr));
+            serde_json::from_slice(&out.stdout).unwrap()
+        } else {
+            let path = format!("/v2/team/mailer/manifests/{}", what.trim_start_matches([':', '@']));
+            serde_json::from_slice(&registry::get(reg.port, &path)).unwrap()
+        }
+    };
+    let index = raw(&format!(":{tag}"));
+    let cosigs: Vec<&serde_json::Value> = index["manifests"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["artifactType"] == agent_bundle::trust_policy::signatures::COSIGNATURE_ARTIFACT_TYPE)
+        .collect();
+    assert_eq!(cosigs.len(), 2, "{index:#}");
+    let bob_referrer = cosigs[1]["digest"].as_str().unwrap();
+    let manifest = raw(&format!("@{bob_referrer}"));
+    assert_eq!(manifest["subject"]["digest"], digest);
+    assert_eq!(manifest["layers"][0]["mediaType"], agent_bundle::trust_policy::signatures::COSIGNATURE_MEDIA_TYPE);
+
+    // Its approval layer is a Sigstore bundle whose envelope securesystemslib checks: bob's key.
+    let approval = manifest["layers"][1]["digest"].as_str().unwrap();
+    let sigstore: serde_json::Value =
+        serde_json::from_slice(&registry::get(reg.port, &format!("/v2/team/mailer/blobs/{approval}"))).unwrap();
+    std::fs::write(dir.join("bob-approval.json"), sigstore["dsseEnvelope"].to_string()).unwrap();
+    if securesystemslib() {
+        for (key, accepted) in [("bob.pub", true), ("carol.pub", false)] {
+            let out = Command::new("python3")
+                .current_dir(dir)
+                .args(["-c", SSLIB_VERIFY, "bob-approval.json", "1", key])
+                .output()
+                .unwrap();
+            assert_eq!(out.status.success(), accepted, "{key}: {}", String::from_utf8_lossy(&out.stderr));
+        }
+    }
+}
+
+/// The gate counts the minisign co-signatures; the approval envelope beside the bundle is the
+/// same approval for DSSE tools and counts toward no threshold (format reference §12.2).
+#[test]
+fn the_approval_envelope_alone_meets_no_threshold() {
+    let team = Team::new();
+    team.standard("policy.toml", "", TWO_KEYS);
+    team.cosign("carol", "policy.toml").expect_code(0);
+    team.verify(&["--trust-policy", "policy.toml"]).expect_code(0);
+    let dir = team.env.path();
+    std::fs::remove_file(dir.join("mailer.agent.bundle.cosig")).unwrap();
+    let envelope = std::fs::read_to_string(dir.join("mailer.agent.bundle.approval.dsse.json")).unwrap();
+    assert_eq!(
+        serde_json::from_str::<serde_json::Value>(&envelope).unwrap()["signatures"].as_array().unwrap().len(),
+        1
+    );
+    let doc = refused(&team.verify(&["--trust-policy", "policy.toml"]), "threshold_not_met");
+    assert_eq!(statuses(&doc), ["counted"]);
+}
+
+/// Known gap of 2026-11-25: under --trust-policy, attestations were judged against
+/// --key/--trusted-keys only, so every attestation was untrusted. Now the policy's signers
+/// that are valid now, each for its agents, sign them.
+#[test]
+fn attestations_under_a_trust_policy_are_judged_against_its_signers() {
+    let team = Team::new();
+    let signers = [
+        team.signer("alice", "roles = [\"release\"]"),
+        team.signer("bob", "roles = [\"security\"]"),
+        team.signer("carol", "roles = [\"release\"]"),
+        team.signer("erin", "agents = [\"kb-*\"]"),
+        team.signer("frank", "revoked = true"),
+    ];
+    team.policy("policy.toml", 1, &["alice", "bob", "carol"], &signers, TWO_KEYS, &["alice", "bob"]);
+    team.env.run(&["pack", "mailer", "--attest", "--key", "alice.key", "-o", "mailer.agent.bundle"]).expect_code(0);
+    team.cosign("carol", "policy.toml").expect_code(0);
+    let ok = team.verify(&["--trust-policy", "policy.toml", "--require-provenance"]);
+    let doc = ok.expect_code(0).json();
+    let verdicts: Vec<&str> =
+        doc["attestations"].as_array().unwrap().iter().map(|a| a["verdict"].as_str().unwrap()).collect();
+    assert_eq!(verdicts, ["ok", "ok"], "{doc:#}");
+
+    // Signed by a key the policy does not know, by one it trusts only for other agents, by a
+    // revoked one: each refused.
+    for key in ["dave", "erin", "frank"] {
+        team.env.run(&["attest", "mailer.agent.bundle", "--key", &format!("{key}.key")]).expect_code(0);
+        let doc = refused(&team.verify(&["--trust-policy", "policy.toml"]), "attestation_untrusted");
+        assert!(doc["message"].as_str().unwrap().contains("provenance"), "{key}: {doc:#}");
+    }
+}
+
+/// Known gap of 2026-11-25: `bundle attest` with a second key replaced the envelope's
+/// signatures. Over the same statement it now adds its own.
+#[test]
+fn a_second_key_attesting_the_same_statement_adds_its_signature_to_the_envelope() {
+    let team = Team::new();
+    let dir = team.env.path();
+    let attest = |key: &str| -> Run {
+        let mut c = crate::support::bin();
+        c.current_dir(dir).env("SOURCE_DATE_EPOCH", "1767225600").env_remove("GITHUB_ACTIONS");
+        c.args(["attest", "mailer.agent.bundle", "--key", &format!("{key}.key"), "--format", "json"]);
+        Run::from(c.output().unwrap())
+    };
+    assert_eq!(attest("alice").expect_code(0).json()["signatures"], serde_json::json!([1, 1]));
+    assert_eq!(attest("bob").expect_code(0).json()["signatures"], serde_json::json!([2, 2]));
+    // The same key again replaces its own signature.
+    assert_eq!(attest("bob").expect_code(0).json()["signatures"], serde_json::json!([2, 2]));
+    let ok = team.env.run(&["verify", "mailer.agent.bundle", "--key", "alice.pub", "--format", "json"]);
+    let doc = ok.expect_code(0).json();
+    for a in doc["attestations"].as_array().unwrap() {
+        assert_eq!((a["verdict"].as_str(), a["signers"].as_array().map(Vec::len)), (Some("ok"), Some(1)), "{a:#}");
+    }
+    if securesystemslib() {
+        let sigstore: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(dir.join("mailer.agent.bundle.contract.sigstore.json")).unwrap())
+                .unwrap();
+        std::fs::write(dir.join("contract-envelope.json"), sigstore["dsseEnvelope"].to_string()).unwrap();
+        for (threshold, accepted) in [(2, true), (3, false)] {
+            let out = Command::new("python3")
+                .current_dir(dir)
+                .args(["-c", SSLIB_VERIFY, "contract-envelope.json", &threshold.to_string()])
+                .args(["alice.pub", "bob.pub", "carol.pub"])
+                .output()
+                .unwrap();
+            assert_eq!(
+                out.status.success(),
+                accepted,
+                "threshold {threshold}: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+    }
+}
