@@ -61,6 +61,16 @@ pub struct KeylessArgs {
 }
 
 impl KeylessArgs {
+    /// Puts the keyless flags into the gate's options: under a trust policy the Sigstore
+    /// bundles offered to its identity signers, otherwise the one required signer.
+    pub fn apply(&self, opts: &mut agent_bundle::ops::gate::GateOptions) -> anyhow::Result<()> {
+        match opts.policy.as_mut() {
+            Some(policy) => policy.sigstore = self.policy_files()?,
+            None => opts.keyless = self.requirement()?,
+        }
+        Ok(())
+    }
+
     /// Under --trust-policy: the Sigstore bundles to offer to the policy's identity signers.
     /// The policy names the identities and the trusted root, so the flags that would name them
     /// here are refused rather than silently ignored.

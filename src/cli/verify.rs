@@ -52,10 +52,7 @@ pub struct Args {
 pub fn run(args: Args, global: Global) -> anyhow::Result<Outcome> {
     let keys = load_trust(&args.trust)?;
     let mut opts = args.gate.options(keys, super::keys::load_policy(&args.trust)?, global);
-    match opts.policy.as_mut() {
-        Some(policy) => policy.sigstore = args.keyless.policy_files()?,
-        None => opts.keyless = args.keyless.requirement()?,
-    }
+    args.keyless.apply(&mut opts)?;
     if let [bundle] = args.bundles.as_slice() {
         let verdict = verify_one(bundle, opts, &args.registry, global)?;
         return render(bundle, &verdict, args.format, global);

@@ -414,3 +414,63 @@ fn sigstore_python_accepts_our_test_instance_signature_over_the_agent_bundle() {
     assert_eq!(judge(WORKFLOW), "ok");
     assert!(judge("https://github.com/acme/agents/x").starts_with("refused"), "{}", judge("x"));
 }
+
+#[test]
+fn unpack_takes_sigstore_and_a_refused_keyless_signature_leaves_nothing() {
+    let Some(env) = keyless_signed_mailer() else { return };
+    let key = testdata("keys/test.pub").display().to_string();
+    let unpack = |dir: &str, identity: &str| {
+        let mut args = vec!["unpack", "m.agent.bundle", dir, "--key", &key, "--format", "json"];
+        args.extend(["--sigstore", "artifact.sigstore.json", "--trusted-root", "trusted_root.json"]);
+        args.extend(["--certificate-identity", identity, "--certificate-oidc-issuer", ACTIONS]);
+        run_offline(&env, &args)
+    };
+    let other = "https://github.com/acme/agents/.github/workflows/other.yml@refs/tags/v1.0.0";
+    let refused = unpack("refused", other);
+    refused.expect_code(1);
+    assert_eq!(refused.json()["code"], "keyless_identity_mismatch");
+    assert!(!env.path().join("refused").exists(), "a refused bundle is not unpacked");
+    let out = unpack("deployed", WORKFLOW);
+    out.expect_code(0);
+    assert_eq!(out.json()["keyless"]["identity"], WORKFLOW);
+    assert!(env.path().join("deployed/tools.json").is_file());
+}
+
+#[test]
+fn a_registry_artifact_is_judged_with_sigstore_by_verify_and_pull() {
+    let Some(env) = keyless_signed_mailer() else { return };
+    let Some(reg) = crate::registry::start(crate::registry::Setup::Plain) else { return };
+    let key = testdata("keys/test.pub").display().to_string();
+    let r = format!("oci://{}/team/mailer:1.0.0", reg.host());
+    env.run(&["push", "m.agent.bundle", &r, "--key", &key, "--plain-http"]).expect_code(0);
+    let keyless = |identity: &'static str| {
+        vec![
+            "--sigstore",
+            "artifact.sigstore.json",
+            "--trusted-root",
+            "trusted_root.json",
+            "--certificate-identity",
+            identity,
+            "--certificate-oidc-issuer",
+            ACTIONS,
+        ]
+    };
+    let other = "https://github.com/acme/agents/.github/workflows/other.yml@refs/tags/v1.0.0";
+    let mut verify = vec!["verify", &r, "--plain-http", "--key", &key, "--format", "json"];
+    verify.extend(keyless(WORKFLOW));
+    let out = env.run(&verify);
+    out.expect_code(0);
+    assert_eq!(out.json()["keyless"]["identity"], WORKFLOW);
+
+    let mut pull = vec!["pull", &r, "--plain-http", "--key", &key, "-o", "refused.agent.bundle", "--format", "json"];
+    pull.extend(keyless(other));
+    let out = env.run(&pull);
+    out.expect_code(1);
+    assert_eq!(out.json()["code"], "keyless_identity_mismatch");
+    assert!(!env.path().join("refused.agent.bundle").exists(), "a refused pull writes nothing");
+    let mut pull = vec!["pull", &r, "--plain-http", "--key", &key, "-o", "pulled.agent.bundle", "--format", "json"];
+    pull.extend(keyless(WORKFLOW));
+    env.run(&pull).expect_code(0);
+    let pulled = std::fs::read(env.path().join("pulled.agent.bundle")).expect("pulled");
+    assert_eq!(pulled, std::fs::read(env.path().join("m.agent.bundle")).expect("bundle"));
+}
