@@ -118,15 +118,14 @@ impl KeylessArgs {
         let identity = matcher(&self.certificate_identity, &self.certificate_identity_regexp, "certificate-identity")?;
         let issuer =
             matcher(&self.certificate_oidc_issuer, &self.certificate_oidc_issuer_regexp, "certificate-oidc-issuer")?;
-        let claims = [
-            (ClaimMatch::Repository, &self.certificate_github_workflow_repository),
-            (ClaimMatch::Ref, &self.certificate_github_workflow_ref),
-            (ClaimMatch::Sha, &self.certificate_github_workflow_sha),
-            (ClaimMatch::Trigger, &self.certificate_github_workflow_trigger),
-            (ClaimMatch::Name, &self.certificate_github_workflow_name),
-            (ClaimMatch::RunnerEnvironment, &self.certificate_runner_environment),
-        ];
-        let claims = claims.into_iter().filter_map(|(c, v)| Some((c, v.clone()?))).collect();
+        let claims = ClaimMatch::given([
+            &self.certificate_github_workflow_repository,
+            &self.certificate_github_workflow_ref,
+            &self.certificate_github_workflow_sha,
+            &self.certificate_github_workflow_trigger,
+            &self.certificate_github_workflow_name,
+            &self.certificate_runner_environment,
+        ]);
         Ok(Some(Arc::new(Requirement { root, bundle, policy: IdentityPolicy { identity, issuer, claims } })))
     }
 }

@@ -20,6 +20,16 @@
 //! not_after = 2027-01-01T00:00:00Z
 //! revoked = false
 //!
+//! [[signer]]                    # a certificate identity: a keyless CI signer
+//! name = "release-workflow"
+//! certificate_identity = "https://github.com/acme/agents/.github/workflows/release.yml@refs/tags/v1.4.0"
+//! certificate_oidc_issuer = "https://token.actions.githubusercontent.com"
+//! certificate_github_workflow_repository = "acme/agents"   # and _ref, _sha, _trigger, _name
+//!
+//! [sigstore]                    # the trusted root identities are judged against
+//! trusted_root = "trusted_root-f900539b4d16.json"          # beside the policy file
+//! sha256 = "…"                  # so the policy's signatures cover it
+//!
 //! [[rule]]
 //! agents = ["payments-*"]
 //! threshold = 2                 # distinct signers (keys or certificate identities)
@@ -471,15 +481,14 @@ impl RawSigner {
             || self.certificate_identity_regexp.is_some()
             || self.certificate_oidc_issuer.is_some()
             || self.certificate_oidc_issuer_regexp.is_some();
-        let claims = [
-            (ClaimMatch::Repository, &self.certificate_github_workflow_repository),
-            (ClaimMatch::Ref, &self.certificate_github_workflow_ref),
-            (ClaimMatch::Sha, &self.certificate_github_workflow_sha),
-            (ClaimMatch::Trigger, &self.certificate_github_workflow_trigger),
-            (ClaimMatch::Name, &self.certificate_github_workflow_name),
-            (ClaimMatch::RunnerEnvironment, &self.certificate_runner_environment),
-        ];
-        let claims: Vec<(ClaimMatch, String)> = claims.into_iter().filter_map(|(c, v)| Some((c, v.clone()?))).collect();
+        let claims = ClaimMatch::given([
+            &self.certificate_github_workflow_repository,
+            &self.certificate_github_workflow_ref,
+            &self.certificate_github_workflow_sha,
+            &self.certificate_github_workflow_trigger,
+            &self.certificate_github_workflow_name,
+            &self.certificate_runner_environment,
+        ]);
         match (&self.public_key, identity_fields) {
             (Some(_), true) => {
                 problems.push(format!("{at}: a signer is a public_key or a certificate identity, not both"));

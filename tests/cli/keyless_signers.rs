@@ -9,6 +9,7 @@ use std::process::Command;
 use sha2::{Digest, Sha256};
 
 use crate::keyless::{ACTIONS, SIGSTORE_PYTHON, WORKFLOW, run_offline};
+use crate::signers::refused;
 use crate::support::{self, Env, Run, testdata};
 
 const BUNDLE: &str = "mailer.agent.bundle";
@@ -76,14 +77,6 @@ fn verify(env: &Env, policy: &str, extra: &[&str]) -> Run {
     let mut args = vec!["verify", BUNDLE, "--trust-policy", policy, "--format", "json"];
     args.extend_from_slice(extra);
     run_offline(env, &args)
-}
-
-#[track_caller]
-fn refused(run: &Run, code: &str) -> serde_json::Value {
-    run.expect_code(1);
-    let doc = run.json();
-    assert_eq!(doc["code"], code, "{doc:#}");
-    doc
 }
 
 /// Each signature's source and status, in the verdict's order.
