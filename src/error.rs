@@ -57,6 +57,7 @@ crate::codes::stable_codes! {
     SignerMismatch => "signer_mismatch": "The agent's or token's signature does not verify with its public key.",
     Signature => "signature": "The signature cannot be made (a comment minisign cannot store).",
     PolicyError => "policy_error": "A --trust-policy or policy update file is not a usable trust policy (the message says why), or `bundle trust` cannot do what was asked.",
+    TrustedRootError => "trusted_root_error": "A Sigstore trusted_root.json is not usable (not JSON, not a trusted root, keys that do not decode), or is not the one the trust policy names (its sha256 differs).",
     Internal => "internal_error": "An error without a code of its own: a defect in `bundle`; please report it with the message.",
 }
 
@@ -153,6 +154,7 @@ pub fn code_of(e: &(dyn std::error::Error + 'static)) -> Option<ErrorCode> {
         crate::regular_file::ReadError,
         crate::contract::ContractError,
         crate::minisign::SignatureError,
+        crate::keyless::RootError,
         std::io::Error,
     );
     None

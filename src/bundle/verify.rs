@@ -51,6 +51,10 @@ pub struct PolicyTrust<'a> {
     /// enforcing (adding the missing signature is its purpose); it still needs one signature
     /// by a key of the policy before it believes the manifest.
     pub enforce: bool,
+    /// Keyless signatures over the bundle file, verified over the digest they name before the
+    /// file is read; the caller binds them to the file's SHA-256 afterwards
+    /// ([`trust_policy::judge::bind_file`]).
+    pub keyless: &'a [trust_policy::judge::KeylessOffer],
 }
 
 /// What the caller requires of a bundle beyond a trusted signature and intact content. The
@@ -215,17 +219,17 @@ fn run(
 fn authenticate(p: &PolicyTrust<'_>, pack: &Signature, manifest_bytes: &[u8]) -> Result<Authenticated, Rejection> {
     let mut all = vec![(SIGNATURE_ENTRY.to_owned(), pack)];
     all.extend(p.cosignatures.iter().enumerate().map(|(i, s)| (format!("cosig:{}", i + 1), s)));
-    let auth = trust_policy::judge::authenticate(p.policy, &all, manifest_bytes);
+    let auth = trust_policy::judge::authenticate(p.policy, &all, manifest_bytes, p.keyless);
     if auth.any_verified() {
         return Ok(auth);
     }
     let bad = auth.verdicts().iter().any(|v| v.status == SignatureStatus::BadSignature);
-    let ids: Vec<&str> = auth.verdicts().iter().map(|v| v.key_id.as_str()).collect();
+    let ids: Vec<&str> = auth.verdicts().iter().map(|v| v.identity.as_deref().unwrap_or(v.key_id.as_str())).collect();
     Err(Rejection::new(
         if bad { Reason::BadSignature } else { Reason::UntrustedKey },
         Some(SIGNATURE_ENTRY),
         format!(
-            "no signature verifies with a key of trust policy `{}` version {} (signed by {})",
+            "no signature verifies as a signer of trust policy `{}` version {} (signed by {})",
             p.policy.id,
             p.policy.version,
             ids.join(", ")
@@ -238,9 +242,14 @@ fn judge_signers(p: &PolicyTrust<'_>, auth: Authenticated, m: &Manifest) -> Resu
     let comment = trust::trusted_comment(&m.name, &m.version.to_string());
     let verdict = trust_policy::judge::judge(p.policy, auth, &m.name, &comment, p.now);
     let Some((refusal, message)) = verdict.refusal().filter(|_| p.enforce) else { return Ok(verdict) };
+    Err(policy_rejection(refusal, message, verdict))
+}
+
+/// The gate's refusal of a bundle whose signatures do not meet the trust policy.
+pub fn policy_rejection(refusal: Refusal, message: String, verdict: SignersVerdict) -> Rejection {
     let mut r = Rejection::new(reason_of(refusal), None, message);
     r.signers = Some(Box::new(verdict));
-    Err(r)
+    r
 }
 
 /// The reason code of a trust policy's refusal.
@@ -251,6 +260,7 @@ pub fn reason_of(refusal: Refusal) -> Reason {
         Refusal::OutsideWindow => Reason::KeyOutsideWindow,
         Refusal::NotForAgent => Reason::UntrustedKey,
         Refusal::NoRule => Reason::NoPolicyRule,
+        Refusal::Keyless(reason) => reason,
     }
 }
 

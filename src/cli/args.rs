@@ -40,9 +40,11 @@ pub struct TrustArgs {
     /// minisign public key file (one key, every agent).
     #[arg(long, value_name = "FILE", conflicts_with = "keys")]
     pub trusted_keys: Option<PathBuf>,
-    /// A signed trust policy (TOML; its signatures in FILE.minisigs): named keys with roles,
-    /// agent patterns, validity windows and revocation, and rules such as "payments-* need 2
-    /// distinct keys, one of role security". Co-signatures are read from BUNDLE.cosig.
+    /// A signed trust policy (TOML; its signatures in FILE.minisigs): named keys and
+    /// certificate identities (keyless CI signers) with roles, agent patterns, validity windows
+    /// and revocation, and rules such as "payments-* need 2 distinct signers, one of role
+    /// security". Co-signatures are read from BUNDLE.cosig, a keyless signature from
+    /// BUNDLE.sigstore.json (or --sigstore).
     #[arg(long, value_name = "FILE", conflicts_with_all = ["keys", "trusted_keys"])]
     pub trust_policy: Option<PathBuf>,
     /// A newer version of the trust policy to follow from --trust-policy (repeatable, any

@@ -12,13 +12,17 @@ use agent_bundle::keyless::{ClaimMatch, IdentityPolicy, Matcher, Requirement, Si
 #[derive(Debug, clap::Args)]
 #[command(next_help_heading = "Keyless signer (Sigstore, offline)")]
 pub struct KeylessArgs {
-    /// Also require this Sigstore bundle (`cosign sign-blob --bundle`, `sigstore sign`, a GitHub
-    /// artifact attestation) to sign the bundle file: a message signature over it, or a DSSE
-    /// in-toto statement whose subject is its sha256. Judged offline against --trusted-root.
-    #[arg(long, value_name = "FILE.sigstore.json", requires = "trusted_root")]
-    pub sigstore: Option<PathBuf>,
+    /// A Sigstore bundle (`cosign sign-blob --bundle`, `sigstore sign`, a GitHub artifact
+    /// attestation) that signs the bundle file: a message signature over it, or a DSSE in-toto
+    /// statement whose subject is its sha256. Without --trust-policy it is required in addition
+    /// to the bundle's signature and judged against --trusted-root and the --certificate-*
+    /// flags; under --trust-policy it is offered to the policy's certificate-identity signers
+    /// (repeatable; default: BUNDLE.sigstore.json beside the bundle, when it exists).
+    #[arg(long, value_name = "FILE.sigstore.json")]
+    pub sigstore: Vec<PathBuf>,
     /// The Sigstore trusted_root.json (Fulcio CAs, CT logs, Rekor logs, TSAs) to judge it by;
-    /// never downloaded (`gh attestation trusted-root`, or sigstore's TUF repository).
+    /// never downloaded (`gh attestation trusted-root`, or sigstore's TUF repository). Under
+    /// --trust-policy the policy names its own.
     #[arg(long, value_name = "FILE", requires = "sigstore")]
     pub trusted_root: Option<PathBuf>,
     /// The signer's identity (the certificate's SAN: an email, or a workflow URI
@@ -57,9 +61,51 @@ pub struct KeylessArgs {
 }
 
 impl KeylessArgs {
+    /// Puts the keyless flags into the gate's options: under a trust policy the Sigstore
+    /// bundles offered to its identity signers, otherwise the one required signer.
+    pub fn apply(&self, opts: &mut agent_bundle::ops::gate::GateOptions) -> anyhow::Result<()> {
+        match opts.policy.as_mut() {
+            Some(policy) => policy.sigstore = self.policy_files()?,
+            None => opts.keyless = self.requirement()?,
+        }
+        Ok(())
+    }
+
+    /// Under --trust-policy: the Sigstore bundles to offer to the policy's identity signers.
+    /// The policy names the identities and the trusted root, so the flags that would name them
+    /// here are refused rather than silently ignored.
+    pub fn policy_files(&self) -> anyhow::Result<Vec<PathBuf>> {
+        let identity_flags = [
+            &self.certificate_identity,
+            &self.certificate_identity_regexp,
+            &self.certificate_oidc_issuer,
+            &self.certificate_oidc_issuer_regexp,
+            &self.certificate_github_workflow_repository,
+            &self.certificate_github_workflow_ref,
+            &self.certificate_github_workflow_sha,
+            &self.certificate_github_workflow_trigger,
+            &self.certificate_github_workflow_name,
+            &self.certificate_runner_environment,
+        ];
+        if self.trusted_root.is_some() || identity_flags.iter().any(|f| f.is_some()) {
+            anyhow::bail!(
+                "--trust-policy names the certificate identities and the trusted root keyless signatures are judged by: \
+                 drop --trusted-root and the --certificate-* flags (give only --sigstore FILE)"
+            );
+        }
+        Ok(self.sigstore.clone())
+    }
+
     /// The requirement, with the trusted root read and prepared (exit 2 if it cannot be).
     pub fn requirement(&self) -> anyhow::Result<Option<Arc<Requirement>>> {
-        let (Some(bundle), Some(root)) = (&self.sigstore, &self.trusted_root) else { return Ok(None) };
+        let bundle = match self.sigstore.as_slice() {
+            [] => return Ok(None),
+            [one] => one,
+            _ => anyhow::bail!("--sigstore is given once without --trust-policy (a policy can count several)"),
+        };
+        let Some(root) = &self.trusted_root else {
+            anyhow::bail!("--sigstore needs --trusted-root (or a --trust-policy that names its trusted root)")
+        };
         let root = TrustedRoot::read(root)?;
         let bundle = SigstoreBundle::read(bundle)?;
         let matcher = |exact: &Option<String>, pattern: &Option<String>, what: &str| -> anyhow::Result<Matcher> {
@@ -72,15 +118,14 @@ impl KeylessArgs {
         let identity = matcher(&self.certificate_identity, &self.certificate_identity_regexp, "certificate-identity")?;
         let issuer =
             matcher(&self.certificate_oidc_issuer, &self.certificate_oidc_issuer_regexp, "certificate-oidc-issuer")?;
-        let claims = [
-            (ClaimMatch::Repository, &self.certificate_github_workflow_repository),
-            (ClaimMatch::Ref, &self.certificate_github_workflow_ref),
-            (ClaimMatch::Sha, &self.certificate_github_workflow_sha),
-            (ClaimMatch::Trigger, &self.certificate_github_workflow_trigger),
-            (ClaimMatch::Name, &self.certificate_github_workflow_name),
-            (ClaimMatch::RunnerEnvironment, &self.certificate_runner_environment),
-        ];
-        let claims = claims.into_iter().filter_map(|(c, v)| Some((c, v.clone()?))).collect();
+        let claims = ClaimMatch::given([
+            &self.certificate_github_workflow_repository,
+            &self.certificate_github_workflow_ref,
+            &self.certificate_github_workflow_sha,
+            &self.certificate_github_workflow_trigger,
+            &self.certificate_github_workflow_name,
+            &self.certificate_runner_environment,
+        ]);
         Ok(Some(Arc::new(Requirement { root, bundle, policy: IdentityPolicy { identity, issuer, claims } })))
     }
 }

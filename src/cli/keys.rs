@@ -204,7 +204,13 @@ pub fn load_policy(args: &TrustArgs) -> anyhow::Result<Option<PolicyOptions>> {
     let pin = agent_bundle::ops::trust::read_signed(pin)?;
     let updates =
         args.policy_update.iter().map(|p| agent_bundle::ops::trust::read_signed(p)).collect::<Result<Vec<_>, _>>()?;
-    Ok(Some(PolicyOptions { pin, updates, cosignatures: args.cosignatures.clone(), require_threshold: true }))
+    Ok(Some(PolicyOptions {
+        pin,
+        updates,
+        cosignatures: args.cosignatures.clone(),
+        require_threshold: true,
+        sigstore: Vec::new(),
+    }))
 }
 
 pub fn load_trust(args: &TrustArgs) -> anyhow::Result<TrustedKeys> {

@@ -37,6 +37,8 @@ pub struct Args {
     gate: GateArgs,
     #[command(flatten)]
     registry: RegistryArgs,
+    #[command(flatten)]
+    keyless: Box<super::keyless::KeylessArgs>,
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Human)]
     pub(super) format: Format,
@@ -47,11 +49,9 @@ pub fn run(args: Args, global: Global) -> anyhow::Result<Outcome> {
     let source = args.registry.source(Path::new(&args.reference))?;
     let keys = load_trust(&args.trust)?;
     // A baseline or state file that cannot be read stops the run before anything is fetched.
-    let gate = std::cell::RefCell::new(Some(Gate::open(args.gate.options(
-        keys,
-        super::keys::load_policy(&args.trust)?,
-        global,
-    ))?));
+    let mut opts = args.gate.options(keys, super::keys::load_policy(&args.trust)?, global);
+    args.keyless.apply(&mut opts)?;
+    let gate = std::cell::RefCell::new(Some(Gate::open(opts)?));
     let label = PathBuf::from(reference.to_string());
     let with_config = gate.borrow().as_ref().is_some_and(Gate::needs_config);
     let before = |found| gate.borrow_mut().as_mut().expect("the gate").before_layer(found);

@@ -31,6 +31,24 @@ enum Command {
     Verify(VerifyArgs),
     /// Write the next version of a policy (version + 1, a new expiry), unsigned, to edit.
     Rotate(RotateArgs),
+    /// Import a Sigstore trusted_root.json into a policy: its certificate-identity signers are
+    /// judged against it. Says how old it is; the policy must then be signed again.
+    ImportRoot(ImportRootArgs),
+}
+
+#[derive(Debug, clap::Args)]
+#[command(
+    after_help = "Examples:\n  bundle trust import-root trust-policy.toml trusted_root.json\n  bundle trust sign trust-policy.toml --key alice.key\n  (trusted_root.json from `gh attestation trusted-root`, or sigstore's TUF repository)"
+)]
+struct ImportRootArgs {
+    /// The trust policy file to edit (comments and order kept).
+    policy: PathBuf,
+    /// The trusted_root.json (as `gh attestation trusted-root` prints it, or the `trusted_root.json`
+    /// target of sigstore's TUF repository). Copied beside the policy as
+    /// trusted_root-<sha256 prefix>.json; never downloaded.
+    root: PathBuf,
+    #[arg(long, value_enum, default_value_t = Format::Human)]
+    format: Format,
 }
 
 #[derive(Debug, clap::Args)]
@@ -86,6 +104,7 @@ impl Args {
             Command::Sign(a) => a.format,
             Command::Verify(a) => a.format,
             Command::Rotate(a) => a.format,
+            Command::ImportRoot(a) => a.format,
         }
     }
 }
@@ -95,7 +114,56 @@ pub fn run(args: Args, global: Global) -> anyhow::Result<Outcome> {
         Command::Sign(a) => sign(a, global),
         Command::Verify(a) => verify(a, global),
         Command::Rotate(a) => rotate(a, global),
+        Command::ImportRoot(a) => import_root(a, global),
     }
+}
+
+fn import_root(args: ImportRootArgs, global: Global) -> anyhow::Result<Outcome> {
+    use agent_bundle::ops::trust::ROOT_STALE_DAYS;
+    let imported = agent_bundle::ops::trust::import_root(&args.policy, &args.root, global.now())?;
+    if args.format == Format::Json {
+        let mut doc = serde_json::to_value(&imported)?;
+        doc["ok"] = true.into();
+        output::print_json(&doc)?;
+        return Ok(Outcome::Ok);
+    }
+    let i = &imported;
+    let age = match (&i.newest_key_start, i.age_days) {
+        (Some(start), Some(days)) => format!("; its newest key is valid from {start} ({days} day(s) ago)"),
+        _ => "; no key in it has a validity start".to_owned(),
+    };
+    output::status(
+        global,
+        &format!(
+            "imported {} into {} as {} (sha256 {}): {} CA(s), {} transparency log(s), {} CT log(s), {} timestamp authorit(ies){age}",
+            args.root.display(),
+            args.policy.display(),
+            i.file.display(),
+            &i.sha256[..16],
+            i.certificate_authorities,
+            i.tlogs,
+            i.ctlogs,
+            i.timestamp_authorities
+        ),
+    );
+    if i.stale {
+        output::status(
+            global,
+            &format!(
+                "warning: the root's newest key is more than {ROOT_STALE_DAYS} days old: if its Sigstore instance rotated a key since, new signatures will be refused; get a current trusted_root.json"
+            ),
+        );
+    }
+    let resign = if i.signatures_invalidated > 0 {
+        format!("{} signature(s) of this version no longer match it: ", i.signatures_invalidated)
+    } else {
+        String::new()
+    };
+    output::status(
+        global,
+        &format!("{resign}sign the policy again: bundle trust sign {} --key KEY", args.policy.display()),
+    );
+    Ok(Outcome::Ok)
 }
 
 fn sign(args: SignArgs, global: Global) -> anyhow::Result<Outcome> {

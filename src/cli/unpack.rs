@@ -35,6 +35,8 @@ pub struct Args {
     gate: GateArgs,
     #[command(flatten)]
     registry: super::registry::RegistryArgs,
+    #[command(flatten)]
+    keyless: Box<super::keyless::KeylessArgs>,
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Human)]
     pub(super) format: Format,
@@ -42,7 +44,9 @@ pub struct Args {
 
 pub fn run(args: Args, global: Global) -> anyhow::Result<Outcome> {
     let keys = load_trust(&args.trust)?;
-    let gate = Gate::open(args.gate.options(keys, super::keys::load_policy(&args.trust)?, global))?;
+    let mut opts = args.gate.options(keys, super::keys::load_policy(&args.trust)?, global);
+    args.keyless.apply(&mut opts)?;
+    let gate = Gate::open(opts)?;
     let source = args.registry.source(&args.bundle)?;
     let verdict = unpack::unpack(&source, &args.dir, gate, args.replace)?;
     let outcome = super::verify::render(&args.bundle, &verdict, args.format, global)?;

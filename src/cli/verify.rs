@@ -52,7 +52,7 @@ pub struct Args {
 pub fn run(args: Args, global: Global) -> anyhow::Result<Outcome> {
     let keys = load_trust(&args.trust)?;
     let mut opts = args.gate.options(keys, super::keys::load_policy(&args.trust)?, global);
-    opts.keyless = args.keyless.requirement()?;
+    args.keyless.apply(&mut opts)?;
     if let [bundle] = args.bundles.as_slice() {
         let verdict = verify_one(bundle, opts, &args.registry, global)?;
         return render(bundle, &verdict, args.format, global);
@@ -257,14 +257,22 @@ pub fn signers_lines(s: &SignersVerdict) -> Vec<String> {
         let who = v.signer.as_deref().map(|n| format!(" `{}`", sanitize(n))).unwrap_or_default();
         let roles = if v.roles.is_empty() { String::new() } else { format!(" [{}]", sanitize(&v.roles.join(", "))) };
         let why = if v.why.is_empty() { String::new() } else { format!(": {}", sanitize(&v.why)) };
-        lines.push(format!("    {} key {}{who}{roles}: {}{why}", v.source, v.key_id, v.status));
+        let signer = match &v.identity {
+            Some(identity) => {
+                format!("identity {} ({})", sanitize(identity), sanitize(v.issuer.as_deref().unwrap_or_default()))
+            }
+            None if v.is_keyless() => "keyless signature".to_owned(),
+            None => format!("key {}", v.key_id),
+        };
+        let code = v.code.map(|c| format!(" [{c}]")).unwrap_or_default();
+        lines.push(format!("    {} {signer}{who}{roles}: {}{code}{why}", sanitize(&v.source), v.status));
     }
     for r in &s.rules {
         let roles: Vec<String> =
             r.roles.iter().map(|t| format!(", role {} {} of {}", t.role, t.counted, t.needed)).collect();
         let met = if r.met { "met" } else { "NOT met" };
         lines.push(format!(
-            "    rule {}: {} of {} keys{}: {met}",
+            "    rule {}: {} of {} signers{}: {met}",
             sanitize(&r.rule),
             r.counted,
             r.needed,

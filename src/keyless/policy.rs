@@ -92,6 +92,15 @@ impl ClaimMatch {
         }
     }
 
+    /// The claims whose expected value is given, from the values for the repository, ref, sha,
+    /// trigger, workflow name and runner environment, in that order (the order of the
+    /// `--certificate-github-workflow-*` flags and of the trust policy's fields).
+    pub fn given(values: [&Option<String>; 6]) -> Vec<(ClaimMatch, String)> {
+        use ClaimMatch::*;
+        let all = [Repository, Ref, Sha, Trigger, Name, RunnerEnvironment];
+        all.into_iter().zip(values).filter_map(|(c, v)| Some((c, v.clone()?))).collect()
+    }
+
     /// The values the certificate gives for this claim (current first, then deprecated).
     fn values(self, c: &FulcioCiClaims) -> Vec<&str> {
         let g = &c.deprecated_github;

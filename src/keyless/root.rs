@@ -19,6 +19,20 @@ pub enum RootError {
         path.display()
     )]
     Invalid { path: PathBuf, message: String },
+    #[error(
+        "{}: this is not the trusted root the trust policy names: its sha256 is {found}, the policy says {expected}; import the root again (`bundle trust import-root`) and sign the policy",
+        path.display()
+    )]
+    NotPinned { path: PathBuf, expected: String, found: String },
+}
+
+impl crate::error::Coded for RootError {
+    fn code(&self) -> crate::error::ErrorCode {
+        match self {
+            RootError::Read { .. } => crate::error::ErrorCode::IoError,
+            RootError::Invalid { .. } | RootError::NotPinned { .. } => crate::error::ErrorCode::TrustedRootError,
+        }
+    }
 }
 
 /// A parsed trusted root with its verifier prepared (keys and anchors decoded once).
@@ -42,6 +56,19 @@ impl TrustedRoot {
         Self::parse(path, &text)
     }
 
+    /// Reads `path`, which must have the SHA-256 `expected` (lowercase hex): the trusted root a
+    /// signed trust policy names.
+    pub fn read_pinned(path: &Path, expected: &str) -> Result<TrustedRoot, RootError> {
+        use sha2::Digest as _;
+        let text = read_to_string(path, MAX_TRUSTED_ROOT_BYTES, Links::Follow)
+            .map_err(|e| RootError::Read { path: path.to_owned(), source: e.into_io() })?;
+        let found: String = sha2::Sha256::digest(text.as_bytes()).iter().map(|b| format!("{b:02x}")).collect();
+        if found != expected {
+            return Err(RootError::NotPinned { path: path.to_owned(), expected: expected.to_owned(), found });
+        }
+        Self::parse(path, &text)
+    }
+
     /// Parses the text of a trusted root read from `path`.
     pub fn parse(path: &Path, text: &str) -> Result<TrustedRoot, RootError> {
         let invalid = |message: String| RootError::Invalid { path: path.to_owned(), message };
@@ -57,6 +84,12 @@ impl TrustedRoot {
     /// The file it was read from.
     pub fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// How many CAs, Rekor logs, CT logs and timestamp authorities it holds.
+    pub fn counts(&self) -> [usize; 4] {
+        let r = &self.root;
+        [r.certificate_authorities.len(), r.tlogs.len(), r.ctlogs.len(), r.timestamp_authorities.len()]
     }
 
     /// The newest start of validity among its authorities and logs: a root whose newest key

@@ -30,7 +30,8 @@ use crate::state::{StateError, StateFile};
 use crate::timestamp::Timestamp;
 use crate::trust::TrustedKeys;
 use crate::trust_policy::chain::{self, ChainError, ChainFault, ChainReport, SignedPolicy};
-use crate::trust_policy::{SignersVerdict, TrustPolicy, bound, signatures};
+use crate::trust_policy::judge::KeylessOffer;
+use crate::trust_policy::{self, SignersVerdict, TrustPolicy, bound, signatures};
 
 /// What the gate requires of a bundle.
 #[derive(Debug, Clone)]
@@ -83,6 +84,10 @@ pub struct PolicyOptions {
     /// Refuse a bundle whose signatures do not meet the rules (always, but for `bundle
     /// cosign`, which judges a bundle that still lacks the signature it adds).
     pub require_threshold: bool,
+    /// Keyless signatures (Sigstore bundles over the bundle file) offered to the policy's
+    /// identity signers (`--sigstore`); when empty, `<bundle>.sigstore.json` beside a bundle
+    /// file is read if it exists.
+    pub sigstore: Vec<PathBuf>,
 }
 
 /// The policy the gate follows, or why no version can be followed (every bundle is refused).
@@ -305,6 +310,51 @@ impl Gate {
         Ok(all)
     }
 
+    /// The keyless signatures offered to the trust policy's identity signers for the bundle at
+    /// `origin`, each verified over the digest it names under the policy's trusted root: the
+    /// files given, or `<origin>.sigstore.json` when it exists. A file that cannot be read
+    /// refuses the bundle; one that does not verify is an offer that will not count.
+    fn keyless_offers(
+        &self,
+        policy: &TrustPolicy,
+        origin: &Path,
+    ) -> Result<Result<Vec<KeylessOffer>, Rejection>, GateError> {
+        let Some(p) = &self.opts.policy else { return Ok(Ok(Vec::new())) };
+        let beside = keyless_path(origin);
+        let files: Vec<PathBuf> = if p.sigstore.is_empty() {
+            beside.is_file().then_some(beside).into_iter().collect()
+        } else {
+            p.sigstore.clone()
+        };
+        if files.is_empty() {
+            return Ok(Ok(Vec::new()));
+        }
+        let Some(root) = &policy.trusted_root else {
+            if p.sigstore.is_empty() {
+                // Found beside the bundle, but no identity may sign: nothing could count.
+                return Ok(Ok(Vec::new()));
+            }
+            return Err(crate::Error::Usage(format!(
+                "--sigstore: trust policy `{}` version {} names no trusted root and no certificate-identity signer; add them ([sigstore], `bundle trust import-root`) or drop --sigstore",
+                policy.id, policy.version
+            ))
+            .into());
+        };
+        let mut offers = Vec::with_capacity(files.len());
+        for file in files {
+            let shown = file.display().to_string();
+            let bundle = match crate::keyless::SigstoreBundle::read(&file) {
+                Ok(b) => b,
+                Err(e) => {
+                    let message = format!("cannot read {shown}: {e}");
+                    return Ok(Err(Rejection::new(Reason::IoError, Some(&shown), message)));
+                }
+            };
+            offers.push(KeylessOffer { source: shown, result: crate::keyless::verify_claimed(root, &bundle) });
+        }
+        Ok(Ok(offers))
+    }
+
     /// Judges the bundle read from `input`, streaming its entries into `sink`. `origin` names
     /// the bundle in messages (a path, or a registry reference).
     ///
@@ -326,24 +376,40 @@ impl Gate {
             Ok(c) => c,
             Err(rejection) => return Ok(Verdict::Refused { rejection, baseline: None }),
         };
+        let offers = match &self.policy {
+            Some(Ok((policy, _))) => match self.keyless_offers(policy, origin)? {
+                Ok(offers) => offers,
+                Err(rejection) => return Ok(Verdict::Refused { rejection, baseline: None }),
+            },
+            _ => Vec::new(),
+        };
+        let enforce = self.opts.policy.as_ref().is_none_or(|p| p.require_threshold);
         let trust = match &self.policy {
             None => Trust::Keys(&self.opts.keys),
             Some(Ok((policy, _))) => Trust::Policy(PolicyTrust {
                 policy,
                 cosignatures: &cosignatures,
                 now: self.opts.now,
-                enforce: self.opts.policy.as_ref().is_none_or(|p| p.require_threshold),
+                enforce,
+                keyless: &offers,
             }),
             // No version of the policy can be followed: nothing is trusted.
             Some(Err(e)) => return Ok(Verdict::Refused { rejection: chain_rejection(e), baseline: None }),
         };
         // The file's SHA-256, in the same pass, when attestations or a keyless signature name it.
-        let mut input = Sha256Read::new(input, attesting || self.opts.keyless.is_some());
+        let hash = attesting || self.opts.keyless.is_some() || !offers.is_empty();
+        let mut input = Sha256Read::new(input, hash);
         let mut verified = match verify::verify(&mut input, trust, &expect, sink) {
             Ok(v) => v,
             Err(rejection) => return Ok(Verdict::Refused { rejection, baseline: None }),
         };
         let sha256 = input.finish().map_err(|e| crate::Error::io(origin, e))?;
+        if let (Some(Ok((policy, _))), Some(sha256)) = (&self.policy, &sha256)
+            && !offers.is_empty()
+            && let Err(rejection) = bind_keyless(policy, &mut verified, sha256, enforce)
+        {
+            return Ok(Verdict::Refused { rejection, baseline: None });
+        }
         if attesting && let Some(sha256) = &sha256 {
             match self.judge_attestations(&verified, origin, &evidence::hex(sha256)) {
                 Ok(judged) => verified.attestations = judged,
@@ -469,6 +535,29 @@ impl Gate {
             None => Ok(Some(report)),
         })
     }
+}
+
+/// Where a keyless signature of a bundle file is looked for: `<bundle>.sigstore.json` beside it
+/// (the name `sigstore sign` gives it).
+pub fn keyless_path(bundle: &Path) -> PathBuf {
+    let mut name = bundle.as_os_str().to_owned();
+    name.push(".sigstore.json");
+    name.into()
+}
+
+/// Once the file is read: keyless signatures that do not sign this file no longer count, and
+/// the rules are judged again (refused when they are no longer met and `enforce`).
+fn bind_keyless(policy: &TrustPolicy, v: &mut Verified, sha256: &[u8; 32], enforce: bool) -> Result<(), Rejection> {
+    let Some(signers) = v.signers.as_mut() else { return Ok(()) };
+    trust_policy::judge::bind_file(policy, signers, &v.manifest.name, sha256);
+    // Even unenforced (`bundle cosign`), the manifest was believed on a signature that must
+    // still stand.
+    let enforce = enforce || !signers.any_authenticated();
+    let Some((refusal, message)) = signers.refusal().filter(|_| enforce) else { return Ok(()) };
+    let mut r = verify::policy_rejection(refusal, message, signers.clone());
+    r.agent = Some((v.manifest.name.clone(), v.manifest.version.to_string()));
+    r.key_id = Some(v.key_id.clone());
+    Err(r)
 }
 
 /// What can be known wrong before any bundle is read, so that a run over many bundles says it

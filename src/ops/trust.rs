@@ -26,6 +26,9 @@ pub enum TrustError {
     Other(#[from] Error),
     #[error(transparent)]
     State(#[from] StateError),
+    /// The trusted root the policy names cannot be used (exit 2).
+    #[error(transparent)]
+    Root(#[from] crate::keyless::RootError),
 }
 
 impl crate::error::Coded for TrustError {
@@ -34,6 +37,7 @@ impl crate::error::Coded for TrustError {
             TrustError::Malformed { .. } => crate::error::ErrorCode::PolicyError,
             TrustError::Other(e) => e.code(),
             TrustError::State(e) => e.code(),
+            TrustError::Root(e) => e.code(),
         }
     }
 }
@@ -53,13 +57,27 @@ pub fn read_signed(path: &Path) -> Result<SignedPolicy, TrustError> {
     let malformed = |why: String| TrustError::Malformed { path: path.to_path_buf(), why };
     let text = read_text(path, MAX_POLICY_BYTES)?
         .ok_or_else(|| Error::io(path, std::io::Error::new(std::io::ErrorKind::NotFound, "no such file")))?;
-    let policy = TrustPolicy::parse(&text).map_err(malformed)?;
+    let mut policy = TrustPolicy::parse(&text).map_err(malformed)?;
+    if policy.has_identities() && policy.sigstore.is_none() {
+        return Err(malformed(
+            "certificate-identity signers need the trusted root they are judged against: add [sigstore] trusted_root and sha256 (`bundle trust import-root POLICY trusted_root.json`)".to_owned(),
+        ));
+    }
+    if let Some(root) = &policy.sigstore {
+        let file = root_path(path, &root.file);
+        policy.trusted_root = Some(std::sync::Arc::new(crate::keyless::TrustedRoot::read_pinned(&file, &root.sha256)?));
+    }
     let sigs_path = signatures::policy_sigs_path(path);
     let signatures = match read_text(&sigs_path, signatures::MAX_SIGNATURES_BYTES)? {
         Some(t) => signatures::parse(&t).map_err(|why| TrustError::Malformed { path: sigs_path.clone(), why })?,
         None => Vec::new(),
     };
     Ok(SignedPolicy { origin: path.display().to_string(), bytes: text.into_bytes(), policy, signatures })
+}
+
+/// Where a policy's `[sigstore] trusted_root` is: relative to the policy file's folder.
+pub fn root_path(policy: &Path, file: &str) -> PathBuf {
+    policy.parent().unwrap_or(Path::new("")).join(file)
 }
 
 /// What `bundle trust sign` did.
@@ -93,7 +111,7 @@ pub fn sign(path: &Path, signer: &mut Signer) -> Result<Signed, TrustError> {
     let file = signatures::policy_sigs_path(path);
     atomic::write(&file, signatures::to_text(&signed.signatures).as_bytes(), true).map_err(|e| Error::io(&file, e))?;
     let p = &signed.policy;
-    let me = p.with_key_id(public.key_id()).find(|(_, s)| s.id == crate::trust_policy::SignerId::Key(public));
+    let me = p.with_key_id(public.key_id()).find(|(_, s)| s.id.key() == Some(&public));
     Ok(Signed {
         policy: p.id.clone(),
         version: p.version,
@@ -147,4 +165,102 @@ pub fn rotate(from: &Path, out: &Path, expires: Timestamp) -> Result<u64, TrustE
     TrustPolicy::parse(&written).map_err(|why| TrustError::Malformed { path: out.to_path_buf(), why })?;
     atomic::write(out, written.as_bytes(), false).map_err(|e| Error::io(out, e))?;
     Ok(next)
+}
+
+/// A trusted root whose newest key started more than this many days ago may have missed a
+/// rotation of its instance (`bundle trust import-root` warns).
+pub const ROOT_STALE_DAYS: i64 = 180;
+
+/// What `bundle trust import-root` did.
+#[derive(Debug, Serialize)]
+pub struct ImportedRoot {
+    /// The copy beside the policy that the policy now names.
+    #[serde(serialize_with = "display")]
+    pub file: PathBuf,
+    pub sha256: String,
+    pub certificate_authorities: usize,
+    pub tlogs: usize,
+    pub ctlogs: usize,
+    pub timestamp_authorities: usize,
+    /// The newest validity start among its keys and CAs (RFC 3339), and its age in days.
+    pub newest_key_start: Option<String>,
+    pub age_days: Option<i64>,
+    /// Older than [`ROOT_STALE_DAYS`].
+    pub stale: bool,
+    /// Signatures of this policy version that no longer match its bytes (sign it again).
+    pub signatures_invalidated: usize,
+}
+
+/// Imports a Sigstore `trusted_root.json` into a trust policy: checks it is a usable root,
+/// copies it beside the policy as `trusted_root-<first 12 hex digits of its sha256>.json` (so
+/// that each policy version keeps naming the root it was signed with), and sets the policy's
+/// `[sigstore] trusted_root` and `sha256` (comments and order kept, written atomically). The
+/// policy's bytes change: its signatures for this version must be made again.
+pub fn import_root(policy: &Path, root: &Path, now: Timestamp) -> Result<ImportedRoot, TrustError> {
+    use sha2::Digest as _;
+    // Read without its current root, which the import replaces.
+    let current = read_unrooted(policy)?;
+    let text = regular_file::read_to_string(root, crate::keyless::MAX_TRUSTED_ROOT_BYTES, Links::Follow)
+        .map_err(|e| Error::io(root, e.into_io()))?;
+    let parsed = crate::keyless::TrustedRoot::parse(root, &text)?;
+    let sha256: String = sha2::Sha256::digest(text.as_bytes()).iter().map(|b| format!("{b:02x}")).collect();
+    let name = format!("trusted_root-{}.json", &sha256[..12]);
+    let file = root_path(policy, &name);
+    atomic::write(&file, text.as_bytes(), true).map_err(|e| Error::io(&file, e))?;
+
+    let malformed = |why: String| TrustError::Malformed { path: policy.to_path_buf(), why };
+    let policy_text = String::from_utf8(current.bytes.clone()).expect("read as UTF-8");
+    let mut doc: toml_edit::DocumentMut =
+        policy_text.parse().map_err(|e: toml_edit::TomlError| malformed(e.to_string()))?;
+    let mut table = toml_edit::Table::new();
+    table["trusted_root"] = toml_edit::value(name);
+    table["sha256"] = toml_edit::value(sha256.clone());
+    match doc.get_mut("sigstore").and_then(|t| t.as_table_mut()) {
+        Some(existing) => {
+            existing["trusted_root"] = table["trusted_root"].clone();
+            existing["sha256"] = table["sha256"].clone();
+        }
+        None => {
+            doc["sigstore"] = toml_edit::Item::Table(table);
+        }
+    }
+    let written = doc.to_string();
+    TrustPolicy::parse(&written).map_err(malformed)?;
+    atomic::write(policy, written.as_bytes(), true).map_err(|e| Error::io(policy, e))?;
+
+    let comment = current.policy.signed_comment();
+    let unchanged = written.as_bytes() == current.bytes.as_slice();
+    let invalidated =
+        if unchanged { 0 } else { current.signatures.iter().filter(|s| s.trusted_comment() == comment).count() };
+    let start = parsed.newest_key_start();
+    let age_days = start
+        .as_deref()
+        .and_then(|s| Timestamp::parse(s).ok())
+        .map(|t| (now.unix_seconds() - t.unix_seconds()).div_euclid(86_400));
+    let counts = parsed.counts();
+    Ok(ImportedRoot {
+        file,
+        sha256,
+        certificate_authorities: counts[0],
+        tlogs: counts[1],
+        ctlogs: counts[2],
+        timestamp_authorities: counts[3],
+        newest_key_start: start,
+        stale: age_days.is_some_and(|d| d > ROOT_STALE_DAYS),
+        age_days,
+        signatures_invalidated: invalidated,
+    })
+}
+
+/// A policy read without its trusted root (an import replaces that root).
+fn read_unrooted(path: &Path) -> Result<SignedPolicy, TrustError> {
+    let text = read_text(path, MAX_POLICY_BYTES)?
+        .ok_or_else(|| Error::io(path, std::io::Error::new(std::io::ErrorKind::NotFound, "no such file")))?;
+    let policy = TrustPolicy::parse(&text).map_err(|why| TrustError::Malformed { path: path.to_path_buf(), why })?;
+    let sigs_path = signatures::policy_sigs_path(path);
+    let signatures = match read_text(&sigs_path, signatures::MAX_SIGNATURES_BYTES)? {
+        Some(t) => signatures::parse(&t).unwrap_or_default(),
+        None => Vec::new(),
+    };
+    Ok(SignedPolicy { origin: path.display().to_string(), bytes: text.into_bytes(), policy, signatures })
 }

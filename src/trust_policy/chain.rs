@@ -14,7 +14,7 @@ use std::collections::BTreeSet;
 
 use serde::Serialize;
 
-use super::format::{SignerId, TrustPolicy};
+use super::format::TrustPolicy;
 use crate::minisign::Signature;
 use crate::timestamp::Timestamp;
 
@@ -89,7 +89,7 @@ fn tally(roots: &TrustPolicy, candidate: &SignedPolicy, by: String) -> RootTally
             continue;
         }
         for (i, s) in roots.with_key_id(sig.key_id()) {
-            let SignerId::Key(k) = &s.id;
+            let Some(k) = s.id.key() else { continue };
             if roots.is_root(i) && !s.revoked && sig.verify(k, &candidate.bytes).is_ok() {
                 counted.insert(i);
             }

@@ -20,9 +20,19 @@
 //! not_after = 2027-01-01T00:00:00Z
 //! revoked = false
 //!
+//! [[signer]]                    # a certificate identity: a keyless CI signer
+//! name = "release-workflow"
+//! certificate_identity = "https://github.com/acme/agents/.github/workflows/release.yml@refs/tags/v1.4.0"
+//! certificate_oidc_issuer = "https://token.actions.githubusercontent.com"
+//! certificate_github_workflow_repository = "acme/agents"   # and _ref, _sha, _trigger, _name
+//!
+//! [sigstore]                    # the trusted root identities are judged against
+//! trusted_root = "trusted_root-f900539b4d16.json"          # beside the policy file
+//! sha256 = "…"                  # so the policy's signatures cover it
+//!
 //! [[rule]]
 //! agents = ["payments-*"]
-//! threshold = 2                 # distinct keys
+//! threshold = 2                 # distinct signers (keys or certificate identities)
 //! roles = { security = 1 }      # of which at least one has role `security`
 //! ```
 //!
@@ -34,6 +44,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 
 use serde::Deserialize;
 
+use crate::keyless::{ClaimMatch, IdentityPolicy, Matcher};
 use crate::minisign::PublicKey;
 use crate::timestamp::Timestamp;
 use crate::trust::glob_match;
@@ -45,21 +56,50 @@ pub const FORMAT: u32 = 1;
 pub const MAX_SIGNERS: usize = 10_000;
 pub const MAX_RULES: usize = 10_000;
 
-/// Who a signer is. Today an Ed25519 key (a minisign public key: file keys, ssh-agent and
-/// PKCS#11 keys alike, the latter two under their derived key ids); a certificate identity
-/// (issuer and subject of a short-lived certificate) is meant to become a second variant.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// Who a signer is: an Ed25519 key (a minisign public key: file keys, ssh-agent and PKCS#11
+/// keys alike, the latter two under their derived key ids), or a certificate identity (the
+/// OIDC issuer and subject of a short-lived Sigstore certificate, with optional GitHub
+/// workflow claims), whose keyless signatures are judged against the policy's trusted root.
+#[derive(Debug, Clone)]
 pub enum SignerId {
     Key(PublicKey),
+    Identity(IdentityPolicy),
 }
 
 impl SignerId {
-    /// How the verdict names the signer's key: the minisign key id.
+    /// How the verdict names the signer: the minisign key id, or the identity and issuer.
     pub fn describe(&self) -> String {
         match self {
             SignerId::Key(k) => k.key_id_hex(),
+            SignerId::Identity(p) => format!("{} ({})", p.identity, p.issuer),
         }
     }
+
+    /// The key, for a key signer.
+    pub fn key(&self) -> Option<&PublicKey> {
+        match self {
+            SignerId::Key(k) => Some(k),
+            SignerId::Identity(_) => None,
+        }
+    }
+
+    /// The identity policy, for a certificate-identity signer.
+    pub fn identity(&self) -> Option<&IdentityPolicy> {
+        match self {
+            SignerId::Identity(p) => Some(p),
+            SignerId::Key(_) => None,
+        }
+    }
+}
+
+/// The Sigstore trusted root a policy with identity signers names: a file beside the policy
+/// (`[sigstore] trusted_root`, relative to the policy file) and its SHA-256, so that the
+/// policy's signatures cover the root too.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SigstoreRoot {
+    pub file: String,
+    /// Lowercase hex.
+    pub sha256: String,
 }
 
 /// One named signer of the policy.
@@ -112,10 +152,10 @@ impl Rule {
         self.agents.iter().any(|p| glob_match(p, agent))
     }
 
-    /// The rule as one line: `payments-* need 2 distinct keys, 1 of role security`.
+    /// The rule as one line: `payments-* need 2 distinct signers, 1 of role security`.
     pub fn describe(&self) -> String {
         let roles: Vec<String> = self.roles.iter().map(|(r, n)| format!(", {n} of role {r}")).collect();
-        format!("{} need {} distinct key(s){}", self.agents.join(" "), self.threshold, roles.concat())
+        format!("{} need {} distinct signer(s){}", self.agents.join(" "), self.threshold, roles.concat())
     }
 }
 
@@ -128,6 +168,11 @@ pub struct TrustPolicy {
     pub root: Root,
     pub signers: Vec<Signer>,
     pub rules: Vec<Rule>,
+    /// `[sigstore]`: the trusted root identity signers are judged against.
+    pub sigstore: Option<SigstoreRoot>,
+    /// That root, read and checked against its digest by whoever read the policy file
+    /// (`ops::trust::read_signed`); `None` until then.
+    pub trusted_root: Option<std::sync::Arc<crate::keyless::TrustedRoot>>,
     by_key_id: HashMap<[u8; 8], Vec<usize>>,
 }
 
@@ -147,6 +192,22 @@ impl TrustPolicy {
     /// The rules that apply to `agent` (all must be met).
     pub fn rules_for<'a>(&'a self, agent: &'a str) -> impl Iterator<Item = &'a Rule> {
         self.rules.iter().filter(move |r| r.applies_to(agent))
+    }
+
+    /// The identity signers whose policy a verified certificate satisfies, in file order.
+    pub fn identities_matching(
+        &self,
+        identity: &str,
+        issuer: &str,
+        claims: &sigstore_verify::crypto::FulcioCiClaims,
+    ) -> Vec<usize> {
+        let matches = |p: &IdentityPolicy| p.check(identity, issuer, claims).is_ok();
+        (0..self.signers.len()).filter(|&i| self.signers[i].id.identity().is_some_and(matches)).collect()
+    }
+
+    /// Whether any signer is a certificate identity.
+    pub fn has_identities(&self) -> bool {
+        self.signers.iter().any(|s| s.id.identity().is_some())
     }
 
     pub fn is_root(&self, signer: usize) -> bool {
@@ -193,6 +254,14 @@ struct RawPolicy {
     signers: Vec<RawSigner>,
     #[serde(default, rename = "rule")]
     rules: Vec<RawRule>,
+    sigstore: Option<RawSigstore>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawSigstore {
+    trusted_root: String,
+    sha256: String,
 }
 
 #[derive(Debug, Deserialize)]
@@ -206,7 +275,17 @@ struct RawRoot {
 #[serde(deny_unknown_fields)]
 struct RawSigner {
     name: String,
-    public_key: String,
+    public_key: Option<String>,
+    certificate_identity: Option<String>,
+    certificate_identity_regexp: Option<String>,
+    certificate_oidc_issuer: Option<String>,
+    certificate_oidc_issuer_regexp: Option<String>,
+    certificate_github_workflow_repository: Option<String>,
+    certificate_github_workflow_ref: Option<String>,
+    certificate_github_workflow_sha: Option<String>,
+    certificate_github_workflow_trigger: Option<String>,
+    certificate_github_workflow_name: Option<String>,
+    certificate_runner_environment: Option<String>,
     #[serde(default)]
     roles: Vec<String>,
     #[serde(default)]
@@ -264,15 +343,9 @@ impl RawPolicy {
             if names.insert(s.name.clone(), i).is_some() {
                 problems.push(format!("{at}: the name is used twice"));
             }
-            let key = match PublicKey::from_base64(s.public_key.trim()) {
-                Ok(k) => Some(k),
-                Err(e) => {
-                    problems.push(format!("{at}: public_key: {e}"));
-                    None
-                }
-            };
+            let id = s.signer_id(&at, &mut problems);
             // The same key under two names would count twice towards a threshold.
-            if let Some(k) = &key
+            if let Some(SignerId::Key(k)) = &id
                 && !keys.insert(k.ed25519_bytes())
             {
                 problems.push(format!("{at}: key {} is listed under another name too", k.key_id_hex()));
@@ -297,10 +370,10 @@ impl RawPolicy {
             {
                 problems.push(format!("{at}: not_after is before not_before"));
             }
-            if let Some(key) = key {
+            if let Some(id) = id {
                 signers.push(Signer {
                     name: s.name,
-                    id: SignerId::Key(key),
+                    id,
                     roles: s.roles,
                     agents: s.agents,
                     not_before,
@@ -313,6 +386,10 @@ impl RawPolicy {
         for name in &self.root.signers {
             match signers.iter().position(|s| &s.name == name) {
                 Some(i) if root.contains(&i) => problems.push(format!("root: signer `{name}` is listed twice")),
+                // Root signers sign the policy file (minisign); a certificate identity cannot.
+                Some(i) if signers[i].id.key().is_none() => {
+                    problems.push(format!("root: signer `{name}` is a certificate identity; root signers must be keys"))
+                }
                 Some(i) => root.push(i),
                 None => problems.push(format!("root: no signer is named `{name}`")),
             }
@@ -324,6 +401,18 @@ impl RawPolicy {
                 self.root.signers.len()
             ));
         }
+        let sigstore = self.sigstore.map(|r| {
+            let sha256 = r.sha256.trim().to_ascii_lowercase();
+            if sha256.len() != 64 || !sha256.bytes().all(|b| b.is_ascii_hexdigit()) {
+                problems.push("[sigstore] sha256: 64 hex digits (the SHA-256 of the trusted root file)".to_owned());
+            }
+            if r.trusted_root.is_empty() || r.trusted_root.contains('\0') {
+                problems.push(
+                    "[sigstore] trusted_root: the trusted_root.json file's name, relative to the policy".to_owned(),
+                );
+            }
+            SigstoreRoot { file: r.trusted_root, sha256 }
+        });
         if self.rules.is_empty() {
             problems.push(
                 "no [[rule]]: say which agents need which signers (`agents = [\"*\"]`, `threshold = 1` for one key)"
@@ -367,8 +456,9 @@ impl RawPolicy {
         }
         let mut by_key_id: HashMap<[u8; 8], Vec<usize>> = HashMap::new();
         for (i, s) in signers.iter().enumerate() {
-            let SignerId::Key(k) = &s.id;
-            by_key_id.entry(k.key_id()).or_default().push(i);
+            if let SignerId::Key(k) = &s.id {
+                by_key_id.entry(k.key_id()).or_default().push(i);
+            }
         }
         Ok(TrustPolicy {
             id: self.id,
@@ -377,7 +467,74 @@ impl RawPolicy {
             root: Root { threshold: self.root.threshold, signers: root },
             signers,
             rules,
+            sigstore,
+            trusted_root: None,
             by_key_id,
         })
+    }
+}
+
+impl RawSigner {
+    /// The signer's key or certificate identity; problems are pushed, `None` when unusable.
+    fn signer_id(&self, at: &str, problems: &mut Vec<String>) -> Option<SignerId> {
+        let identity_fields = self.certificate_identity.is_some()
+            || self.certificate_identity_regexp.is_some()
+            || self.certificate_oidc_issuer.is_some()
+            || self.certificate_oidc_issuer_regexp.is_some();
+        let claims = ClaimMatch::given([
+            &self.certificate_github_workflow_repository,
+            &self.certificate_github_workflow_ref,
+            &self.certificate_github_workflow_sha,
+            &self.certificate_github_workflow_trigger,
+            &self.certificate_github_workflow_name,
+            &self.certificate_runner_environment,
+        ]);
+        match (&self.public_key, identity_fields) {
+            (Some(_), true) => {
+                problems.push(format!("{at}: a signer is a public_key or a certificate identity, not both"));
+                None
+            }
+            (Some(key), false) => {
+                if !claims.is_empty() {
+                    problems.push(format!("{at}: workflow claims belong to a certificate identity, not to a key"));
+                }
+                PublicKey::from_base64(key.trim())
+                    .map(SignerId::Key)
+                    .map_err(|e| problems.push(format!("{at}: public_key: {e}")))
+                    .ok()
+            }
+            (None, false) => {
+                problems.push(format!(
+                    "{at}: give public_key, or certificate_identity (or _regexp) with certificate_oidc_issuer (or _regexp)"
+                ));
+                None
+            }
+            (None, true) => {
+                let mut matcher = |exact: &Option<String>, pattern: &Option<String>, field: &str| match (exact, pattern)
+                {
+                    (Some(_), Some(_)) => {
+                        problems.push(format!("{at}: {field} or {field}_regexp, not both"));
+                        None
+                    }
+                    (Some(e), None) if !e.is_empty() => Some(Matcher::Exact(e.clone())),
+                    (None, Some(p)) => {
+                        Matcher::pattern(p).map_err(|e| problems.push(format!("{at}: {field}_regexp: {e}"))).ok()
+                    }
+                    _ => {
+                        problems
+                            .push(format!("{at}: {field} (or {field}_regexp) is required for a certificate identity"));
+                        None
+                    }
+                };
+                let identity =
+                    matcher(&self.certificate_identity, &self.certificate_identity_regexp, "certificate_identity");
+                let issuer = matcher(
+                    &self.certificate_oidc_issuer,
+                    &self.certificate_oidc_issuer_regexp,
+                    "certificate_oidc_issuer",
+                );
+                Some(SignerId::Identity(IdentityPolicy { identity: identity?, issuer: issuer?, claims }))
+            }
+        }
     }
 }

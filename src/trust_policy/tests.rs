@@ -41,7 +41,7 @@ fn two_signers_sharing_a_key_id_are_told_apart_by_the_signature() {
     );
     let comment = trusted_comment("payments-eu", "1.0.0");
     let sig = sign(&b, &comment);
-    let auth = authenticate(&p, &[("s".into(), &sig)], MANIFEST);
+    let auth = authenticate(&p, &[("s".into(), &sig)], MANIFEST, &[]);
     let v = judge(&p, auth, "payments-eu", &comment, at("2030-01-01T00:00:00Z"));
     assert!(v.accepted, "{v:?}");
     assert_eq!(v.signatures[0].signer.as_deref(), Some("b"));
@@ -52,7 +52,7 @@ fn a_signature_for_another_version_does_not_count() {
     let a = SecretKey::from_seed(&[1; 32], [1; 8]);
     let p = policy(&[("a", &a, "")], "[[rule]]\nagents = [\"*\"]\nthreshold = 1\n");
     let sig = sign(&a, &trusted_comment("payments-eu", "0.9.0"));
-    let auth = authenticate(&p, &[("s".into(), &sig)], MANIFEST);
+    let auth = authenticate(&p, &[("s".into(), &sig)], MANIFEST, &[]);
     let v = judge(&p, auth, "payments-eu", &trusted_comment("payments-eu", "1.0.0"), at("2030-01-01T00:00:00Z"));
     assert_eq!(v.signatures[0].status, SignatureStatus::CommentMismatch);
     assert_eq!(v.refusal().map(|r| r.0), Some(Refusal::ThresholdNotMet));
@@ -72,10 +72,10 @@ fn windows_include_their_ends_and_revocation_is_named_before_the_tally() {
         ("2029-12-31T23:59:59Z", false),
         ("2030-12-31T00:00:01Z", false),
     ] {
-        let auth = authenticate(&p, &[("a".into(), &sa)], MANIFEST);
+        let auth = authenticate(&p, &[("a".into(), &sa)], MANIFEST, &[]);
         assert_eq!(judge(&p, auth, "payments-eu", &comment, at(now)).accepted, counted, "{now}");
     }
-    let auth = authenticate(&p, &[("a".into(), &sa), ("b".into(), &sb)], MANIFEST);
+    let auth = authenticate(&p, &[("a".into(), &sa), ("b".into(), &sb)], MANIFEST, &[]);
     let v = judge(&p, auth, "payments-eu", &comment, at("2031-06-01T00:00:00Z"));
     assert_eq!(v.refusal().map(|r| r.0), Some(Refusal::RevokedKey));
 }

@@ -18,7 +18,7 @@ const STAGING: &str = "sigstore/trusted_root.staging.json";
 const GITHUB: &str = "https://github.com/login/oauth";
 const WILLIAM: &str = "william@yossarian.net";
 const BEACON: &str = "https://github.com/sigstore-conformance/extremely-dangerous-public-oidc-beacon/.github/workflows/extremely-dangerous-oidc-beacon.yml@refs/heads/main";
-const ACTIONS: &str = "https://token.actions.githubusercontent.com";
+pub(crate) const ACTIONS: &str = "https://token.actions.githubusercontent.com";
 /// The subject of the DSSE vector's in-toto statement (`a.txt`, not shipped with it).
 const DSSE_SUBJECT: &str = "a0cfc71271d6e278e57cd332ff957c3f7043fdda354c4cbb190a30d56efa01bf";
 
@@ -99,7 +99,7 @@ impl Case {
 /// sigstore-python 4.5.1, offline: `Verifier(trusted_root=TrustedRoot.from_file(...))` with an
 /// `Identity` policy. For a DSSE bundle it checks the envelope; the subject is compared here,
 /// as the gate compares it.
-const SIGSTORE_PYTHON: &str = r#"
+pub(crate) const SIGSTORE_PYTHON: &str = r#"
 import sys, json
 from sigstore.hashes import Hashed
 from sigstore.models import Bundle, TrustedRoot
@@ -243,7 +243,7 @@ fn an_identity_pattern_must_match_the_whole_identity() {
     assert_eq!(v3.ours(part), Err("keyless_identity_mismatch".to_owned()));
 }
 
-const WORKFLOW: &str = "https://github.com/acme/agents/.github/workflows/release.yml@refs/tags/v1.0.0";
+pub(crate) const WORKFLOW: &str = "https://github.com/acme/agents/.github/workflows/release.yml@refs/tags/v1.0.0";
 
 /// A packed agent bundle with a keyless signature over it from our own test instance, with
 /// GitHub workflow claims (repository, ref, trigger, runner environment).
@@ -279,6 +279,12 @@ fn verify_keyless(env: &Env, extra: &[&str]) -> support::Run {
     let mut args = vec!["verify", "m.agent.bundle", "--key", &key, "--format", "json"];
     args.extend(["--sigstore", "artifact.sigstore.json", "--trusted-root", "trusted_root.json"]);
     args.extend(extra);
+    run_offline(env, &args)
+}
+
+/// `bundle ARGS` in `env` with no network at all (a new network namespace with no interfaces
+/// up) where the kernel allows one; required under BUNDLE_REQUIRE_TOOLS.
+pub(crate) fn run_offline(env: &Env, args: &[&str]) -> support::Run {
     let offline = Command::new("unshare").args(["-rn", "true"]).output().is_ok_and(|o| o.status.success());
     if !offline {
         assert!(
@@ -286,11 +292,11 @@ fn verify_keyless(env: &Env, extra: &[&str]) -> support::Run {
             "`unshare -rn` is required (BUNDLE_REQUIRE_TOOLS is set) to run the keyless gate offline"
         );
         eprintln!("SKIPPED: no `unshare -rn`; the keyless gate runs with the network present");
-        return env.run(&args);
+        return env.run(args);
     }
     Command::new("unshare")
         .args(["-rn", env!("CARGO_BIN_EXE_bundle")])
-        .args(&args)
+        .args(args)
         .current_dir(env.path())
         .output()
         .expect("unshare")
@@ -407,4 +413,64 @@ fn sigstore_python_accepts_our_test_instance_signature_over_the_agent_bundle() {
     };
     assert_eq!(judge(WORKFLOW), "ok");
     assert!(judge("https://github.com/acme/agents/x").starts_with("refused"), "{}", judge("x"));
+}
+
+#[test]
+fn unpack_takes_sigstore_and_a_refused_keyless_signature_leaves_nothing() {
+    let Some(env) = keyless_signed_mailer() else { return };
+    let key = testdata("keys/test.pub").display().to_string();
+    let unpack = |dir: &str, identity: &str| {
+        let mut args = vec!["unpack", "m.agent.bundle", dir, "--key", &key, "--format", "json"];
+        args.extend(["--sigstore", "artifact.sigstore.json", "--trusted-root", "trusted_root.json"]);
+        args.extend(["--certificate-identity", identity, "--certificate-oidc-issuer", ACTIONS]);
+        run_offline(&env, &args)
+    };
+    let other = "https://github.com/acme/agents/.github/workflows/other.yml@refs/tags/v1.0.0";
+    let refused = unpack("refused", other);
+    refused.expect_code(1);
+    assert_eq!(refused.json()["code"], "keyless_identity_mismatch");
+    assert!(!env.path().join("refused").exists(), "a refused bundle is not unpacked");
+    let out = unpack("deployed", WORKFLOW);
+    out.expect_code(0);
+    assert_eq!(out.json()["keyless"]["identity"], WORKFLOW);
+    assert!(env.path().join("deployed/tools.json").is_file());
+}
+
+#[test]
+fn a_registry_artifact_is_judged_with_sigstore_by_verify_and_pull() {
+    let Some(env) = keyless_signed_mailer() else { return };
+    let Some(reg) = crate::registry::start(crate::registry::Setup::Plain) else { return };
+    let key = testdata("keys/test.pub").display().to_string();
+    let r = format!("oci://{}/team/mailer:1.0.0", reg.host());
+    env.run(&["push", "m.agent.bundle", &r, "--key", &key, "--plain-http"]).expect_code(0);
+    let keyless = |identity: &'static str| {
+        vec![
+            "--sigstore",
+            "artifact.sigstore.json",
+            "--trusted-root",
+            "trusted_root.json",
+            "--certificate-identity",
+            identity,
+            "--certificate-oidc-issuer",
+            ACTIONS,
+        ]
+    };
+    let other = "https://github.com/acme/agents/.github/workflows/other.yml@refs/tags/v1.0.0";
+    let mut verify = vec!["verify", &r, "--plain-http", "--key", &key, "--format", "json"];
+    verify.extend(keyless(WORKFLOW));
+    let out = env.run(&verify);
+    out.expect_code(0);
+    assert_eq!(out.json()["keyless"]["identity"], WORKFLOW);
+
+    let mut pull = vec!["pull", &r, "--plain-http", "--key", &key, "-o", "refused.agent.bundle", "--format", "json"];
+    pull.extend(keyless(other));
+    let out = env.run(&pull);
+    out.expect_code(1);
+    assert_eq!(out.json()["code"], "keyless_identity_mismatch");
+    assert!(!env.path().join("refused.agent.bundle").exists(), "a refused pull writes nothing");
+    let mut pull = vec!["pull", &r, "--plain-http", "--key", &key, "-o", "pulled.agent.bundle", "--format", "json"];
+    pull.extend(keyless(WORKFLOW));
+    env.run(&pull).expect_code(0);
+    let pulled = std::fs::read(env.path().join("pulled.agent.bundle")).expect("pulled");
+    assert_eq!(pulled, std::fs::read(env.path().join("m.agent.bundle")).expect("bundle"));
 }

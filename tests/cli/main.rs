@@ -22,6 +22,7 @@ mod hardening;
 mod hostile;
 mod import;
 mod keyless;
+mod keyless_signers;
 mod keys;
 mod lock;
 mod mcp;

@@ -84,7 +84,7 @@ const TWO_WITH_SECURITY: &str = "[[rule]]\nagents = [\"mail*\"]\nthreshold = 2\n
 
 /// The refusal's code, after checking the exit status (1) and the one JSON document.
 #[track_caller]
-fn refused(run: &Run, code: &str) -> serde_json::Value {
+pub(crate) fn refused(run: &Run, code: &str) -> serde_json::Value {
     run.expect_code(1);
     let doc = run.json();
     assert_eq!(doc["code"], code, "{doc:#}");
@@ -138,7 +138,7 @@ fn two_of_three_is_refused_with_one_key_or_the_same_key_twice_and_accepted_after
         "{}",
         human.stderr
     );
-    assert!(human.stderr.contains("2 of 2 keys: met"), "{}", human.stderr);
+    assert!(human.stderr.contains("2 of 2 signers: met"), "{}", human.stderr);
 }
 
 #[test]
