@@ -245,7 +245,12 @@ impl Gate {
             && self.needs_config()
             && let Some((refusal, message)) = bound::shortfall(
                 policy,
-                bound::Claimed { agent, version: config.version.as_deref(), pack_key_id: config.key_id.as_deref() },
+                bound::Claimed {
+                    agent,
+                    version: config.version.as_deref(),
+                    pack_key_id: config.key_id.as_deref(),
+                    keyless: self.opts.policy.as_ref().is_some_and(|p| !p.sigstore.is_empty()),
+                },
                 &cosignatures,
                 self.opts.now,
             )

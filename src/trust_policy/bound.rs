@@ -24,6 +24,9 @@ pub struct Claimed<'a> {
     pub version: Option<&'a str>,
     /// The pack signature's key id (hex, as minisign prints it).
     pub pack_key_id: Option<&'a str>,
+    /// Whether keyless signatures (`--sigstore` files) are offered: each may be by any
+    /// certificate-identity signer of the policy, which is known only once it is verified.
+    pub keyless: bool,
 }
 
 /// `Some` when no set of signatures that could be in the layer meets every rule for the
@@ -34,7 +37,7 @@ pub fn shortfall(
     cosignatures: &[Signature],
     now: Timestamp,
 ) -> Option<(Refusal, String)> {
-    let Claimed { agent, version, pack_key_id } = claimed;
+    let Claimed { agent, version, pack_key_id, keyless } = claimed;
     let exact = version.map(|v| crate::trust::trusted_comment(agent, v));
     let prefix = format!("{} name={agent} ", crate::trust::COMMENT_PREFIX);
     let mut possible = BTreeSet::new();
@@ -50,9 +53,15 @@ pub fn shortfall(
         }
     }
     let cosigners = possible.len();
+    if keyless {
+        for (i, s) in policy.signers.iter().enumerate() {
+            if matches!(s.id, SignerId::Identity(_)) && !s.revoked && s.in_window(now) && s.may_sign(agent) {
+                possible.insert(i);
+            }
+        }
+    }
     if let Some(id) = pack_key_id {
         for (i, s) in policy.signers.iter().enumerate() {
-            #[allow(irrefutable_let_patterns)]
             let SignerId::Key(key) = &s.id else { continue };
             if key.key_id_hex() == id && !s.revoked && s.in_window(now) && s.may_sign(agent) {
                 possible.insert(i);
@@ -128,7 +137,7 @@ mod tests {
     fn the_bound_counts_named_valid_cosigners_and_the_claimed_pack_signer() {
         let (alice, bob) = (SecretKey::generate(), SecretKey::generate());
         let alice_id = alice.key_id_hex();
-        let claimed = Claimed { agent: "payments", version: Some("1.0.0"), pack_key_id: Some(&alice_id) };
+        let claimed = Claimed { agent: "payments", version: Some("1.0.0"), pack_key_id: Some(&alice_id), keyless: false };
         let by_bob = |comment: &str| vec![bob.sign(b"m", comment, "u").unwrap()];
         let ok = by_bob(&trusted_comment("payments", "1.0.0"));
 

@@ -19,6 +19,11 @@ const BESIDE: &str = "mailer.agent.bundle.sigstore.json";
 /// workflow would sign it (beside the bundle, where `sigstore sign` puts it), and the keys of a
 /// security reviewer and a second release engineer. `None` without python's `cryptography`.
 fn release() -> Option<Env> {
+    release_packed_by("ci")
+}
+
+/// As [`release`], but packed by `packer`'s key.
+fn release_packed_by(packer: &str) -> Option<Env> {
     if !support::require_python_module("cryptography") {
         return None;
     }
@@ -27,7 +32,7 @@ fn release() -> Option<Env> {
     for name in ["ci", "reviewer", "carol"] {
         env.run(&["keygen", name]).expect_code(0);
     }
-    env.run(&["pack", "mailer", "--key", "ci.key", "-o", BUNDLE]).expect_code(0);
+    env.run(&["pack", "mailer", "--key", &format!("{packer}.key"), "-o", BUNDLE]).expect_code(0);
     sign_keyless(&env, BUNDLE);
     std::fs::rename(env.path().join("artifact.sigstore.json"), env.path().join(BESIDE)).expect("rename");
     Some(env)
@@ -292,4 +297,29 @@ fn trust_import_root_pins_the_root_in_the_signed_policy_and_says_how_old_it_is()
     let out = verify(&env, "unrooted.toml", &[]);
     out.expect_code(2);
     assert_eq!(out.json()["code"], "policy_error");
+}
+
+/// Through a registry the keyless signature is a local file (`--sigstore`); the bound the gate
+/// puts on a release before its layer is fetched counts the identity signers it may be by, so
+/// the reviewer's pack signature and the release workflow's keyless one meet 2-of together.
+#[test]
+fn through_a_registry_a_keyless_signature_counts_beside_the_pack_key() {
+    let Some(env) = release_packed_by("reviewer") else { return };
+    let Some(reg) = crate::registry::start(crate::registry::Setup::Plain) else { return };
+    policy(&env, "policy.toml", IDENTITY, "");
+    let reference = format!("oci://{}/acme/mailer:1.0.0", reg.host());
+    env.run(&["push", BUNDLE, &reference, "--key", "reviewer.pub", "--plain-http"]).expect_code(0);
+    let verify = |extra: &[&str]| {
+        let mut args = vec!["verify", &reference, "--plain-http", "--trust-policy", "policy.toml", "--format", "json"];
+        args.extend_from_slice(extra);
+        env.run(&args)
+    };
+    // The pack signature alone is 1 of 2, known before the layer is fetched.
+    let alone = refused(&verify(&[]), "threshold_not_met");
+    assert!(alone["message"].as_str().unwrap_or_default().contains("before its layer was fetched"), "{alone:#}");
+    // With the release workflow's keyless signature: both count.
+    let both = verify(&["--sigstore", BESIDE]);
+    both.expect_code(0);
+    let doc = both.json();
+    assert_eq!(doc["signers"]["rules"][0]["counted"], 2, "{doc:#}");
 }
