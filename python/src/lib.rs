@@ -163,6 +163,9 @@ fn policy_of(py: Python<'_>, value: &Bound<'_, PyAny>) -> PyResult<api::TrustPol
     Err(PyTypeError::new_err("a trust policy must be a TrustPolicy or a path"))
 }
 
+/// Sets one GitHub workflow claim on a keyless requirement.
+type ClaimSetter = fn(api::Keyless, String) -> api::Keyless;
+
 /// A keyless (Sigstore) signature the bundle file must carry, judged offline.
 #[pyclass(module = "agent_bundle", frozen)]
 #[derive(Clone)]
@@ -208,7 +211,7 @@ impl Keyless {
         if let Some(v) = issuer_regexp {
             k = k.issuer_regexp(v);
         }
-        let claims: [(Option<String>, fn(api::Keyless, String) -> api::Keyless); 6] = [
+        let claims: [(Option<String>, ClaimSetter); 6] = [
             (github_workflow_repository, |k, v| k.github_workflow_repository(v)),
             (github_workflow_ref, |k, v| k.github_workflow_ref(v)),
             (github_workflow_sha, |k, v| k.github_workflow_sha(v)),
