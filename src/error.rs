@@ -140,6 +140,7 @@ pub fn code_of(e: &(dyn std::error::Error + 'static)) -> Option<ErrorCode> {
         Error,
         crate::ops::gate::GateError,
         crate::ops::trust::TrustError,
+        crate::keyless::RootError,
         crate::ops::input::InputError,
         crate::oci::OciError,
         crate::keys::SignerError,

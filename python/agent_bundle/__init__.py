@@ -3,7 +3,8 @@
 ``agent_bundle`` runs the deployment gate of ``bundle verify`` inside a Python runtime: one
 streaming pass over a bundle (trusted signature, versions, expiry, rollback, every digest,
 nothing missing, extra or unsafe, and with a baseline the release gate), with the same stable
-reason codes. ``open_verified`` keeps every entry as it was verified, so the runtime never reads
+reason codes, and the same options (trusted keys or a trust policy, attestation requirements, a
+keyless signer, name, versions, clock, state, baseline). ``open_verified`` keeps every entry as it was verified, so the runtime never reads
 the bundle's path again; ``ContractGate`` holds the tools a runtime is about to expose to the
 contracts the bundle signed (or a baseline approved).
 
@@ -17,9 +18,11 @@ from ._native import (
     ContractGate,
     DriftReport,
     InvalidTool,
+    Keyless,
     Reason,
     Tool,
     ToolDrift,
+    TrustPolicy,
     TrustedKeys,
     Verdict,
     VerificationError,
@@ -37,9 +40,11 @@ __all__ = [
     "ContractGate",
     "DriftReport",
     "InvalidTool",
+    "Keyless",
     "Reason",
     "Tool",
     "ToolDrift",
+    "TrustPolicy",
     "TrustedKeys",
     "Verdict",
     "VerificationError",

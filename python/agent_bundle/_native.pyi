@@ -38,6 +38,45 @@ class TrustedKeys:
     @staticmethod
     def read(path: _Path) -> "TrustedKeys": ...
 
+class TrustPolicy:
+    """A signed trust policy (``bundle verify --trust-policy``): read, not yet trusted; the gate
+    checks its root signatures."""
+
+    @staticmethod
+    def read(path: _Path) -> "TrustPolicy":
+        """The policy file and its signatures beside it (``FILE.minisigs``)."""
+    @staticmethod
+    def parse(policy: str, signatures: str = "") -> "TrustPolicy":
+        """The policy's TOML text and the text of its signatures file ("" for none)."""
+    @property
+    def id(self) -> str: ...
+    @property
+    def version(self) -> int: ...
+
+class Keyless:
+    """A keyless (Sigstore) signature the bundle file must carry (``--sigstore``), judged offline
+    against ``trusted_root``. An identity and an issuer are required, each exactly or as a
+    pattern that must match the whole value; the GitHub workflow claims are optional."""
+
+    def __init__(
+        self,
+        sigstore_bundle: _Path,
+        trusted_root: _Path,
+        *,
+        identity: Optional[str] = None,
+        identity_regexp: Optional[str] = None,
+        issuer: Optional[str] = None,
+        issuer_regexp: Optional[str] = None,
+        github_workflow_repository: Optional[str] = None,
+        github_workflow_ref: Optional[str] = None,
+        github_workflow_sha: Optional[str] = None,
+        github_workflow_trigger: Optional[str] = None,
+        github_workflow_name: Optional[str] = None,
+        runner_environment: Optional[str] = None,
+    ) -> None: ...
+
+_Policy = Union[TrustPolicy, _Path]
+
 class Reason:
     """One finding: why a bundle is refused, or a warning."""
 
@@ -89,6 +128,21 @@ class Verdict:
     def tools(self) -> List[Tool]: ...
     @property
     def files(self) -> List[str]: ...
+    @property
+    def signers(self) -> Optional[Dict[str, Any]]:
+        """Under a trust policy: ``policy``, ``policy_version``, ``signatures`` (each with
+        ``source``, ``key_id``, ``signer``, ``roles``, ``status``, ``counted``, ``why``),
+        ``rules`` (each with ``rule``, ``needed``, ``counted``, ``roles``, ``met``) and
+        ``accepted``; None without a policy."""
+    @property
+    def attestations(self) -> List[Dict[str, Any]]:
+        """Every attestation judged: ``source``, ``predicate_type``, ``signers``,
+        ``untrusted_signers``, ``subject_matches``, ``builder``, ``source_uri``, ``verdict``
+        (``ok`` or a reason code), ``message``."""
+    @property
+    def keyless(self) -> Optional[Dict[str, Any]]:
+        """The keyless signer that verified: ``file``, ``identity``, ``issuer``, ``signed_at``,
+        ``kind``; None without one."""
     def to_dict(self) -> Dict[str, Any]:
         """The document ``bundle verify --format json`` prints."""
     def __bool__(self) -> bool: ...
@@ -158,22 +212,42 @@ class ContractGate:
 def verify(
     bundle: Union[_Path, bytes],
     *,
-    trusted_keys: _Keys,
+    trusted_keys: Optional[_Keys] = None,
+    trust_policy: Optional[_Policy] = None,
+    policy_updates: Optional[Iterable[_Policy]] = None,
+    cosignatures: Sequence[_Path] = (),
     name: Optional[str] = None,
     min_version: Optional[str] = None,
     baseline: Optional[_Path] = None,
     state: Optional[_Path] = None,
     now: Optional[_Time] = None,
+    attestations: Sequence[_Path] = (),
+    discover_attestations: bool = True,
+    require_provenance: bool = False,
+    source_repo: Optional[str] = None,
+    source_ref: Optional[str] = None,
+    builder_id: Optional[str] = None,
+    keyless: Optional[Keyless] = None,
 ) -> Verdict: ...
 def open_verified(
     bundle: Union[_Path, bytes],
     *,
-    trusted_keys: _Keys,
+    trusted_keys: Optional[_Keys] = None,
+    trust_policy: Optional[_Policy] = None,
+    policy_updates: Optional[Iterable[_Policy]] = None,
+    cosignatures: Sequence[_Path] = (),
     name: Optional[str] = None,
     min_version: Optional[str] = None,
     baseline: Optional[_Path] = None,
     state: Optional[_Path] = None,
     now: Optional[_Time] = None,
+    attestations: Sequence[_Path] = (),
+    discover_attestations: bool = True,
+    require_provenance: bool = False,
+    source_repo: Optional[str] = None,
+    source_ref: Optional[str] = None,
+    builder_id: Optional[str] = None,
+    keyless: Optional[Keyless] = None,
     max_loaded_bytes: Optional[int] = None,
 ) -> VerifiedBundle: ...
 def contract_fingerprint(tool: _ToolDef) -> Tool: ...

@@ -117,37 +117,195 @@ fn time_of(value: &Bound<'_, PyAny>) -> PyResult<SystemTime> {
     at.ok_or_else(|| PyValueError::new_err("now is out of range"))
 }
 
-#[allow(clippy::too_many_arguments)]
-fn options(
-    py: Python<'_>,
-    trusted_keys: &Bound<'_, PyAny>,
+/// A signed trust policy (`bundle verify --trust-policy`).
+#[pyclass(module = "agent_bundle", frozen)]
+#[derive(Clone)]
+struct TrustPolicy(api::TrustPolicy);
+
+#[pymethods]
+impl TrustPolicy {
+    /// Reads a policy file and its signatures beside it (FILE.minisigs).
+    #[staticmethod]
+    fn read(py: Python<'_>, path: PathBuf) -> PyResult<TrustPolicy> {
+        api::TrustPolicy::read(path).map(TrustPolicy).map_err(|e| to_py_err(py, e))
+    }
+
+    /// A policy given as text, with the text of its signatures file ("" for none).
+    #[staticmethod]
+    #[pyo3(signature = (policy, signatures=""))]
+    fn parse(py: Python<'_>, policy: &str, signatures: &str) -> PyResult<TrustPolicy> {
+        api::TrustPolicy::parse(policy, signatures).map(TrustPolicy).map_err(|e| to_py_err(py, e))
+    }
+
+    #[getter]
+    fn id(&self) -> String {
+        self.0.id().to_owned()
+    }
+
+    #[getter]
+    fn version(&self) -> u64 {
+        self.0.version()
+    }
+
+    fn __repr__(&self) -> String {
+        format!("TrustPolicy(id={:?}, version={})", self.0.id(), self.0.version())
+    }
+}
+
+/// `trust_policy` and `policy_updates` items: a TrustPolicy or a path.
+fn policy_of(py: Python<'_>, value: &Bound<'_, PyAny>) -> PyResult<api::TrustPolicy> {
+    if let Ok(p) = value.extract::<TrustPolicy>() {
+        return Ok(p.0);
+    }
+    if let Ok(path) = value.extract::<PathBuf>() {
+        return api::TrustPolicy::read(path).map_err(|e| to_py_err(py, e));
+    }
+    Err(PyTypeError::new_err("a trust policy must be a TrustPolicy or a path"))
+}
+
+/// Sets one GitHub workflow claim on a keyless requirement.
+type ClaimSetter = fn(api::Keyless, String) -> api::Keyless;
+
+/// A keyless (Sigstore) signature the bundle file must carry, judged offline.
+#[pyclass(module = "agent_bundle", frozen)]
+#[derive(Clone)]
+struct Keyless(api::Keyless);
+
+#[pymethods]
+impl Keyless {
+    #[new]
+    #[pyo3(signature = (sigstore_bundle, trusted_root, *, identity=None, identity_regexp=None, issuer=None,
+        issuer_regexp=None, github_workflow_repository=None, github_workflow_ref=None, github_workflow_sha=None,
+        github_workflow_trigger=None, github_workflow_name=None, runner_environment=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn new(
+        sigstore_bundle: PathBuf,
+        trusted_root: PathBuf,
+        identity: Option<String>,
+        identity_regexp: Option<String>,
+        issuer: Option<String>,
+        issuer_regexp: Option<String>,
+        github_workflow_repository: Option<String>,
+        github_workflow_ref: Option<String>,
+        github_workflow_sha: Option<String>,
+        github_workflow_trigger: Option<String>,
+        github_workflow_name: Option<String>,
+        runner_environment: Option<String>,
+    ) -> PyResult<Keyless> {
+        if identity.is_some() && identity_regexp.is_some() {
+            return Err(PyValueError::new_err("give identity or identity_regexp, not both"));
+        }
+        if issuer.is_some() && issuer_regexp.is_some() {
+            return Err(PyValueError::new_err("give issuer or issuer_regexp, not both"));
+        }
+        let mut k = api::Keyless::new(sigstore_bundle, trusted_root);
+        if let Some(v) = identity {
+            k = k.identity(v);
+        }
+        if let Some(v) = identity_regexp {
+            k = k.identity_regexp(v);
+        }
+        if let Some(v) = issuer {
+            k = k.issuer(v);
+        }
+        if let Some(v) = issuer_regexp {
+            k = k.issuer_regexp(v);
+        }
+        let claims: [(Option<String>, ClaimSetter); 6] = [
+            (github_workflow_repository, |k, v| k.github_workflow_repository(v)),
+            (github_workflow_ref, |k, v| k.github_workflow_ref(v)),
+            (github_workflow_sha, |k, v| k.github_workflow_sha(v)),
+            (github_workflow_trigger, |k, v| k.github_workflow_trigger(v)),
+            (github_workflow_name, |k, v| k.github_workflow_name(v)),
+            (runner_environment, |k, v| k.runner_environment(v)),
+        ];
+        for (value, set) in claims {
+            if let Some(v) = value {
+                k = set(k, v);
+            }
+        }
+        Ok(Keyless(k))
+    }
+}
+
+/// The keyword arguments `verify` and `open_verified` share: the options of `bundle verify`.
+struct GateKwargs<'a, 'py> {
+    trusted_keys: Option<&'a Bound<'py, PyAny>>,
+    trust_policy: Option<&'a Bound<'py, PyAny>>,
+    policy_updates: Option<&'a Bound<'py, PyAny>>,
+    cosignatures: Vec<PathBuf>,
     name: Option<String>,
     min_version: Option<String>,
     baseline: Option<PathBuf>,
     state: Option<PathBuf>,
-    now: Option<&Bound<'_, PyAny>>,
+    now: Option<&'a Bound<'py, PyAny>>,
+    attestations: Vec<PathBuf>,
+    discover_attestations: bool,
+    require_provenance: bool,
+    source_repo: Option<String>,
+    source_ref: Option<String>,
+    builder_id: Option<String>,
+    keyless: Option<Keyless>,
     max_loaded_bytes: Option<u64>,
-) -> PyResult<VerifyOptions> {
-    let mut o = VerifyOptions::new(keys_of(py, trusted_keys)?);
-    if let Some(n) = name {
-        o = o.name(n);
+}
+
+impl GateKwargs<'_, '_> {
+    fn options(self, py: Python<'_>) -> PyResult<VerifyOptions> {
+        let mut o = match (self.trusted_keys, self.trust_policy) {
+            (Some(k), None) => VerifyOptions::new(keys_of(py, k)?),
+            (None, Some(p)) => VerifyOptions::with_trust_policy(policy_of(py, p)?),
+            (Some(_), Some(_)) => {
+                return Err(PyValueError::new_err("give trusted_keys or trust_policy, not both"));
+            }
+            (None, None) => return Err(PyTypeError::new_err("trusted_keys or trust_policy is required")),
+        };
+        if self.trust_policy.is_none() && (self.policy_updates.is_some() || !self.cosignatures.is_empty()) {
+            return Err(PyValueError::new_err("policy_updates and cosignatures need a trust_policy"));
+        }
+        if let Some(updates) = self.policy_updates {
+            for u in updates.try_iter()? {
+                o = o.policy_update(policy_of(py, &u?)?);
+            }
+        }
+        for c in self.cosignatures {
+            o = o.cosignatures(c);
+        }
+        if let Some(n) = self.name {
+            o = o.name(n);
+        }
+        if let Some(v) = self.min_version {
+            o = o.min_version(v);
+        }
+        if let Some(b) = self.baseline {
+            o = o.baseline(b);
+        }
+        if let Some(s) = self.state {
+            o = o.state(s);
+        }
+        if let Some(t) = self.now {
+            o = o.now(time_of(t)?);
+        }
+        for a in self.attestations {
+            o = o.attestation(a);
+        }
+        o = o.discover_attestations(self.discover_attestations).require_provenance(self.require_provenance);
+        if let Some(v) = self.source_repo {
+            o = o.source_repo(v);
+        }
+        if let Some(v) = self.source_ref {
+            o = o.source_ref(v);
+        }
+        if let Some(v) = self.builder_id {
+            o = o.builder_id(v);
+        }
+        if let Some(k) = self.keyless {
+            o = o.keyless(k.0);
+        }
+        if let Some(m) = self.max_loaded_bytes {
+            o = o.max_loaded_bytes(m);
+        }
+        Ok(o)
     }
-    if let Some(v) = min_version {
-        o = o.min_version(v);
-    }
-    if let Some(b) = baseline {
-        o = o.baseline(b);
-    }
-    if let Some(s) = state {
-        o = o.state(s);
-    }
-    if let Some(t) = now {
-        o = o.now(time_of(t)?);
-    }
-    if let Some(m) = max_loaded_bytes {
-        o = o.max_loaded_bytes(m);
-    }
-    Ok(o)
 }
 
 /// A path or bytes, turned into a bundle while the GIL is held (the file is opened here).
@@ -273,8 +431,23 @@ impl Verdict {
     }
     /// The JSON document `bundle verify --format json` prints, as a dict.
     fn to_dict<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        let text = serde_json::to_string(self.inner.to_json()).map_err(|e| PyValueError::new_err(e.to_string()))?;
-        py.import("json")?.call_method1("loads", (text,))
+        json_to_py(py, self.inner.to_json())
+    }
+    /// Under a trust policy: each signature and each rule, as in `to_dict()["signers"]`.
+    #[getter]
+    fn signers<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
+        self.inner.to_json().get("signers").map(|v| json_to_py(py, v)).transpose()
+    }
+    /// Every attestation judged, with its verdict, as in `to_dict()["attestations"]`.
+    #[getter]
+    fn attestations<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let none = serde_json::Value::Array(Vec::new());
+        json_to_py(py, self.inner.to_json().get("attestations").unwrap_or(&none))
+    }
+    /// The keyless signer that verified, as in `to_dict()["keyless"]`.
+    #[getter]
+    fn keyless<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
+        self.inner.to_json().get("keyless").map(|v| json_to_py(py, v)).transpose()
     }
     fn __bool__(&self) -> bool {
         self.inner.is_ok()
@@ -287,22 +460,60 @@ impl Verdict {
     }
 }
 
+/// A JSON value as Python objects (through `json.loads`).
+fn json_to_py<'py>(py: Python<'py>, value: &serde_json::Value) -> PyResult<Bound<'py, PyAny>> {
+    let text = serde_json::to_string(value).map_err(|e| PyValueError::new_err(e.to_string()))?;
+    py.import("json")?.call_method1("loads", (text,))
+}
+
 /// Judges a bundle (a path or bytes) with the gate of `bundle verify`; the GIL is released
 /// while it runs. A refusal is a Verdict with ok False, not an exception.
 #[pyfunction]
-#[pyo3(signature = (bundle, *, trusted_keys, name=None, min_version=None, baseline=None, state=None, now=None))]
+#[pyo3(signature = (bundle, *, trusted_keys=None, trust_policy=None, policy_updates=None, cosignatures=Vec::new(),
+    name=None, min_version=None, baseline=None, state=None, now=None, attestations=Vec::new(),
+    discover_attestations=true, require_provenance=false, source_repo=None, source_ref=None, builder_id=None,
+    keyless=None))]
 #[allow(clippy::too_many_arguments)]
-fn verify(
-    py: Python<'_>,
-    bundle: &Bound<'_, PyAny>,
-    trusted_keys: &Bound<'_, PyAny>,
+fn verify<'py>(
+    py: Python<'py>,
+    bundle: &Bound<'py, PyAny>,
+    trusted_keys: Option<&Bound<'py, PyAny>>,
+    trust_policy: Option<&Bound<'py, PyAny>>,
+    policy_updates: Option<&Bound<'py, PyAny>>,
+    cosignatures: Vec<PathBuf>,
     name: Option<String>,
     min_version: Option<String>,
     baseline: Option<PathBuf>,
     state: Option<PathBuf>,
-    now: Option<&Bound<'_, PyAny>>,
+    now: Option<&Bound<'py, PyAny>>,
+    attestations: Vec<PathBuf>,
+    discover_attestations: bool,
+    require_provenance: bool,
+    source_repo: Option<String>,
+    source_ref: Option<String>,
+    builder_id: Option<String>,
+    keyless: Option<Keyless>,
 ) -> PyResult<Verdict> {
-    let opts = options(py, trusted_keys, name, min_version, baseline, state, now, None)?;
+    let opts = GateKwargs {
+        trusted_keys,
+        trust_policy,
+        policy_updates,
+        cosignatures,
+        name,
+        min_version,
+        baseline,
+        state,
+        now,
+        attestations,
+        discover_attestations,
+        require_provenance,
+        source_repo,
+        source_ref,
+        builder_id,
+        keyless,
+        max_loaded_bytes: None,
+    }
+    .options(py)?;
     let bundle = bundle_of(py, bundle)?;
     let verdict = py.detach(move || bundle.verify(&opts));
     verdict.map(|v| Verdict { inner: v }).map_err(|e| to_py_err(py, e))
@@ -395,20 +606,52 @@ impl VerifiedBundle {
 /// Judges a bundle and keeps its entries as verified: reads never go back to the path. Raises
 /// BundleRejected (with the verdict) when it is refused. Usable as a context manager.
 #[pyfunction]
-#[pyo3(signature = (bundle, *, trusted_keys, name=None, min_version=None, baseline=None, state=None, now=None, max_loaded_bytes=None))]
+#[pyo3(signature = (bundle, *, trusted_keys=None, trust_policy=None, policy_updates=None, cosignatures=Vec::new(),
+    name=None, min_version=None, baseline=None, state=None, now=None, attestations=Vec::new(),
+    discover_attestations=true, require_provenance=false, source_repo=None, source_ref=None, builder_id=None,
+    keyless=None, max_loaded_bytes=None))]
 #[allow(clippy::too_many_arguments)]
-fn open_verified(
-    py: Python<'_>,
-    bundle: &Bound<'_, PyAny>,
-    trusted_keys: &Bound<'_, PyAny>,
+fn open_verified<'py>(
+    py: Python<'py>,
+    bundle: &Bound<'py, PyAny>,
+    trusted_keys: Option<&Bound<'py, PyAny>>,
+    trust_policy: Option<&Bound<'py, PyAny>>,
+    policy_updates: Option<&Bound<'py, PyAny>>,
+    cosignatures: Vec<PathBuf>,
     name: Option<String>,
     min_version: Option<String>,
     baseline: Option<PathBuf>,
     state: Option<PathBuf>,
-    now: Option<&Bound<'_, PyAny>>,
+    now: Option<&Bound<'py, PyAny>>,
+    attestations: Vec<PathBuf>,
+    discover_attestations: bool,
+    require_provenance: bool,
+    source_repo: Option<String>,
+    source_ref: Option<String>,
+    builder_id: Option<String>,
+    keyless: Option<Keyless>,
     max_loaded_bytes: Option<u64>,
 ) -> PyResult<VerifiedBundle> {
-    let opts = options(py, trusted_keys, name, min_version, baseline, state, now, max_loaded_bytes)?;
+    let opts = GateKwargs {
+        trusted_keys,
+        trust_policy,
+        policy_updates,
+        cosignatures,
+        name,
+        min_version,
+        baseline,
+        state,
+        now,
+        attestations,
+        discover_attestations,
+        require_provenance,
+        source_repo,
+        source_ref,
+        builder_id,
+        keyless,
+        max_loaded_bytes,
+    }
+    .options(py)?;
     let bundle = bundle_of(py, bundle)?;
     let agent = py.detach(move || bundle.load(&opts)).map_err(|e| to_py_err(py, e))?;
     Ok(VerifiedBundle { agent: Some(agent) })
@@ -562,6 +805,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("VerificationError", py.get_type::<VerificationError>())?;
     m.add("InvalidTool", py.get_type::<InvalidTool>())?;
     m.add_class::<TrustedKeys>()?;
+    m.add_class::<TrustPolicy>()?;
+    m.add_class::<Keyless>()?;
     m.add_class::<Verdict>()?;
     m.add_class::<Reason>()?;
     m.add_class::<Tool>()?;

@@ -11,9 +11,12 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use super::contracts::ContractGate;
 use super::error::Error;
+use super::keyless::Keyless;
+use super::policy::TrustPolicy;
 use super::verdict::Verdict;
 use crate::bundle::verify::{self, Discard, Sink};
-use crate::ops::gate::{self, Gate, GateOptions};
+use crate::evidence::judge::AttestPolicy;
+use crate::ops::gate::{self, AttestOptions, Gate, GateOptions, PolicyOptions};
 use crate::timestamp::Timestamp;
 
 /// The largest trusted-keys or public key file [`TrustedKeys::read`] reads (the command line's
@@ -50,30 +53,74 @@ impl TrustedKeys {
 }
 
 /// What the gate requires of a bundle: the same options as `bundle verify`. Built with
-/// [`VerifyOptions::new`] and the methods that follow; more may be added in minor releases.
+/// [`VerifyOptions::new`] (trusted keys) or [`VerifyOptions::with_trust_policy`] and the methods
+/// that follow; more may be added in minor releases.
+///
+/// As with `bundle verify`, attestations beside a bundle file
+/// (`<BUNDLE>.provenance.sigstore.json`, `<BUNDLE>.contract.sigstore.json`) are judged when
+/// present unless [`VerifyOptions::discover_attestations`] turns that off, and under a trust
+/// policy the co-signatures in `<BUNDLE>.cosig` are counted unless others are named. A bundle
+/// given as bytes or a stream has no "beside": name those files.
 #[derive(Debug, Clone)]
 pub struct VerifyOptions {
     keys: TrustedKeys,
+    policy: Option<TrustPolicy>,
+    policy_updates: Vec<TrustPolicy>,
+    cosignatures: Vec<PathBuf>,
     name: Option<String>,
     min_version: Option<String>,
     now: Option<SystemTime>,
     state: Option<PathBuf>,
     baseline: Option<PathBuf>,
+    attestations: Vec<PathBuf>,
+    discover_attestations: bool,
+    attest: AttestPolicy,
+    keyless: Option<Keyless>,
     max_loaded_bytes: u64,
 }
 
 impl VerifyOptions {
-    /// Requires a signature by one of `keys`; nothing else yet.
+    /// Requires a signature by one of `keys` (`--key`, `--trusted-keys`); nothing else yet.
     pub fn new(keys: TrustedKeys) -> VerifyOptions {
         VerifyOptions {
             keys,
+            policy: None,
+            policy_updates: Vec::new(),
+            cosignatures: Vec::new(),
             name: None,
             min_version: None,
             now: None,
             state: None,
             baseline: None,
+            attestations: Vec::new(),
+            discover_attestations: true,
+            attest: AttestPolicy::default(),
+            keyless: None,
             max_loaded_bytes: DEFAULT_MAX_LOADED_BYTES,
         }
+    }
+
+    /// Requires the bundle's signatures (the pack signature and the co-signatures) to meet the
+    /// rules of a trust policy (`--trust-policy`): `threshold_not_met`, `policy_untrusted`, ...
+    /// otherwise. The verdict's JSON (`signers`) says what became of each signature and each
+    /// rule. As with the command line, no other key is trusted, so attestations, which are
+    /// judged against trusted keys, are not trusted under a policy.
+    pub fn with_trust_policy(policy: TrustPolicy) -> VerifyOptions {
+        VerifyOptions { policy: Some(policy), ..VerifyOptions::new(TrustedKeys(Default::default())) }
+    }
+
+    /// A newer version of the trust policy to follow (`--policy-update`, repeatable, any order):
+    /// each must be signed by a threshold of the previous version's root signers.
+    pub fn policy_update(mut self, update: TrustPolicy) -> VerifyOptions {
+        self.policy_updates.push(update);
+        self
+    }
+
+    /// Reads co-signatures from this file instead of `<BUNDLE>.cosig` (`--cosignatures`,
+    /// repeatable). Only used with a trust policy.
+    pub fn cosignatures(mut self, path: impl Into<PathBuf>) -> VerifyOptions {
+        self.cosignatures.push(path.into());
+        self
     }
 
     /// The agent name the bundle must have (`--name`).
@@ -109,6 +156,56 @@ impl VerifyOptions {
         self
     }
 
+    /// Judges this attestation (a Sigstore bundle with an in-toto statement, as `pack --attest`
+    /// writes them) instead of those found beside the bundle (`--attestation`, repeatable). It
+    /// must be signed by a trusted key and be about the bundle file's SHA-256.
+    pub fn attestation(mut self, path: impl Into<PathBuf>) -> VerifyOptions {
+        self.attestations.push(path.into());
+        self
+    }
+
+    /// Whether to judge the attestations found beside a bundle file (on unless set off, as
+    /// `--no-discover-attestations` does; off anyway when attestations are named).
+    pub fn discover_attestations(mut self, discover: bool) -> VerifyOptions {
+        self.discover_attestations = discover;
+        self
+    }
+
+    /// Requires a trusted SLSA provenance attestation about the bundle (`--require-provenance`);
+    /// `attestation_missing` otherwise.
+    pub fn require_provenance(mut self, required: bool) -> VerifyOptions {
+        self.attest.require_provenance = required;
+        self
+    }
+
+    /// Requires the provenance's source repository to be exactly `uri` (`--source-repo`);
+    /// implies [`VerifyOptions::require_provenance`]. `provenance_mismatch` otherwise.
+    pub fn source_repo(mut self, uri: impl Into<String>) -> VerifyOptions {
+        self.attest.source_repo = Some(uri.into());
+        self
+    }
+
+    /// Requires the provenance's source ref to be exactly `reference` (`--source-ref`, e.g.
+    /// `refs/heads/main`); implies [`VerifyOptions::require_provenance`].
+    pub fn source_ref(mut self, reference: impl Into<String>) -> VerifyOptions {
+        self.attest.source_ref = Some(reference.into());
+        self
+    }
+
+    /// Requires the provenance's `runDetails.builder.id` to be exactly `id` (`--builder-id`);
+    /// implies [`VerifyOptions::require_provenance`].
+    pub fn builder_id(mut self, id: impl Into<String>) -> VerifyOptions {
+        self.attest.builder_id = Some(id.into());
+        self
+    }
+
+    /// Also requires a keyless (Sigstore) signature over the bundle file (`--sigstore` and the
+    /// identity options), judged offline; the verdict's JSON names the signer (`keyless`).
+    pub fn keyless(mut self, keyless: Keyless) -> VerifyOptions {
+        self.keyless = Some(keyless);
+        self
+    }
+
     /// The most [`Bundle::load`] holds in memory (the bundle's unpacked size); a larger bundle
     /// is refused with `limit_exceeded`. [`DEFAULT_MAX_LOADED_BYTES`] unless set.
     pub fn max_loaded_bytes(mut self, bytes: u64) -> VerifyOptions {
@@ -132,9 +229,18 @@ impl VerifyOptions {
             now: self.now.map_or_else(Timestamp::now, timestamp),
             state: self.state.clone(),
             baseline: self.baseline.clone(),
-            attest: Default::default(),
-            policy: None,
-            keyless: None,
+            attest: AttestOptions {
+                files: self.attestations.clone(),
+                discover: self.discover_attestations,
+                policy: self.attest.clone(),
+            },
+            policy: self.policy.as_ref().map(|p| PolicyOptions {
+                pin: p.0.clone(),
+                updates: self.policy_updates.iter().map(|u| u.0.clone()).collect(),
+                cosignatures: self.cosignatures.clone(),
+                require_threshold: true,
+            }),
+            keyless: self.keyless.as_ref().map(Keyless::requirement).transpose()?,
         })
     }
 }

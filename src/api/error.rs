@@ -18,7 +18,8 @@ pub enum Error {
     /// No judgement could be made: see [`Error::code`] and the message.
     Failed {
         /// The stable code: `io_error`, `usage` (also an invalid baseline file, as the
-        /// command line reports it), `key_error`, `state_error` or `invalid_tool`.
+        /// command line reports it), `key_error`, `state_error`, `policy_error` (a trust
+        /// policy that is not one) or `invalid_tool`.
         code: &'static str,
         /// What went wrong, naming the file concerned.
         message: String,
@@ -44,6 +45,11 @@ impl Error {
 
     pub(crate) fn failed(code: &'static str, message: impl Into<String>) -> Error {
         Error::Failed { code, message: message.into() }
+    }
+
+    /// A library error, with the code `bundle verify --format json` gives it.
+    pub(crate) fn coded(e: &(impl crate::error::Coded + fmt::Display)) -> Error {
+        Error::failed(e.code().as_str(), e.to_string())
     }
 
     pub(crate) fn from_gate(e: GateError) -> Error {

@@ -24,7 +24,8 @@
 //! ```
 //!
 //! What is here: [`Bundle`] (a bundle from a file, bytes or a reader) judged with
-//! [`VerifyOptions`] into a [`Verdict`] (or loaded into a [`VerifiedAgent`] whose files are held
+//! [`VerifyOptions`] (trusted keys or a [`TrustPolicy`], attestation requirements, a
+//! [`Keyless`] signer, name, versions, clock, state, baseline) into a [`Verdict`] (or loaded into a [`VerifiedAgent`] whose files are held
 //! from the verified bytes); [`ToolContract`] and [`contract_fingerprint`] (the fingerprint the
 //! gate compares); [`ContractGate`] (live tool definitions against the signed or approved
 //! contracts); [`diff()`] of two releases. Every judgement carries a [`ReasonCode`]; everything
@@ -36,12 +37,16 @@ mod bundle;
 mod contracts;
 mod diff;
 mod error;
+mod keyless;
+mod policy;
 mod verdict;
 
 pub use bundle::{Bundle, DEFAULT_MAX_LOADED_BYTES, TrustedKeys, VerifiedAgent, VerifiedFile, VerifyOptions};
 pub use contracts::{ContractGate, DriftReport, Risk, ToolContract, ToolDrift, contract_fingerprint};
 pub use diff::{ReleaseDiff, ToolChange, ToolChangeStatus, diff};
 pub use error::Error;
+pub use keyless::Keyless;
+pub use policy::TrustPolicy;
 pub use verdict::{AgentId, Finding, ReasonCode, Verdict};
 
 #[cfg(test)]

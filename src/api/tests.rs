@@ -135,3 +135,46 @@ fn diff_classifies_the_changes_of_two_releases() {
     assert!(d.tools.iter().all(|t| t.status == ToolChangeStatus::Added));
     assert!(d.impacts().any(|i| i == "widening"));
 }
+
+#[test]
+fn a_trust_policy_decides_instead_of_keys_and_an_unsigned_one_trusts_nothing() {
+    let key = std::fs::read_to_string("testdata/keys/test.pub").expect("the test key");
+    let key = key.lines().nth(1).expect("the key line");
+    let policy = format!(
+        "format = 1\nid = \"acme\"\nversion = 1\nexpires = 2099-01-01T00:00:00Z\n\n[root]\nthreshold = 1\n\
+         signers = [\"test\"]\n\n[[signer]]\nname = \"test\"\npublic_key = \"{key}\"\n\n\
+         [[rule]]\nagents = [\"*\"]\nthreshold = 1\n"
+    );
+    let unsigned = TrustPolicy::parse(&policy, "").expect("a valid policy");
+    assert_eq!((unsigned.id(), unsigned.version()), ("acme", 1));
+    let options = VerifyOptions::with_trust_policy(unsigned);
+    let verdict = Bundle::open("testdata/hostile/ok.agent.bundle").and_then(|b| b.verify(&options)).expect("judged");
+    assert_eq!(code(&verdict), "policy_untrusted");
+    let bad = TrustPolicy::parse("format = 1\n", "").expect_err("not a policy");
+    assert_eq!(bad.code(), "policy_error");
+    assert_eq!(TrustPolicy::read("testdata/nope.toml").expect_err("missing").code(), "io_error");
+}
+
+#[test]
+fn required_provenance_is_attestation_missing_for_a_bundle_without_one() {
+    let options = VerifyOptions::new(keys()).require_provenance(true);
+    let verdict = Bundle::open("testdata/hostile/ok.agent.bundle").and_then(|b| b.verify(&options)).expect("judged");
+    assert_eq!(code(&verdict), "attestation_missing");
+    let options = VerifyOptions::new(keys()).builder_id("https://ci.example/");
+    let bytes = std::fs::read("testdata/hostile/ok.agent.bundle").expect("readable");
+    assert_eq!(code(&Bundle::from_bytes(bytes).verify(&options).expect("judged")), "attestation_missing");
+}
+
+#[test]
+fn a_keyless_requirement_without_an_identity_or_root_stops_the_gate_with_its_code() {
+    let verify = |k: Keyless| {
+        let options = VerifyOptions::new(keys()).keyless(k);
+        Bundle::open("testdata/hostile/ok.agent.bundle").and_then(|b| b.verify(&options)).expect_err("not judged")
+    };
+    let root = "testdata/sigstore/trusted_root.staging.json";
+    let sig = "testdata/sigstore/bundle.txt.sigstore";
+    assert_eq!(verify(Keyless::new(sig, root).issuer("https://issuer.example")).code(), "usage");
+    assert_eq!(verify(Keyless::new(sig, root).identity("a@b").issuer_regexp("(")).code(), "usage");
+    assert_eq!(verify(Keyless::new(sig, "testdata/nope.json").identity("a@b").issuer("i")).code(), "io_error");
+    assert_eq!(verify(Keyless::new(sig, "testdata/keys/test.pub").identity("a@b").issuer("i")).code(), "usage");
+}

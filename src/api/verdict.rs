@@ -188,7 +188,12 @@ impl Verdict {
     }
 
     /// The document `bundle verify --format json` prints for this verdict (strings as found,
-    /// not sanitised).
+    /// not sanitised). Beyond what the methods above return, it holds the gate's details:
+    /// `signers` (under a trust policy: each signature with its key id, signer, roles, `status`
+    /// such as `counted` or `duplicate_key`, and each rule with `needed`, `counted` and `met`),
+    /// `attestations` (each judged attestation with its `predicate_type`, `signers`,
+    /// `subject_matches`, `builder`, `source_uri` and `verdict`), `keyless` (the Sigstore
+    /// signer's `identity`, `issuer`, `kind` and `signed_at`) and `baseline` (the drift found).
     pub fn to_json(&self) -> &serde_json::Value {
         &self.json
     }
