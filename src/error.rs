@@ -155,7 +155,6 @@ pub fn code_of(e: &(dyn std::error::Error + 'static)) -> Option<ErrorCode> {
         crate::regular_file::ReadError,
         crate::contract::ContractError,
         crate::minisign::SignatureError,
-        crate::keyless::RootError,
         std::io::Error,
     );
     None

@@ -239,6 +239,8 @@ impl VerifyOptions {
                 updates: self.policy_updates.iter().map(|u| u.0.clone()).collect(),
                 cosignatures: self.cosignatures.clone(),
                 require_threshold: true,
+                // The policy's keyless signatures: `<bundle>.sigstore.json` beside a file.
+                sigstore: Vec::new(),
             }),
             keyless: self.keyless.as_ref().map(Keyless::requirement).transpose()?,
         })

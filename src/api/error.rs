@@ -19,7 +19,8 @@ pub enum Error {
     Failed {
         /// The stable code: `io_error`, `usage` (also an invalid baseline file, as the
         /// command line reports it), `key_error`, `state_error`, `policy_error` (a trust
-        /// policy that is not one) or `invalid_tool`.
+        /// policy that is not one), `trusted_root_error` (a Sigstore trusted root that is not
+        /// usable) or `invalid_tool`.
         code: &'static str,
         /// What went wrong, naming the file concerned.
         message: String,

@@ -35,17 +35,6 @@ impl crate::error::Coded for RootError {
     }
 }
 
-/// A root that cannot be read is `io_error`; one that is not a trusted root is the operator's
-/// configuration mistake, `usage` (as a malformed `--baseline` is).
-impl crate::error::Coded for RootError {
-    fn code(&self) -> crate::error::ErrorCode {
-        match self {
-            RootError::Read { .. } => crate::error::ErrorCode::IoError,
-            RootError::Invalid { .. } => crate::error::ErrorCode::Usage,
-        }
-    }
-}
-
 /// A parsed trusted root with its verifier prepared (keys and anchors decoded once).
 pub struct TrustedRoot {
     path: PathBuf,
