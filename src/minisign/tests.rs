@@ -504,3 +504,32 @@ fn debug_and_errors_do_not_leak_secrets() {
         assert!(err.to_string().len() > 30);
     }
 }
+
+/// The byte check of canonical encodings says what a compress round trip says, for valid keys
+/// and for every encoding of y >= p.
+#[test]
+fn the_canonical_check_agrees_with_a_compress_round_trip() {
+    let round_trip = |bytes: &[u8; 32]| {
+        VerifyingKey::from_bytes(bytes)
+            .ok()
+            .filter(|k| !k.is_weak())
+            .map(|k| k.to_edwards().compress().to_bytes() == *bytes)
+    };
+    let mut cases: Vec<[u8; 32]> = (0..64).map(|_| SecretKey::generate().public_key().ed25519_bytes()).collect();
+    for low in 0xedu8..=0xff {
+        for sign in [0x7f, 0xff] {
+            let mut y = [0xff; 32];
+            y[0] = low;
+            y[31] = sign;
+            cases.push(y);
+        }
+    }
+    let mut checked = 0;
+    for bytes in cases {
+        if let Some(canonical) = round_trip(&bytes) {
+            assert_eq!(super::public_key::y_is_canonical(&bytes), canonical, "{bytes:02x?}");
+            checked += 1;
+        }
+    }
+    assert!(checked > 64, "too few decodable encodings of y >= p: {checked}");
+}
