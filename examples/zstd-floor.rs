@@ -1,6 +1,6 @@
 //! The floors for `bundle pack` and `bundle verify`: compresses stdin to stdout with the same
 //! zstd library and the same frame settings as the bundle writer (level 3, content checksum, no
-//! content size, all cores, blocks under 128 KiB), or with `-d` decompresses stdin and discards
+//! content size, all cores, blocks under 128 KiB, jobs of 4 MiB), or with `-d` decompresses stdin and discards
 //! the output, and nothing else: no reading of agent files, no tar framing, no hashing, no
 //! signing.
 //! `scripts/bench.py` times it beside `zstd -3 -T0` and `zstd -dc`, whose version (the
@@ -26,6 +26,8 @@ fn main() -> io::Result<()> {
     encoder.multithread(workers)?;
     // As src/archive/write.rs MAX_BLOCK: no pre-block splitting.
     encoder.set_parameter(zstd::zstd_safe::CParameter::MaxBlockSize((128 << 10) - 1))?;
+    // As src/archive/write.rs job_size(3): jobs of 4 MiB.
+    encoder.set_parameter(zstd::zstd_safe::CParameter::JobSize(4 << 20))?;
     io::copy(&mut BufReader::with_capacity(1 << 20, io::stdin().lock()), &mut encoder)?;
     encoder.finish()?;
     Ok(())

@@ -20,26 +20,17 @@
 //!   never waits for a buffer that was lost.
 
 use std::io::{self, Read};
-use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
+use std::sync::mpsc::{Receiver, sync_channel};
 use std::thread::JoinHandle;
 
+use crate::handoff::{CHUNK, Filler, IN_FLIGHT, handoff, second_cpu};
 use crate::read_full::read_full;
-
-/// Bytes per hand-over to the hashing thread.
-pub(crate) const CHUNK: usize = 1 << 20;
-/// Buffers alive at once (being filled, queued, or being hashed).
-pub(crate) const IN_FLIGHT: usize = 4;
 /// Entries up to this size are hashed on the calling thread (handing a few KiB to another
 /// thread costs more than hashing them).
 pub(crate) const INLINE_UP_TO: u64 = 1 << 20;
 /// Bytes per read when hashing on the calling thread: small enough to stay in the L2 cache
 /// between the decoder writing them and BLAKE3 reading them.
 const INLINE_PIECE: usize = 128 << 10;
-
-/// Whether a hashing thread can run beside the decoder: more than one CPU is usable.
-fn second_cpu() -> bool {
-    std::thread::available_parallelism().is_ok_and(|n| n.get() > 1)
-}
 
 /// Hashes entries, choosing per entry between the calling thread and a hashing thread that is
 /// started when the first large entry arrives (verifying a small bundle never spawns it).
@@ -105,80 +96,55 @@ fn hash_inline(
 }
 
 enum Job {
-    /// A buffer and how many of its bytes are data (buffers stay CHUNK long, so they are
-    /// zeroed once, when allocated).
+    /// A buffer and how many of its bytes are data.
     Chunk(Vec<u8>, usize),
     /// The entry ended: reply with its hash and start the next one.
     Finish,
 }
 
-enum Back {
-    Buffer(Vec<u8>),
-    Hash(blake3::Hash),
-}
-
-/// The hashing thread and the buffers that travel to it and back.
+/// The hashing thread and the buffers that travel to it and back ([`crate::handoff`]).
 struct Worker {
-    to_worker: Option<SyncSender<Job>>,
-    from_worker: Receiver<Back>,
-    pool: Vec<Vec<u8>>,
-    allocated: usize,
+    /// `None` once the thread was told to stop.
+    to_worker: Option<Filler<Job>>,
+    hashes: Receiver<blake3::Hash>,
     thread: Option<JoinHandle<()>>,
 }
 
 impl Worker {
     fn start() -> Self {
-        let (to_worker, jobs) = sync_channel::<Job>(IN_FLIGHT);
-        // Room for every buffer and a hash: the hashing thread never waits to reply.
-        let (back, from_worker) = sync_channel::<Back>(IN_FLIGHT + 1);
+        let (filler, jobs) = handoff::<Job>(CHUNK, IN_FLIGHT);
+        // One hash per `Finish`, and `finish` waits for it before sending another.
+        let (reply, hashes) = sync_channel::<blake3::Hash>(1);
         let thread = std::thread::spawn(move || {
             let mut hasher = blake3::Hasher::new();
-            while let Ok(job) = jobs.recv() {
-                let reply = match job {
+            while let Some(job) = jobs.recv() {
+                match job {
                     Job::Chunk(buf, len) => {
                         hasher.update(&buf[..len]);
-                        Back::Buffer(buf)
+                        jobs.give_back(buf);
                     }
                     Job::Finish => {
-                        let hash = hasher.finalize();
+                        if reply.send(hasher.finalize()).is_err() {
+                            return;
+                        }
                         hasher.reset();
-                        Back::Hash(hash)
                     }
-                };
-                if back.send(reply).is_err() {
-                    return;
                 }
             }
         });
-        Worker { to_worker: Some(to_worker), from_worker, pool: Vec::new(), allocated: 0, thread: Some(thread) }
+        Worker { to_worker: Some(filler), hashes, thread: Some(thread) }
     }
 
     fn gone() -> io::Error {
         io::Error::other("the hashing thread stopped")
     }
 
-    fn send(&self, job: Job) -> io::Result<()> {
-        let tx = self.to_worker.as_ref().ok_or_else(Self::gone)?;
-        tx.send(job).map_err(|_| Self::gone())
+    fn filler(&mut self) -> io::Result<&mut Filler<Job>> {
+        self.to_worker.as_mut().ok_or_else(Self::gone)
     }
 
-    /// A buffer from the pool, a new one while fewer than [`IN_FLIGHT`] exist, or else the
-    /// next one the hashing thread gives back.
-    fn buffer(&mut self) -> io::Result<Vec<u8>> {
-        while let Ok(Back::Buffer(b)) = self.from_worker.try_recv() {
-            self.pool.push(b);
-        }
-        if let Some(b) = self.pool.pop() {
-            return Ok(b);
-        }
-        if self.allocated < IN_FLIGHT {
-            self.allocated += 1;
-            return Ok(vec![0; CHUNK]);
-        }
-        match self.from_worker.recv() {
-            Ok(Back::Buffer(b)) => Ok(b),
-            _ => Err(Self::gone()),
-        }
+    fn send(&mut self, job: Job) -> io::Result<()> {
+        if self.filler()?.send(job) { Ok(()) } else { Err(Self::gone()) }
     }
 
     fn hash_reader(
@@ -192,20 +158,22 @@ impl Worker {
         fed.and(hash)
     }
 
-    /// Hands every chunk of `input` to the hashing thread; every buffer not handed over goes
-    /// back to the pool, whatever happens.
+    /// Hands every chunk of `input` to the hashing thread: decoded straight into the buffer
+    /// that travels (no copy on this side). Every buffer not handed over goes back to the
+    /// pool, whatever happens.
     fn feed(&mut self, input: &mut dyn Read, mut each: impl FnMut(&[u8]) -> io::Result<()>) -> io::Result<()> {
         loop {
-            let mut buf = self.buffer()?;
+            let filler = self.filler()?;
+            let mut buf = filler.buffer().ok_or_else(Self::gone)?;
             let filled = match read_full(input, &mut buf).and_then(|n| each(&buf[..n]).map(|()| n)) {
                 Ok(n) => n,
                 Err(e) => {
-                    self.pool.push(buf);
+                    filler.recycle(buf);
                     return Err(e);
                 }
             };
             if filled == 0 {
-                self.pool.push(buf);
+                filler.recycle(buf);
                 return Ok(());
             }
             self.send(Job::Chunk(buf, filled))?;
@@ -218,13 +186,10 @@ impl Worker {
     /// Ends the entry: the hash of everything handed over since the last one.
     fn finish(&mut self) -> io::Result<blake3::Hash> {
         self.send(Job::Finish)?;
-        loop {
-            match self.from_worker.recv() {
-                Ok(Back::Buffer(b)) => self.pool.push(b),
-                Ok(Back::Hash(h)) => return Ok(h),
-                Err(_) => return Err(Self::gone()),
-            }
-        }
+        let hash = self.hashes.recv().map_err(|_| Self::gone())?;
+        // Every chunk before `Finish` was hashed and its buffer given back.
+        self.filler()?.reclaim();
+        Ok(hash)
     }
 }
 
@@ -317,8 +282,8 @@ mod tests {
                     if calls == 2 { Err(io::Error::other("sink full")) } else { Ok(()) }
                 });
                 assert_eq!(got.unwrap_err().to_string(), "sink full");
-                let worker = h.worker.as_ref().unwrap();
-                assert_eq!(worker.pool.len(), worker.allocated, "every buffer is back in the pool");
+                let filler = h.worker.as_mut().unwrap().to_worker.as_mut().unwrap();
+                assert!(filler.all_back(), "every buffer is back in the pool");
             }
             let good = data(2 * CHUNK + 3);
             let got = h.hash_reader(good.len() as u64, &mut good.as_slice(), |_| Ok(())).unwrap();
@@ -336,8 +301,8 @@ mod tests {
                     let got = h.hash_reader(3 * CHUNK as u64, &mut failing, |_| Ok(()));
                     assert_eq!(got.unwrap_err().to_string(), "disk on fire");
                 }
-                if let Some(worker) = &h.worker {
-                    assert_eq!(worker.pool.len(), worker.allocated, "every buffer is back in the pool");
+                if let Some(worker) = &mut h.worker {
+                    assert!(worker.to_worker.as_mut().unwrap().all_back(), "every buffer is back in the pool");
                 }
                 let good = data(2 * CHUNK);
                 let got = h.hash_reader(good.len() as u64, &mut good.as_slice(), |_| Ok(())).unwrap();

@@ -37,6 +37,7 @@ pub mod evidence;
 pub(crate) mod fetch;
 pub(crate) mod fileset;
 pub(crate) mod formats;
+pub(crate) mod handoff;
 pub(crate) mod hasher;
 pub(crate) mod json;
 #[doc(hidden)]
@@ -60,6 +61,7 @@ pub mod paths;
 pub(crate) mod policy;
 #[doc(hidden)]
 pub mod progress;
+pub(crate) mod read_ahead;
 pub(crate) mod read_full;
 #[doc(hidden)]
 pub mod regular_file;

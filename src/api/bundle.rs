@@ -338,9 +338,10 @@ impl Bundle {
         let verdict = match self.source {
             Source::File(file) => {
                 let size = file.metadata().map_or(0, |m| m.len());
-                // As `bundle verify` reads: a buffer of up to 1 MiB, small for a small bundle.
-                let capacity = usize::try_from(size).unwrap_or(usize::MAX).clamp(8 << 10, 1 << 20);
-                gate.run(BufReader::with_capacity(capacity, file), &origin, sink)
+                // As `bundle verify` reads: ahead on a thread of its own when large.
+                let input = crate::read_ahead::sequential(file, size)
+                    .map_err(|e| Error::failed("io_error", format!("cannot read {}: {e}", origin.display())))?;
+                gate.run(input, &origin, sink)
             }
             Source::Bytes(bytes) => gate.run(&bytes[..], &origin, sink),
             Source::Reader(reader) => gate.run(BufReader::with_capacity(1 << 20, reader), &origin, sink),

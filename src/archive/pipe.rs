@@ -9,9 +9,8 @@
 //! 1.7-1.9x the wall time of `zstd -3 -T0` at the same CPU time. The zstd command line has I/O
 //! threads of its own for the same reason (docs/book/src/internals/performance.md).
 //!
-//! At most [`IN_FLIGHT`] buffers of [`CHUNK`] bytes exist (being filled, queued or being
-//! written), so memory stays bounded; they travel back and forth and are zeroed once. Nothing
-//! spins: each side sleeps in a channel when the other is behind. The bytes reach the inner
+//! The buffers travel in the bounded pipeline of [`crate::handoff`]: at most [`IN_FLIGHT`] of
+//! [`CHUNK`] bytes exist (being filled, queued or being written), zeroed once and reused. The bytes reach the inner
 //! writer in the order and amounts they were written, so the output is that of writing to it
 //! directly (zstd's output does not depend on how its input is split into calls).
 //!
@@ -19,22 +18,16 @@
 //! [`finish`](Pipe::finish)) returns that very error, so a full disk is still reported as one.
 
 use std::io::{self, Read, Write};
-use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
 use std::thread::JoinHandle;
 
-/// Bytes per hand-over: about a thousand wake-ups per GiB.
-pub(crate) const CHUNK: usize = 1 << 20;
-/// Buffers alive at once.
-pub(crate) const IN_FLIGHT: usize = 4;
+use crate::handoff::{CHUNK, Filler, IN_FLIGHT, handoff};
 
 pub(crate) struct Pipe<T> {
-    to_thread: Option<SyncSender<(Vec<u8>, usize)>>,
-    back: Receiver<Vec<u8>>,
+    /// `None` once the thread was told to stop.
+    to_thread: Option<Filler<(Vec<u8>, usize)>>,
     /// The buffer being filled (empty until the first byte arrives) and its bytes of data.
     buf: Vec<u8>,
     filled: usize,
-    pool: Vec<Vec<u8>>,
-    allocated: usize,
     thread: Option<JoinHandle<io::Result<T>>>,
     /// Set once the thread is gone; every later call fails.
     broken: bool,
@@ -43,27 +36,15 @@ pub(crate) struct Pipe<T> {
 impl<T: Write + Send + 'static> Pipe<T> {
     /// Starts the writing thread, which owns `inner` until [`finish`](Self::finish).
     pub(crate) fn new(mut inner: T) -> io::Result<Self> {
-        let (to_thread, chunks) = sync_channel::<(Vec<u8>, usize)>(IN_FLIGHT);
-        // Room for every buffer: the thread never waits to give one back.
-        let (give_back, back) = sync_channel::<Vec<u8>>(IN_FLIGHT);
+        let (filler, chunks) = handoff::<(Vec<u8>, usize)>(CHUNK, IN_FLIGHT);
         let thread = std::thread::Builder::new().name("pack-compress".into()).spawn(move || {
-            while let Ok((buf, len)) = chunks.recv() {
+            while let Some((buf, len)) = chunks.recv() {
                 inner.write_all(&buf[..len])?;
-                // The receiving side may be gone (dropped after an error); nothing to do then.
-                let _ = give_back.send(buf);
+                chunks.give_back(buf);
             }
             Ok(inner)
         })?;
-        Ok(Pipe {
-            to_thread: Some(to_thread),
-            back,
-            buf: Vec::new(),
-            filled: 0,
-            pool: Vec::new(),
-            allocated: 0,
-            thread: Some(thread),
-            broken: false,
-        })
+        Ok(Pipe { to_thread: Some(filler), buf: Vec::new(), filled: 0, thread: Some(thread), broken: false })
     }
 }
 
@@ -95,7 +76,8 @@ impl<T> Pipe<T> {
             self.hand_over()?;
         }
         if self.buf.is_empty() {
-            self.buf = self.buffer()?;
+            let buffer = self.to_thread.as_mut().and_then(Filler::buffer);
+            self.buf = buffer.ok_or_else(|| self.failure())?;
             self.filled = 0;
         }
         Ok(())
@@ -108,22 +90,8 @@ impl<T> Pipe<T> {
         }
         let buf = std::mem::take(&mut self.buf);
         let len = std::mem::replace(&mut self.filled, 0);
-        let sent = self.to_thread.as_ref().is_some_and(|tx| tx.send((buf, len)).is_ok());
+        let sent = self.to_thread.as_ref().is_some_and(|f| f.send((buf, len)));
         if sent { Ok(()) } else { Err(self.failure()) }
-    }
-
-    /// A buffer from the pool, a new one while fewer than [`IN_FLIGHT`] exist, or else the
-    /// next one the thread gives back.
-    fn buffer(&mut self) -> io::Result<Vec<u8>> {
-        self.pool.extend(self.back.try_iter());
-        if let Some(b) = self.pool.pop() {
-            return Ok(b);
-        }
-        if self.allocated < IN_FLIGHT {
-            self.allocated += 1;
-            return Ok(vec![0; CHUNK]);
-        }
-        self.back.recv().map_err(|_| self.failure())
     }
 
     /// The thread stopped: its error.

@@ -37,11 +37,11 @@ pub struct Args {
 pub fn run(args: Args, global: Global) -> anyhow::Result<Outcome> {
     let paths = args.targets.paths();
     let fetcher = if args.refresh { Some(Fetcher::new(&args.ca_cert)?) } else { None };
-    let checks =
-        check::check_paths(&paths, agent_bundle::agent::CheckOptions { digests: true, refresh: fetcher.as_ref() })?;
+    let opts = agent_bundle::agent::CheckOptions { digests: true, refresh: fetcher.as_ref() };
     let mut all = Report::default();
     let mut agents = Vec::new();
-    for c in checks {
+    // Each result is summarised as it arrives: only the summaries and the problems stay.
+    check::check_each(&paths, opts, |c| {
         let ok = c.is_ok();
         let (dir, manifest, report) = agent_bundle::agent::into_parts(c);
         agents.push(CheckedAgent {
@@ -50,8 +50,12 @@ pub fn run(args: Args, global: Global) -> anyhow::Result<Outcome> {
             version: manifest.as_ref().map(|m| m.version.to_string()),
             ok,
         });
-        all.extend(report);
-    }
+        // A clean agent's report holds only its source texts (kept to show problems in):
+        // dropped, so that memory grows with the problems found, not with the agents checked.
+        if !report.diagnostics.is_empty() {
+            all.extend(report);
+        }
+    })?;
     render(&all, agents, args.targets.format, global, "check")?;
     Ok(outcome(&all))
 }

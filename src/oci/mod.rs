@@ -5,7 +5,7 @@
 pub mod artifact;
 pub mod auth;
 pub mod client;
-pub mod prefetch;
+pub(crate) mod prefetch;
 pub mod reference;
 pub mod referrers;
 

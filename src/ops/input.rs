@@ -21,7 +21,8 @@ use crate::bundle::verify::{Reason, Rejection};
 use crate::error::{Coded, ErrorCode};
 use crate::oci::artifact::BlobMismatch;
 use crate::oci::{self, Artifact, OciError, Reference, Refusal};
-use crate::progress::{Progress, ProgressRead};
+use crate::progress::Progress;
+use crate::read_ahead::{self, Sequential};
 use crate::trust_policy::signatures;
 
 /// Where a bundle comes from.
@@ -97,11 +98,12 @@ impl BundleSource {
                 let size = file.metadata().map_or(0, |m| m.len());
                 progress.begin("verifying", size);
                 let fault = Fault::default();
-                let reader = Recording { inner: ProgressRead { inner: file, progress }, fault: fault.clone() };
-                // The buffer is zeroed before its first use; a small bundle gets a small one.
-                let capacity = usize::try_from(size).unwrap_or(usize::MAX).clamp(8 << 10, 1 << 20);
+                let reader = Recording { inner: file, fault: fault.clone() };
+                // A large bundle is read on a thread of its own, beside the decoder.
+                let input = read_ahead::sequential(reader, size)
+                    .map_err(|source| InputError::File { path: path.clone(), source })?;
                 Ok(Ok(BundleInput {
-                    stream: Stream::File(BufReader::with_capacity(capacity, reader)),
+                    stream: Stream::File(Counted { inner: input, progress }),
                     fault,
                     label: path.clone(),
                     progress: Some(progress),
@@ -194,8 +196,34 @@ impl<R: Read> Read for Recording<R> {
     }
 }
 
+/// A `BufRead` that reports the bytes consumed through it (the reading itself may happen on
+/// another thread, which cannot hold the caller's `Progress`).
+struct Counted<'p, B> {
+    inner: B,
+    progress: &'p dyn Progress,
+}
+
+impl<B: BufRead> Read for Counted<'_, B> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.progress.advance(n as u64);
+        Ok(n)
+    }
+}
+
+impl<B: BufRead> BufRead for Counted<'_, B> {
+    fn fill_buf(&mut self) -> io::Result<&[u8]> {
+        self.inner.fill_buf()
+    }
+
+    fn consume(&mut self, amt: usize) {
+        self.progress.advance(amt as u64);
+        self.inner.consume(amt);
+    }
+}
+
 enum Stream<'p> {
-    File(BufReader<Recording<ProgressRead<'p, File>>>),
+    File(Counted<'p, Sequential<Recording<File>>>),
     Layer(Box<oci::Layer>),
 }
 

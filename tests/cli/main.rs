@@ -37,6 +37,7 @@ mod pipeline;
 mod precommit;
 mod properties;
 mod public_api;
+mod read_ahead;
 mod registry;
 mod schemas;
 mod scripts;

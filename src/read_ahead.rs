@@ -1,0 +1,246 @@
+//! Reading on a thread of its own: a `BufRead` over chunks another thread reads ahead, so that
+//! the thread that consumes them (verify's zstd decoder) never stops for a `read` call.
+//!
+//! Why: `bundle verify` decodes on one thread; with the reads on that thread too, every read
+//! (the kernel's copy out of the page cache, or a wait for the disk or the network) stalls the
+//! decoder. The zstd command line reads and writes on threads of its own and so spends more
+//! CPU than the linked library but less wall time (issue 29). Here the reading thread runs
+//! beside the decoder while the decoder works on the previous chunk.
+//!
+//! The chunks travel in the bounded pipeline of [`crate::handoff`] ([`IN_FLIGHT`] buffers of
+//! [`CHUNK`] bytes, reused), so memory stays flat whatever the input's size. Every chunk is
+//! first given to a `tee` on the reading thread (the registry's download writes its temp file
+//! there, `oci::prefetch`), and passed on only after that succeeded. An error of the source or
+//! the tee reaches the consumer in place of the next chunk, and again on every later call; a
+//! consumer that stops early (a rejection) makes the reading thread stop at its next chunk.
+
+use std::io::{self, BufRead, BufReader, Read, Write};
+use std::thread::JoinHandle;
+
+use crate::handoff::{CHUNK, Drainer, Filler, IN_FLIGHT, handoff, second_cpu};
+use crate::read_full::read_full;
+
+/// A chunk and its bytes of data (0: the end of the source), or what went wrong.
+type Message = io::Result<(Vec<u8>, usize)>;
+
+/// The consuming end.
+pub(crate) struct ReadAhead {
+    chunks: Drainer<Message>,
+    current: Vec<u8>,
+    len: usize,
+    pos: usize,
+    done: bool,
+    /// The error received, returned again on every later call.
+    failed: Option<(io::ErrorKind, String)>,
+    thread: Option<JoinHandle<io::Result<()>>>,
+}
+
+impl ReadAhead {
+    /// Starts reading `source` on a thread named `name`, giving every chunk to `tee` before
+    /// passing it on (`io::sink()` for none); `tee` is flushed at the end of the source.
+    pub(crate) fn spawn(
+        name: &str,
+        source: impl Read + Send + 'static,
+        tee: impl Write + Send + 'static,
+    ) -> io::Result<Self> {
+        let (filler, chunks) = handoff(CHUNK, IN_FLIGHT);
+        let thread = std::thread::Builder::new().name(name.into()).spawn(move || read_on(source, tee, filler))?;
+        Ok(ReadAhead { chunks, current: Vec::new(), len: 0, pos: 0, done: false, failed: None, thread: Some(thread) })
+    }
+
+    /// Stops reading and waits for the reading thread: its error, if reading or the tee failed
+    /// (`Ok` if it stopped early because this end stopped reading).
+    pub(crate) fn finish(mut self) -> io::Result<()> {
+        let thread = self.thread.take();
+        // Dropping the receiving end stops a thread that is still reading.
+        drop(self);
+        match thread.map(JoinHandle::join) {
+            Some(Ok(result)) => result,
+            Some(Err(_)) => Err(io::Error::other("the reading thread panicked")),
+            None => Ok(()),
+        }
+    }
+}
+
+fn read_on(mut source: impl Read, mut tee: impl Write, mut filler: Filler<Message>) -> io::Result<()> {
+    loop {
+        // `None`: the consumer stopped; nothing more is needed.
+        let Some(mut buf) = filler.buffer() else { return Ok(()) };
+        let step = read_full(&mut source, &mut buf).and_then(|n| {
+            tee.write_all(&buf[..n])?;
+            if n == 0 {
+                tee.flush()?;
+            }
+            Ok(n)
+        });
+        match step {
+            Ok(n) => {
+                if !filler.send(Ok((buf, n))) || n == 0 {
+                    return Ok(());
+                }
+            }
+            Err(e) => {
+                filler.send(Err(io::Error::new(e.kind(), e.to_string())));
+                return Err(e);
+            }
+        }
+    }
+}
+
+/// Inputs at least this large are read ahead: starting a thread costs tens of microseconds,
+/// reading 4 MiB from the page cache about a millisecond.
+pub(crate) const READ_AHEAD_FROM: u64 = 4 * CHUNK as u64;
+
+/// An input read once from start to end (a bundle being verified): read ahead on a thread when
+/// it is large and a second CPU is usable, else through a buffer sized for it.
+pub(crate) enum Sequential<R> {
+    Buffered(BufReader<R>),
+    Ahead(ReadAhead),
+}
+
+/// `source` of `size` bytes as a [`Sequential`] input.
+pub(crate) fn sequential<R: Read + Send + 'static>(source: R, size: u64) -> io::Result<Sequential<R>> {
+    if size >= READ_AHEAD_FROM && second_cpu() {
+        return ReadAhead::spawn("read-ahead", source, io::sink()).map(Sequential::Ahead);
+    }
+    // The buffer is zeroed before its first use; a small input gets a small one.
+    let capacity = usize::try_from(size).unwrap_or(usize::MAX).clamp(8 << 10, CHUNK);
+    Ok(Sequential::Buffered(BufReader::with_capacity(capacity, source)))
+}
+
+impl<R: Read> Read for Sequential<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        match self {
+            Sequential::Buffered(r) => r.read(buf),
+            Sequential::Ahead(r) => r.read(buf),
+        }
+    }
+}
+
+impl<R: Read> BufRead for Sequential<R> {
+    fn fill_buf(&mut self) -> io::Result<&[u8]> {
+        match self {
+            Sequential::Buffered(r) => r.fill_buf(),
+            Sequential::Ahead(r) => r.fill_buf(),
+        }
+    }
+
+    fn consume(&mut self, amt: usize) {
+        match self {
+            Sequential::Buffered(r) => r.consume(amt),
+            Sequential::Ahead(r) => r.consume(amt),
+        }
+    }
+}
+
+impl Read for ReadAhead {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let available = self.fill_buf()?;
+        let n = available.len().min(buf.len());
+        buf[..n].copy_from_slice(&available[..n]);
+        self.consume(n);
+        Ok(n)
+    }
+}
+
+impl BufRead for ReadAhead {
+    fn fill_buf(&mut self) -> io::Result<&[u8]> {
+        while self.pos == self.len && !self.done {
+            if let Some((kind, message)) = &self.failed {
+                return Err(io::Error::new(*kind, message.clone()));
+            }
+            if !self.current.is_empty() {
+                self.chunks.give_back(std::mem::take(&mut self.current));
+                (self.len, self.pos) = (0, 0);
+            }
+            match self.chunks.recv() {
+                Some(Ok((chunk, 0))) => {
+                    self.chunks.give_back(chunk);
+                    self.done = true;
+                }
+                Some(Ok((chunk, len))) => {
+                    self.current = chunk;
+                    self.len = len;
+                    self.pos = 0;
+                }
+                Some(Err(e)) => self.failed = Some((e.kind(), e.to_string())),
+                // The thread stopped without an end or an error: it panicked.
+                None => self.failed = Some((io::ErrorKind::Other, "the reading thread stopped".into())),
+            }
+        }
+        Ok(&self.current[self.pos..self.len])
+    }
+
+    fn consume(&mut self, amt: usize) {
+        self.pos = (self.pos + amt).min(self.len);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn data(len: usize) -> Vec<u8> {
+        (0..len).map(|i| (i % 251) as u8).collect()
+    }
+
+    /// Yields `self.0` bytes, then fails.
+    struct Broken(usize);
+
+    impl Read for Broken {
+        fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+            if self.0 == 0 {
+                return Err(io::Error::new(io::ErrorKind::ConnectionReset, "reset"));
+            }
+            let n = buf.len().min(self.0);
+            buf[..n].fill(7);
+            self.0 -= n;
+            Ok(n)
+        }
+    }
+
+    #[test]
+    fn passes_every_byte_on_in_order_through_reused_buffers() {
+        for len in [0, 1, CHUNK - 1, CHUNK, CHUNK + 1, 3 * CHUNK + 17, 2 * IN_FLIGHT * CHUNK + 5] {
+            let src = data(len);
+            let mut r = ReadAhead::spawn("test", io::Cursor::new(src.clone()), io::sink()).unwrap();
+            let mut got = Vec::new();
+            r.read_to_end(&mut got).unwrap();
+            assert!(got == src, "len {len}: other bytes came out");
+            assert_eq!(r.fill_buf().unwrap().len(), 0, "the end stays the end");
+            r.finish().unwrap();
+        }
+    }
+
+    #[test]
+    fn the_tee_sees_every_byte_before_the_consumer_does() {
+        let src = data(2 * CHUNK + 3);
+        let file = tempfile::tempfile().unwrap();
+        let mut r = ReadAhead::spawn("test", io::Cursor::new(src.clone()), file.try_clone().unwrap()).unwrap();
+        let mut got = Vec::new();
+        r.read_to_end(&mut got).unwrap();
+        r.finish().unwrap();
+        let mut copied = Vec::new();
+        let mut f = file;
+        io::Seek::rewind(&mut f).unwrap();
+        f.read_to_end(&mut copied).unwrap();
+        assert!(got == src && copied == src);
+    }
+
+    #[test]
+    fn an_error_of_the_source_reaches_the_consumer_and_stays() {
+        let mut r = ReadAhead::spawn("test", Broken(CHUNK + 10), io::sink()).unwrap();
+        let mut got = Vec::new();
+        assert_eq!(r.read_to_end(&mut got).unwrap_err().kind(), io::ErrorKind::ConnectionReset);
+        assert_eq!(got.len(), CHUNK, "the full chunk before the error was passed on");
+        assert_eq!(r.fill_buf().unwrap_err().kind(), io::ErrorKind::ConnectionReset, "an error is not an end");
+        assert!(r.finish().is_err());
+    }
+
+    #[test]
+    fn a_consumer_that_stops_early_stops_the_reading_thread() {
+        // An endless source: only the consumer's going away can end the thread.
+        let r = ReadAhead::spawn("test", io::repeat(1), io::sink()).unwrap();
+        r.finish().unwrap();
+    }
+}

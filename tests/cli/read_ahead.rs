@@ -1,0 +1,74 @@
+//! Bundles large enough to be read ahead on a thread of their own (issue 29): verify judges
+//! them as it judges everything else, whether a second CPU is usable or not (`taskset`), and a
+//! bundle cut short or damaged far from its start gets the same code either way.
+
+use std::process::Command;
+
+use crate::support::{Env, bin, key, require_tool};
+
+/// Bytes zstd cannot shrink (xorshift), so that the bundle is as large as the file.
+fn noise(len: usize) -> Vec<u8> {
+    let mut x = 0x9E37_79B9_7F4A_7C15u64;
+    (0..len)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x as u8
+        })
+        .collect()
+}
+
+/// `bundle verify BUNDLE --key test.pub --format json`, on one CPU (`taskset -c 0`) or on all.
+fn verify(env: &Env, bundle: &str, one_cpu: bool) -> (i32, serde_json::Value) {
+    let plain = bin();
+    let mut cmd = Command::new("taskset");
+    if one_cpu {
+        cmd.args(["-c", "0"]).arg(plain.get_program());
+        for (k, v) in plain.get_envs() {
+            match v {
+                Some(v) => cmd.env(k, v),
+                None => cmd.env_remove(k),
+            };
+        }
+    } else {
+        cmd = plain;
+    }
+    let out = cmd
+        .current_dir(env.path())
+        .args(["verify", bundle, "--key", &key("test.pub"), "--format", "json"])
+        .output()
+        .unwrap();
+    (out.status.code().unwrap(), serde_json::from_slice(&out.stdout).unwrap())
+}
+
+#[test]
+fn large_bundles_are_judged_alike_with_and_without_a_second_cpu() {
+    if !require_tool("taskset") {
+        return;
+    }
+    let env = Env::new();
+    let agent = env.copy("agents/mailer", "big");
+    std::fs::write(agent.join("prompts/noise.bin"), noise(12 << 20)).unwrap();
+    env.run(&["lock", "big"]).expect_code(0);
+    env.run(&["pack", "big", "--locked", "--key", &key("test.key"), "-o", "big.agent.bundle"]).expect_code(0);
+    let bytes = std::fs::read(env.path().join("big.agent.bundle")).unwrap();
+    assert!(bytes.len() > 8 << 20, "the bundle ({} bytes) is too small to be read ahead", bytes.len());
+    for one_cpu in [false, true] {
+        let (code, json) = verify(&env, "big.agent.bundle", one_cpu);
+        assert_eq!((code, &json["ok"]), (0, &serde_json::Value::Bool(true)), "one CPU: {one_cpu}: {json}");
+    }
+    // Cut short after 6 MiB, and one byte changed at 7 MiB: refused, with the same code on one
+    // CPU as on two.
+    std::fs::write(env.path().join("cut.agent.bundle"), &bytes[..6 << 20]).unwrap();
+    let mut damaged = bytes.clone();
+    damaged[7 << 20] ^= 0x40;
+    std::fs::write(env.path().join("damaged.agent.bundle"), damaged).unwrap();
+    for bundle in ["cut.agent.bundle", "damaged.agent.bundle"] {
+        let (code, json) = verify(&env, bundle, false);
+        let (pinned_code, pinned) = verify(&env, bundle, true);
+        assert_eq!(code, 1, "{bundle}: {json}");
+        assert!(json["code"].is_string(), "{bundle}: {json}");
+        assert_eq!((pinned_code, &pinned["code"]), (code, &json["code"]), "{bundle}: one CPU judged otherwise");
+    }
+}
