@@ -176,5 +176,8 @@ fn a_keyless_requirement_without_an_identity_or_root_stops_the_gate_with_its_cod
     assert_eq!(verify(Keyless::new(sig, root).issuer("https://issuer.example")).code(), "usage");
     assert_eq!(verify(Keyless::new(sig, root).identity("a@b").issuer_regexp("(")).code(), "usage");
     assert_eq!(verify(Keyless::new(sig, "testdata/nope.json").identity("a@b").issuer("i")).code(), "io_error");
-    assert_eq!(verify(Keyless::new(sig, "testdata/keys/test.pub").identity("a@b").issuer("i")).code(), "usage");
+    assert_eq!(
+        verify(Keyless::new(sig, "testdata/keys/test.pub").identity("a@b").issuer("i")).code(),
+        "trusted_root_error"
+    );
 }

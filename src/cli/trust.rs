@@ -38,7 +38,7 @@ enum Command {
 
 #[derive(Debug, clap::Args)]
 #[command(
-    after_help = "Examples:\n  bundle trust import-root trust-policy.toml trusted_root.json\n  bundle trust sign trust-policy.toml --key alice.key\n  (trusted_root.json from `gh attestation trusted-root`, or sigstore's TUF repository)"
+    after_help = "Examples:\n  bundle trust import-root trust-policy.toml trusted_root.json\n  bundle trust sign trust-policy.toml --key alice.key\n  (trusted_root.json: from `gh attestation trusted-root`, or from\n  sigstore's TUF repository)"
 )]
 struct ImportRootArgs {
     /// The trust policy file to edit (comments and order kept).

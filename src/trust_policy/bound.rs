@@ -137,7 +137,8 @@ mod tests {
     fn the_bound_counts_named_valid_cosigners_and_the_claimed_pack_signer() {
         let (alice, bob) = (SecretKey::generate(), SecretKey::generate());
         let alice_id = alice.key_id_hex();
-        let claimed = Claimed { agent: "payments", version: Some("1.0.0"), pack_key_id: Some(&alice_id), keyless: false };
+        let claimed =
+            Claimed { agent: "payments", version: Some("1.0.0"), pack_key_id: Some(&alice_id), keyless: false };
         let by_bob = |comment: &str| vec![bob.sign(b"m", comment, "u").unwrap()];
         let ok = by_bob(&trusted_comment("payments", "1.0.0"));
 
