@@ -72,6 +72,7 @@ impl TrustedRoot {
     /// Parses the text of a trusted root read from `path`.
     pub fn parse(path: &Path, text: &str) -> Result<TrustedRoot, RootError> {
         let invalid = |message: String| RootError::Invalid { path: path.to_owned(), message };
+        super::crypto::install();
         let root = sigstore_verify::trust_root::TrustedRoot::from_json(text).map_err(|e| invalid(e.to_string()))?;
         let verifier = sigstore_verify::Verifier::new(&root).map_err(|e| invalid(e.to_string()))?;
         Ok(TrustedRoot { path: path.to_owned(), root, verifier })
