@@ -107,6 +107,15 @@ pub(crate) fn job_size(level: i32) -> Option<u32> {
     (3..=8).contains(&level).then_some(4 << 20)
 }
 
+/// The encoder's output buffer: how much compressed data one call into libzstd may flush.
+///
+/// Memory (issue 29): the `zstd` crate's default is 32 KiB, and each call flushes at most
+/// that much while it may take a whole hand-over buffer (1 MiB) of input. In multithreaded
+/// mode the finished jobs' outputs (4 MiB each, up to eight jobs in flight) then waited for
+/// the 32 KiB flushes: pack of 1 GiB peaked at 70 MiB. A flush as large as the input offered
+/// keeps up with the workers. The compressed bytes do not depend on it.
+const ENCODER_OUT_BUF: usize = 1 << 20;
+
 /// Largest value an 11-digit octal ustar field (size, mtime) can hold.
 const MAX_OCTAL_11: u64 = 0o777_7777_7777;
 
@@ -155,7 +164,8 @@ impl<W: Write + Send + 'static> ArchiveWriter<W> {
             )));
         }
         let io_err = |source| ArchiveError::Io { path: None, source };
-        let mut encoder = zstd::stream::write::Encoder::new(out, level).map_err(io_err)?;
+        let raw = zstd::stream::raw::Encoder::new(level).map_err(io_err)?;
+        let mut encoder = Encoder::with_writer(zstd::stream::zio::Writer::new_with_capacity(out, raw, ENCODER_OUT_BUF));
         encoder.include_checksum(true).map_err(io_err)?;
         // A streaming writer never knows the content size; say so explicitly.
         encoder.include_contentsize(false).map_err(io_err)?;

@@ -1,7 +1,7 @@
 //! `bundle pack`: check, lock, sign and write a reproducible agent.bundle atomically.
 
 use std::fs::File;
-use std::io::{BufWriter, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -466,8 +466,8 @@ impl Contents<'_> {
             unsynced: 0,
             sha256: Sha256::new(),
         };
-        let mut writer =
-            ArchiveWriter::new(BufWriter::with_capacity(1 << 20, out), opts.level, opts.mtime).map_err(archive_err)?;
+        // No BufWriter: the encoder hands over up to 1 MiB of compressed data per write.
+        let mut writer = ArchiveWriter::new(out, opts.level, opts.mtime).map_err(archive_err)?;
         writer.append_bytes(manifest::FILE_NAME, self.manifest).map_err(archive_err)?;
         writer.append_bytes(SIGNATURE_ENTRY, self.signature).map_err(archive_err)?;
         let mut total = 0;
@@ -494,7 +494,6 @@ impl Contents<'_> {
         let mut out = writer.finish().map_err(archive_err)?;
         progress.end();
         out.flush().map_err(|e| Error::io(output, e))?;
-        let out = out.into_inner().map_err(|e| Error::io(output, e.into_error()))?;
         Ok((total, out.sha256.finalize().into()))
     }
 }
