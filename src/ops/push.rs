@@ -9,6 +9,7 @@
 use std::fs::File;
 use std::io::{BufReader, Read, Seek};
 use std::path::Path;
+use std::sync::{Arc, Mutex};
 
 use crate::attest::SigstoreBundle;
 use crate::bundle::verify::{self, Discard, Expect, Rejection, Trust, Verified};
@@ -16,6 +17,7 @@ use crate::evidence::files;
 use crate::oci::artifact::{self, Config, Sha256Counter};
 use crate::oci::client::BlobPush;
 use crate::oci::{self, Client, OciError, Reference, referrers};
+use crate::read_ahead;
 use crate::timestamp::Timestamp;
 use crate::trust::TrustedKeys;
 
@@ -74,15 +76,21 @@ pub fn push(opts: &Options<'_>) -> Result<Pushed, PushError> {
         return Err(OciError::Usage(format!("{}: name a tag (…:TAG or --tag)", opts.reference)).into());
     }
 
-    // One pass: verify, and hash the bytes for the layer's digest.
+    // One pass: verify, and hash the bytes for the layer's digest. A large bundle is read (and
+    // SHA-256 hashed) on a reading thread while the decoder works (`read_ahead`), as verify does.
     let mut file = File::open(opts.bundle).map_err(io)?;
-    let mut hashing = Hashing { inner: &mut file, hash: Sha256Counter::default() };
+    let size = file.metadata().map_err(io)?.len();
+    let hash = Arc::new(Mutex::new(Sha256Counter::default()));
+    let hashing = Hashing { inner: file.try_clone().map_err(io)?, hash: Arc::clone(&hash) };
+    let mut input = read_ahead::sequential(hashing, size).map_err(io)?;
     let trust = opts.keys.map_or(Trust::Unchecked, Trust::Keys);
     let expect = Expect { now: Some(opts.now), ..Expect::default() };
-    let verified = verify::verify(BufReader::with_capacity(1 << 20, &mut hashing), trust, &expect, &mut Discard)
-        .map_err(PushError::Rejected)?;
-    std::io::copy(&mut hashing, &mut std::io::sink()).map_err(io)?;
-    let (layer_size, layer_digest) = (hashing.hash.bytes, hashing.hash.clone().digest());
+    let verified = verify::verify(&mut input, trust, &expect, &mut Discard).map_err(PushError::Rejected)?;
+    // The end of the input is reached only after every byte was hashed (on the reading thread).
+    std::io::copy(&mut input, &mut std::io::sink()).map_err(io)?;
+    drop(input);
+    let counted = hash.lock().unwrap_or_else(|p| p.into_inner()).clone();
+    let (layer_size, layer_digest) = (counted.bytes, counted.digest());
 
     let config = serde_json::to_vec(&config_of(&verified)).expect("the config serialises");
     let config_digest = artifact::sha256_digest(&config);
@@ -178,16 +186,17 @@ fn config_of(v: &Verified) -> Config {
     }
 }
 
-/// Hashes what passes through.
+/// Hashes what passes through (on whichever thread reads; the digest is read back through
+/// the shared counter once the input has been read to its end).
 struct Hashing<R> {
     inner: R,
-    hash: Sha256Counter,
+    hash: Arc<Mutex<Sha256Counter>>,
 }
 
 impl<R: Read> Read for Hashing<R> {
     fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
         let n = self.inner.read(buf)?;
-        self.hash.update(&buf[..n]);
+        self.hash.lock().unwrap_or_else(|p| p.into_inner()).update(&buf[..n]);
         Ok(n)
     }
 }
