@@ -8,7 +8,7 @@
 use std::collections::BTreeMap;
 use std::fmt;
 use std::ops::Range;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use serde::Serialize;
 
@@ -184,31 +184,36 @@ pub fn hidden_summary(file: &str, (errors, warnings): (usize, usize)) -> Option<
 pub struct Source {
     pub name: String,
     pub text: Arc<str>,
-    /// Shared by clones: a report keeps a copy of every source, and a 4 MiB file of newlines
-    /// has four million of them.
-    line_starts: Arc<[usize]>,
+    /// Made on first use (most sources are never shown: `check` of 20,000 clean agents reads
+    /// 100,000 of them) and shared by clones: a report keeps a copy of every source, and a
+    /// 4 MiB file of newlines has four million of them.
+    line_starts: Arc<OnceLock<Box<[usize]>>>,
 }
 
 impl Source {
     pub fn new(name: impl Into<String>, text: impl Into<Arc<str>>) -> Self {
-        let text: Arc<str> = text.into();
-        let line_starts: Vec<usize> = std::iter::once(0).chain(text.match_indices('\n').map(|(i, _)| i + 1)).collect();
-        let line_starts = line_starts.into();
-        Source { name: name.into(), text, line_starts }
+        Source { name: name.into(), text: text.into(), line_starts: Arc::default() }
+    }
+
+    /// The byte offset where each line starts.
+    fn line_starts(&self) -> &[usize] {
+        self.line_starts
+            .get_or_init(|| std::iter::once(0).chain(self.text.match_indices('\n').map(|(i, _)| i + 1)).collect())
     }
 
     /// 1-based line and column (in characters) of a byte offset.
     pub fn line_column(&self, offset: usize) -> (usize, usize) {
         let offset = offset.min(self.text.len());
-        let line = self.line_starts.partition_point(|&start| start <= offset) - 1;
-        let start = self.line_starts[line];
+        let line_starts = self.line_starts();
+        let line = line_starts.partition_point(|&start| start <= offset) - 1;
+        let start = line_starts[line];
         let column = self.text.get(start..offset).map_or(offset - start, |s| s.chars().count()) + 1;
         (line + 1, column)
     }
 
     /// Byte offset of a 1-based line and column (in characters).
     pub fn offset_of(&self, line: usize, column: usize) -> usize {
-        let Some(&start) = self.line_starts.get(line.saturating_sub(1)) else {
+        let Some(&start) = self.line_starts().get(line.saturating_sub(1)) else {
             return self.text.len();
         };
         self.text[start..].char_indices().nth(column.saturating_sub(1)).map_or(self.text.len(), |(i, _)| start + i)
@@ -246,9 +251,10 @@ impl Source {
     /// longer than that; `None` for a line short enough to show whole.
     pub fn excerpt(&self, span: Range<usize>, width: usize) -> Option<Excerpt> {
         let start = span.start.min(self.text.len());
-        let line_index = self.line_starts.partition_point(|&s| s <= start) - 1;
-        let line_start = self.line_starts[line_index];
-        let line_end = self.line_starts.get(line_index + 1).map_or(self.text.len(), |&next| next - 1);
+        let line_starts = self.line_starts();
+        let line_index = line_starts.partition_point(|&s| s <= start) - 1;
+        let line_start = line_starts[line_index];
+        let line_end = line_starts.get(line_index + 1).map_or(self.text.len(), |&next| next - 1);
         let line = self.text.get(line_start..line_end)?;
         let line = line.strip_suffix('\r').unwrap_or(line);
         line.chars().nth(width)?;

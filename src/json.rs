@@ -103,9 +103,11 @@ impl JsonDoc {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
 pub struct JsonPath(Vec<Segment>);
 
+/// A key is shared between a path and the paths made from it: the validator makes a path for
+/// every value it checks, and most are never printed.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 enum Segment {
-    Key(String),
+    Key(Arc<str>),
     Index(usize),
 }
 
@@ -116,7 +118,7 @@ impl JsonPath {
 
     pub fn key(&self, key: &str) -> Self {
         let mut p = self.clone();
-        p.0.push(Segment::Key(key.to_owned()));
+        p.0.push(Segment::Key(key.into()));
         p
     }
 
@@ -131,7 +133,7 @@ impl JsonPath {
     }
 
     pub fn push_key(&mut self, key: &str) {
-        self.0.push(Segment::Key(key.to_owned()));
+        self.0.push(Segment::Key(key.into()));
     }
 
     pub fn push_index(&mut self, index: usize) {
@@ -153,7 +155,7 @@ impl std::fmt::Display for JsonPath {
                     }
                     f.write_str(k)?;
                 }
-                Segment::Key(k) => write!(f, "[{}]", serde_json::Value::String(k.clone()))?,
+                Segment::Key(k) => write!(f, "[{}]", serde_json::Value::String(k.to_string()))?,
             }
         }
         Ok(())
@@ -406,7 +408,7 @@ impl Index {
             Segment::Key(k) if is_object => kids.iter().copied().find(|&kid| {
                 self.nodes[kid as usize]
                     .key
-                    .is_some_and(|(s, e)| decode_key(&text[s as usize..e as usize]).as_deref() == Some(k.as_str()))
+                    .is_some_and(|(s, e)| decode_key(&text[s as usize..e as usize]).as_deref() == Some(&**k))
             }),
             _ => None,
         }

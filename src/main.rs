@@ -4,3 +4,7 @@
 fn main() -> std::process::ExitCode {
     agent_bundle::main()
 }
+
+/// mimalloc, not the system allocator: see its entry in Cargo.toml for why.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;

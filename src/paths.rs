@@ -24,6 +24,11 @@ pub fn check(path: &str) -> Result<(), String> {
 /// NFC (folding does not preserve normalisation).
 pub fn fold_key(path: &str) -> String {
     use unicode_normalization::UnicodeNormalization;
+    // Within ASCII, full case folding is `A-Z` to `a-z` and NFC changes nothing: the same key
+    // for most paths, without the char-by-char fold (issue 29: 4% of `check`'s CPU).
+    if path.is_ascii() {
+        return path.to_ascii_lowercase();
+    }
     unicase::UniCase::new(path).to_folded_case().nfc().collect()
 }
 
@@ -87,6 +92,14 @@ mod tests {
             assert_eq!(fold_key(a), fold_key(b), "{a} {b}");
         }
         assert_ne!(fold_key("a"), fold_key("b"));
+    }
+
+    #[test]
+    fn the_ascii_fast_path_folds_as_full_folding_does() {
+        use unicode_normalization::UnicodeNormalization;
+        let ascii: String = (0u8..128).map(char::from).collect();
+        let full: String = unicase::UniCase::new(ascii.as_str()).to_folded_case().nfc().collect();
+        assert_eq!(fold_key(&ascii), full);
     }
 
     #[test]

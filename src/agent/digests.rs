@@ -49,14 +49,12 @@ pub fn current_digests(
     diags: &mut Vec<Diagnostic>,
     hashing: Hashing,
 ) -> Current {
-    use rayon::prelude::*;
     let files = fileset::collect(dir, prefix, &manifest.allow_secret_files, diags);
     let hashed: Vec<_> = match hashing {
-        // One file per core; results come back in the files' (sorted) order.
-        Hashing::Every => files.par_iter().map(|f| digest::hash_file(&f.full)).collect(),
+        Hashing::Every => each_file(&files, |f| digest::hash_file(&f.full)),
         Hashing::StatCache => {
             let mut cache = StatCache::open(dir);
-            let found: Vec<_> = files.par_iter().map(|f| cached_or_hashed(&cache, f)).collect();
+            let found = each_file(&files, |f| cached_or_hashed(&cache, f));
             let mut out = Vec::with_capacity(found.len());
             for (f, result) in files.iter().zip(found) {
                 out.push(result.map(|(hash, size, fresh)| {
@@ -95,6 +93,24 @@ pub fn current_digests(
         }
     }
     Current { files, digests }
+}
+
+/// Below both, an agent's files are hashed on the calling thread: waking the thread pool costs
+/// more than reading a few small files, and `check` of many agents already keeps every core
+/// busy with one agent each (issue 29: idle pool threads spun for 9% of the CPU time).
+const SPREAD_FROM_BYTES: u64 = 1 << 20;
+const SPREAD_FROM_FILES: usize = 32;
+
+/// `f` of every file, in the files' (sorted) order: one file per core when there is enough
+/// to hash for that to pay.
+fn each_file<T: Send>(files: &[AgentFile], f: impl Fn(&AgentFile) -> T + Sync + Send) -> Vec<T> {
+    use rayon::prelude::*;
+    let bytes = files.iter().fold(0u64, |sum, f| sum.saturating_add(f.size));
+    if bytes >= SPREAD_FROM_BYTES || files.len() >= SPREAD_FROM_FILES {
+        files.par_iter().map(f).collect()
+    } else {
+        files.iter().map(f).collect()
+    }
 }
 
 /// The agent's files with the digests the manifest claims for them, without reading any file:

@@ -2,6 +2,7 @@
 //! `{"$ref": "schema:<id>"}` through a tool's `schema_refs` or the agent's `schemas/<id>.json`.
 
 use std::collections::HashMap;
+use std::rc::Rc;
 
 use serde_json::Value;
 
@@ -15,8 +16,9 @@ pub const REF_PREFIX: &str = "schema:";
 
 /// The outcome of resolving a schema id.
 pub enum Resolved {
-    /// A valid schema.
-    Schema(Value),
+    /// A valid schema (shared with the resolver's cache: a schema file used by many tools is
+    /// parsed once and never copied).
+    Schema(Rc<Value>),
     /// Nothing found; the string says where we looked.
     Missing(String),
     /// Found, but broken; already reported against its own file.
@@ -163,7 +165,7 @@ impl AgentFiles for HashMap<String, Vec<u8>> {
 pub struct Resolver<'a> {
     files_in: &'a dyn AgentFiles,
     display_dir: String,
-    files: HashMap<String, Option<Value>>,
+    files: HashMap<String, Option<Rc<Value>>>,
     pub sources: Vec<Source>,
     /// The schema files read, relative to the agent folder, in the order they were read.
     pub loaded: Vec<String>,
@@ -205,7 +207,7 @@ impl<'a> Resolver<'a> {
                     },
                     Err(_) => Resolved::Broken,
                 },
-                other => Resolved::Schema(other.clone()),
+                other => Resolved::Schema(Rc::new(other.clone())),
             };
         }
         if check_schema_id(id).is_err() {
@@ -247,7 +249,7 @@ impl<'a> Resolver<'a> {
         self.loaded.push(rel.to_owned());
         // Mark as in progress so that reference cycles terminate.
         self.files.insert(full.clone(), None);
-        let value = self.parse_and_check(&display, bytes, schema_refs, diags);
+        let value = self.parse_and_check(&display, bytes, schema_refs, diags).map(Rc::new);
         self.files.insert(full, value.clone());
         value.map_or(Resolved::Broken, Resolved::Schema)
     }
