@@ -56,24 +56,6 @@ pub fn temp_beside(target: &Path) -> io::Result<NamedTempFile> {
     Ok(temp)
 }
 
-/// Gives back the page cache of the file at `target` that an atomic write is about to
-/// replace (best effort; Linux only). Until the rename, the old file and the new one both
-/// hold pages; a tool that truncates its output reuses the old pages instead. Packing the
-/// 1 GiB bench agent over an existing 728 MB bundle took 2.8-3.0 s with 0.9-1.4 s of system
-/// time spent in fresh page-cache pages, against 2.3 s with the old bundle gone. The old
-/// file stays intact; only its clean cached pages are dropped (a later read fetches them
-/// from disk again).
-pub fn release_cache(target: &Path) {
-    #[cfg(target_os = "linux")]
-    if let Ok(file) = File::open(target)
-        && file.metadata().is_ok_and(|m| m.is_file())
-    {
-        let _ = rustix::fs::fadvise(&file, 0, None, rustix::fs::Advice::DontNeed);
-    }
-    #[cfg(not(target_os = "linux"))]
-    let _ = target;
-}
-
 /// Flushes `temp` to disk and renames it to `target`; with `overwrite = false`, fails with
 /// `AlreadyExists` instead of replacing an existing file.
 ///

@@ -280,28 +280,6 @@ fn output_path(output: Option<&Path>, m: &manifest::Manifest) -> PathBuf {
     }
 }
 
-/// Whether the file at `path` holds exactly the bytes of `new` (read from its start).
-fn same_contents(path: &Path, new: &File) -> std::io::Result<bool> {
-    use std::io::{Read, Seek};
-    let old = File::open(path)?;
-    if old.metadata()?.len() != new.metadata()?.len() {
-        return Ok(false);
-    }
-    let (mut a, mut b) = (std::io::BufReader::new(old), std::io::BufReader::new(new.try_clone()?));
-    b.seek(std::io::SeekFrom::Start(0))?;
-    let (mut x, mut y) = (vec![0u8; 64 << 10], vec![0u8; 64 << 10]);
-    loop {
-        let n = a.read(&mut x)?;
-        if n == 0 {
-            return Ok(b.read(&mut y[..1])? == 0);
-        }
-        b.read_exact(&mut y[..n])?;
-        if x[..n] != y[..n] {
-            return Ok(false);
-        }
-    }
-}
-
 /// How much written bundle to gather before asking for it to go to disk.
 const WRITEBACK_CHUNK: u64 = 32 << 20;
 
@@ -317,12 +295,70 @@ struct Output {
     /// The SHA-256 of the bundle file, on the compressing thread as the bytes go by (the
     /// subject digest of its attestations and the registry's layer digest), not in a second pass.
     sha256: Sha256,
+    /// The bundle already at the output path, compared with the bytes as they are written.
+    existing: Option<Compare>,
+}
+
+/// Compares a file with a stream of bytes, read alongside it: one read of the old bundle while
+/// the new one is written, instead of reading both again afterwards (which, with the old one's
+/// cache dropped, was a second full read from disk per repack).
+///
+/// The old bundle's pages are given back to the kernel behind the comparison (Linux): until the
+/// rename both files hold page cache, and packing 1 GiB over a 728 MB bundle spent 0.9-1.4 s
+/// more system time in fresh pages while the old ones were kept (2026-11-24).
+struct Compare {
+    file: File,
+    /// No difference found so far (and no read error: one counts as a difference).
+    same: bool,
+    buf: Vec<u8>,
+    /// Bytes compared, and up to where the old file's cache was given back.
+    read: u64,
+    released: u64,
+}
+
+impl Compare {
+    fn new(file: File) -> Self {
+        Compare { file, same: true, buf: Vec::new(), read: 0, released: 0 }
+    }
+
+    /// Gives back the old file's cached pages up to what was compared (best effort).
+    fn release(&mut self) {
+        #[cfg(target_os = "linux")]
+        if let Some(len) = std::num::NonZeroU64::new(self.read - self.released) {
+            let _ = rustix::fs::fadvise(&self.file, self.released, Some(len), rustix::fs::Advice::DontNeed);
+        }
+        self.released = self.read;
+    }
+
+    /// The next `bytes` of the stream.
+    fn next(&mut self, bytes: &[u8]) {
+        if !self.same {
+            return;
+        }
+        self.buf.resize(bytes.len(), 0);
+        self.same = crate::read_full::read_full(&mut self.file, &mut self.buf).is_ok_and(|n| n == bytes.len())
+            && self.buf == bytes;
+        self.read += bytes.len() as u64;
+        if self.read - self.released >= WRITEBACK_CHUNK || !self.same {
+            self.release();
+        }
+    }
+
+    /// Whether the stream was the whole file: no difference, and nothing left of the file.
+    fn same_to_the_end(mut self) -> bool {
+        use std::io::Read;
+        self.release();
+        self.same && self.file.read(&mut [0u8; 1]).is_ok_and(|n| n == 0)
+    }
 }
 
 impl Write for Output {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
         let n = self.file.write(buf).inspect_err(|_| self.failed.store(true, Ordering::Relaxed))?;
         self.sha256.update(&buf[..n]);
+        if let Some(existing) = self.existing.as_mut() {
+            existing.next(&buf[..n]);
+        }
         self.unsynced += n as u64;
         if self.unsynced >= WRITEBACK_CHUNK {
             self.writeback.request();
@@ -397,13 +433,17 @@ impl Contents<'_> {
         // FIFO or folder replaced (`-o /dev/null` would replace the device node itself).
         let out = atomic::Output::new(output, "-o").map_err(Error::from)?;
         let temp = out.temp().map_err(Error::from)?;
-        atomic::release_cache(output);
-        let (content_bytes, sha256) = self.write(temp.as_file(), opts, progress)?;
-        let bundle_bytes = temp.as_file().metadata().map_err(|e| Error::io(temp.path(), e))?.len();
         // A released bundle is never replaced silently: the same bytes are left as they are; other
-        // bytes under the same name (same agent and version, tools changed) need --force.
-        let unchanged = output.is_file() && same_contents(output, temp.as_file()).map_err(|e| Error::io(output, e))?;
-        if !unchanged && output.is_file() && !opts.force {
+        // bytes under the same name (same agent and version, tools changed) need --force. The
+        // bundle already there is compared while the new one is written, in one read of it.
+        let existing = match output.is_file() {
+            true => Some(File::open(output).map_err(|e| Error::io(output, e))?),
+            false => None,
+        };
+        let had_output = existing.is_some();
+        let (content_bytes, sha256, unchanged) = self.write(temp.as_file(), existing, opts, progress)?;
+        let bundle_bytes = temp.as_file().metadata().map_err(|e| Error::io(temp.path(), e))?.len();
+        if !unchanged && had_output && !opts.force {
             return Err(Error::Usage(format!(
                 "{} already holds a different bundle of {} {}: a released bundle is not replaced; bump [agent] version in {}/manifest.toml, or pass --force to replace it",
                 output.display(),
@@ -436,7 +476,15 @@ impl Contents<'_> {
         Ok(Written { content_bytes, bundle_bytes, unchanged, sha256: evidence::hex(&sha256), attestations })
     }
 
-    fn write(&self, file: &File, opts: &PackOptions, progress: &dyn Progress) -> Result<(u64, [u8; 32]), PackFailure> {
+    /// Writes the bundle to `file`; returns the bytes archived, the bundle's SHA-256, and whether
+    /// `existing` (the output already there, if any) holds exactly the same bytes.
+    fn write(
+        &self,
+        file: &File,
+        existing: Option<File>,
+        opts: &PackOptions,
+        progress: &dyn Progress,
+    ) -> Result<(u64, [u8; 32], bool), PackFailure> {
         let (dir, output, current) = (self.dir, self.output, self.current);
         let failed = Arc::new(AtomicBool::new(false));
         let archive_err = |e: crate::archive::ArchiveError| {
@@ -465,6 +513,7 @@ impl Contents<'_> {
             writeback: atomic::Writeback::new(file),
             unsynced: 0,
             sha256: Sha256::new(),
+            existing: existing.map(Compare::new),
         };
         // No BufWriter: the encoder hands over up to 1 MiB of compressed data per write.
         let mut writer = ArchiveWriter::new(out, opts.level, opts.mtime).map_err(archive_err)?;
@@ -494,6 +543,32 @@ impl Contents<'_> {
         let mut out = writer.finish().map_err(archive_err)?;
         progress.end();
         out.flush().map_err(|e| Error::io(output, e))?;
-        Ok((total, out.sha256.finalize().into()))
+        let unchanged = out.existing.take().is_some_and(Compare::same_to_the_end);
+        Ok((total, out.sha256.finalize().into(), unchanged))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Compare;
+
+    /// `old` compared with `new` written in the pieces given.
+    fn same(old: &[u8], pieces: &[&[u8]]) -> bool {
+        let mut file = tempfile::tempfile().unwrap();
+        std::io::Write::write_all(&mut file, old).unwrap();
+        std::io::Seek::rewind(&mut file).unwrap();
+        let mut c = Compare::new(file);
+        pieces.iter().for_each(|p| c.next(p));
+        c.same_to_the_end()
+    }
+
+    #[test]
+    fn only_the_same_bytes_to_the_end_are_the_same() {
+        assert!(same(b"abcdef", &[b"abc", b"def"]));
+        assert!(same(b"", &[]));
+        assert!(!same(b"abcdefg", &[b"abc", b"def"]), "the old file is longer");
+        assert!(!same(b"abcde", &[b"abc", b"def"]), "the old file is shorter");
+        assert!(!same(b"abcdef", &[b"abc", b"dEf"]), "one byte differs");
+        assert!(!same(b"abXdef", &[b"abc", b"def"]), "a difference early stays a difference");
     }
 }
