@@ -134,6 +134,9 @@ def main():
         "bundle pack --locked --attest": (
             f"{bundle} pack -q {agent} --locked --attest --key {KEYS}/test.key -o {w}/at/a.agent.bundle"),
         "zstd -3 -T0 (tar)": f"zstd -q -3 -T0 -f {tar} -o {w}/tar.zst",
+        # The same, then its output made durable as pack makes the bundle (fsync before rename):
+        # on a slow disk the difference is the disk, not the compressor.
+        "zstd -3 -T0 (tar), then fsync": f"zstd -q -3 -T0 -f {tar} -o {w}/tar.zst && sync {w}/tar.zst",
         "same zstd library (tar)": f"{floor} < {tar} > {w}/floor.zst",
     }
     peers = peer_commands(agent, w)
@@ -183,12 +186,13 @@ def main():
     print("\n| ratio (wall) | value | target | |")
     print("| --- | ---: | ---: | --- |")
     ratio("pack / zstd -3 -T0", "bundle pack --locked", "zstd -3 -T0 (tar)", 1.05)
+    ratio("pack / zstd -3 -T0 then fsync", "bundle pack --locked", "zstd -3 -T0 (tar), then fsync", None)
     ratio("pack / hand-pack", "bundle pack --locked", "hand-pack.sh", 0.80)
     ratio("pack --attest / pack", "bundle pack --locked --attest", "bundle pack --locked", 1.05)
     ratio("pack / same zstd library", "bundle pack --locked", "same zstd library (tar)", None)
     ratio("pack / baseline pack", "bundle pack --locked", "baseline: bundle pack --locked", None)
     ratio("baseline pack / zstd -3 -T0", "baseline: bundle pack --locked", "zstd -3 -T0 (tar)", None)
-    ratio("verify / zstd -dc", "bundle verify", "zstd -dc (bundle)", 1.05)
+    ratio("verify / zstd -dc", "bundle verify", "zstd -dc (bundle)", 1.00)
     ratio(f"verify / verify pinned ({pin})", "bundle verify", pinned, 1.00)
     ratio("verify / hand-verify", "bundle verify", "hand-verify.sh", 0.50)
     ratio("verify / same zstd library -d", "bundle verify", "same zstd library -d (bundle)", None)
