@@ -16,14 +16,12 @@
 use std::sync::Once;
 
 use ring::signature::{self as ring_sig, UnparsedPublicKey, VerificationAlgorithm};
-use sigstore_verify::crypto::{CryptoProvider, HashContext, SigningScheme, install_default_provider};
+use sigstore_verify::crypto::{CryptoProvider, Error, HashContext, Result, SigningScheme, install_default_provider};
 use sigstore_verify::types::HashAlgorithm;
 
-type Result<T> = std::result::Result<T, sigstore_verify::crypto::Error>;
-use sigstore_verify::crypto::Error;
-
 /// Makes this provider the process's `sigstore-crypto` provider (once; an application that
-/// embeds the library and installed its own first keeps that one).
+/// embeds the library and installed its own first keeps that one). Called where a trusted root
+/// is parsed: nothing is verified without one.
 pub(crate) fn install() {
     static ONCE: Once = Once::new();
     ONCE.call_once(|| {

@@ -115,7 +115,6 @@ pub fn verify_claimed(root: &TrustedRoot, bundle: &SigstoreBundle) -> Result<Cla
 
 fn parse(bundle: &SigstoreBundle) -> Result<sigstore_verify::types::Bundle, Rejection> {
     let file = &bundle.file;
-    crypto::install();
     let parsed = sigstore_verify::types::Bundle::from_json(&bundle.text)
         .map_err(|e| Rejection::new(verdict::parse_reason(&e.to_string()), None, format!("{file}: {e}")))?;
     if parsed.verification_material.tlog_entries.is_empty() {
