@@ -8,7 +8,7 @@
 //! listed but absent, and any bytes after the tar end or the zstd frame. tools.json is
 //! validated again, against the bundle's own schema files and policy.caps.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::io::{self, BufRead, Read, Write};
 
 use serde::Serialize;
@@ -429,6 +429,61 @@ fn stream_entries<R: BufRead>(
     manifest: &Manifest,
     sink: &mut dyn Sink,
 ) -> Result<Streamed, Rejection> {
+    let mut hasher = EntryHasher::new();
+    let mut digests = Unchecked::default();
+    let streamed = stream_all(reader, manifest, sink, &mut hasher, &mut digests);
+    // Whatever ended the stream, a digest that does not match is reported first: it is what
+    // comparing each hash before reading on would have found.
+    digests.compare(&mut hasher, true)?;
+    let (streamed, seen_paths) = streamed?;
+    if let Some(path) = manifest.entries().into_keys().find(|p| !seen_paths.contains(*p)) {
+        return Err(Rejection::new(
+            Reason::MissingEntry,
+            Some(path),
+            format!("the manifest lists `{path}`, which is not in the bundle"),
+        ));
+    }
+    Ok(streamed)
+}
+
+/// The entries whose hash [`EntryHasher`] may still be computing, in order, each with the
+/// digest the manifest gives it.
+#[derive(Default)]
+struct Unchecked(VecDeque<(String, blake3::Hash)>);
+
+impl Unchecked {
+    /// Compares every hash that is ready (all of them, waiting for each, when `wait`) with its
+    /// entry's digest.
+    fn compare(&mut self, hasher: &mut EntryHasher, wait: bool) -> Result<(), Rejection> {
+        while !self.0.is_empty() {
+            let next = if wait { hasher.wait() } else { hasher.ready() };
+            let hash = match next {
+                Ok(Some(hash)) => hash,
+                Ok(None) => return Ok(()),
+                Err(e) => return Err(Rejection::from(ArchiveError::from(e))),
+            };
+            let Some((path, expected)) = self.0.pop_front() else { return Ok(()) };
+            if hash != expected {
+                return Err(Rejection::new(
+                    Reason::DigestMismatch,
+                    Some(&path),
+                    format!("`{path}` has BLAKE3 {}, the manifest says {}", hash.to_hex(), expected.to_hex()),
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The loop of [`stream_entries`]: each entry is checked against the manifest and hashed, but
+/// its digest may be compared only after this returns (`digests`). Also returns the paths seen.
+fn stream_all<R: BufRead>(
+    reader: &mut ArchiveReader<R>,
+    manifest: &Manifest,
+    sink: &mut dyn Sink,
+    hasher: &mut EntryHasher,
+    digests: &mut Unchecked,
+) -> Result<(Streamed, HashSet<String>), Rejection> {
     let listed = manifest.entries();
     let mut seen: Vec<VerifiedFile> = Vec::with_capacity(listed.len());
     // Membership by set: a bundle may hold a million entries.
@@ -436,7 +491,6 @@ fn stream_entries<R: BufRead>(
     let mut kept: HashMap<String, Vec<u8>> = HashMap::new();
     let mut kept_total = 0;
     let mut previous: Option<String> = None;
-    let mut hasher = EntryHasher::new();
     while let Some(mut entry) = reader.next_entry()? {
         let path = entry.path.clone();
         let here = Some(path.as_str());
@@ -480,58 +534,45 @@ fn stream_entries<R: BufRead>(
         let named = path == tools::FILE_NAME || path == policy::FILE_NAME;
         let keep = is_held(&path, entry.size, kept_total);
         let executable = entry.executable;
-        let (hash, copy) = copy_entry(&mut hasher, &mut entry, &path, keep, sink)?;
+        let copy = copy_entry(hasher, &mut entry, &path, keep, sink)?;
         if let Some(bytes) = copy {
             if !named {
                 kept_total += bytes.len() as u64;
             }
             kept.insert(path.clone(), bytes);
         }
-        if hash != expected.blake3 {
-            return Err(Rejection::new(
-                Reason::DigestMismatch,
-                here,
-                format!("`{path}` has BLAKE3 {}, the manifest says {}", hash.to_hex(), expected.blake3.to_hex()),
-            ));
-        }
+        digests.0.push_back((path.clone(), expected.blake3));
+        digests.compare(hasher, false)?;
         seen_paths.insert(path.clone());
+        // Nothing returns `Ok` before this digest was compared with the hash.
         seen.push(VerifiedFile {
             path: path.clone(),
             size: expected.size,
-            blake3: hash.to_hex().to_string(),
+            blake3: expected.blake3.to_hex().to_string(),
             executable,
         });
         previous = Some(path);
     }
-    for path in listed.keys() {
-        if !seen_paths.contains(*path) {
-            return Err(Rejection::new(
-                Reason::MissingEntry,
-                Some(path),
-                format!("the manifest lists `{path}`, which is not in the bundle"),
-            ));
-        }
-    }
-    Ok(Streamed { files: seen, kept })
+    Ok((Streamed { files: seen, kept }, seen_paths))
 }
 
-/// Streams one entry into the sink while hashing it; returns the hash, and a copy of the bytes
-/// when `keep`.
+/// Streams one entry into the sink while hashing it (its hash is queued in `hasher`); returns
+/// a copy of the bytes when `keep`.
 fn copy_entry<R: BufRead>(
     hasher: &mut EntryHasher,
     entry: &mut Entry<'_, R>,
     path: &str,
     keep: bool,
     sink: &mut dyn Sink,
-) -> Result<(blake3::Hash, Option<Vec<u8>>), Rejection> {
+) -> Result<Option<Vec<u8>>, Rejection> {
     let here = Some(path);
     let mut out = sink
         .open(path, entry.executable)
         .map_err(|e| Rejection::new(Reason::IoError, here, format!("cannot write `{path}`: {e}")))?;
     let mut copy = keep.then(Vec::new);
     let size = entry.size;
-    let hash = hasher
-        .hash_reader(size, entry, |chunk| {
+    hasher
+        .hash(size, entry, |chunk| {
             if let Some(c) = &mut copy {
                 c.extend_from_slice(chunk);
             }
@@ -542,7 +583,7 @@ fn copy_entry<R: BufRead>(
             Err(archive) => Rejection::from(ArchiveError::from(archive)),
         })?;
     out.flush().map_err(|e| Rejection::new(Reason::IoError, here, format!("cannot write `{path}`: {e}")))?;
-    Ok((hash, copy))
+    Ok(copy)
 }
 
 /// Freeze and rollback: the signed expiry is not past, and the version is not older than

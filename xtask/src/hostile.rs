@@ -877,6 +877,25 @@ pub fn generate() -> Vec<Case> {
         );
     }
 
+    {
+        // Over 1 MiB, so hashed on the hashing thread, whose hash verify compares only after
+        // reading on: the rejection must still name this entry, not the later unlisted one.
+        const LARGE: usize = (3 << 20) + 1;
+        let listed_files = plus_file(&files, f("zz-large.bin", vec![1u8; LARGE], false));
+        let listed = manifest_text(&listed_files);
+        let m = listed.as_bytes();
+        let stored = plus_file(
+            &with_file(&listed_files, "zz-large.bin", vec![2u8; LARGE]),
+            f("zzz-payload.sh", "#!/bin/sh\nid\n", true),
+        );
+        add(
+            "digest_mismatch-large-then-unlisted",
+            "digest_mismatch",
+            "zz-large.bin (3 MiB and a byte, hashed on the hashing thread) stored with other bytes of the listed size, directly followed by an unlisted zzz-payload.sh: the earlier entry's digest is reported, not the later entry.",
+            write(&entries(m, &keys.sign(m), &stored)),
+        );
+    }
+
     // ---- size_mismatch --------------------------------------------------------------------
     add(
         "size_mismatch-larger",
