@@ -66,6 +66,8 @@ pub struct AgentFile {
     pub full: PathBuf,
     pub size: u64,
     pub executable: bool,
+    /// Its metadata as listed (not following a symlink): what the stat cache compares.
+    pub listed: std::fs::Metadata,
 }
 
 /// A matcher for built-in patterns, built once per process (building compiles regexes, which
@@ -169,7 +171,13 @@ pub fn collect(dir: &Path, prefix: &str, allowed_secrets: &[String], diags: &mut
         // tools.json and policy.caps are data: always packed 0644.
         let named = rel == crate::tools::FILE_NAME || rel == crate::policy::FILE_NAME;
         let executable = !named && is_executable(&meta);
-        files.push(AgentFile { path: rel, full: entry.path().to_path_buf(), size: meta.len(), executable });
+        files.push(AgentFile {
+            path: rel,
+            full: entry.path().to_path_buf(),
+            size: meta.len(),
+            executable,
+            listed: meta,
+        });
     }
     files.sort_by(|a, b| a.path.as_bytes().cmp(b.path.as_bytes()));
 

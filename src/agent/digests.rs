@@ -160,13 +160,12 @@ pub fn claimed_digests(
 type Found = (blake3::Hash, u64, Option<(Stat, Stat)>);
 
 fn cached_or_hashed(cache: &StatCache, f: &AgentFile) -> std::io::Result<Found> {
-    if let Ok(meta) = std::fs::symlink_metadata(&f.full)
-        && meta.is_file()
-    {
-        let stat = Stat::of(&meta);
-        if let Some(hash) = cache.lookup(&f.path, &stat) {
-            return Ok((hash, stat.size, None));
-        }
+    // The stat the listing took moments ago (git, too, compares its index with the stat of
+    // its own walk): one `statx` per file fewer. A file changed after the listing is judged as
+    // it was when listed, as if the check had run a moment earlier.
+    let stat = Stat::of(&f.listed);
+    if let Some(hash) = cache.lookup(&f.path, &stat) {
+        return Ok((hash, stat.size, None));
     }
     let h = digest::hash_file_with_metadata(&f.full)?;
     Ok((h.hash, h.size, Some((Stat::of(&h.before), Stat::of(&h.after)))))

@@ -40,19 +40,23 @@ pub fn run(args: Args, global: Global) -> anyhow::Result<Outcome> {
     let opts = agent_bundle::agent::CheckOptions { digests: true, refresh: fetcher.as_ref() };
     let mut all = Report::default();
     let mut agents = Vec::new();
-    // Each result is summarised as it arrives: only the summaries and the problems stay.
-    check::check_each(&paths, opts, |c| {
+    // Only the summaries and the problems stay, taken from each result on its checking thread.
+    let keep = |c: agent_bundle::agent::AgentCheck| {
         let ok = c.is_ok();
         let (dir, manifest, report) = agent_bundle::agent::into_parts(c);
-        agents.push(CheckedAgent {
+        let summary = CheckedAgent {
             dir: dir.display().to_string(),
             name: manifest.as_ref().map(|m| m.name.clone()),
             version: manifest.as_ref().map(|m| m.version.to_string()),
             ok,
-        });
+        };
         // A clean agent's report holds only its source texts (kept to show problems in):
         // dropped, so that memory grows with the problems found, not with the agents checked.
-        if !report.diagnostics.is_empty() {
+        (summary, (!report.diagnostics.is_empty()).then_some(report))
+    };
+    check::check_each(&paths, opts, keep, |(summary, report)| {
+        agents.push(summary);
+        if let Some(report) = report {
             all.extend(report);
         }
     })?;
