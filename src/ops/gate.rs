@@ -177,6 +177,11 @@ pub struct Gate {
     /// The co-signatures a registry holds (its referrers), read before the layer; `None` for
     /// a bundle file (its co-signatures lie beside it).
     registry_cosignatures: Option<Vec<Signature>>,
+    /// A registry layer's SHA-256 (its descriptor's digest), known before its bytes: the
+    /// layer's stream fails before its end unless its bytes have that digest, so a bundle that
+    /// passes has it and is not hashed a second time on the decoding thread (that took 0.35 s
+    /// of CPU per 728 MB on the pull with attestations).
+    layer_sha256: Option<[u8; 32]>,
 }
 
 impl Gate {
@@ -200,7 +205,17 @@ impl Gate {
             Some(Ok((p, _))) => crate::trust_policy::keys::with_policy(&opts.keys, p, opts.now),
             _ => opts.keys.clone(),
         };
-        Ok(Gate { opts, baseline, state, attestations, judged: None, policy, attest_keys, registry_cosignatures: None })
+        Ok(Gate {
+            opts,
+            baseline,
+            state,
+            attestations,
+            judged: None,
+            policy,
+            attest_keys,
+            registry_cosignatures: None,
+            layer_sha256: None,
+        })
     }
 
     /// Judges attestations fetched from a registry against the bundle's SHA-256 (the layer
@@ -224,6 +239,8 @@ impl Gate {
     /// under a trust policy must be able to meet its rules (see
     /// [`crate::trust_policy::bound`]), then the attestations ([`Gate::judge_before`]).
     pub fn before_layer(&mut self, before: BeforeLayer) -> Result<(), Rejection> {
+        let mut digest = [0u8; 32];
+        self.layer_sha256 = hex::decode_to_slice(&before.sha256, &mut digest).ok().map(|()| digest);
         let (mut attestations, mut cosignatures) = (Vec::new(), Vec::new());
         for found in before.referrers {
             if found.artifact_type == signatures::COSIGNATURE_ARTIFACT_TYPE {
@@ -401,14 +418,15 @@ impl Gate {
             // No version of the policy can be followed: nothing is trusted.
             Some(Err(e)) => return Ok(Verdict::Refused { rejection: chain_rejection(e), baseline: None }),
         };
-        // The file's SHA-256, in the same pass, when attestations or a keyless signature name it.
-        let hash = attesting || self.opts.keyless.is_some() || !offers.is_empty();
+        // The file's SHA-256, in the same pass, when attestations or a keyless signature name it
+        // (a registry layer's is known already).
+        let hash = self.layer_sha256.is_none() && (attesting || self.opts.keyless.is_some() || !offers.is_empty());
         let mut input = Sha256Read::new(input, hash);
         let mut verified = match verify::verify(&mut input, trust, &expect, sink) {
             Ok(v) => v,
             Err(rejection) => return Ok(Verdict::Refused { rejection, baseline: None }),
         };
-        let sha256 = input.finish().map_err(|e| crate::Error::io(origin, e))?;
+        let sha256 = input.finish().map_err(|e| crate::Error::io(origin, e))?.or(self.layer_sha256);
         if let (Some(Ok((policy, _))), Some(sha256)) = (&self.policy, &sha256)
             && !offers.is_empty()
             && let Err(rejection) = bind_keyless(policy, &mut verified, sha256, enforce)
