@@ -113,6 +113,14 @@ impl<M> Drainer<M> {
         // Never blocks: the channel has room for every buffer there is.
         let _ = self.back.try_send(buf);
     }
+
+    /// A further stage of the pipeline: a drainer of the messages sent to the returned sender
+    /// (by the thread that drains this one and passes them on), whose buffers go back to the
+    /// same filler. At most `limit` messages wait between the two stages.
+    pub(crate) fn relay(&self, limit: usize) -> (SyncSender<M>, Drainer<M>) {
+        let (to, from) = sync_channel(limit.max(1));
+        (to, Drainer { from, back: self.back.clone() })
+    }
 }
 
 #[cfg(test)]
