@@ -19,7 +19,7 @@ use std::sync::mpsc::SyncSender;
 use std::thread::JoinHandle;
 
 use crate::handoff::{CHUNK, Drainer, Filler, IN_FLIGHT, handoff, second_cpu};
-use crate::read_full::read_full;
+use crate::read_full::read_until_error;
 
 /// A chunk and its bytes of data (0: the end of the source), or what went wrong.
 type Message = io::Result<(Vec<u8>, usize)>;
@@ -95,24 +95,31 @@ fn read_on(mut source: impl Read, mut tee: impl Write, mut filler: Filler<Messag
     loop {
         // `None`: the consumer stopped; nothing more is needed.
         let Some(mut buf) = filler.buffer() else { return Ok(()) };
-        let step = read_full(&mut source, &mut buf).and_then(|n| {
-            tee.write_all(&buf[..n])?;
-            if n == 0 {
-                tee.flush()?;
-            }
-            Ok(n)
-        });
-        match step {
-            Ok(n) => {
-                if !filler.send(Ok((buf, n))) || n == 0 {
-                    return Ok(());
-                }
-            }
-            Err(e) => {
-                filler.send(Err(io::Error::new(e.kind(), e.to_string())));
-                return Err(e);
-            }
+        let (n, read_error) = read_until_error(&mut source, &mut buf);
+        let end = n == 0 && read_error.is_none();
+        if let Err(e) = tee.write_all(&buf[..n]).and_then(|()| if end { tee.flush() } else { Ok(()) }) {
+            filler.recycle(buf);
+            filler.send(Err(io::Error::new(e.kind(), e.to_string())));
+            return Err(e);
         }
+        let Some(e) = read_error else {
+            if !filler.send(Ok((buf, n))) || end {
+                return Ok(());
+            }
+            continue;
+        };
+        // The bytes read before the error go on before it, as a reader on the consumer's own
+        // thread would have given them: the consumer's verdict on them must not depend on
+        // where a chunk happened to end.
+        if n > 0 {
+            if !filler.send(Ok((buf, n))) {
+                return Ok(());
+            }
+        } else {
+            filler.recycle(buf);
+        }
+        filler.send(Err(io::Error::new(e.kind(), e.to_string())));
+        return Err(e);
     }
 }
 
@@ -318,7 +325,7 @@ mod tests {
             let mut r = spawn(teeing, Broken(CHUNK + 10), io::sink()).unwrap();
             let mut got = Vec::new();
             assert_eq!(r.read_to_end(&mut got).unwrap_err().kind(), io::ErrorKind::ConnectionReset);
-            assert_eq!(got.len(), CHUNK, "the full chunk before the error was passed on");
+            assert_eq!(got.len(), CHUNK + 10, "every byte before the error was passed on");
             assert_eq!(r.fill_buf().unwrap_err().kind(), io::ErrorKind::ConnectionReset, "an error is not an end");
             assert_eq!(r.finish().unwrap_err().kind(), io::ErrorKind::ConnectionReset, "teeing {teeing}");
         }

@@ -1,23 +1,33 @@
-//! Reading until a buffer is full: the one helper the hashing hand-over (`hasher`), the
-//! registry's receiving thread (`oci::prefetch`) and file hashing (`digest`) share. `Read::read`
-//! may return fewer bytes than asked for at any time; these callers want whole buffers, but
-//! `read_exact` treats a short end as an error and loses the count.
+//! Reading until a buffer is full: the helpers the hashing hand-over (`hasher`), the reading
+//! threads (`read_ahead`, under the registry's receiving thread too) and file hashing
+//! (`digest`) share. `Read::read` may return fewer bytes than asked for at any time; these
+//! callers want whole buffers, but `read_exact` treats a short end as an error and loses the
+//! count.
 
 use std::io::{self, Read};
 
 /// Fills `buf` from `input` up to its end or the end of `input`; returns the bytes read
 /// (fewer than `buf.len()` only at the end of `input`). Interrupted reads are retried.
 pub(crate) fn read_full<R: Read + ?Sized>(input: &mut R, buf: &mut [u8]) -> io::Result<usize> {
+    match read_until_error(input, buf) {
+        (n, None) => Ok(n),
+        (_, Some(e)) => Err(e),
+    }
+}
+
+/// [`read_full`] that keeps the bytes read before an error: how many there are, and the error
+/// that stopped the filling (`None`: `buf` is full or `input` ended).
+pub(crate) fn read_until_error<R: Read + ?Sized>(input: &mut R, buf: &mut [u8]) -> (usize, Option<io::Error>) {
     let mut filled = 0;
     while filled < buf.len() {
         match input.read(&mut buf[filled..]) {
             Ok(0) => break,
             Ok(n) => filled += n,
             Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(e),
+            Err(e) => return (filled, Some(e)),
         }
     }
-    Ok(filled)
+    (filled, None)
 }
 
 #[cfg(test)]

@@ -716,6 +716,13 @@ impl crate::ops::input::Judgement for Verdict {
         }
         Verdict::Refused { rejection, baseline: None }
     }
+
+    fn rejection(&self) -> Option<&Rejection> {
+        match self {
+            Verdict::Refused { rejection, .. } => Some(rejection),
+            Verdict::Passed { .. } => None,
+        }
+    }
 }
 
 impl Verdict {

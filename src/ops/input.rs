@@ -13,7 +13,7 @@
 //!   made of the bytes before the fault.
 
 use std::fs::File;
-use std::io::{self, BufRead, BufReader, Read};
+use std::io::{self, BufRead, Read};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
@@ -241,6 +241,9 @@ pub trait Judgement: Sized {
     /// The judgement replaced by `rejection` (the bytes were not the ones their descriptor
     /// names), keeping what the consumer learned of the agent and its signer.
     fn refused_for(self, rejection: Rejection) -> Self;
+
+    /// The rejection, if this is one.
+    fn rejection(&self) -> Option<&Rejection>;
 }
 
 impl<T> Judgement for Result<T, Rejection> {
@@ -250,6 +253,10 @@ impl<T> Judgement for Result<T, Rejection> {
             rejection.key_id = earlier.key_id;
         }
         Err(rejection)
+    }
+
+    fn rejection(&self) -> Option<&Rejection> {
+        self.as_ref().err()
     }
 }
 
@@ -280,14 +287,19 @@ impl<'p> BundleInput<'p> {
         consume: impl FnOnce(&mut dyn BufRead) -> Result<J, E>,
     ) -> Result<J, E> {
         let BundleInput { stream, fault, label, progress } = self;
-        let judged = match stream {
-            Stream::File(mut reader) => consume(&mut reader),
-            Stream::Layer(layer) => consume(&mut BufReader::with_capacity(1 << 20, layer.reader)),
+        let (judged, reached) = match stream {
+            Stream::File(reader) => watched(reader, consume),
+            // Received (and SHA-256 hashed) on a reading thread beside the decoder when large,
+            // as a file is read.
+            Stream::Layer(layer) => match read_ahead::sequential(layer.reader, layer.artifact.layer_size) {
+                Ok(input) => watched(input, consume),
+                Err(source) => (Err(InputError::File { path: label.clone(), source }.into()), false),
+            },
         };
         if let Some(p) = progress {
             p.end();
         }
-        overturn(judged, &fault, &label)
+        overturn(judged, reached, &fault, &label)
     }
 
     /// Like [`Self::judge`], while the bytes are also copied into `copy` (a temp file of a
@@ -306,13 +318,15 @@ impl<'p> BundleInput<'p> {
             }
             Stream::Layer(layer) => oci::prefetch::spawn(layer.reader, Some(copy)).map_err(file_error)?,
         };
-        let judged = consume(&mut input);
+        let mut watching = Watched { inner: &mut input, reached: false };
+        let judged = consume(&mut watching);
+        let reached = watching.reached;
         let received = input.finish();
         if let Some(p) = progress {
             p.end();
         }
         let faulted = fault.lock().unwrap_or_else(|p| p.into_inner()).is_some();
-        let judged = overturn(judged, &fault, &label)?;
+        let judged = overturn(judged, reached, &fault, &label)?;
         match received {
             // The stream's own fault explains a receiver that stopped.
             Err(_) if faulted => Ok(judged),
@@ -322,8 +336,69 @@ impl<'p> BundleInput<'p> {
     }
 }
 
-/// `judged`, unless the stream under it failed.
-fn overturn<J: Judgement, E: From<InputError>>(judged: Result<J, E>, fault: &Fault, label: &Path) -> Result<J, E> {
+/// `consume` over `input`, and whether it reached the end of `input` or an error of it.
+fn watched<B: BufRead, T>(input: B, consume: impl FnOnce(&mut dyn BufRead) -> T) -> (T, bool) {
+    let mut watching = Watched { inner: input, reached: false };
+    let judged = consume(&mut watching);
+    (judged, watching.reached)
+}
+
+/// A consumer's view of a stream that remembers whether the consumer was given its end or an
+/// error of it. A reading thread may find a fault ahead of a consumer that stopped earlier
+/// (a rejection): that fault is not the consumer's, so the result does not depend on how far
+/// the thread had got.
+struct Watched<B> {
+    inner: B,
+    reached: bool,
+}
+
+impl<B: BufRead> Read for Watched<B> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let got = self.inner.read(buf);
+        if buf.is_empty() {
+            return got;
+        }
+        if got.as_ref().map_or(true, |&n| n == 0) {
+            self.reached = true;
+        }
+        got
+    }
+}
+
+impl<B: BufRead> BufRead for Watched<B> {
+    fn fill_buf(&mut self) -> io::Result<&[u8]> {
+        let Watched { inner, reached } = self;
+        let got = inner.fill_buf();
+        if got.as_ref().map_or(true, |b| b.is_empty()) {
+            *reached = true;
+        }
+        got
+    }
+
+    fn consume(&mut self, amt: usize) {
+        self.inner.consume(amt);
+    }
+}
+
+/// `judged`, unless the stream under it failed where the consumer got to (`reached`: its end
+/// or its error) and the consumer did not already refuse the bundle for what its bytes say.
+///
+/// Both conditions keep the result independent of timing. A reading thread may find a fault
+/// ahead of a consumer that a rejection stopped earlier. And the verifier compares a large
+/// entry's digest only after reading on (`crate::hasher`), so a damaged entry near the end
+/// may be found before or after the stream's own end: its `digest_mismatch` is the result
+/// either way, as it was when the verifier compared each digest before reading on.
+fn overturn<J: Judgement, E: From<InputError>>(
+    judged: Result<J, E>,
+    reached: bool,
+    fault: &Fault,
+    label: &Path,
+) -> Result<J, E> {
+    let refused_for_its_bytes =
+        judged.as_ref().is_ok_and(|j| j.rejection().is_some_and(|r| r.reason != Reason::IoError));
+    if !reached || refused_for_its_bytes {
+        return judged;
+    }
     let Some(fault) = fault.lock().unwrap_or_else(|p| p.into_inner()).clone() else { return judged };
     let origin = label.display();
     if fault.transport {

@@ -439,3 +439,54 @@ fn push_retries_5xx_mid_upload_and_gives_up_after_a_bounded_number_of_tries() {
         broken.log.lock().unwrap().iter().filter(|l| l.starts_with("PUT ") && l.contains("/blobs/uploads/")).count();
     assert_eq!(tries, 4, "{:?}", broken.log.lock().unwrap());
 }
+
+/// A layer over 4 MiB is received on a reading thread beside the verifier (`verify oci://` and
+/// `pull`). When the verifier rejects the bundle before the end, that rejection is the result,
+/// whether or not the reading thread had already got to the end and found that the bytes are
+/// not the descriptor's: the code does not depend on how far another thread had read.
+#[test]
+fn a_large_layer_damaged_near_its_end_gives_the_same_code_every_time() {
+    let Some(reg) = registry::start(Setup::Plain) else { return };
+    let env = Env::new();
+    let agent = env.path().join("big");
+    crate::support::copy_dir(&testdata("agents/mailer"), &agent);
+    // 6 MiB that zstd cannot compress, so the layer is over 4 MiB and read ahead.
+    let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
+    let noise: Vec<u8> = (0..6 << 20)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x as u8
+        })
+        .collect();
+    std::fs::create_dir_all(agent.join("data")).unwrap();
+    std::fs::write(agent.join("data/noise.bin"), &noise).unwrap();
+    let bundle = env.path().join("big.agent.bundle");
+    env.run(&["pack", agent.to_str().unwrap(), "--key", &key("test.key"), "-o", bundle.to_str().unwrap()])
+        .expect_code(0);
+    let doc = push(&env, &bundle, &format!("oci://{}/team/big:1", reg.host()), &["--plain-http"]).expect_code(0).json();
+    let layer = doc["layer"]["digest"].as_str().unwrap().to_owned();
+    let mut damaged = std::fs::read(&bundle).unwrap();
+    assert!(damaged.len() > 5 << 20, "the layer is {} bytes", damaged.len());
+    // Inside data/noise.bin's stored (incompressible) bytes, 100 KB before the layer's end:
+    // only the entry's digest can tell.
+    let at = damaged.len() - 100_000;
+    damaged[at] ^= 0x55;
+    let proxy = Proxy::start(reg.port, move |r, _| {
+        if r.method == "GET" && r.path.ends_with(&layer) {
+            Action::ReplaceBody(damaged.clone())
+        } else {
+            Action::Forward
+        }
+    });
+    let r = format!("oci://{}/team/big:1", proxy.host());
+    let k = key("test.pub");
+    for run in 0..5 {
+        let v = run_with(&env, &[], &["verify", &r, "--plain-http", "--key", &k, "--format", "json"]);
+        assert_eq!(v.expect_code(1).json()["code"], "digest_mismatch", "verify, run {run}: {}", v.stdout);
+        let p = pull(&env, &r, "pulled.agent.bundle", &["--plain-http"]);
+        assert_eq!(p.expect_code(1).json()["code"], "digest_mismatch", "pull, run {run}: {}", p.stdout);
+        assert!(!env.path().join("pulled.agent.bundle").exists(), "a refused pull left its file");
+    }
+}
