@@ -451,17 +451,8 @@ fn a_large_layer_damaged_near_its_end_gives_the_same_code_every_time() {
     let agent = env.path().join("big");
     crate::support::copy_dir(&testdata("agents/mailer"), &agent);
     // 6 MiB that zstd cannot compress, so the layer is over 4 MiB and read ahead.
-    let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
-    let noise: Vec<u8> = (0..6 << 20)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x as u8
-        })
-        .collect();
     std::fs::create_dir_all(agent.join("data")).unwrap();
-    std::fs::write(agent.join("data/noise.bin"), &noise).unwrap();
+    std::fs::write(agent.join("data/noise.bin"), crate::support::noise(6 << 20)).unwrap();
     let bundle = env.path().join("big.agent.bundle");
     env.run(&["pack", agent.to_str().unwrap(), "--key", &key("test.key"), "-o", bundle.to_str().unwrap()])
         .expect_code(0);

@@ -4,20 +4,7 @@
 
 use std::process::Command;
 
-use crate::support::{Env, bin, key, require_tool};
-
-/// Bytes zstd cannot shrink (xorshift), so that the bundle is as large as the file.
-fn noise(len: usize) -> Vec<u8> {
-    let mut x = 0x9E37_79B9_7F4A_7C15u64;
-    (0..len)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x as u8
-        })
-        .collect()
-}
+use crate::support::{Env, bin, key, noise, require_tool};
 
 /// `bundle verify BUNDLE --key test.pub --format json`, on one CPU (`taskset -c 0`) or on all.
 fn verify(env: &Env, bundle: &str, one_cpu: bool) -> (i32, serde_json::Value) {

@@ -284,3 +284,16 @@ pub fn require_python_module(module: &str) -> bool {
     eprintln!("SKIPPED: python module `{module}` is not installed; set BUNDLE_REQUIRE_TOOLS=1 to make this a failure");
     false
 }
+
+/// Bytes zstd cannot shrink (xorshift), so that a bundle is as large as the file.
+pub fn noise(len: usize) -> Vec<u8> {
+    let mut x = 0x9E37_79B9_7F4A_7C15u64;
+    (0..len)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x as u8
+        })
+        .collect()
+}
