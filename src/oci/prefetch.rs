@@ -29,7 +29,7 @@ pub(crate) type Prefetch = ReadAhead;
 /// passing it on.
 pub(crate) fn spawn(source: impl Read + Send + 'static, copy: Option<File>) -> io::Result<Prefetch> {
     let Some(file) = copy else { return ReadAhead::spawn("receive", source, io::sink()) };
-    let copy = Tee(Some(Copy { writeback: Writeback::new(&file), file, unsynced: 0 }));
+    let copy = Copy { writeback: Writeback::new(&file), file, unsynced: 0 };
     // The copy on a thread of its own when a second CPU can run it (see `spawn_teeing`).
     if second_cpu() {
         ReadAhead::spawn_teeing("receive", source, copy)
@@ -45,16 +45,13 @@ struct Copy {
     unsynced: u64,
 }
 
-struct Tee(Option<Copy>);
-
-impl Write for Tee {
+impl Write for Copy {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        let Some(c) = &mut self.0 else { return Ok(buf.len()) };
-        let n = c.file.write(buf)?;
-        c.unsynced += n as u64;
-        if c.unsynced >= WRITEBACK_EVERY {
-            c.writeback.request();
-            c.unsynced = 0;
+        let n = self.file.write(buf)?;
+        self.unsynced += n as u64;
+        if self.unsynced >= WRITEBACK_EVERY {
+            self.writeback.request();
+            self.unsynced = 0;
         }
         Ok(n)
     }

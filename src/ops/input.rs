@@ -318,9 +318,7 @@ impl<'p> BundleInput<'p> {
             }
             Stream::Layer(layer) => oci::prefetch::spawn(layer.reader, Some(copy)).map_err(file_error)?,
         };
-        let mut watching = Watched { inner: &mut input, reached: false };
-        let judged = consume(&mut watching);
-        let reached = watching.reached;
+        let (judged, reached) = watched(&mut input, consume);
         let received = input.finish();
         if let Some(p) = progress {
             p.end();
