@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 
 use crate::timestamp::Timestamp;
 
-pub const FILE_NAME: &str = "manifest.toml";
+pub const FILE_NAME: &str = crate::entries::MANIFEST;
 /// The only bundle format this build understands.
 pub const FORMAT: i64 = 1;
 
