@@ -68,8 +68,10 @@ pub enum PinSource {
     /// `format = "rap"`, `url = "…"`: a RAP toolset fetched over http(s).
     Rap { url: String },
     /// `format = "mcp"`, `server = "NAME"` and `command = [...]` or `url = "…"`: the tools an
-    /// MCP server listed. `server` is the name `bundle guard --server NAME` asks for.
-    Mcp { server: String, start: McpStart },
+    /// MCP server listed. `server` is the name `bundle guard --server NAME` asks for. `start`
+    /// is `None` for a pin made from a `tools/list` file (`import --from mcp FILE --pin`):
+    /// nothing says how to start that server again, so `check --refresh` cannot.
+    Mcp { server: String, start: Option<McpStart> },
 }
 
 /// How a pinned MCP server is reached again (`bundle check --refresh`). Never a secret: the
@@ -112,7 +114,8 @@ impl Pin {
     pub fn origin(&self) -> String {
         match &self.source {
             PinSource::Rap { url } => url.clone(),
-            PinSource::Mcp { start, .. } => start.display(),
+            PinSource::Mcp { start: Some(start), .. } => start.display(),
+            PinSource::Mcp { server, start: None } => format!("MCP server {server} (a tools/list file)"),
         }
     }
 }
