@@ -147,6 +147,8 @@ pub enum ContractError {
     TooLarge { tool: String },
     #[error("tool `{tool}`: cannot write canonical JSON: {message}")]
     Canonical { tool: String, message: String },
+    #[error("pinned MCP tools {file}: {message}")]
+    Pin { file: String, message: String },
 }
 
 /// The contracts of every tool in tools.json, in file order. `files` holds the agent's other

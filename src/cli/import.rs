@@ -45,8 +45,9 @@ enum Source {
   bundle import --from mcp tools-list.json --exec /opt/bin/call --arg {tool}
   bundle import --from mcp --stdio --exec /opt/bin/mcp-call --arg {tool} \\
       -o agents/clock/tools.json --force --grant -- mcp-server-time
-  bundle import --from mcp --stdio --pin --server time --exec /opt/bin/mcp-call \\
-      --arg {tool} -o agents/clock/tools.json --force -- mcp-server-time
+  bundle import --from mcp --stdio --pin --server time \\
+      --exec /opt/bin/mcp-call --arg {tool} -o agents/clock/tools.json \\
+      --force -- mcp-server-time
   bundle import --from mcp tools-list.json --pin --server time \\
       --exec /opt/bin/mcp-call --arg {tool} -o agents/clock/tools.json")]
 pub struct Args {

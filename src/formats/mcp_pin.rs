@@ -113,7 +113,6 @@ pub fn tool_name(tool: &Value) -> Option<&str> {
 
 /// The fingerprint of one Tool object: BLAKE3 (64 lowercase hex digits) of its RFC 8785
 /// canonical JSON, the function the tool contracts use.
-#[allow(dead_code)] // until `bundle inspect` shows the pins' fingerprints
 pub fn fingerprint(tool: &Value) -> String {
     crate::contract::fingerprint_json(tool).1
 }

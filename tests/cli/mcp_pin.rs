@@ -307,3 +307,140 @@ fn mcp_pin_refuses_a_server_name_outside_the_rules_before_starting_anything() {
     assert!(out.stderr.contains("--server: server name \"../x\""), "{}", out.stderr);
     assert!(!env.path().join("agent/pins").exists());
 }
+
+/// Two signed releases of an agent whose pinned server changed in between: v1.0.0 in
+/// a.bundle (the tools of [`tools`]), v1.1.0 in b.bundle and the folder (`changed`).
+fn two_releases(env: &Env, changed: &Value) {
+    let fake = Fake::new(env, &json!({"tools": tools()}));
+    pin_agent(env, &["--server", "clock"], &fake.command()).expect_code(0);
+    env.run(&["pack", "-q", "agent", "--key", &key("test.key"), "-o", "a.bundle"]).expect_code(0);
+    fake.serve(&json!({"tools": changed}));
+    pin_agent_again(env, &fake.command());
+    crate::support::set_version(&env.path().join("agent"), "1.1.0");
+    env.run(&["pack", "-q", "agent", "--key", &key("test.key"), "-o", "b.bundle"]).expect_code(0);
+}
+
+#[test]
+fn mcp_pin_diff_of_two_releases_classifies_the_pinned_changes() {
+    if !require_tool("python3") {
+        return;
+    }
+    let env = Env::new();
+    let mut changed = tools();
+    changed[0]["annotations"]["readOnlyHint"] = json!(false);
+    changed[1]["description"] = json!("Sets an alarm, and deletes the others.");
+    changed.as_array_mut().unwrap().remove(2);
+    two_releases(&env, &changed);
+
+    let out = env.run(&["diff", "a.bundle", "b.bundle"]);
+    out.expect_code(0);
+    assert_run_snapshot!("mcp_pin_diff_human", out);
+    let out = env.run(&["diff", "a.bundle", "b.bundle", "--format", "json", "--fail-on", "widening"]);
+    out.expect_code(1);
+    let j = out.json();
+    let pin = &j["pins"][0];
+    assert_eq!((pin["server"].as_str(), pin["status"].as_str()), (Some("clock"), Some("changed")));
+    let kinds: Vec<(&str, &str, &str)> = pin["changes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| (c["tool"].as_str().unwrap(), c["kind"].as_str().unwrap(), c["impact"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            ("mcp:clock/get_time", "hint_changed", "widening"),
+            ("mcp:clock/set_alarm", "description_changed", "neutral"),
+            ("mcp:clock/list_zones", "tool_removed", "breaking"),
+        ]
+    );
+    assert_eq!(j["matched"], 1, "--fail-on counts the pinned changes too");
+    // The fingerprints on each side are the pin's, by tool.
+    let old: Vec<&str> = pin["old"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap()).collect();
+    assert_eq!(old, ["get_time", "set_alarm", "list_zones"]);
+    assert_eq!(pin["old"][2]["fingerprint"].as_str().unwrap().len(), 64);
+
+    // An agent folder as NEW: the annotations land on its pin file.
+    let out = env.run(&["diff", "a.bundle", "agent", "--format", "github"]);
+    out.expect_code(0);
+    assert_run_snapshot!("mcp_pin_diff_github", out);
+    // Nothing changed: nothing to show.
+    let out = env.run(&["diff", "b.bundle", "agent", "--format", "json"]);
+    out.expect_code(0);
+    assert_eq!(out.json()["pins"][0]["status"], "unchanged");
+}
+
+#[test]
+fn mcp_pin_inspect_lists_each_pinned_server_with_its_tools_fingerprints() {
+    if !require_tool("python3") {
+        return;
+    }
+    let env = Env::new();
+    two_releases(&env, &tools());
+    let out = env.run(&["inspect", "a.bundle"]);
+    out.expect_code(0);
+    let text = crate::snapshot::run_text(&out);
+    let pins = &text[text.find("pinned MCP servers").expect("a pins section")..];
+    insta::assert_snapshot!("mcp_pin_inspect_human", pins);
+    let j = env.run(&["inspect", "a.bundle", "--format", "json"]).json();
+    let pin = &j["pins"][0];
+    assert_eq!(pin["server"], "clock");
+    assert_eq!(pin["file"], "pins/clock.mcp.json");
+    assert_eq!(pin["command"][0], "python3");
+    let names: Vec<&str> = pin["tools"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["get_time", "set_alarm", "list_zones"]);
+    // A bundle without pins has no `pins` key (the document is as before).
+    let plain = env.packed_mailer("mailer", "m.bundle");
+    let j = env.run(&["inspect", &plain.display().to_string(), "--format", "json"]).json();
+    assert!(j.get("pins").is_none(), "{j}");
+}
+
+/// The canonical form of each pinned tool, written by the independent `rfc8785` package from
+/// PyPI: its BLAKE3 must be the fingerprint `bundle inspect` shows, for tools made to catch a
+/// canonicaliser out (key order by UTF-16 code units, escapes, number forms, non-ASCII).
+#[test]
+fn mcp_pin_fingerprints_are_blake3_of_an_independent_rfc8785_canonical_form() {
+    if !require_tool("python3") || !crate::support::require_python_module("rfc8785") {
+        return;
+    }
+    let env = Env::new();
+    let tricky = json!([
+        {"name": "numbers", "inputSchema": {"type": "object", "properties": {"n": {"type": "number",
+         "minimum": -0.0, "maximum": 1e21, "multipleOf": 0.000001, "default": 1.5e-7, "examples": [10.0, 123456789012345.0, 5e-324, 9007199254740991i64]}}}},
+        {"name": "strings", "description": "tab\t quote\" backslash\\ nl\n ctrl\u{1} del\u{7f} é € 𝄞 \u{2028}",
+         "inputSchema": {"type": "object"}, "annotations": {"title": "</script>&<>'"}},
+        {"name": "order", "inputSchema": {"type": "object"},
+         "_meta": {"\u{20ac}": 1, "\r": 2, "1": 3, "\u{80}": 4, "\u{fb33}": 5, "\u{1f600}": 6, "aa": 7, "a": 8, "B": 9, "": 10}},
+        {"name": "nested", "inputSchema": {"type": "object", "properties": {"x": {"anyOf": [{"type": "null"}, {"type": "array", "examples": [[true, false, null, {}, []]]}]}}}},
+    ]);
+    let fake = Fake::new(&env, &json!({"name": "tricky", "tools": tricky}));
+    pin_agent(&env, &["--server", "tricky"], &fake.command()).expect_code(0);
+    env.run(&["pack", "-q", "agent", "--key", &key("test.key"), "-o", "t.bundle"]).expect_code(0);
+    let shown = env.run(&["inspect", "t.bundle", "--format", "json"]).json();
+    let ours: Vec<(String, String)> = shown["pins"][0]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| (t["name"].as_str().unwrap().to_owned(), t["fingerprint"].as_str().unwrap().to_owned()))
+        .collect();
+
+    // The pin file as stored, canonicalised tool by tool by rfc8785, one hex line per tool.
+    let script = "import json, sys, rfc8785\n\
+                  pin = json.load(open(sys.argv[1], encoding='utf-8'))\n\
+                  for t in pin['tools']: print(rfc8785.dumps(t).hex())\n";
+    let pin_file = env.path().join("agent/pins/tricky.mcp.json");
+    let out = std::process::Command::new("python3").args(["-c", script]).arg(&pin_file).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let theirs: Vec<String> = String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(|hex| {
+            let bytes: Vec<u8> =
+                (0..hex.len()).step_by(2).map(|i| u8::from_str_radix(&hex[i..i + 2], 16).unwrap()).collect();
+            blake3::hash(&bytes).to_hex().to_string()
+        })
+        .collect();
+    assert_eq!(theirs.len(), 4);
+    let ours: Vec<&str> = ours.iter().map(|(_, f)| f.as_str()).collect();
+    assert_eq!(ours, theirs, "our fingerprints are BLAKE3 of what rfc8785 writes");
+}
