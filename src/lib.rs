@@ -23,6 +23,7 @@ pub(crate) mod atomic;
 pub mod attest;
 #[doc(hidden)]
 pub mod bundle;
+pub(crate) mod canonical;
 mod cli;
 mod codes;
 #[doc(hidden)]
