@@ -419,6 +419,36 @@ fn rotation_follows_v1_to_v3_and_refuses_new_keys_only_a_gap_a_replay_and_an_exp
     refused(&team.verify(&v1_alone), "policy_untrusted");
 }
 
+/// Issue 35, defect 3: a followed policy version is recorded in `--state` as soon as its chain
+/// verifies, whatever becomes of the bundle (python-tuf persists every root it accepts). A host
+/// that followed v1 -> v2 (v2 revokes a stolen key) and refused a release signed with that key
+/// must not accept it when offered v1 alone next time.
+#[test]
+fn a_followed_policy_version_is_recorded_even_when_the_bundle_is_refused() {
+    let team = Team::new();
+    let one = "[[rule]]\nagents = [\"*\"]\nthreshold = 1\n";
+    let s = |name: &str| team.signer(name, "");
+    team.policy("v1.toml", 1, &["alice", "bob", "carol"], &[s("alice"), s("bob"), s("carol")], one, &["alice", "bob"]);
+    // alice's key was stolen: v2 revokes it (signed by v1's and its own roots bob and carol).
+    let revoked = team.signer("alice", "revoked = true");
+    team.policy(
+        "v2.toml",
+        2,
+        &["bob", "carol", "dave"],
+        &[revoked, s("bob"), s("carol"), s("dave")],
+        one,
+        &["bob", "carol"],
+    );
+    let both = ["--trust-policy", "v1.toml", "--policy-update", "v2.toml", "--state", "state.json"];
+    refused(&team.verify(&both), "revoked_key");
+    // Offered v1 alone, the host knows v2 was followed.
+    refused(&team.verify(&["--trust-policy", "v1.toml", "--state", "state.json"]), "policy_rollback");
+    // Without --state nothing can be remembered: the command says so.
+    let unremembered = team.verify(&["--trust-policy", "v1.toml"]);
+    unremembered.expect_code(0);
+    assert!(unremembered.stderr.contains("without --state"), "{}", unremembered.stderr);
+}
+
 #[test]
 fn trust_rotate_writes_the_next_version_unsigned_and_a_malformed_policy_is_an_error() {
     let team = Team::new();
