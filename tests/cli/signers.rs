@@ -804,3 +804,27 @@ fn a_second_key_attesting_the_same_statement_adds_its_signature_to_the_envelope(
         }
     }
 }
+
+/// Issue 35, defect 2: `bundle attest BUNDLE --key SECOND` after `pack --attest` must not drop
+/// the release key's provenance signature (pack records how it compressed, attest cannot know,
+/// so the statements differed and the envelope was replaced): the second key signs the
+/// statement already there, and says so.
+#[test]
+fn attest_after_pack_attest_adds_a_signer_and_never_removes_the_release_keys() {
+    let env = Env::new();
+    env.copy("agents/mailer", "mailer");
+    for name in ["release", "ci"] {
+        env.run(&["keygen", name]).expect_code(0);
+    }
+    env.run(&["pack", "mailer", "--attest", "--key", "release.key", "-o", "mailer.agent.bundle"]).expect_code(0);
+    let attested = env.run(&["attest", "mailer.agent.bundle", "--key", "ci.key", "--format", "json"]);
+    assert_eq!(attested.expect_code(0).json()["signatures"], serde_json::json!([2, 2]), "{}", attested.stdout);
+    let human = env.run(&["attest", "mailer.agent.bundle", "--key", "ci.key"]);
+    assert!(human.expect_code(0).stderr.contains("signed the statement already there"), "{}", human.stderr);
+    env.run(&["verify", "mailer.agent.bundle", "--key", "release.pub", "--require-provenance"]).expect_code(0);
+    let both = ["verify", "mailer.agent.bundle", "--key", "release.pub", "--key", "ci.pub", "--format", "json"];
+    let doc = env.run(&both).expect_code(0).json();
+    for a in doc["attestations"].as_array().unwrap() {
+        assert_eq!((a["verdict"].as_str(), a["signers"].as_array().map(Vec::len)), (Some("ok"), Some(2)), "{a:#}");
+    }
+}
