@@ -714,6 +714,36 @@ fn a_two_of_two_release_in_a_registry_is_refused_before_its_layer_moves_and_acce
 
 /// The gate counts the minisign co-signatures; the approval envelope beside the bundle is the
 /// same approval for DSSE tools and counts toward no threshold (format reference §12.2).
+/// Issue 35, defect 8: `pull` under a trust policy keeps what the registry holds about the
+/// release (its co-signatures and attestations) beside the file it writes, by the documented
+/// names, so that the file it just wrote passes `verify --trust-policy` and the OCI guide's
+/// "pull, then unpack" recipe works under a policy.
+#[test]
+fn a_release_pulled_under_a_trust_policy_keeps_its_registry_evidence_beside_the_file() {
+    use crate::registry::{self, Setup};
+    let Some(reg) = registry::start(Setup::Plain) else { return };
+    let team = Team::new();
+    team.standard("policy.toml", "", TWO_KEYS);
+    let dir = team.env.path();
+    team.env.run(&["pack", "mailer", "--attest", "--key", "alice.key", "-o", "mailer.agent.bundle"]).expect_code(0);
+    let reference = format!("oci://{}/team/mailer:3", reg.host());
+    team.oci(&["push", "mailer.agent.bundle", &reference, "--plain-http", "--key", "alice.pub"]).expect_code(0);
+    let policy = ["--trust-policy", "policy.toml"];
+    team.oci(&["cosign", &reference, "--key", "carol.key", "--plain-http", policy[0], policy[1]]).expect_code(0);
+    let pulled = team.oci(&["pull", &reference, "-o", "pulled.bundle", "--plain-http", policy[0], policy[1]]);
+    pulled.expect_code(0);
+    for beside in
+        ["pulled.bundle.cosig", "pulled.bundle.provenance.sigstore.json", "pulled.bundle.contract.sigstore.json"]
+    {
+        assert!(dir.join(beside).is_file(), "{beside}: {}", pulled.stderr);
+    }
+    let out =
+        team.env.run(&["verify", "pulled.bundle", policy[0], policy[1], "--require-provenance", "--format", "json"]);
+    let doc = out.expect_code(0).json();
+    assert_eq!(statuses(&doc), ["counted", "counted"], "{doc:#}");
+    team.env.run(&["unpack", "pulled.bundle", "deployed", policy[0], policy[1]]).expect_code(0);
+}
+
 #[test]
 fn the_approval_envelope_alone_meets_no_threshold() {
     let team = Team::new();
@@ -756,6 +786,10 @@ fn attestations_under_a_trust_policy_are_judged_against_its_signers() {
     // Signed by a key the policy does not know, by one it trusts only for other agents, by a
     // revoked one: each refused.
     for key in ["dave", "erin", "frank"] {
+        // Alone: a key attesting beside alice's statement would add its signature to it.
+        for kind in ["provenance", "contract"] {
+            std::fs::remove_file(team.env.path().join(format!("mailer.agent.bundle.{kind}.sigstore.json"))).unwrap();
+        }
         team.env.run(&["attest", "mailer.agent.bundle", "--key", &format!("{key}.key")]).expect_code(0);
         let doc = refused(&team.verify(&["--trust-policy", "policy.toml"]), "attestation_untrusted");
         assert!(doc["message"].as_str().unwrap().contains("provenance"), "{key}: {doc:#}");
