@@ -72,6 +72,7 @@ pub mod regular_file;
 pub mod rejection;
 pub(crate) mod schemas;
 pub(crate) mod sha256_read;
+pub(crate) mod signed_json;
 pub(crate) mod state;
 #[doc(hidden)]
 pub mod timestamp;
