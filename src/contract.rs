@@ -346,6 +346,12 @@ impl Serialize for Risk {
     }
 }
 
+impl crate::error::Coded for ContractError {
+    fn code(&self) -> crate::error::ErrorCode {
+        crate::error::ErrorCode::Usage
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use std::collections::HashMap;

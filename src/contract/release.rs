@@ -7,8 +7,6 @@ use std::path::{Path, PathBuf};
 use crate::bundle::verify::Verified;
 use crate::contract::{self, Contract, ContractError};
 use crate::diagnostic::Source;
-use crate::formats::mcp_pin;
-use crate::manifest::Manifest;
 use crate::policy::{self, Policy};
 
 /// One side of a comparison.
@@ -32,30 +30,6 @@ pub struct PinnedServer {
     pub server: String,
     pub file: String,
     pub tools: Vec<serde_json::Value>,
-}
-
-/// The MCP pins `manifest` lists, each read by `read` (a bundle's held entries, a folder's
-/// files) and parsed; a pin that cannot be read or parsed is an error (nothing is judged
-/// without it).
-pub fn pinned_servers(
-    manifest: &Manifest,
-    read: impl Fn(&str) -> Option<Vec<u8>>,
-) -> Result<Vec<PinnedServer>, ContractError> {
-    let mut out = Vec::new();
-    for (file, pin) in &manifest.pins {
-        let Some(server) = pin.mcp_server() else { continue };
-        let err = |message: String| ContractError::Pin { file: file.clone(), message };
-        let bytes = read(file).ok_or_else(|| err("the pinned file is not in the release".to_owned()))?;
-        if blake3::hash(&bytes) != pin.blake3 {
-            return Err(err("the pinned file does not hold the digest manifest.toml pins".to_owned()));
-        }
-        let parsed = mcp_pin::parse(&bytes).map_err(|e| err(e.to_string()))?;
-        if parsed.server != server {
-            return Err(err(format!("the pin is of server {:?}, not {server:?}", parsed.server)));
-        }
-        out.push(PinnedServer { server: server.to_owned(), file: file.clone(), tools: parsed.tools });
-    }
-    Ok(out)
 }
 
 impl AgentContracts {
@@ -104,17 +78,22 @@ pub fn from_verified(v: &Verified, origin: &Path) -> Result<AgentContracts, Cont
         version: Some(v.manifest.version.to_string()),
         contracts,
         grants: grants(&policy),
-        // Read by the callers that compare them (`pins_of`): a pin that cannot be read must
-        // not take the tools' contracts (and what attests them) with it.
+        // Read by the callers that compare them (`ops::contracts::pins_of`): a pin that cannot
+        // be read must not take the tools' contracts (and what attests them) with it.
         pins: Vec::new(),
     })
 }
 
-/// The pinned MCP servers of a bundle that has been read (from its held entries).
-pub fn pins_of(v: &Verified) -> Result<Vec<PinnedServer>, ContractError> {
-    pinned_servers(&v.manifest, |f| v.held.get(f).cloned())
-}
-
 pub(crate) fn grants(policy: &Policy) -> Vec<String> {
     policy.grants.iter().map(|g| g.capability.to_string()).collect()
+}
+
+impl crate::error::Coded for LoadError {
+    fn code(&self) -> crate::error::ErrorCode {
+        use crate::error::ErrorCode;
+        match self {
+            LoadError::Io(e) => e.code(),
+            LoadError::Invalid { .. } | LoadError::Rejected { .. } | LoadError::Contract { .. } => ErrorCode::Usage,
+        }
+    }
 }

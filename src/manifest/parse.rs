@@ -279,7 +279,7 @@ impl Parser<'_> {
                     "rename the file",
                 );
             }
-            if crate::bundle::OWN_ENTRIES.contains(&path) {
+            if crate::entries::OWN_ENTRIES.contains(&path) {
                 self.error(
                     Code::UnsafePath,
                     &key,
@@ -321,7 +321,7 @@ impl Parser<'_> {
     /// are a file and (folded) a folder of another path.
     fn clashes(&mut self, table: &dyn TableLike) {
         let listed: Vec<&str> = table.iter().map(|(p, _)| p).collect();
-        for clash in paths::clashes(&listed, crate::bundle::OWN_ENTRIES) {
+        for clash in paths::clashes(&listed, crate::entries::OWN_ENTRIES) {
             let (path, message, help) = match clash {
                 paths::Clash::Case { path, first } => (
                     path,

@@ -8,9 +8,13 @@ use std::io::BufReader;
 use std::path::Path;
 
 use crate::agent;
+use crate::bundle::verify::Verified;
 use crate::bundle::verify::{self, Discard, Expect, Trust};
 use crate::contract;
-use crate::contract::release::{self, AgentContracts, LoadError};
+use crate::contract::ContractError;
+use crate::contract::release::{self, AgentContracts, LoadError, PinnedServer};
+use crate::formats::mcp_pin;
+use crate::manifest::Manifest;
 use crate::tools;
 
 /// Reads a bundle (a file) or an agent folder. A bundle's signature is not checked (that is
@@ -49,7 +53,7 @@ fn load_folder(dir: &Path) -> Result<AgentContracts, LoadError> {
         crate::regular_file::read(&dir.join(f), crate::limits::MAX_IMPORT_BYTES, crate::regular_file::Links::Refuse)
             .ok()
     };
-    let pins = release::pinned_servers(&checked.manifest, read)
+    let pins = pinned_servers(&checked.manifest, read)
         .map_err(|source| LoadError::Contract { path: shown.clone(), source })?;
     Ok(AgentContracts {
         origin: dir.to_path_buf(),
@@ -65,6 +69,7 @@ fn load_bundle(path: &Path) -> Result<AgentContracts, LoadError> {
     let file = File::open(path).map_err(|e| crate::Error::io(path, e))?;
     let verified =
         verify::verify(BufReader::with_capacity(1 << 20, file), Trust::Unchecked, &Expect::default(), &mut Discard)
+            .map_err(|r| r.into_rejection())
             .map_err(|r| LoadError::Rejected {
                 path: path.display().to_string(),
                 code: r.reason.as_str(),
@@ -73,6 +78,35 @@ fn load_bundle(path: &Path) -> Result<AgentContracts, LoadError> {
     let shown = || path.display().to_string();
     let mut agent =
         release::from_verified(&verified, path).map_err(|source| LoadError::Contract { path: shown(), source })?;
-    agent.pins = release::pins_of(&verified).map_err(|source| LoadError::Contract { path: shown(), source })?;
+    agent.pins = pins_of(&verified).map_err(|source| LoadError::Contract { path: shown(), source })?;
     Ok(agent)
+}
+
+/// The pinned MCP servers of a bundle that has been read (from its held entries).
+pub fn pins_of(v: &Verified) -> Result<Vec<PinnedServer>, ContractError> {
+    pinned_servers(&v.manifest, |f| v.held.get(f).cloned())
+}
+
+/// The MCP pins `manifest` lists, each read by `read` (a bundle's held entries, a folder's
+/// files) and parsed; a pin that cannot be read or parsed is an error (nothing is judged
+/// without it).
+pub fn pinned_servers(
+    manifest: &Manifest,
+    read: impl Fn(&str) -> Option<Vec<u8>>,
+) -> Result<Vec<PinnedServer>, ContractError> {
+    let mut out = Vec::new();
+    for (file, pin) in &manifest.pins {
+        let Some(server) = pin.mcp_server() else { continue };
+        let err = |message: String| ContractError::Pin { file: file.clone(), message };
+        let bytes = read(file).ok_or_else(|| err("the pinned file is not in the release".to_owned()))?;
+        if blake3::hash(&bytes) != pin.blake3 {
+            return Err(err("the pinned file does not hold the digest manifest.toml pins".to_owned()));
+        }
+        let parsed = mcp_pin::parse(&bytes).map_err(|e| err(e.to_string()))?;
+        if parsed.server != server {
+            return Err(err(format!("the pin is of server {:?}, not {server:?}", parsed.server)));
+        }
+        out.push(PinnedServer { server: server.to_owned(), file: file.clone(), tools: parsed.tools });
+    }
+    Ok(out)
 }
