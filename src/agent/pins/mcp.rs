@@ -37,6 +37,13 @@ pub fn pin_mcp(agent_dir: &Path, server: &str, start: Option<McpStart>, tools: V
             "the server lists two tools named {name:?}; a pin must name each tool once, so this server cannot be pinned"
         )));
     }
+    if let Some(McpStart::Stdio { command }) = &start
+        && let Some(why) = crate::tools::credentials::literal_credential_in_command(command)
+    {
+        return Err(Error::Usage(format!(
+            "the server's command would be recorded in manifest.toml and signed, but {why}; pass secrets with --env NAME (the server reads them from its environment), or pin from a tools/list file with --server NAME"
+        )));
+    }
     let pin = McpPin { server: server.to_owned(), tools };
     let bytes = mcp_pin::to_bytes(&pin);
     // What check, diff and a bundle's verify read back: refused here rather than there.
