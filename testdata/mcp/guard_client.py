@@ -1,0 +1,80 @@
+#!/usr/bin/env python3
+"""An MCP client built on the official MCP Python SDK (`mcp` from PyPI), for the guard tests:
+it starts `bundle guard ... -- SERVER` as its stdio server, runs the steps it is given, and
+prints one JSON line per step.
+
+usage: guard_client.py STEPS_JSON -- COMMAND [ARGS...]
+  STEPS_JSON: a list of steps:
+    {"op": "list"}                          every page; prints the tool names (and fields)
+    {"op": "call", "name": N, "args": {...}}  prints {"result": ...} or {"error": {code, message, data}}
+    {"op": "wait_list_changed"}             waits (5 s at most) for notifications/tools/list_changed
+    {"op": "ping"}
+"""
+import asyncio
+import json
+import sys
+
+from mcp import ClientSession, StdioServerParameters
+from mcp.client.stdio import stdio_client
+from mcp import types
+from mcp.shared.exceptions import MCPError
+
+steps = json.loads(sys.argv[1])
+cmd = sys.argv[sys.argv.index("--") + 1:]
+
+
+def out(obj):
+    sys.stdout.write(json.dumps(obj, sort_keys=True) + "\n")
+    sys.stdout.flush()
+
+
+def error_of(e):
+    err = getattr(e, "error", None)
+    if err is None:
+        return {"code": None, "message": str(e), "data": None}
+    return {"code": err.code, "message": err.message, "data": err.data}
+
+
+async def main():
+    changed = asyncio.Event()
+
+    async def on_message(message):
+        method = getattr(getattr(message, "root", message), "method", None)
+        if method == "notifications/tools/list_changed":
+            changed.set()
+
+    params = StdioServerParameters(command=cmd[0], args=cmd[1:])
+    async with stdio_client(params) as (read, write):
+        async with ClientSession(read, write, message_handler=on_message, read_timeout_seconds=30) as session:
+            init = await session.initialize()
+            out({"op": "initialize", "server": init.server_info.name})
+            for step in steps:
+                op = step["op"]
+                try:
+                    if op == "list":
+                        tools, cursor, pages = [], None, 0
+                        while True:
+                            result = await session.list_tools(params=types.PaginatedRequestParams(cursor=cursor) if cursor else None)
+                            pages += 1
+                            tools += [t.model_dump(mode="json", by_alias=True, exclude_none=True) for t in result.tools]
+                            cursor = result.next_cursor
+                            if not cursor:
+                                break
+                        out({"op": "list", "names": [t["name"] for t in tools], "tools": tools, "pages": pages})
+                    elif op == "call":
+                        result = await session.call_tool(step["name"], step.get("args"))
+                        out({"op": "call", "name": step["name"], "result": result.model_dump(mode="json", by_alias=True, exclude_none=True)})
+                    elif op == "wait_list_changed":
+                        await asyncio.wait_for(changed.wait(), 5)
+                        changed.clear()
+                        out({"op": "wait_list_changed", "ok": True})
+                    elif op == "ping":
+                        await session.send_ping()
+                        out({"op": "ping", "ok": True})
+                except MCPError as e:
+                    out({"op": op, "name": step.get("name"), "error": error_of(e)})
+                except Exception as e:  # noqa: BLE001 - every failure is a result for the test
+                    out({"op": op, "name": step.get("name"), "error": {"code": None, "message": f"{type(e).__name__}: {e}", "data": None}})
+
+
+asyncio.run(main())
