@@ -507,4 +507,3 @@ fn dropped() -> Block {
         message: "bundle guard: a message that is not JSON-RPC was dropped".to_owned(),
     }
 }
-

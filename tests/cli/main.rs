@@ -18,6 +18,7 @@ mod edges;
 mod editors;
 mod export;
 mod freshness;
+mod guard;
 mod hardening;
 mod hostile;
 mod import;
