@@ -9,6 +9,8 @@ usage: guard_client.py STEPS_JSON -- COMMAND [ARGS...]
     {"op": "call", "name": N, "args": {...}}  prints {"result": ...} or {"error": {code, message, data}}
     {"op": "wait_list_changed"}             waits (5 s at most) for notifications/tools/list_changed
     {"op": "ping"}
+    {"op": "resources"} / {"op": "prompts"}   prints how many the server lists
+  A call with "progress": true counts the progress notifications it gets.
 """
 import asyncio
 import json
@@ -62,8 +64,19 @@ async def main():
                                 break
                         out({"op": "list", "names": [t["name"] for t in tools], "tools": tools, "pages": pages})
                     elif op == "call":
-                        result = await session.call_tool(step["name"], step.get("args"))
-                        out({"op": "call", "name": step["name"], "result": result.model_dump(mode="json", by_alias=True, exclude_none=True)})
+                        progress = []
+
+                        async def on_progress(value, total, message):
+                            progress.append(value)
+
+                        callback = on_progress if step.get("progress") else None
+                        result = await session.call_tool(step["name"], step.get("args"), progress_callback=callback)
+                        dumped = result.model_dump(mode="json", by_alias=True, exclude_none=True)
+                        out({"op": "call", "name": step["name"], "result": dumped, "progress": len(progress)})
+                    elif op == "resources":
+                        out({"op": op, "count": len((await session.list_resources()).resources)})
+                    elif op == "prompts":
+                        out({"op": op, "count": len((await session.list_prompts()).prompts)})
                     elif op == "wait_list_changed":
                         await asyncio.wait_for(changed.wait(), 5)
                         changed.clear()

@@ -557,3 +557,44 @@ fn guard_refuses_a_bundle_the_gate_refuses_and_never_starts_the_server() {
     assert!(out.stderr.contains("no pins for server `x` (pins/x.mcp.json)"), "{}", out.stderr);
     assert!(!started.exists());
 }
+
+#[test]
+fn guard_passes_the_honest_tools_of_server_everything_over_stdio() {
+    if !ready() || !require_tool("mcp-server-everything") {
+        return;
+    }
+    let env = Env::new();
+    let bundle = pinned_bundle(&env, "everything", &["mcp-server-everything", "stdio"]);
+    let pinned: Value =
+        serde_json::from_str(&std::fs::read_to_string(env.path().join("agent/pins/everything.mcp.json")).unwrap())
+            .unwrap();
+    let names: Vec<&str> = pinned["tools"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap()).collect();
+    let s = through_guard(
+        &bundle,
+        "everything",
+        &["--check-results"],
+        &["mcp-server-everything".to_owned(), "stdio".to_owned()],
+        json!([
+            list(),
+            call("echo", json!({"message": "through the guard"})),
+            call("get-sum", json!({"a": 2, "b": 40})),
+            call("get-structured-content", json!({"location": "Chicago"})),
+            {"op": "call", "name": "trigger-long-running-operation", "args": {"duration": 1, "steps": 3}, "progress": true},
+            call("get-sum", json!({"a": "2", "b": 40})),
+            {"op": "resources"},
+            {"op": "prompts"},
+            {"op": "ping"},
+        ]),
+    );
+    assert_eq!(s.names(1), names);
+    assert!(names.len() >= 10, "{names:?}");
+    assert!(s.text(2).contains("through the guard"), "{}", s.text(2));
+    assert!(s.text(3).contains("42"), "{}", s.text(3));
+    assert_eq!(s.step(4)["result"]["isError"], false, "{}", s.step(4));
+    assert!(s.step(4)["result"]["structuredContent"].is_object());
+    assert_eq!(s.step(5)["progress"], 3, "progress notifications pass through: {}", s.step(5));
+    assert_eq!(s.error(6), ARGUMENTS_INVALID);
+    assert!(s.step(7)["count"].as_u64().unwrap() > 0, "resources pass through");
+    assert!(s.step(8)["count"].as_u64().unwrap() > 0, "prompts pass through");
+    assert_eq!(s.step(9)["ok"], true);
+}
