@@ -8,6 +8,7 @@
 
 pub mod frame;
 pub mod judge;
+pub mod pins;
 pub mod reason;
 pub mod session;
 pub mod stdio;

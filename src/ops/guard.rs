@@ -73,21 +73,6 @@ impl crate::error::Coded for GuardError {
     }
 }
 
-/// The agent file the pins of `server` are kept in.
-pub fn pin_file(server: &str) -> String {
-    format!("pins/{server}.mcp.json")
-}
-
-/// The Tool objects of a pin file (`{"server": NAME, "tools": [...]}`).
-fn pinned_tools(file: &str, bytes: &[u8]) -> Result<Vec<Value>, GuardError> {
-    let bad = |message: String| GuardError::BadPins { file: file.to_owned(), message };
-    let doc: Value = serde_json::from_slice(bytes).map_err(|e| bad(e.to_string()))?;
-    match doc.get("tools") {
-        Some(Value::Array(tools)) => Ok(tools.clone()),
-        _ => Err(bad("it has no `tools` array".to_owned())),
-    }
-}
-
 /// Keeps the bytes of one verified entry (up to the cap of pinned files), discards the rest.
 struct Keep {
     path: String,
@@ -125,7 +110,7 @@ pub fn guard(
     report: &mut dyn Report,
     server_log: ServerLog,
 ) -> Result<Guarded, GuardError> {
-    let file = pin_file(&opts.server_name);
+    let file = crate::guard::pins::file_for(&opts.server_name);
     let mut keep = Keep { path: file.clone(), bytes: None };
     let input = match source
         .open_judged(progress, gate.needs_config(), |before| gate.before_layer(before))
@@ -141,7 +126,8 @@ pub fn guard(
     }
     let bytes =
         keep.bytes.ok_or_else(|| GuardError::NotPinned { server: opts.server_name.clone(), file: file.clone() })?;
-    let tools = pinned_tools(&file, &bytes)?;
+    let tools =
+        crate::guard::pins::tools(&bytes).map_err(|message| GuardError::BadPins { file: file.clone(), message })?;
     let judge = Judge::new(&opts.server_name, &tools, opts.policy)
         .map_err(|e| GuardError::BadPins { file: file.clone(), message: e.to_string() })?;
     let mut audit = match &opts.audit {
