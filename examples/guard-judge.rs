@@ -55,5 +55,9 @@ fn main() {
     }
     times.sort();
     let at = |q: f64| times[((times.len() as f64 * q) as usize).min(times.len() - 1)].as_secs_f64() * 1e6;
-    println!("{{\"tools\": 100, \"iterations\": {iterations}, \"p50_us\": {:.1}, \"p99_us\": {:.1}}}", at(0.50), at(0.99));
+    println!(
+        "{{\"tools\": 100, \"iterations\": {iterations}, \"p50_us\": {:.1}, \"p99_us\": {:.1}}}",
+        at(0.50),
+        at(0.99)
+    );
 }

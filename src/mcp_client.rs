@@ -25,45 +25,7 @@ pub const KNOWN_VERSIONS: &[&str] = &["2024-11-05", "2025-03-26", "2025-06-18", 
 /// At most this many bytes of the server's stderr are kept (the end of it).
 const STDERR_KEEP: usize = crate::limits::MAX_MCP_STDERR_BYTES;
 
-/// The variables of our environment a server gets unasked (what the Python MCP SDK passes):
-/// everything else, credentials and signing keys included, only when `--env` names it.
-pub const INHERITED_ENV: &[&str] = &["HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER"];
-
-/// The server to start: a program, its arguments, and what of the environment it gets.
-#[derive(Debug, Clone)]
-pub struct Server {
-    pub program: String,
-    pub args: Vec<String>,
-    /// `--env NAME` (passed from our environment, if set) and `--env NAME=VALUE`, on top of
-    /// [`INHERITED_ENV`]; nothing else of our environment reaches the server.
-    pub env: Vec<EnvVar>,
-}
-
-/// One `--env` of a server.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum EnvVar {
-    /// Passed from our environment when set there.
-    Inherit(String),
-    /// Set to this value.
-    Set(String, String),
-}
-
-impl std::str::FromStr for EnvVar {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        let (name, value) = match s.split_once('=') {
-            Some((n, v)) => (n, Some(v)),
-            None => (s, None),
-        };
-        if name.is_empty() || !name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_') {
-            return Err(format!("`{name}` is not an environment variable name (letters, digits, _)"));
-        }
-        Ok(match value {
-            Some(v) => EnvVar::Set(name.to_owned(), v.to_owned()),
-            None => EnvVar::Inherit(name.to_owned()),
-        })
-    }
-}
+pub use crate::mcp_process::{EnvVar, INHERITED_ENV, Server};
 
 /// Replaces, in `text` (what a server wrote), every value of our environment of 4 characters
 /// or more by `$NAME`: a server's stderr is echoed in messages, and it must not carry a secret
@@ -82,13 +44,6 @@ pub fn redact_env(text: &str) -> String {
         }
     }
     out
-}
-
-impl Server {
-    /// The command line, for messages.
-    pub fn display(&self) -> String {
-        std::iter::once(self.program.as_str()).chain(self.args.iter().map(String::as_str)).collect::<Vec<_>>().join(" ")
-    }
 }
 
 /// The bounds one listing runs under.
@@ -461,5 +416,11 @@ fn write_all(mut pipe: ChildStdin, rx: &Receiver<Vec<u8>>) {
         if pipe.write_all(&message).and_then(|()| pipe.flush()).is_err() {
             return;
         }
+    }
+}
+
+impl crate::error::Coded for McpError {
+    fn code(&self) -> crate::error::ErrorCode {
+        crate::error::ErrorCode::IoError
     }
 }

@@ -9,7 +9,52 @@ use std::process::{Child, ChildStderr, ChildStdin, ChildStdout, Command, ExitSta
 use std::thread;
 use std::time::{Duration, Instant};
 
-use crate::mcp_client::{EnvVar, INHERITED_ENV, Server};
+/// The variables of our environment a server gets unasked (what the Python MCP SDK passes):
+/// everything else, credentials and signing keys included, only when `--env` names it.
+pub const INHERITED_ENV: &[&str] = &["HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER"];
+
+/// The server to start: a program, its arguments, and what of the environment it gets.
+#[derive(Debug, Clone)]
+pub struct Server {
+    pub program: String,
+    pub args: Vec<String>,
+    /// `--env NAME` (passed from our environment, if set) and `--env NAME=VALUE`, on top of
+    /// [`INHERITED_ENV`]; nothing else of our environment reaches the server.
+    pub env: Vec<EnvVar>,
+}
+
+/// One `--env` of a server.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum EnvVar {
+    /// Passed from our environment when set there.
+    Inherit(String),
+    /// Set to this value.
+    Set(String, String),
+}
+
+impl std::str::FromStr for EnvVar {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        let (name, value) = match s.split_once('=') {
+            Some((n, v)) => (n, Some(v)),
+            None => (s, None),
+        };
+        if name.is_empty() || !name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_') {
+            return Err(format!("`{name}` is not an environment variable name (letters, digits, _)"));
+        }
+        Ok(match value {
+            Some(v) => EnvVar::Set(name.to_owned(), v.to_owned()),
+            None => EnvVar::Inherit(name.to_owned()),
+        })
+    }
+}
+
+impl Server {
+    /// The command line, for messages.
+    pub fn display(&self) -> String {
+        std::iter::once(self.program.as_str()).chain(self.args.iter().map(String::as_str)).collect::<Vec<_>>().join(" ")
+    }
+}
 
 /// How long a server gets to exit after its stdin is closed, and again after SIGTERM.
 pub const GRACE: Duration = Duration::from_millis(1000);

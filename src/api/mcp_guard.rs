@@ -105,7 +105,8 @@ impl GuardDecision {
         self.0.signed.as_deref()
     }
 
-    /// The top-level fields that differ from the signed definition (for drift).
+    /// What differs from the signed definition (for drift): `bundle diff`'s change kind and
+    /// where, e.g. `description_changed description`.
     pub fn changed(&self) -> &[String] {
         &self.0.changed
     }
@@ -197,8 +198,8 @@ impl VerifiedAgent {
         let bytes = self.file(&file).ok_or_else(|| {
             Error::failed("mcp_not_pinned", format!("the bundle has no pins for server `{server}` ({file})"))
         })?;
-        let tools =
-            crate::guard::pins::tools(bytes).map_err(|e| Error::failed("mcp_not_pinned", format!("{file}: {e}")))?;
+        let tools = crate::guard::pins::tools(server, bytes)
+            .map_err(|e| Error::failed("mcp_not_pinned", format!("{file}: {e}")))?;
         McpGuard::new(server, &tools, options)
     }
 }

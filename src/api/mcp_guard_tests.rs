@@ -52,7 +52,7 @@ fn drifted_new_and_renamed_tools_are_removed_and_cannot_be_called() {
         codes,
         [("echo", "mcp_tool_drift"), ("wipe_all", "mcp_tool_not_pinned"), ("new", "mcp_tool_not_pinned")]
     );
-    assert_eq!(list.decisions[0].changed(), ["description"]);
+    assert_eq!(list.decisions[0].changed(), ["description_changed description"]);
     for tool in ["echo", "wipe", "wipe_all", "new"] {
         let e = g.check_call(tool, None).unwrap_err();
         assert_eq!((e.code(), e.rpc_code()), ("mcp_tool_not_exposed", Some(-32090)), "{tool}");

@@ -55,7 +55,7 @@ pub struct Judged {
     pub served: Option<String>,
     /// The fingerprint of the signed definition, when there is one.
     pub signed: Option<String>,
-    /// What differs, for drift (field names, never values).
+    /// What differs, for drift: change kinds and where (never values).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub changed: Vec<String>,
 }
@@ -117,30 +117,20 @@ pub struct Judge {
     exposed: BTreeSet<String>,
 }
 
-/// The fingerprint of a Tool object: BLAKE3 of its RFC 8785 canonical JSON.
+/// The fingerprint of a Tool object: BLAKE3 of its RFC 8785 canonical JSON, the function of
+/// the pins and the tool contracts.
 pub fn fingerprint(tool: &Value) -> String {
-    // A Value always serialises; the canonical form of one that holds a number JCS cannot
-    // write (none from JSON text can) falls back to its plain form, which still differs
-    // from any signed one.
-    let canonical = serde_jcs::to_string(tool).unwrap_or_else(|_| tool.to_string());
-    blake3::hash(canonical.as_bytes()).to_hex().to_string()
+    crate::formats::mcp_pin::fingerprint(tool)
 }
 
 fn compile(schema: &Value) -> Result<jsonschema::Validator, String> {
     jsonschema::validator_for(schema).map_err(|e| e.to_string())
 }
 
-fn read_only(tool: &Value) -> bool {
-    tool.pointer("/annotations/readOnlyHint").and_then(Value::as_bool) == Some(true)
-}
-
-/// The top-level fields of two Tool objects that differ (for messages and the audit log).
+/// What changed from the signed definition to the served one, in `bundle diff`'s words: the
+/// change kind and where (never the values, which the audit log must not hold).
 fn changed_fields(signed: &Value, served: &Value) -> Vec<String> {
-    let empty = serde_json::Map::new();
-    let a = signed.as_object().unwrap_or(&empty);
-    let b = served.as_object().unwrap_or(&empty);
-    let keys: BTreeSet<&String> = a.keys().chain(b.keys()).collect();
-    keys.into_iter().filter(|k| a.get(*k) != b.get(*k)).map(|k| sanitize(k)).collect()
+    crate::contract::tool_drift(signed, served).iter().map(|c| format!("{} {}", c.kind, sanitize(&c.at))).collect()
 }
 
 impl Judge {
@@ -271,6 +261,7 @@ impl Judge {
                 changed: Vec::new(),
             };
         }
+        let read_only = crate::contract::mcp_read_only;
         let warn = self.policy.on_drift == OnDrift::WarnReadOnly && read_only(&pin.tool) && read_only(tool);
         Judged {
             tool: name.to_owned(),

@@ -117,7 +117,7 @@ pub fn guard(
         .map_err(GateError::from)?
     {
         Ok(input) => input,
-        Err(rejection) => return Ok(Guarded::Refused(Verdict::Refused { rejection, baseline: None })),
+        Err(rejection) => return Ok(Guarded::Refused(gate.refused_before(rejection))),
     };
     let label = source.label();
     let verdict = input.judge(|bytes| gate.run(bytes, &label, &mut keep))?;
@@ -126,8 +126,18 @@ pub fn guard(
     }
     let bytes =
         keep.bytes.ok_or_else(|| GuardError::NotPinned { server: opts.server_name.clone(), file: file.clone() })?;
-    let tools =
-        crate::guard::pins::tools(&bytes).map_err(|message| GuardError::BadPins { file: file.clone(), message })?;
+    let bad = |message: String| GuardError::BadPins { file: file.clone(), message };
+    if let Verdict::Passed { verified, .. } = &verdict
+        && let Some(listed) = verified.manifest.pins.get(&file)
+        && listed.mcp_server() != Some(opts.server_name.as_str())
+    {
+        return Err(bad(format!(
+            "manifest.toml [pins] lists it as `{}`, not as MCP server `{}`",
+            listed.origin(),
+            opts.server_name
+        )));
+    }
+    let tools = crate::guard::pins::tools(&opts.server_name, &bytes).map_err(bad)?;
     let judge = Judge::new(&opts.server_name, &tools, opts.policy)
         .map_err(|e| GuardError::BadPins { file: file.clone(), message: e.to_string() })?;
     let mut audit = match &opts.audit {

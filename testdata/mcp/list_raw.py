@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Lists an MCP server's tools exactly as served (every page of tools/list), speaking raw
-JSON-RPC over stdio, and writes a pin file: {"server": NAME, "tools": [...]}.
+JSON-RPC over stdio, and writes a pin file: {"version": 1, "server": NAME, "tools": [...]} (formats::mcp_pin).
 
 usage: list_raw.py NAME OUT -- COMMAND [ARGS...]
 Used by the guard tests to pin a real server the way `bundle import --pin` does, with a client
@@ -38,4 +38,5 @@ while True:
 proc.stdin.close()
 proc.wait(timeout=10)
 with open(out, "w") as f:
-    json.dump({"server": name, "tools": tools}, f, indent=2)
+    json.dump({"version": 1, "server": name, "tools": tools}, f, indent=2)
+    f.write("\n")

@@ -265,7 +265,11 @@ fn guard_on_drift_warn_read_only_passes_read_only_drift_and_never_risky_drift() 
     };
     assert_eq!(s.names(2), ["echo", "add", "wipe"]);
     assert_eq!(s.text(3), "hi");
-    assert!(s.stderr.contains("warning: tool `echo` differs from its signed definition (description)"), "{}", s.stderr);
+    assert!(
+        s.stderr.contains("warning: tool `echo` differs from its signed definition (description_changed description)"),
+        "{}",
+        s.stderr
+    );
     // wipe is signed as destructive: served as read-only, it is drift of a risky tool.
     let Some((s, _)) = attack("flip", &["--on-drift", "warn-read-only"], json!([list(), call("wipe", json!({}))]))
     else {
