@@ -104,7 +104,7 @@ impl Sink for Keep {
 /// (and writes the audit log when one is asked for); `server_log` gets the server's stderr.
 pub fn guard(
     source: &BundleSource,
-    mut gate: Gate,
+    gate: Gate,
     opts: &GuardOptions,
     progress: &dyn Progress,
     report: &mut dyn Report,
@@ -112,15 +112,10 @@ pub fn guard(
 ) -> Result<Guarded, GuardError> {
     let file = crate::guard::pins::file_for(&opts.server_name);
     let mut keep = Keep { path: file.clone(), bytes: None };
-    let input = match source
-        .open_judged(progress, gate.needs_config(), |before| gate.before_layer(before))
-        .map_err(GateError::from)?
-    {
-        Ok(input) => input,
-        Err(rejection) => return Ok(Guarded::Refused(gate.refused_before(rejection))),
+    let verdict = match source.open(progress, &gate.wanted()).map_err(GateError::from)? {
+        Ok(input) => gate.judge(input, &mut keep)?,
+        Err(rejection) => Verdict::refused(rejection),
     };
-    let label = source.label();
-    let verdict = input.judge(|bytes| gate.run(bytes, &label, &mut keep))?;
     if !matches!(verdict, Verdict::Passed { .. }) {
         return Ok(Guarded::Refused(verdict));
     }
