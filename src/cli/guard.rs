@@ -10,7 +10,7 @@ use agent_bundle::guard::session::Audit;
 use agent_bundle::guard::stdio::{End, Report};
 use agent_bundle::guard::{Decision, OnDrift, Policy};
 use agent_bundle::mcp_client::{EnvVar, Server};
-use agent_bundle::ops::guard::{GuardOptions, Guarded};
+use agent_bundle::ops::guard::{GuardOptions, Guarded, Transport};
 
 use super::args::{GateArgs, TrustArgs};
 use super::keys::load_trust;
@@ -26,6 +26,10 @@ use super::{Format, Global, Outcome, output};
 /// tools not passed get a JSON-RPC error and never reach the server. After
 /// notifications/tools/list_changed the guard lists and judges the new tools before the client
 /// hears of the change. Everything else passes through unchanged.
+///
+/// Streamable HTTP: with --upstream URL --listen ADDR:PORT instead of a command, the guard
+/// serves the MCP endpoint at http://ADDR:PORT/mcp and forwards to URL under the same rules
+/// (--upstream-plain-http, --upstream-ca-cert).
 ///
 /// Exit status: 0 the client ended the session, 1 the bundle was rejected (the server is never
 /// started), 2 usage or I/O error, or the server exited during the session.
@@ -69,8 +73,24 @@ pub struct Args {
     /// repeatable. The server otherwise gets only HOME, LOGNAME, PATH, SHELL, TERM and USER.
     #[arg(long = "env", value_name = "NAME[=VALUE]")]
     env: Vec<EnvVar>,
+    /// Streamable HTTP: the server's MCP endpoint (https://HOST/mcp; http:// needs
+    /// --upstream-plain-http, --upstream-ca-cert adds roots), instead of a command.
+    #[arg(long, value_name = "URL", requires = "listen", conflicts_with = "command")]
+    upstream: Option<String>,
+    /// Streamable HTTP: reach an http:// upstream, without TLS (a server on loopback or a
+    /// trusted network only). Never chosen automatically.
+    #[arg(long, requires = "upstream")]
+    upstream_plain_http: bool,
+    /// Streamable HTTP: also trust the root certificates in this PEM file for the upstream (a
+    /// private CA); repeatable.
+    #[arg(long = "upstream-ca-cert", value_name = "PEM", requires = "upstream")]
+    upstream_ca_certs: Vec<PathBuf>,
+    /// Streamable HTTP: where the client connects (ADDR:PORT, e.g. 127.0.0.1:8931; port 0
+    /// picks a free one, printed on stderr). The endpoint is /mcp.
+    #[arg(long, value_name = "ADDR:PORT", requires = "upstream")]
+    listen: Option<std::net::SocketAddr>,
     /// The MCP server's command and its arguments (stdio transport).
-    #[arg(value_name = "COMMAND", last = true, required = true)]
+    #[arg(value_name = "COMMAND", last = true, required_unless_present = "upstream")]
     command: Vec<String>,
 }
 
@@ -97,6 +117,10 @@ impl Report for Stderr {
             let _ = writeln!(std::io::stderr(), "bundle guard: warning: {message}");
         }
     }
+    fn listening(&mut self, addr: std::net::SocketAddr) {
+        // Always said: a host started with port 0 needs it.
+        let _ = writeln!(std::io::stderr(), "bundle guard: listening on http://{addr}/mcp");
+    }
 }
 
 pub fn run(args: Args, global: Global) -> anyhow::Result<Outcome> {
@@ -105,10 +129,21 @@ pub fn run(args: Args, global: Global) -> anyhow::Result<Outcome> {
     args.keyless.apply(&mut opts)?;
     let gate = agent_bundle::ops::gate::Gate::open(opts)?;
     let source = args.registry.source(&args.bundle)?;
-    let (program, rest) = args.command.split_first().expect("clap requires the command");
+    let transport = match (&args.upstream, args.listen, args.command.split_first()) {
+        (Some(upstream), Some(listen), _) => Transport::Http {
+            upstream: upstream.clone(),
+            listen,
+            plain_http: args.upstream_plain_http,
+            ca_certs: args.upstream_ca_certs.clone(),
+        },
+        (_, _, Some((program, rest))) => {
+            Transport::Stdio(Server { program: program.clone(), args: rest.to_vec(), env: args.env })
+        }
+        _ => anyhow::bail!("give the server's command after `--`, or --upstream URL --listen ADDR:PORT"),
+    };
     let guard = GuardOptions {
         server_name: args.server.clone(),
-        server: Server { program: program.clone(), args: rest.to_vec(), env: args.env },
+        transport,
         policy: Policy {
             on_drift: match args.on_drift {
                 DriftArg::Block => OnDrift::Block,
@@ -131,7 +166,8 @@ pub fn run(args: Args, global: Global) -> anyhow::Result<Outcome> {
             }
         }
     });
-    let guarded = agent_bundle::ops::guard::guard(&source, gate, &guard, &bar, &mut Stderr { global }, server_log)?;
+    let guarded =
+        agent_bundle::ops::guard::guard(&source, gate, &guard, &bar, Box::new(Stderr { global }), server_log)?;
     match guarded {
         Guarded::Refused(verdict) => super::verify::render(&args.bundle, &verdict, Format::Human, global),
         Guarded::Ended { end: End::ClientClosed, .. } => Ok(Outcome::Ok),

@@ -3,10 +3,11 @@
 //! can call only those, with arguments their signed schemas allow.
 //!
 //! The judge ([`judge`]) and the session's rules ([`session`]) are pure; the transports
-//! ([`stdio`]) move bytes and keep every peer within the caps ([`frame`]); the codes of every
+//! ([`stdio`], [`http`]) move bytes and keep every peer within the caps ([`frame`]); the codes of every
 //! decision are in [`reason`].
 
 pub mod frame;
+pub mod http;
 pub mod judge;
 pub mod pins;
 pub mod reason;

@@ -22,6 +22,10 @@ use crate::mcp_process::{self, Started};
 pub trait Report {
     fn audit(&mut self, record: &Audit);
     fn warn(&mut self, message: &str);
+    /// The HTTP guard listens at `addr` (with `--listen ...:0`, the port it was given).
+    fn listening(&mut self, addr: std::net::SocketAddr) {
+        let _ = addr;
+    }
 }
 
 /// What the server writes to its stderr is handed, as it comes, to this.

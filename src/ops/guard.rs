@@ -8,12 +8,14 @@
 
 use std::io::{self, Write};
 use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde_json::Value;
 
 use crate::bundle::verify::Sink;
 use crate::guard::frame::Caps;
+use crate::guard::http;
 use crate::guard::session::{Audit, Session};
 use crate::guard::stdio::{self, End, Report, ServerLog};
 use crate::guard::{Judge, Policy};
@@ -27,13 +29,29 @@ use crate::progress::Progress;
 pub struct GuardOptions {
     /// `--server`: whose pins hold the session.
     pub server_name: String,
-    /// The command after `--`.
-    pub server: Server,
+    /// How the server is reached.
+    pub transport: Transport,
     pub policy: Policy,
     /// `--timeout`: how long a request may wait for its answer.
     pub timeout: Duration,
     /// `--audit FILE`: JSON lines appended, one per decision.
     pub audit: Option<PathBuf>,
+}
+
+/// How the guard reaches the server.
+#[derive(Debug, Clone)]
+pub enum Transport {
+    /// The command after `--`, started by the guard; the client is on stdin/stdout.
+    Stdio(Server),
+    /// `--upstream URL --listen ADDR`: streamable HTTP.
+    Http {
+        upstream: String,
+        listen: std::net::SocketAddr,
+        /// `--upstream-plain-http`: an http:// upstream (never chosen automatically).
+        plain_http: bool,
+        /// `--upstream-ca-cert`: roots to trust beside the Mozilla ones.
+        ca_certs: Vec<PathBuf>,
+    },
 }
 
 /// How a guarded session went.
@@ -57,6 +75,10 @@ pub enum GuardError {
     BadPins { file: String, message: String },
     #[error("cannot start the MCP server `{program}`: {source}")]
     Spawn { program: String, source: io::Error },
+    #[error("cannot listen on {addr}: {source}")]
+    Listen { addr: std::net::SocketAddr, source: io::Error },
+    #[error("--upstream {url}: {message}")]
+    Upstream { url: String, message: String },
     #[error("{path}: cannot open the audit log: {source}")]
     Audit { path: PathBuf, source: io::Error },
 }
@@ -68,6 +90,8 @@ impl crate::error::Coded for GuardError {
             GuardError::Gate(e) => e.code(),
             GuardError::NotPinned { .. } | GuardError::BadPins { .. } => ErrorCode::McpNotPinned,
             GuardError::Spawn { .. } => ErrorCode::McpServerFailed,
+            GuardError::Listen { .. } => ErrorCode::IoError,
+            GuardError::Upstream { .. } => ErrorCode::Usage,
             GuardError::Audit { .. } => ErrorCode::IoError,
         }
     }
@@ -107,7 +131,7 @@ pub fn guard(
     gate: Gate,
     opts: &GuardOptions,
     progress: &dyn Progress,
-    report: &mut dyn Report,
+    mut report: Box<dyn Report + Send>,
     server_log: ServerLog,
 ) -> Result<Guarded, GuardError> {
     let file = crate::guard::pins::file_for(&opts.server_name);
@@ -139,12 +163,90 @@ pub fn guard(
         Some(path) => Some(AuditLog::open(path, &opts.server_name)?),
         None => None,
     };
-    let started = crate::mcp_process::spawn(&opts.server)
-        .map_err(|source| GuardError::Spawn { program: opts.server.program.clone(), source })?;
+    let server = match &opts.transport {
+        Transport::Stdio(server) => server,
+        Transport::Http { upstream, listen, plain_http, ca_certs } => {
+            let shared = Arc::new(Shared { report: Mutex::new(report), audit: Mutex::new(audit) });
+            let end = serve_http(opts, tools, upstream, *listen, *plain_http, ca_certs, shared)?;
+            return Ok(Guarded::Ended { verdict, end });
+        }
+    };
+    let started = crate::mcp_process::spawn(server)
+        .map_err(|source| GuardError::Spawn { program: server.program.clone(), source })?;
     let session = Session::new(judge, opts.timeout);
-    let mut both = Both { report, audit: audit.as_mut() };
+    let mut both = Both { report: &mut *report, audit: audit.as_mut() };
     let end = stdio::run(session, started, io::stdin(), io::stdout(), Caps::default(), &mut both, server_log);
     Ok(Guarded::Ended { verdict, end })
+}
+
+/// Listens for the client and proxies streamable HTTP to `upstream` until the listener fails.
+fn serve_http(
+    opts: &GuardOptions,
+    tools: Vec<Value>,
+    upstream: &str,
+    listen: std::net::SocketAddr,
+    plain_http: bool,
+    ca_certs: &[PathBuf],
+    shared: Arc<Shared>,
+) -> Result<End, GuardError> {
+    let bad = |message: String| GuardError::Upstream { url: upstream.to_owned(), message };
+    match upstream.split_once("://").map(|(s, _)| s) {
+        Some("https") => {}
+        Some("http") if plain_http => {}
+        Some("http") => {
+            return Err(bad("an http:// upstream needs --upstream-plain-http (never chosen automatically)".into()));
+        }
+        _ => return Err(bad("not an http(s):// URL".into())),
+    }
+    let tls = crate::fetch::tls_config(ca_certs).map_err(|e| bad(e.to_string()))?;
+    let agent: ureq::Agent = ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .https_only(!plain_http)
+        .tls_config(tls)
+        .max_redirects(0)
+        .timeout_global(Some(opts.timeout))
+        .user_agent(concat!("agent-bundle-guard/", env!("CARGO_PKG_VERSION")))
+        .build()
+        .into();
+    let listener = std::net::TcpListener::bind(listen).map_err(|source| GuardError::Listen { addr: listen, source })?;
+    let bound = listener.local_addr().map_err(|source| GuardError::Listen { addr: listen, source })?;
+    lock(&shared.report).listening(bound);
+    let (server, policy, timeout) = (opts.server_name.clone(), opts.policy, opts.timeout);
+    let proxy = http::Proxy {
+        upstream: upstream.to_owned(),
+        agent,
+        caps: Caps::default(),
+        // The pins were judged usable above; each MCP session gets a judge of its own.
+        new_session: Box::new(move || {
+            let judge = Judge::new(&server, &tools, policy).expect("pins that were usable a moment ago");
+            Session::new(judge, timeout)
+        }),
+        report: shared,
+    };
+    http::serve(listener, proxy).map_err(|source| GuardError::Listen { addr: listen, source })?;
+    Ok(End::ClientClosed)
+}
+
+fn lock<T: ?Sized>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// The report and audit log shared by the HTTP guard's connections.
+struct Shared {
+    report: Mutex<Box<dyn Report + Send>>,
+    audit: Mutex<Option<AuditLog>>,
+}
+
+impl http::SharedReport for Shared {
+    fn audit(&self, record: &Audit) {
+        if let Some(log) = lock(&self.audit).as_mut() {
+            log.write(record);
+        }
+        lock(&self.report).audit(record);
+    }
+    fn warn(&self, message: &str) {
+        lock(&self.report).warn(message);
+    }
 }
 
 /// The audit log: one JSON object per line, appended and flushed as each decision is made.

@@ -4,6 +4,7 @@ it starts `bundle guard ... -- SERVER` as its stdio server, runs the steps it is
 prints one JSON line per step.
 
 usage: guard_client.py STEPS_JSON -- COMMAND [ARGS...]
+       guard_client.py STEPS_JSON --url URL        (streamable HTTP)
   STEPS_JSON: a list of steps:
     {"op": "list"}                          every page; prints the tool names (and fields)
     {"op": "call", "name": N, "args": {...}}  prints {"result": ...} or {"error": {code, message, data}}
@@ -22,7 +23,8 @@ from mcp import types
 from mcp.shared.exceptions import MCPError
 
 steps = json.loads(sys.argv[1])
-cmd = sys.argv[sys.argv.index("--") + 1:]
+url = sys.argv[sys.argv.index("--url") + 1] if "--url" in sys.argv else None
+cmd = sys.argv[sys.argv.index("--") + 1:] if "--" in sys.argv else []
 
 
 def out(obj):
@@ -45,8 +47,13 @@ async def main():
         if method == "notifications/tools/list_changed":
             changed.set()
 
-    params = StdioServerParameters(command=cmd[0], args=cmd[1:])
-    async with stdio_client(params) as (read, write):
+    if url:
+        from mcp.client.streamable_http import streamable_http_client
+        transport = streamable_http_client(url)
+    else:
+        transport = stdio_client(StdioServerParameters(command=cmd[0], args=cmd[1:]))
+    async with transport as streams:
+        read, write = streams[0], streams[1]
         async with ClientSession(read, write, message_handler=on_message, read_timeout_seconds=30) as session:
             init = await session.initialize()
             out({"op": "initialize", "server": init.server_info.name})

@@ -602,3 +602,109 @@ fn guard_passes_the_honest_tools_of_server_everything_over_stdio() {
     assert!(s.step(8)["count"].as_u64().unwrap() > 0, "prompts pass through");
     assert_eq!(s.step(9)["ok"], true);
 }
+
+/// A child process stopped (by its own pid) when the test ends, however it ends.
+struct Stopped(std::process::Child);
+
+impl Drop for Stopped {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+/// Waits until something accepts connections on `port` (a server that has started).
+fn wait_for_port(port: u16) {
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(std::time::Instant::now() < until, "nothing listens on {port}");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn guard_proxies_server_everything_over_streamable_http() {
+    if !ready() || !require_tool("mcp-server-everything") {
+        return;
+    }
+    let env = Env::new();
+    let bundle = pinned_bundle(&env, "everything", &["mcp-server-everything", "stdio"]);
+    let port = free_port();
+    let _server = Stopped(
+        Command::new("mcp-server-everything")
+            .arg("streamableHttp")
+            .env("PORT", port.to_string())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    wait_for_port(port);
+    let audit = env.path().join("audit.jsonl");
+    let mut guard = Stopped(
+        crate::support::bin()
+            .args(["guard", bundle.to_str().unwrap(), "--key", &key("test.pub"), "--server", "everything"])
+            .args(["--upstream-plain-http", "--upstream", &format!("http://127.0.0.1:{port}/mcp")])
+            .args(["--listen", "127.0.0.1:0", "--audit", audit.to_str().unwrap()])
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap(),
+    );
+    // The first line says where it listens (port 0: a free one).
+    let mut first = String::new();
+    BufReader::new(guard.0.stderr.take().unwrap()).read_line(&mut first).unwrap();
+    let url = first.trim().strip_prefix("bundle guard: listening on ").unwrap_or_else(|| panic!("{first}")).to_owned();
+    let out = Command::new("python3")
+        .arg(script("guard_client.py"))
+        .arg(
+            json!([
+                list(),
+                call("echo", json!({"message": "over http"})),
+                call("run_shell", json!({})),
+                call("get-sum", json!({"a": "x", "b": 1})),
+                {"op": "call", "name": "trigger-long-running-operation", "args": {"duration": 1, "steps": 3}, "progress": true},
+            ])
+            .to_string(),
+        )
+        .args(["--url", &url])
+        .output()
+        .unwrap();
+    let s = Session {
+        steps: String::from_utf8_lossy(&out.stdout).lines().map(|l| serde_json::from_str(l).unwrap()).collect(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    };
+    assert!(s.names(1).contains(&"echo") && s.names(1).len() >= 10, "{:?}", s.names(1));
+    assert_eq!(s.text(2), "Echo: over http");
+    assert_eq!(s.error(3), NOT_EXPOSED);
+    assert_eq!(s.error(4), ARGUMENTS_INVALID);
+    assert_eq!(s.step(5)["progress"], 3, "progress arrives through the SSE stream: {}", s.step(5));
+    let audit = std::fs::read_to_string(&audit).unwrap();
+    assert!(audit.contains(r#""tool":"run_shell","decision":"block","reason":"mcp_tool_not_exposed""#), "{audit}");
+    assert!(!audit.contains("over http"), "no argument values in the audit log");
+}
+
+#[test]
+fn guard_refuses_a_plain_http_upstream_unless_asked() {
+    let env = Env::new();
+    let bundle = env.copy("agents/guarded", "guarded");
+    env.pack("guarded", "g.bundle").expect_code(0);
+    let _ = bundle;
+    let out = env.run(&[
+        "guard",
+        "g.bundle",
+        "--key",
+        &key("test.pub"),
+        "--server",
+        "hostile",
+        "--upstream",
+        "http://127.0.0.1:9/mcp",
+        "--listen",
+        "127.0.0.1:0",
+    ]);
+    out.expect_code(2);
+    assert!(out.stderr.contains("needs --upstream-plain-http"), "{}", out.stderr);
+}
