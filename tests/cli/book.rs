@@ -304,19 +304,13 @@ impl Sandbox {
             "exec 2>&1\n. \"$BOOK_STATE/env\"\ncd \"$(cat \"$BOOK_STATE/cwd\")\"\n(exit {previous_status})\n{script}\n\
              __book_status=$?\nexport -p > \"$BOOK_STATE/env\"\npwd > \"$BOOK_STATE/cwd\"\nexit $__book_status\n"
         );
-        let mut path = bin.parent().unwrap().as_os_str().to_owned();
-        let venv = std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache/agent-bundle-ci/venv/bin"));
-        for extra in venv.into_iter().chain(std::env::var_os("PATH").map(PathBuf::from)) {
-            path.push(":");
-            path.push(extra);
-        }
         let out = Command::new("bash")
             .arg("--noprofile")
             .arg("--norc")
             .arg("-c")
             .arg(&wrapped)
             .env_clear()
-            .env("PATH", path)
+            .env("PATH", book_path())
             .env("HOME", &self.home)
             .env("BOOK_STATE", &self.state)
             .env("AGENT_BUNDLE", repo())
@@ -332,17 +326,165 @@ impl Sandbox {
     }
 }
 
+/// The PATH of the page's commands: the built `bundle` first, then the test run's own (which
+/// `scripts/test` begins with its tools venv and npm folder).
+fn book_path() -> std::ffi::OsString {
+    let bin = PathBuf::from(env!("CARGO_BIN_EXE_bundle"));
+    let mut path = bin.parent().unwrap().as_os_str().to_owned();
+    if let Some(rest) = std::env::var_os("PATH") {
+        path.push(":");
+        path.push(rest);
+    }
+    path
+}
+
+/// `word` appears in `text` as a word of its own (not inside a file name or a longer word).
+fn has_word(text: &str, word: &str) -> bool {
+    let part = |c: char| c.is_ascii_alphanumeric() || "_-./".contains(c);
+    text.match_indices(word).any(|(at, _)| {
+        !text[..at].chars().next_back().is_some_and(part) && !text[at + word.len()..].chars().next().is_some_and(part)
+    })
+}
+
+/// The outside tools a command uses, as scripts/tools.txt names them (`minisign`,
+/// `py:securesystemslib.dsse`): the commands its script names, and the modules its Python
+/// imports, in a here-document or in a `.py` file of this repository it runs.
+fn tools_used(script: &str) -> Vec<String> {
+    let mut python = script.to_string();
+    for word in script.split_whitespace() {
+        let word = word.trim_matches(['"', '\'']);
+        if let Some(rel) = word.strip_prefix("$AGENT_BUNDLE/").filter(|r| r.ends_with(".py")) {
+            python.push_str(&std::fs::read_to_string(repo().join(rel)).unwrap_or_default());
+        }
+    }
+    let imports = |module: &str| {
+        let root = module.split('.').next().unwrap();
+        python.lines().map(str::trim).any(|l| {
+            ["import ", "from "]
+                .iter()
+                .any(|k| l.strip_prefix(k).is_some_and(|r| r.split([' ', '.', ',']).next() == Some(root)))
+        })
+    };
+    crate::support::tools_table()
+        .into_iter()
+        .flat_map(|(_, _, provides)| provides)
+        .filter(|what| match what.strip_prefix("py:") {
+            Some(module) => imports(module),
+            // GNU tar's --zstd runs the zstd command.
+            None => {
+                !what.starts_with("node:") && (has_word(script, what) || (what == "zstd" && script.contains("--zstd")))
+            }
+        })
+        .collect()
+}
+
+/// Whether the tool (as [`tools_used`] names it) is there for the page's commands.
+fn installed(what: &str) -> bool {
+    static SEEN: std::sync::Mutex<Vec<(String, bool)>> = std::sync::Mutex::new(Vec::new());
+    if let Some((_, known)) = SEEN.lock().unwrap().iter().find(|(w, _)| w == what) {
+        return *known;
+    }
+    let present = match what.strip_prefix("py:") {
+        Some(module) => Command::new("python3")
+            .env("PATH", book_path())
+            .args(["-c", &format!("import {module}")])
+            .output()
+            .is_ok_and(|o| o.status.success()),
+        None => std::env::split_paths(&book_path()).any(|dir| {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::metadata(dir.join(what)).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+        }),
+    };
+    SEEN.lock().unwrap().push((what.to_owned(), present));
+    present
+}
+
+/// How a page's "needs" line names a tool: `minisign`, or Python's `securesystemslib`.
+fn tool_name(what: &str) -> String {
+    match what.strip_prefix("py:") {
+        Some(module) => format!("Python's `{}`", module.split('.').next().unwrap()),
+        None => format!("`{what}`"),
+    }
+}
+
+/// The line under a guide's title that names the outside tools its commands use, generated
+/// from what they run (and scripts/tools.txt), so that it cannot drift.
+const NEEDS: &str = "> Needs";
+
+fn needs_line(page: &Page) -> String {
+    let mut used: Vec<String> = Vec::new();
+    for cmd in &page.commands {
+        for what in tools_used(&cmd.script) {
+            if !used.contains(&what) {
+                used.push(what);
+            }
+        }
+    }
+    if used.is_empty() {
+        return format!("{NEEDS} nothing besides `bundle`.");
+    }
+    // One entry per package: `ssh-agent`, `ssh-add` (`apt install openssh-client`).
+    let mut by_package: Vec<(String, Vec<String>)> = Vec::new();
+    for what in &used {
+        let fix = crate::support::install_hint(what);
+        match by_package.iter_mut().find(|(f, _)| *f == fix) {
+            Some((_, names)) => names.push(tool_name(what)),
+            None => by_package.push((fix, vec![tool_name(what)])),
+        }
+    }
+    let named: Vec<String> = by_package.iter().map(|(fix, names)| format!("{} (`{fix}`)", names.join(", "))).collect();
+    format!("{NEEDS}, besides `bundle`: {}.", named.join("; "))
+}
+
+/// Where a guide's needs line is (or goes): the first paragraph under its `# ` title.
+fn needs_at(lines: &[String]) -> Option<(usize, bool)> {
+    let title = lines.iter().position(|l| l.starts_with("# "))?;
+    let next = (title + 1..lines.len()).find(|&i| !lines[i].trim().is_empty())?;
+    Some((next, lines[next].starts_with(NEEDS)))
+}
+
 /// Runs every command of a page; the problems found (empty when the page runs as written).
 fn run_page(path: &Path) -> Vec<String> {
     let mut page = parse(path);
-    if page.commands.is_empty() {
+    let update = std::env::var_os("BUNDLE_UPDATE_DOCS").is_some();
+    let mut needs_rewrite = None;
+    if page.rel.starts_with("docs/book/src/guides/") {
+        let want = needs_line(&page);
+        match needs_at(&page.lines) {
+            Some((at, true)) if page.lines[at] == want => {}
+            Some((at, exists)) if update => needs_rewrite = Some((at, exists, want)),
+            found => page.problems.push(format!(
+                "{}:{}: under its title, a guide says what it needs (BUNDLE_UPDATE_DOCS=1 writes it):\n{want}",
+                page.rel,
+                found.map_or(1, |(at, _)| at + 1)
+            )),
+        }
+    }
+    if page.commands.is_empty() && needs_rewrite.is_none() {
         return page.problems;
     }
     let sandbox = Sandbox::new(page.rel == "README.md");
-    let update = std::env::var_os("BUNDLE_UPDATE_DOCS").is_some();
     let mut rewrites: Vec<(std::ops::Range<usize>, Vec<String>)> = Vec::new();
     let mut previous = 0;
     for (n, cmd) in page.commands.iter().enumerate() {
+        // A command whose tool is missing: the rest of the page depends on it, so it stops
+        // here, visibly (a failure under BUNDLE_REQUIRE_TOOLS).
+        if let Some(what) = tools_used(&cmd.script).into_iter().find(|w| !installed(w)) {
+            let (name, fix) = (tool_name(&what).replace('`', ""), crate::support::install_hint(&what));
+            let at = format!("{}:{}", page.rel, cmd.line + 1);
+            if std::env::var_os("BUNDLE_REQUIRE_TOOLS").is_some() {
+                page.problems
+                    .push(format!("{at}: needs {name}, which is missing ({fix}; BUNDLE_REQUIRE_TOOLS is set)"));
+            } else {
+                let rest = page.commands.len() - n;
+                crate::support::skipped(
+                    &format!("book {at}, {rest} commands to the page's end"),
+                    &format!("tool {name}"),
+                    &fix,
+                );
+            }
+            break;
+        }
         let started = std::time::Instant::now();
         let (actual, status) = sandbox.run(&cmd.script, previous);
         if std::env::var_os("BUNDLE_BOOK_TIMES").is_some() {
@@ -378,10 +520,16 @@ fn run_page(path: &Path) -> Vec<String> {
             }
         }
     }
-    if !rewrites.is_empty() {
+    if !rewrites.is_empty() || needs_rewrite.is_some() {
         let mut lines = page.lines.clone();
         for (range, new) in rewrites.into_iter().rev() {
             lines.splice(range, new);
+        }
+        // Above every command, so last.
+        match needs_rewrite {
+            Some((at, true, want)) => lines[at] = want,
+            Some((at, false, want)) => lines.splice(at..at, [want, String::new()]).for_each(drop),
+            None => {}
         }
         std::fs::write(path, lines.join("\n") + "\n").unwrap();
     }
