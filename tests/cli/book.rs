@@ -11,16 +11,25 @@
 //!   marker), and the lines up to the next `$ ` are its expected output, stdout and stderr
 //!   together. `...` alone on a line stands for any number of lines, `[..]` for any text within
 //!   a line. Signing key ids, public keys and compressed sizes (which move with the signature's
-//!   bytes) differ in every run and are compared as `[KEYID]`, `[PUBKEY]` and `[SIZE]`;
+//!   bytes) differ in every run and are compared as `[KEYID]`, `[PUBKEY]` and `[SIZE]`; but a
+//!   page's key ids must name one key each throughout, as in one run;
 //! - a command must exit 0, unless its line ends in a comment `# exit N` (or `# exits N`) or the
 //!   next command is `echo $?`, which then prints the status;
 //! - placeholders the harness fills: `$AGENT_BUNDLE` is this repository (its example agents are
 //!   under `$AGENT_BUNDLE/testdata`), and README.md's `cargo run --locked -q --` is the built
 //!   `bundle`, run in a temp folder holding a link to `testdata/`;
-//! - a block that cannot run here (GitHub-hosted steps, a terminal, the network) is marked for
-//!   the reader: the last line before it starts with `Not run by the book's tests` and says why.
-//!   A ```` ```sh ```` (or `bash`, `shell`) block must be marked the same way, and a command in
-//!   an indented block is refused: every shell command of a guide is either run or visibly not.
+//! - a ```` ```python ```` block is a command too (`python3 -`, which must print nothing), unless
+//!   it uses the package `agent_bundle`: those are run by python/tests/test_book_example.py,
+//!   which has the wheel;
+//! - a block that cannot run here (GitHub-hosted steps, a terminal, the network) is marked in
+//!   the page's source, out of a reader's way: the paragraph before it is an HTML comment
+//!   `<!-- Not run by the book's tests: WHY -->`. A ```` ```sh ```` (or `bash`, `shell`) block
+//!   must be marked the same way, and an indented code block is refused: every shell command of
+//!   a guide is either run or visibly not;
+//! - a guide says under its title which outside tools its commands use (the `> Needs` line,
+//!   generated from the commands and scripts/tools.txt); a command whose tool is missing stops
+//!   its page there, a skip that is printed and counted (`scripts/test` sums them up), and a
+//!   failure under `BUNDLE_REQUIRE_TOOLS`.
 //!
 //! A page without console blocks passes. After changing output on purpose, rewrite the expected
 //! output of every command that differs (the `...` of matching ones are kept):
@@ -35,10 +44,15 @@ use std::process::{Command, Stdio};
 
 use crate::support::repo;
 
-/// The marker that makes a block visibly not run.
-const NOT_RUN: &str = "Not run by the book's tests";
+/// The marker that makes a block visibly not run: an HTML comment just before it, which the
+/// page's source shows and its rendering (mdBook, GitHub) does not:
+/// `<!-- Not run by the book's tests: WHY -->`.
+const NOT_RUN: &str = "<!-- Not run by the book's tests";
 
 /// One `$ ` command of a console block and the output the page shows for it.
+/// How a ```` ```python ```` block runs, as a command whose output must be empty.
+const PYTHON_BLOCK: &str = "python3 - <<'BOOK_PYTHON_EOF'";
+
 struct Cmd {
     /// The page's line numbers (0-based) of the command and of its expected output.
     line: usize,
@@ -110,6 +124,26 @@ fn marked_not_run(before: &[String]) -> bool {
     before.get(start).is_some_and(|l| l.starts_with(NOT_RUN))
 }
 
+/// Line `i` starts an indented code block: four spaces after a blank line, under a paragraph
+/// that is not a list item (whose continuation lines are indented too).
+fn indented_block_starts(lines: &[String], i: usize) -> bool {
+    if !lines[i].starts_with("    ") || lines[i].trim().is_empty() || i == 0 || !lines[i - 1].trim().is_empty() {
+        return false;
+    }
+    let Some(prev) = lines[..i].iter().rposition(|l| !l.trim().is_empty()) else { return true };
+    // The paragraph above, from its first line.
+    let first = lines[..prev].iter().rposition(|l| l.trim().is_empty()).map_or(0, |b| b + 1);
+    let para = &lines[first];
+    let list = |l: &str| {
+        let t = l.trim_start();
+        t.starts_with("- ") || t.starts_with("* ") || t.starts_with("+ ") || {
+            let digits = t.chars().take_while(char::is_ascii_digit).count();
+            digits > 0 && t[digits..].starts_with(". ")
+        }
+    };
+    !(para.starts_with(' ') || list(para) || lines[first..=prev].iter().any(|l| list(l)))
+}
+
 fn parse_console(lines: &[String], from: usize, to: usize, commands: &mut Vec<Cmd>) {
     let mut i = from;
     while i < to {
@@ -173,28 +207,43 @@ fn parse_text(rel: &str, text: &str) -> Page {
             match lang {
                 "console" if !marked => parse_console(&lines, i + 1, close, &mut page.commands),
                 "sh" | "bash" | "shell" | "zsh" if !marked => page.problems.push(format!(
-                    "{}:{}: a ```{lang} block is neither run nor marked: make it ```console, or start the line \
-                     before it with `{NOT_RUN}` and say why",
+                    "{}:{}: a ```{lang} block is neither run nor marked: make it ```console, or put \
+                     `{NOT_RUN}: WHY -->` on the line before it",
                     page.rel,
                     i + 1
                 )),
+                // A Python block runs as one command that must print nothing (`python3 -`, in the
+                // page's folder, after the commands above it); one that uses the package
+                // `agent_bundle` is run by the Python package's tests
+                // (python/tests/test_book_example.py), which have its wheel.
+                "python" if !marked && !lines[i + 1..close].iter().any(|l| l.contains("agent_bundle")) => {
+                    let code = lines[i + 1..close].join("\n");
+                    page.commands.push(Cmd {
+                        line: i,
+                        output: close..close,
+                        script: format!("{PYTHON_BLOCK}\n{code}\nBOOK_PYTHON_EOF"),
+                        expected: Vec::new(),
+                        status: None,
+                    });
+                }
                 _ => {}
             }
             i = close + 1;
             continue;
         }
-        // An indented code block holding a command hides it from the harness.
-        let t = lines[i].trim_start();
-        if lines[i].starts_with("    ")
-            && (t.starts_with("$ ") || t.starts_with("bundle "))
-            && (i == 0 || lines[i - 1].trim().is_empty() || lines[i - 1].starts_with("    "))
-        {
+        // An indented code block (not a list item's continuation) would hide a command from the
+        // harness, and a reader cannot tell whether it ran: every code block is fenced.
+        if indented_block_starts(&lines, i) && !marked_not_run(&lines[..i]) {
             page.problems.push(format!(
-                "{}:{}: a command in an indented block is not run: put it in a ```console block (`$ ` before \
-                 each command), or ```text for a synopsis",
+                "{}:{}: an indented code block is neither run nor marked: put it in a ```console block (`$ ` \
+                 before each command), ```text for what is not a command, or mark it `{NOT_RUN}: WHY -->`",
                 page.rel,
                 i + 1
             ));
+            while i < lines.len() && (lines[i].starts_with("    ") || lines[i].trim().is_empty()) {
+                i += 1;
+            }
+            continue;
         }
         i += 1;
     }
@@ -370,6 +419,8 @@ fn tools_used(script: &str) -> Vec<String> {
         .flat_map(|(_, _, provides)| provides)
         .filter(|what| match what.strip_prefix("py:") {
             Some(module) => imports(module),
+            // A Python block's words are Python, not commands.
+            None if script.starts_with(PYTHON_BLOCK) => false,
             // GNU tar's --zstd runs the zstd command.
             None => {
                 !what.starts_with("node:") && (has_word(script, what) || (what == "zstd" && script.contains("--zstd")))
@@ -506,7 +557,7 @@ fn run_page(path: &Path) -> Vec<String> {
         let expected: Vec<String> = cmd.expected.iter().map(|l| normalize(l)).collect();
         let normalized: Vec<String> = actual.iter().map(|l| normalize(l)).collect();
         if !lines_match(&expected, &normalized) {
-            if update {
+            if update && !cmd.script.starts_with(PYTHON_BLOCK) {
                 rewrites.push((cmd.output.clone(), actual.iter().map(|l| l.trim_end().to_string()).collect()));
             } else {
                 page.problems.push(format!(
@@ -568,9 +619,28 @@ fn the_harness_matches_wildcards_and_ellipses() {
 
 #[test]
 fn a_shell_block_that_is_neither_run_nor_marked_is_refused() {
-    let text = "```sh\nbundle check\n```\n\n    $ bundle lock\n\nNot run by the book's tests: x.\n\n```sh\nok\n```\n";
+    let text = "```sh\nbundle check\n```\n\n    $ bundle lock\n\n<!-- Not run by the book's tests: x. -->\n\n```sh\nok\n\
+                ```\n\nText:\n\n    pip install x\n    maturin build\n\n- a list\n\n    its paragraph\n";
     let problems = parse_text("p.md", text).problems;
-    assert_eq!(problems.len(), 2, "{problems:?}");
+    assert_eq!(problems.len(), 3, "{problems:?}");
     assert!(problems[0].starts_with("p.md:1: a ```sh block"), "{problems:?}");
-    assert!(problems[1].starts_with("p.md:5: a command in an indented block"), "{problems:?}");
+    assert!(problems[1].starts_with("p.md:5: an indented code block"), "{problems:?}");
+    assert!(problems[2].starts_with("p.md:15: an indented code block"), "{problems:?}");
+}
+
+#[test]
+fn a_python_block_is_a_command_unless_the_python_tests_run_it_and_its_tools_are_named() {
+    let text = "# T\n\n```python\nfrom securesystemslib.dsse import Envelope\n```\n\n```python\nimport agent_bundle\n```\n\n\
+                ```console\n$ tar --zstd -tf x | jq .\n```\n";
+    let page = parse_text("p.md", text);
+    assert!(page.problems.is_empty(), "{:?}", page.problems);
+    assert_eq!(page.commands.len(), 2);
+    assert!(page.commands[0].script.starts_with("python3 - <<'BOOK_PYTHON_EOF'\nfrom securesystemslib"));
+    assert_eq!(tools_used(&page.commands[0].script), ["py:securesystemslib.dsse"]);
+    assert_eq!(tools_used(&page.commands[1].script), ["zstd", "tar", "jq"]);
+    assert_eq!(
+        needs_line(&page),
+        "> Needs, besides `bundle`: Python's `securesystemslib` (`pip install securesystemslib`); `zstd` (`apt \
+         install zstd`); `tar` (`apt install tar`); `jq` (`apt install jq`)."
+    );
 }
