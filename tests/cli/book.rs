@@ -294,6 +294,66 @@ fn normalize(line: &str) -> String {
     out
 }
 
+/// The minisign key ids of `lines` (16 upper-case hex digits, as [`normalize`] finds them), each
+/// once, in order.
+fn key_ids(lines: &[String]) -> Vec<String> {
+    let mut ids: Vec<String> = Vec::new();
+    for id in lines.iter().filter(|l| l.as_str() != "...").flat_map(|l| hex_ids(l)) {
+        if !ids.contains(&id) {
+            ids.push(id);
+        }
+    }
+    ids
+}
+
+fn hex_ids(line: &str) -> impl Iterator<Item = String> + '_ {
+    let b = line.as_bytes();
+    let hex = |c: &u8| c.is_ascii_digit() || (b'A'..=b'F').contains(c);
+    (0..b.len().saturating_sub(15)).filter_map(move |i| {
+        let edge = |j: usize| j >= b.len() || !b[j].is_ascii_alphanumeric();
+        let start = i == 0 || !b[i - 1].is_ascii_alphanumeric();
+        (start && b[i..i + 16].iter().all(hex) && edge(i + 16)).then(|| line[i..i + 16].to_owned())
+    })
+}
+
+/// The page's key ids against one run's: each must name one key throughout the page.
+#[derive(Default)]
+struct KeyIds {
+    /// (command, page's id, run's id) for each command whose output matched.
+    pairs: Vec<(usize, String, String)>,
+    conflict: Option<(usize, String)>,
+}
+
+impl KeyIds {
+    fn pair(&mut self, page: &Page, n: usize, actual: &[String]) {
+        let (shown, seen) = (key_ids(&page.commands[n].expected), key_ids(actual));
+        if shown.len() != seen.len() {
+            return; // an elision hides some: no pairing
+        }
+        for (p, a) in shown.into_iter().zip(seen) {
+            let earlier = self.pairs.iter().find(|(_, q, b)| (*q == p) != (*b == a));
+            if let (Some((m, q, _)), None) = (earlier, &self.conflict) {
+                let line = page.commands[*m].line;
+                self.conflict = Some((
+                    page.commands[n].line,
+                    format!(
+                        "key id {p} and the {q} of line {} {} in one run: a page's key ids must be one run's",
+                        line + 1,
+                        if *q == p { "are two keys" } else { "are the same key" }
+                    ),
+                ));
+            }
+            self.pairs.push((n, p, a));
+        }
+    }
+
+    /// Command `n`'s expected lines with the run's key ids for the page's.
+    fn as_run(&self, n: usize, expected: &[String]) -> Vec<String> {
+        let subs: Vec<&(usize, String, String)> = self.pairs.iter().filter(|(m, _, _)| *m == n).collect();
+        expected.iter().map(|l| subs.iter().fold(l.clone(), |l, (_, p, a)| l.replace(p.as_str(), a))).collect()
+    }
+}
+
 /// `expected` (with `[..]` inside a line) matches `actual`.
 fn line_matches(expected: &str, actual: &str) -> bool {
     let mut parts = expected.split("[..]");
@@ -516,6 +576,7 @@ fn run_page(path: &Path) -> Vec<String> {
     }
     let sandbox = Sandbox::new(page.rel == "README.md");
     let mut rewrites: Vec<(std::ops::Range<usize>, Vec<String>)> = Vec::new();
+    let mut keys = KeyIds::default();
     let mut previous = 0;
     for (n, cmd) in page.commands.iter().enumerate() {
         // A command whose tool is missing: the rest of the page depends on it, so it stops
@@ -556,7 +617,11 @@ fn run_page(path: &Path) -> Vec<String> {
         }
         let expected: Vec<String> = cmd.expected.iter().map(|l| normalize(l)).collect();
         let normalized: Vec<String> = actual.iter().map(|l| normalize(l)).collect();
-        if !lines_match(&expected, &normalized) {
+        let matches = lines_match(&expected, &normalized);
+        if matches {
+            keys.pair(&page, n, &actual);
+        }
+        if !matches {
             if update && !cmd.script.starts_with(PYTHON_BLOCK) {
                 rewrites.push((cmd.output.clone(), actual.iter().map(|l| l.trim_end().to_string()).collect()));
             } else {
@@ -569,6 +634,19 @@ fn run_page(path: &Path) -> Vec<String> {
                     actual.join("\n")
                 ));
             }
+        }
+    }
+    if let Some((line, problem)) = keys.conflict.clone() {
+        if update {
+            // The whole page's key ids, as this run had them.
+            for (n, cmd) in page.commands.iter().enumerate() {
+                if !rewrites.iter().any(|(r, _)| *r == cmd.output) {
+                    rewrites.push((cmd.output.clone(), keys.as_run(n, &cmd.expected)));
+                }
+            }
+            rewrites.sort_by_key(|(r, _)| r.start);
+        } else {
+            page.problems.push(format!("{}:{}: {problem} (BUNDLE_UPDATE_DOCS=1 rewrites them)", page.rel, line + 1));
         }
     }
     if !rewrites.is_empty() || needs_rewrite.is_some() {
@@ -643,4 +721,24 @@ fn a_python_block_is_a_command_unless_the_python_tests_run_it_and_its_tools_are_
         "> Needs, besides `bundle`: Python's `securesystemslib` (`pip install securesystemslib`); `zstd` (`apt \
          install zstd`); `tar` (`apt install tar`); `jq` (`apt install jq`)."
     );
+}
+
+#[test]
+fn a_page_whose_key_ids_are_not_one_runs_is_refused() {
+    let text = "```console\n$ a\nkey F508393154441D95\n$ b\nsigner 857C7335350E1352\n$ c\nby F508393154441D95\n```\n";
+    let page = parse_text("p.md", text);
+    let v = |s: &str| vec![s.to_string()];
+    // The run: a and b name one key, which the page gives two ids.
+    let mut keys = KeyIds::default();
+    keys.pair(&page, 0, &v("key 9E161E9B4EA4FEC2"));
+    keys.pair(&page, 1, &v("signer 9E161E9B4EA4FEC2"));
+    let (line, problem) = keys.conflict.clone().expect("a conflict");
+    assert_eq!(line, 3);
+    assert!(problem.contains("are the same key"), "{problem}");
+    assert_eq!(keys.as_run(1, &page.commands[1].expected), v("signer 9E161E9B4EA4FEC2"));
+    // One id for one key throughout: no conflict.
+    let mut keys = KeyIds::default();
+    keys.pair(&page, 0, &v("key 9E161E9B4EA4FEC2"));
+    keys.pair(&page, 2, &v("by 9E161E9B4EA4FEC2"));
+    assert!(keys.conflict.is_none());
 }
