@@ -27,6 +27,7 @@ from ._native import (
     Verdict,
     VerificationError,
     VerifiedBundle,
+    __version__,
     contract_fingerprint,
     open_verified,
     reason_codes,
@@ -34,6 +35,7 @@ from ._native import (
 )
 
 __all__ = [
+    "__version__",
     "AgentBundleError",
     "BundleRejected",
     "ContractDrift",

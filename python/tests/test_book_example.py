@@ -124,18 +124,22 @@ def test_the_package_blocks_are_found():
     ]
 
 
+def mailer_in(folder):
+    """What the blocks name, in `folder`: the example agent as mailer-1.4.0.agent.bundle,
+    release.pub and the baseline approved.toml."""
+    folder.mkdir(exist_ok=True)
+    shutil.copytree(REPO / "testdata" / "agents" / "mailer", folder / "mailer")
+    manifest = folder / "mailer" / "manifest.toml"
+    manifest.write_text(re.sub(r'(?m)^version = ".*"$', 'version = "1.4.0"', manifest.read_text(), count=1))
+    run_bundle("pack", folder / "mailer", "--key", REPO / "testdata" / "keys" / "test.key", "-o", folder)
+    shutil.copy(TEST_PUB, folder / "release.pub")
+    run_bundle("baseline", "snapshot", folder / "mailer-1.4.0.agent.bundle", "-o", folder / "approved.toml")
+    return folder
+
+
 @pytest.fixture()
 def mailer_release(tmp_path):
-    """What the blocks name: the example agent as mailer-1.4.0.agent.bundle, release.pub and the
-    baseline approved.toml."""
-    shutil.copytree(REPO / "testdata" / "agents" / "mailer", tmp_path / "mailer")
-    run_bundle("lock", tmp_path / "mailer")
-    manifest = tmp_path / "mailer" / "manifest.toml"
-    manifest.write_text(re.sub(r'(?m)^version = ".*"$', 'version = "1.4.0"', manifest.read_text(), count=1))
-    run_bundle("pack", tmp_path / "mailer", "--key", REPO / "testdata" / "keys" / "test.key", "-o", tmp_path)
-    shutil.copy(TEST_PUB, tmp_path / "release.pub")
-    run_bundle("baseline", "snapshot", tmp_path / "mailer-1.4.0.agent.bundle", "-o", tmp_path / "approved.toml")
-    return tmp_path
+    return mailer_in(tmp_path)
 
 
 @pytest.mark.parametrize("page,line,code", package_blocks(), ids=lambda v: str(v)[:40])
@@ -150,3 +154,18 @@ def test_a_package_block_of_the_guides_runs_as_written(mailer_release, page, lin
         os.chdir(cwd)
     if "print(verdict.agent, verdict.version" in code:
         assert out.getvalue().split("\n")[0].startswith("mailer 1.4.0 "), out.getvalue()
+
+
+def test_the_registry_example_serves_the_example_agent_whose_tools_use_schema_references(release):
+    """testdata/agents/mailer names its schemas as `schema:` references, which resolve in the
+    verified bundle's files (a baseline holds none)."""
+    namespace, _, _ = run_example(release)
+    mailer = mailer_in(release / "mailer-release")
+    registry = namespace["AgentToolRegistry"](
+        mailer / "mailer-1.4.0.agent.bundle", trusted_keys=mailer / "release.pub", baseline=mailer / "approved.toml"
+    )
+    for tool_id in registry.definitions:
+        registry.register(tool_id, lambda **kw: kw)
+    assert sorted(t["name"] for t in registry.exposed()) == sorted(registry.definitions)
+    assert any("schema:" in json.dumps(t["parameters"]) for t in registry.exposed())
+    registry.close()

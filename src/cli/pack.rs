@@ -78,7 +78,7 @@ fn mtime() -> anyhow::Result<u64> {
 fn expires(args: &Args, global: Global) -> anyhow::Result<Option<Timestamp>> {
     let now = global.now();
     if let Some(text) = &args.expires {
-        let at = Timestamp::parse(text).map_err(|e| anyhow::anyhow!("--expires: {e}"))?;
+        let at = super::expires_flag(text)?;
         if now >= at {
             // The flag is to blame, not the agent's manifest.toml.
             anyhow::bail!(

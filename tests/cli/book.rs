@@ -319,14 +319,16 @@ fn hex_ids(line: &str) -> impl Iterator<Item = String> + '_ {
 /// The page's key ids against one run's: each must name one key throughout the page.
 #[derive(Default)]
 struct KeyIds {
-    /// (command, page's id, run's id) for each command whose output matched.
+    /// (command, page's id, run's id) for each command whose output matched (or is rewritten).
     pairs: Vec<(usize, String, String)>,
     conflict: Option<(usize, String)>,
 }
 
 impl KeyIds {
-    fn pair(&mut self, page: &Page, n: usize, actual: &[String]) {
-        let (shown, seen) = (key_ids(&page.commands[n].expected), key_ids(actual));
+    /// Pairs the ids command `n` shows (`shown`: the page's lines, or the run's where the update
+    /// rewrites them) with the run's.
+    fn pair(&mut self, page: &Page, n: usize, shown: &[String], actual: &[String]) {
+        let (shown, seen) = (key_ids(shown), key_ids(actual));
         if shown.len() != seen.len() {
             return; // an elision hides some: no pairing
         }
@@ -619,10 +621,11 @@ fn run_page(path: &Path) -> Vec<String> {
         let normalized: Vec<String> = actual.iter().map(|l| normalize(l)).collect();
         let matches = lines_match(&expected, &normalized);
         if matches {
-            keys.pair(&page, n, &actual);
+            keys.pair(&page, n, &cmd.expected, &actual);
         }
         if !matches {
             if update && !cmd.script.starts_with(PYTHON_BLOCK) {
+                keys.pair(&page, n, &actual, &actual);
                 rewrites.push((cmd.output.clone(), actual.iter().map(|l| l.trim_end().to_string()).collect()));
             } else {
                 page.problems.push(format!(
@@ -730,15 +733,15 @@ fn a_page_whose_key_ids_are_not_one_runs_is_refused() {
     let v = |s: &str| vec![s.to_string()];
     // The run: a and b name one key, which the page gives two ids.
     let mut keys = KeyIds::default();
-    keys.pair(&page, 0, &v("key 9E161E9B4EA4FEC2"));
-    keys.pair(&page, 1, &v("signer 9E161E9B4EA4FEC2"));
+    keys.pair(&page, 0, &page.commands[0].expected, &v("key 9E161E9B4EA4FEC2"));
+    keys.pair(&page, 1, &page.commands[1].expected, &v("signer 9E161E9B4EA4FEC2"));
     let (line, problem) = keys.conflict.clone().expect("a conflict");
     assert_eq!(line, 3);
     assert!(problem.contains("are the same key"), "{problem}");
     assert_eq!(keys.as_run(1, &page.commands[1].expected), v("signer 9E161E9B4EA4FEC2"));
     // One id for one key throughout: no conflict.
     let mut keys = KeyIds::default();
-    keys.pair(&page, 0, &v("key 9E161E9B4EA4FEC2"));
-    keys.pair(&page, 2, &v("by 9E161E9B4EA4FEC2"));
+    keys.pair(&page, 0, &page.commands[0].expected, &v("key 9E161E9B4EA4FEC2"));
+    keys.pair(&page, 2, &page.commands[2].expected, &v("by 9E161E9B4EA4FEC2"));
     assert!(keys.conflict.is_none());
 }

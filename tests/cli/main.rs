@@ -17,6 +17,7 @@ mod docs;
 mod edges;
 mod editors;
 mod export;
+mod first_hour;
 mod freshness;
 mod hardening;
 mod hostile;

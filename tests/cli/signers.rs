@@ -138,7 +138,7 @@ fn two_of_three_is_refused_with_one_key_or_the_same_key_twice_and_accepted_after
         "{}",
         human.stderr
     );
-    assert!(human.stderr.contains("2 of 2 signers: met"), "{}", human.stderr);
+    assert!(human.stderr.contains("2 counted, 2 needed: met"), "{}", human.stderr);
 }
 
 #[test]
