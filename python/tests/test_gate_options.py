@@ -170,6 +170,8 @@ def test_required_provenance_passes_when_present_and_is_attestation_missing_when
     code, status, doc = cli(attested, "--key", TEST_PUB, "--builder-id", "https://ci.example/other")
     assert (verdict.code, code, status) == ("provenance_mismatch", "provenance_mismatch", 1)
     assert verdict.attestations == doc["attestations"]
+    # The message names what is required, not a flag of the command line.
+    assert "builder id" in verdict.reasons[0].message and "--builder-id" not in verdict.reasons[0].message
 
     # Not discovered: required, so refused, exactly as --no-discover-attestations.
     verdict = agent_bundle.verify(attested, trusted_keys=TEST_PUB, require_provenance=True, discover_attestations=False)

@@ -200,8 +200,18 @@ fn pack_one(
                             p.key_id
                         ),
                     );
+                    // As `bundle attest` says it.
                     for file in &p.attestations {
-                        output::status(global, &format!("attested {} -> {}", p.name, file.display()));
+                        output::status(
+                            global,
+                            &format!(
+                                "attested {} {} -> {} (signed by {})",
+                                p.name,
+                                p.version,
+                                file.display(),
+                                p.key_id
+                            ),
+                        );
                     }
                     None
                 }

@@ -16,7 +16,7 @@ use super::{Format, Global, Outcome, output};
 /// follows such a chain from a pinned version.
 #[derive(Debug, clap::Args)]
 #[command(
-    after_help = "Examples:\n  bundle trust sign trust-policy.toml --key ssh-agent:\n  bundle trust verify trust-policy.toml --update trust-policy-v2.toml\n  bundle trust rotate trust-policy.toml -o trust-policy-v2.toml --expires-in 365d"
+    after_help = "Examples:\n  bundle trust sign trust-policy.toml --key ssh-agent:\n  bundle trust verify trust-policy.toml --update trust-policy-v2.toml\n  bundle trust rotate trust-policy.toml -o v2.toml --expires-in 365d"
 )]
 pub struct Args {
     #[command(subcommand)]
@@ -83,7 +83,7 @@ struct VerifyArgs {
 
 #[derive(Debug, clap::Args)]
 #[command(
-    after_help = "Examples:\n  bundle trust rotate trust-policy.toml -o trust-policy-v2.toml --expires-in 180d\n  bundle trust rotate trust-policy.toml -o v2.toml \\\n      --expires 2027-06-01T00:00:00Z"
+    after_help = "Examples:\n  bundle trust rotate trust-policy.toml -o v2.toml --expires-in 180d\n  bundle trust rotate trust-policy.toml -o v2.toml \\\n      --expires 2027-06-01T00:00:00Z"
 )]
 struct RotateArgs {
     /// The current version.

@@ -71,3 +71,27 @@ fn diff_github_annotates_an_agent_with_problems_on_its_file_and_line() {
     out.expect_code(2);
     assert!(out.stdout.starts_with("::error file=new/tools.json,line="), "{}", out.stdout);
 }
+
+#[test]
+fn every_tool_a_test_requires_is_in_the_table_scripts_test_installs_from() {
+    let table = crate::support::tools_table();
+    assert!(
+        table.iter().all(|(from, _, provides)| ["apt", "pip", "npm"].contains(&from.as_str()) && !provides.is_empty())
+    );
+    let provided = |what: &str| table.iter().any(|(_, _, p)| p.iter().any(|x| x == what));
+    let mut missing = Vec::new();
+    for entry in std::fs::read_dir(crate::support::repo().join("tests/cli")).unwrap() {
+        let path = entry.unwrap().path();
+        let text = std::fs::read_to_string(&path).unwrap_or_default();
+        for (call, prefix) in [("require_tool(\"", ""), ("require_python_module(\"", "py:")] {
+            for rest in text.split(call).skip(1) {
+                let name = format!("{prefix}{}", rest.split('"').next().unwrap());
+                // bash and python3 come with the machine.
+                if !provided(&name) && !["bash", "python3", "{name}"].contains(&name.as_str()) {
+                    missing.push(format!("{}: {name}", path.display()));
+                }
+            }
+        }
+    }
+    assert!(missing.is_empty(), "add a line to scripts/tools.txt for: {missing:?}");
+}
