@@ -34,14 +34,7 @@ pub struct Args {
 
 pub fn run(args: Args, global: Global) -> anyhow::Result<Outcome> {
     let mut signer = open_signer(&args.key)?;
-    let epoch = match std::env::var("SOURCE_DATE_EPOCH") {
-        Ok(v) => Some(
-            v.trim()
-                .parse::<u64>()
-                .map_err(|_| anyhow::anyhow!("SOURCE_DATE_EPOCH must be a whole number of seconds, not `{v}`"))?,
-        ),
-        Err(_) => None,
-    };
+    let epoch = super::args::source_date_epoch()?;
     let opts = AttestOptions { from: args.from.clone(), source_date_epoch: epoch };
     match attest::attest(&args.bundle, &mut signer, &opts) {
         Ok(a) => {

@@ -78,6 +78,8 @@ pub fn run(args: Args, global: Global) -> anyhow::Result<Outcome> {
         registry,
         mount_from: args.mount_from.clone(),
         now: global.now(),
+        created: super::args::source_date_epoch()?
+            .map(|s| agent_bundle::timestamp::Timestamp::from_unix(i64::try_from(s).unwrap_or(i64::MAX), 0)),
     };
     let result = match push::push(&opts) {
         Ok(p) => Ok(p),

@@ -116,7 +116,7 @@ pub struct BeforeLayer {
 pub fn open_layer_judged<R>(
     reference: &Reference,
     options: &Options,
-    wanted: &referrers::Wanted<'_>,
+    wanted: &[referrers::Wanted<'_>],
     with_config: bool,
     judge: impl FnOnce(BeforeLayer) -> Result<(), R>,
 ) -> Result<Result<Layer, R>, OciError> {

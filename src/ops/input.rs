@@ -128,10 +128,11 @@ impl BundleSource {
         before: impl FnOnce(oci::BeforeLayer) -> Result<(), Rejection>,
     ) -> Result<Result<BundleInput<'p>, Rejection>, InputError> {
         let BundleSource::Registry { reference, options } = self else { return self.open(progress) };
-        let sigstore = oci::referrers::SIGSTORE_BUNDLE_MEDIA_TYPE;
-        let mut wanted: Vec<(&str, &str)> =
-            crate::evidence::files::ARTIFACT_TYPES.iter().map(|&t| (t, sigstore)).collect();
-        wanted.push((signatures::COSIGNATURE_ARTIFACT_TYPE, signatures::COSIGNATURE_MEDIA_TYPE));
+        let mut wanted = crate::evidence::files::wanted_referrers();
+        wanted.push(oci::referrers::Wanted::Typed {
+            artifact_type: signatures::COSIGNATURE_ARTIFACT_TYPE,
+            media_type: signatures::COSIGNATURE_MEDIA_TYPE,
+        });
         match oci::open_layer_judged(reference, options, &wanted, with_config, before) {
             Ok(Ok(layer)) => Ok(Ok(self.layer_input(layer))),
             Ok(Err(rejection)) => Ok(Err(rejection)),

@@ -45,7 +45,7 @@ pub fn inspect(source: &BundleSource, keys: Option<&TrustedKeys>) -> Result<Insp
         let attestations = before
             .referrers
             .into_iter()
-            .filter(|f| files::ARTIFACT_TYPES.contains(&f.artifact_type.as_str()))
+            .filter(|f| files::is_attestation_referrer(&f.artifact_type))
             .map(|f| (f.source, f.bytes))
             .collect();
         attached = (attestations, before.sha256);

@@ -33,6 +33,10 @@ pub struct Options<'a> {
     /// Mount the blobs from this repository of the same registry when it has them.
     pub mount_from: Option<String>,
     pub now: Timestamp,
+    /// `SOURCE_DATE_EPOCH`, if set: when the attestations were made, recorded on their
+    /// referrers (`org.opencontainers.image.created`); without it the annotation is left out, so
+    /// that pushing the same files again gives the same referrers.
+    pub created: Option<Timestamp>,
 }
 
 /// What was pushed.
@@ -134,7 +138,8 @@ pub fn push(opts: &Options<'_>) -> Result<Pushed, PushError> {
         client.put_manifest(&digest, &manifest, artifact::MANIFEST_MEDIA_TYPE)?;
     }
     let subject = referrers::Subject { digest: &digest, size: manifest.len() as u64 };
-    let referrers = referrers::push(&mut client, &subject, &attestations)?;
+    let created = opts.created.map(|t| t.to_string());
+    let referrers = referrers::push(&mut client, &subject, &attestations, created.as_deref())?;
     let by_digest = Reference { tag: None, digest: Some(digest.clone()), ..opts.reference.clone() };
     references.push(by_digest.to_string());
     Ok(Pushed {
@@ -149,10 +154,10 @@ pub fn push(opts: &Options<'_>) -> Result<Pushed, PushError> {
     })
 }
 
-/// The attestations beside the bundle (`pack --attest`'s files), each with its artifact type;
-/// one that is not about this bundle (`layer_digest`) stops the push: it would be refused by
-/// every gate that pulls it.
-fn attestations_beside(bundle: &Path, layer_digest: &str) -> Result<Vec<(&'static str, Vec<u8>)>, PushError> {
+/// The attestations beside the bundle (`pack --attest`'s files), each with its predicate
+/// type; one that is not about this bundle (`layer_digest`) stops the push: it would be
+/// refused by every gate that pulls it.
+fn attestations_beside(bundle: &Path, layer_digest: &str) -> Result<Vec<referrers::Attestation<'static>>, PushError> {
     let mut found = Vec::new();
     for kind in files::Kind::ALL {
         let path = files::beside(bundle, kind);
@@ -170,7 +175,7 @@ fn attestations_beside(bundle: &Path, layer_digest: &str) -> Result<Vec<(&'stati
             ))
             .into());
         }
-        found.push((kind.artifact_type(), bytes));
+        found.push(referrers::Attestation { predicate_type: kind.predicate_type(), bytes });
     }
     Ok(found)
 }

@@ -30,7 +30,7 @@ fn run(c: &mut Command, args: &[&str]) -> Run {
     c.args(args).output().expect("run bundle").into()
 }
 
-fn python() -> Option<String> {
+pub(crate) fn python() -> Option<String> {
     let venv = std::env::var("HOME").ok().map(|h| format!("{h}/.cache/agent-bundle-ci/venv/bin/python3"));
     let python = venv.filter(|p| Path::new(p).exists()).unwrap_or_else(|| "python3".into());
     let probe = Command::new(&python)
@@ -52,7 +52,7 @@ fn python() -> Option<String> {
 
 /// The independent verifiers accept `files` for `bundle` signed by `public`.
 #[track_caller]
-fn independent_verifiers_accept(dir: &Path, public: &str, bundle: &str, files: &[&str]) {
+pub(crate) fn independent_verifiers_accept(dir: &Path, public: &str, bundle: &str, files: &[&str]) {
     let Some(python) = python() else { return };
     let out = Command::new(python)
         .current_dir(dir)
@@ -403,9 +403,20 @@ fn push_carries_attestations_as_referrers_and_pull_refuses_a_release_without_pro
     } else {
         serde_json::from_slice(&registry::get(reg.port, &format!("/v2/team/mailer/manifests/{tag}"))).unwrap()
     };
-    let types: Vec<&str> =
-        index["manifests"].as_array().unwrap().iter().map(|m| m["artifactType"].as_str().unwrap()).collect();
-    assert_eq!(types, agent_bundle::evidence::files::ARTIFACT_TYPES);
+    // cosign's layout (tests/cli/referrers.rs checks it through other clients and verifiers).
+    let types: Vec<(&str, &str)> = index["manifests"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| {
+            (
+                m["artifactType"].as_str().unwrap(),
+                m["annotations"]["dev.sigstore.bundle.predicateType"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    let sigstore = agent_bundle::attest::sigstore_bundle::MEDIA_TYPE_V03;
+    assert_eq!(types, [(sigstore, SLSA_PROVENANCE_V1), (sigstore, AGENT_CONTRACT_V1)]);
     let referrer = index["manifests"][0]["digest"].as_str().unwrap();
     let manifest: serde_json::Value =
         serde_json::from_slice(&registry::get(reg.port, &format!("/v2/team/mailer/manifests/{referrer}"))).unwrap();

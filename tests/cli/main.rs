@@ -38,6 +38,7 @@ mod precommit;
 mod properties;
 mod public_api;
 mod read_ahead;
+mod referrers;
 mod registry;
 mod schemas;
 mod scripts;

@@ -297,3 +297,24 @@ pub fn noise(len: usize) -> Vec<u8> {
         })
         .collect()
 }
+
+/// The `node_modules` folder of the npm cache the CI installs into (.ci/run:
+/// `$BUNDLE_NPM_PREFIX`, else `~/.cache/agent-bundle/npm`) when `node` runs and `package` is
+/// there; else skips (or, under `BUNDLE_REQUIRE_TOOLS`, fails).
+pub fn require_node_module(package: &str) -> Option<PathBuf> {
+    let prefix = std::env::var_os("BUNDLE_NPM_PREFIX")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache/agent-bundle/npm")));
+    let modules = prefix.map(|p| p.join("node_modules"));
+    if let Some(modules) = modules
+        && modules.join(package).join("package.json").is_file()
+        && require_tool("node")
+    {
+        return Some(modules);
+    }
+    if std::env::var_os("BUNDLE_REQUIRE_TOOLS").is_some() {
+        panic!("npm package `{package}` is required (BUNDLE_REQUIRE_TOOLS is set) but not in the npm cache");
+    }
+    eprintln!("SKIPPED: npm package `{package}` is not installed; set BUNDLE_REQUIRE_TOOLS=1 to make this a failure");
+    None
+}
