@@ -31,3 +31,4 @@ pub(crate) mod tool_remove;
 pub(crate) mod trust;
 pub(crate) mod unpack;
 pub(crate) mod verify;
+pub(crate) mod vsa;

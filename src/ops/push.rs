@@ -37,6 +37,9 @@ pub struct Options<'a> {
     /// referrers (`org.opencontainers.image.created`); without it the annotation is left out, so
     /// that pushing the same files again gives the same referrers.
     pub created: Option<Timestamp>,
+    /// `--attach-vsa`: a verification summary of this bundle (a Sigstore bundle, as `verify
+    /// --emit-vsa` writes it), pushed beside the attestations as a referrer.
+    pub vsa: Option<&'a Path>,
 }
 
 /// What was pushed.
@@ -111,7 +114,10 @@ pub fn push(opts: &Options<'_>) -> Result<Pushed, PushError> {
         .into());
     }
 
-    let attestations = attestations_beside(opts.bundle, &layer_digest)?;
+    let mut attestations = attestations_beside(opts.bundle, &layer_digest)?;
+    if let Some(vsa) = opts.vsa {
+        attestations.push(summary(vsa, &layer_digest)?);
+    }
     let mount = opts.mount_from.as_deref();
     let mut client = Client::connect(&opts.reference, &opts.registry, true, mount)?;
     let config_push = client.push_blob(
@@ -178,6 +184,27 @@ fn attestations_beside(bundle: &Path, layer_digest: &str) -> Result<Vec<referrer
         found.push(referrers::Attestation { predicate_type: kind.predicate_type(), bytes });
     }
     Ok(found)
+}
+
+/// The verification summary at `path`, which must be a Sigstore bundle holding a SLSA VSA v1
+/// about this bundle (`layer_digest`). Its signature is not judged here: the consumer that
+/// relies on it checks it with the verifier's key.
+fn summary(path: &Path, layer_digest: &str) -> Result<referrers::Attestation<'static>, PushError> {
+    let usage = |why: String| PushError::Registry(OciError::Usage(format!("--attach-vsa {}: {why}", path.display())));
+    let bytes =
+        crate::regular_file::read(path, crate::attest::MAX_ATTESTATION_BYTES, crate::regular_file::Links::Follow)
+            .map_err(|e| usage(e.into_io().to_string()))?;
+    let statement = SigstoreBundle::from_json(&bytes).and_then(|b| b.statement()).map_err(|e| usage(e.to_string()))?;
+    if statement.predicate_type != crate::evidence::vsa::VSA_V1 {
+        return Err(usage(format!(
+            "its predicate type is {:?}, not a SLSA verification summary v1",
+            statement.predicate_type
+        )));
+    }
+    if !statement.has_sha256(layer_digest.trim_start_matches("sha256:")) {
+        return Err(usage(format!("it is not a summary of this bundle (sha256 {layer_digest})")));
+    }
+    Ok(referrers::Attestation { predicate_type: crate::evidence::vsa::VSA_V1, bytes })
 }
 
 /// The config blob for a verified bundle.

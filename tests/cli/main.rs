@@ -46,3 +46,4 @@ mod signers;
 mod stat_cache;
 mod tls;
 mod tool;
+mod vsa;
