@@ -15,7 +15,7 @@ use sha2::Digest as _;
 use super::files::Kind;
 use super::provenance::split_source_uri;
 use crate::attest::{FormatError, SignatureCheck, SigstoreBundle, Statement};
-use crate::bundle::verify::{Reason, Rejection};
+use crate::rejection::{Reason, Rejection};
 use crate::trust::TrustedKeys;
 
 /// What the gate requires of attestations (each an exact match).
