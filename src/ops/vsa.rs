@@ -45,11 +45,15 @@ pub struct VsaRequest {
 
 /// The summary's statement about the bundle `source` names, from the gate's `verdict`.
 pub fn summarise(source: &BundleSource, verdict: &Verdict, req: &VsaRequest) -> Result<Statement, crate::Error> {
-    let (name, sha256) = subject(source)?;
+    let known = match verdict {
+        Verdict::Passed { sha256, .. } => *sha256,
+        Verdict::Refused { .. } => None,
+    };
+    let (name, sha256) = subject(source, known)?;
     let (agent, judged, levels, result) = match verdict {
-        Verdict::Passed { verified, baseline, keyless } => {
+        Verdict::Passed { verified, baseline, keyless, attestations, .. } => {
             let mut levels = Vec::new();
-            let sound = |kind| verified.attestations.iter().any(|j| j.is_ok() && j.kind() == Some(kind));
+            let sound = |kind| attestations.iter().any(|j| j.is_ok() && j.kind() == Some(kind));
             if sound(Kind::Provenance) {
                 levels.push(vsa::SLSA_BUILD_LEVEL_1.to_owned());
             }
@@ -62,18 +66,18 @@ pub fn summarise(source: &BundleSource, verdict: &Verdict, req: &VsaRequest) -> 
                 (Property::NotRolledBack, req.state),
             ];
             levels.extend(properties.into_iter().filter(|(_, held)| *held).map(|(p, _)| p.as_str().to_owned()));
-            (Some(verified.manifest.name.clone()), &verified.attestations, levels, "PASSED")
+            (Some(verified.manifest.name.clone()), attestations, levels, "PASSED")
         }
-        Verdict::Refused { rejection, .. } => (
+        Verdict::Refused { rejection, attestations, .. } => (
             rejection.agent.as_ref().map(|(name, _)| name.clone()),
-            &rejection.attestations,
+            attestations,
             vsa::refused_levels(rejection.reason.as_str()),
             "FAILED",
         ),
     };
     let policy_version = match verdict {
         Verdict::Passed { verified, .. } => verified.signers.as_ref().map(|s| s.policy_version),
-        Verdict::Refused { rejection, .. } => rejection.signers.as_ref().map(|s| s.policy_version),
+        Verdict::Refused { signers, .. } => signers.as_ref().map(|s| s.policy_version),
     };
     let predicate = Predicate {
         verifier: Verifier {
@@ -99,15 +103,19 @@ pub fn sign(statement: &Statement, signer: &mut Signer) -> Result<Vec<u8>, crate
     Ok(bundle.to_json())
 }
 
-/// The subject: the bundle file's name and SHA-256, or a registry artifact's reference and layer
-/// digest (the bundle's bytes as the registry holds them).
-fn subject(source: &BundleSource) -> Result<(String, [u8; 32]), crate::Error> {
+/// The subject: the bundle file's name and SHA-256 (`known` when the gate computed it, else
+/// read again), or a registry artifact's reference and layer digest (the bundle's bytes as the
+/// registry holds them).
+fn subject(source: &BundleSource, known: Option<[u8; 32]>) -> Result<(String, [u8; 32]), crate::Error> {
     match source {
         BundleSource::File(path) => {
             let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-            Ok((name, file_sha256(path)?))
+            Ok((name, known.map_or_else(|| file_sha256(path), Ok)?))
         }
         BundleSource::Registry { reference, .. } => {
+            if let Some(known) = known {
+                return Ok((reference.to_string(), known));
+            }
             let config = source.config().map_err(|e| crate::Error::Usage(e.to_string()))?.map_err(|r| {
                 crate::Error::Usage(format!(
                     "{reference}: no summary of an artifact whose manifest is refused: {}",
