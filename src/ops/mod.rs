@@ -21,6 +21,7 @@ pub mod input;
 pub(crate) mod inspect;
 pub(crate) mod keygen;
 pub(crate) mod lock;
+pub(crate) mod model_sign;
 pub mod pack;
 pub(crate) mod pubkey;
 pub(crate) mod pull;

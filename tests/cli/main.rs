@@ -27,6 +27,7 @@ mod keyless_signers;
 mod keys;
 mod lock;
 mod mcp;
+mod model_signing;
 mod monorepo;
 mod network;
 mod newcomer;
