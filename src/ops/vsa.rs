@@ -175,7 +175,7 @@ fn inputs(
         };
         let bundle = source.label();
         files.extend(beside(&req.cosignatures, crate::trust_policy::signatures::cosig_path(&bundle)));
-        files.extend(beside(&req.sigstore, crate::ops::gate::keyless_path(&bundle)));
+        files.extend(beside(&req.sigstore, crate::ops::input::keyless_path(&bundle)));
     } else {
         files.extend(req.sigstore.iter().cloned());
     }
