@@ -27,6 +27,7 @@ mod keyless_signers;
 mod keys;
 mod lock;
 mod mcp;
+mod mcp_pin;
 mod model_signing;
 mod monorepo;
 mod network;
