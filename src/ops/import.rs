@@ -105,6 +105,17 @@ pub fn import(opts: &Options) -> Result<Import> {
     {
         return Err(Error::Usage(format!("{} exists; add --force to overwrite it", o.path.display())));
     }
+    if let (Some(o), Some(s)) = (&opts.output, &opts.server)
+        && o.pin
+    {
+        // Refused before the server starts: its command line would be signed.
+        let command: Vec<String> = std::iter::once(s.program.clone()).chain(s.args.iter().cloned()).collect();
+        if let Some(why) = crate::tools::credentials::literal_credential_in_command(&command) {
+            return Err(Error::Usage(format!(
+                "--pin records the server's command in manifest.toml, which is signed, but {why}; pass secrets with --env NAME (the server reads them from its environment)"
+            )));
+        }
+    }
     let mut out = convert(opts)?;
     let (Some(text), Some(tools), Some(o)) = (&out.text, &out.tools, &opts.output) else { return Ok(out) };
     if o.pin {

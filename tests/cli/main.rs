@@ -19,6 +19,7 @@ mod edges;
 mod editors;
 mod export;
 mod freshness;
+mod guard;
 mod hardening;
 mod hostile;
 mod import;

@@ -300,6 +300,25 @@ fn mcp_pin_offline_check_holds_the_file_to_its_digest_and_its_server() {
 }
 
 #[test]
+fn mcp_pin_refuses_a_command_that_carries_a_credential() {
+    if !require_tool("python3") {
+        return;
+    }
+    let env = Env::new();
+    let fake = Fake::new(&env, &json!({"tools": tools()}));
+    let mut command = fake.command();
+    command.extend(["--api-key".to_owned(), "abc123".to_owned()]);
+    let log = env.path().join("reached.log");
+    let setting = format!("FAKE_MCP_LOG={}", log.display());
+    let out = pin_agent(&env, &["--server", "clock", "--env", &setting], &command);
+    out.expect_code(2);
+    assert!(out.stderr.contains("argument 4 is the value of `--api-key`, written literally"), "{}", out.stderr);
+    assert!(!log.exists(), "refused before the server was started");
+    assert!(!env.path().join("agent/pins").exists());
+    assert!(!std::fs::read_to_string(env.path().join("agent/manifest.toml")).unwrap().contains("abc123"));
+}
+
+#[test]
 fn mcp_pin_refuses_a_server_name_outside_the_rules_before_starting_anything() {
     let env = Env::new();
     let out = pin_agent(&env, &["--server", "../x"], &["/nonexistent/server".to_owned()]);

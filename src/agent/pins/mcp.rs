@@ -40,8 +40,23 @@ pub fn pin_mcp(agent_dir: &Path, server: &str, start: Option<McpStart>, tools: V
             "the server lists two tools named {name:?}; a pin must name each tool once, so this server cannot be pinned"
         )));
     }
+    if let Some(McpStart::Stdio { command }) = &start
+        && let Some(why) = crate::tools::credentials::literal_credential_in_command(command)
+    {
+        return Err(Error::Usage(format!(
+            "the server's command would be recorded in manifest.toml and signed, but {why}; pass secrets with --env NAME (the server reads them from its environment), or pin from a tools/list file with --server NAME"
+        )));
+    }
     let pin = McpPin { server: server.to_owned(), tools };
     let bytes = mcp_pin::to_bytes(&pin);
+    // What check, diff and a bundle's verify read back: refused here rather than there.
+    if bytes.len() as u64 > limits::MAX_IMPORT_BYTES {
+        return Err(Error::Usage(format!(
+            "the server's tools make a pin of {} bytes; a pin holds at most {} bytes, so this server cannot be pinned",
+            bytes.len(),
+            limits::MAX_IMPORT_BYTES
+        )));
+    }
     let file = mcp_pin::file_for(server);
     let entry = Pin { source: PinSource::Mcp { server: server.to_owned(), start }, blake3: blake3::hash(&bytes) };
     let mut files = record(agent_dir, vec![(file, entry, bytes)])?;
@@ -169,4 +184,31 @@ pub fn pinned_servers(
 /// The pinned MCP servers of a bundle that has been read (from its held entries).
 pub fn pins_of(v: &Verified) -> Result<Vec<PinnedServer>, ContractError> {
     pinned_servers(&v.manifest, |f| v.held.get(f).cloned())
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    const MANIFEST: &str = "[bundle]\nformat = 1\n\n[agent]\nname = \"m\"\nversion = \"1.0.0\"\n";
+
+    #[test]
+    fn a_pin_too_large_to_read_back_or_with_a_name_twice_is_refused_before_anything_is_written() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("manifest.toml"), MANIFEST).unwrap();
+        let huge = json!({"name": "t", "description": "x".repeat(5 << 20), "inputSchema": {"type": "object"}});
+        let err = pin_mcp(dir.path(), "s", None, vec![huge]).unwrap_err();
+        assert!(err.to_string().contains("a pin holds at most"), "{err}");
+        let twice = vec![json!({"name": "t"}), json!({"name": "t"})];
+        assert!(pin_mcp(dir.path(), "s", None, twice).unwrap_err().to_string().contains("two tools named"));
+        assert!(pin_mcp(dir.path(), "a b", None, Vec::new()).is_err());
+        assert!(!dir.path().join("pins").exists());
+        assert_eq!(std::fs::read_to_string(dir.path().join("manifest.toml")).unwrap(), MANIFEST);
+        // A sound one is written, with its entry.
+        assert_eq!(pin_mcp(dir.path(), "s", None, vec![json!({"name": "t"})]).unwrap(), "pins/s.mcp.json");
+        let text = std::fs::read_to_string(dir.path().join("manifest.toml")).unwrap();
+        assert!(text.contains("[pins.\"pins/s.mcp.json\"]\nformat = \"mcp\"\nserver = \"s\"\nblake3 = "), "{text}");
+    }
 }
