@@ -147,3 +147,16 @@ impl GateArgs {
         }
     }
 }
+
+/// `SOURCE_DATE_EPOCH` (reproducible-builds.org), if set: the time recorded in what a command
+/// writes instead of the clock's, so that the same inputs give the same bytes.
+pub fn source_date_epoch() -> anyhow::Result<Option<u64>> {
+    match std::env::var("SOURCE_DATE_EPOCH") {
+        Ok(v) => v
+            .trim()
+            .parse::<u64>()
+            .map(Some)
+            .map_err(|_| anyhow::anyhow!("SOURCE_DATE_EPOCH must be a whole number of seconds, not `{v}`")),
+        Err(_) => Ok(None),
+    }
+}

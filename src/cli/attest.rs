@@ -12,15 +12,29 @@ use super::{Format, Global, Outcome, output};
 /// (the agent contract), each a Sigstore bundle v0.3 whose subject is the bundle file's SHA-256.
 ///
 /// The bundle is read once, every digest checked; its signature is not judged here (`bundle
-/// verify` judges both). Exit status: 0 written, 1 not a valid bundle, 2 usage or I/O error.
+/// verify` judges both).
+///
+/// With --model-signing, an OpenSSF model signature of an agent folder instead (default: .),
+/// signed with a P-256 key (`bundle keygen --kind p256`), which `model_signing verify key
+/// --signature FILE --public_key KEY.pub AGENT_DIR` accepts, and so for the folder `bundle
+/// unpack` makes of its bundle.
+///
+/// Exit status: 0 written, 1 not a valid bundle (or agent folder), 2 usage or I/O error.
 #[derive(Debug, clap::Args)]
 #[command(
-    after_help = "Examples:\n  bundle attest mailer-1.4.0.agent.bundle --key ci.key --from agents/mailer\n  bundle verify mailer-1.4.0.agent.bundle --trusted-keys keys.txt \\\n      --require-provenance"
+    after_help = "Examples:\n  bundle attest mailer-1.4.0.agent.bundle --key ci.key --from agents/mailer\n  bundle verify mailer-1.4.0.agent.bundle --trusted-keys keys.txt \\\n      --require-provenance\n  bundle keygen --kind p256 model && bundle attest --model-signing --key model.key agents/mailer\n  model_signing verify key --signature agents/mailer.model.sig --public_key model.pub agents/mailer"
 )]
 pub struct Args {
-    /// The bundle file.
-    #[arg(value_name = "BUNDLE")]
-    bundle: PathBuf,
+    /// The bundle file (with --model-signing: the agent folder, default .).
+    #[arg(value_name = "BUNDLE|AGENT_DIR", required_unless_present = "model_signing")]
+    bundle: Option<PathBuf>,
+    /// Write an OpenSSF model signature (`model_signing` v1.0, SHA-256 file digests) of the agent
+    /// folder, signed with the P-256 key --key names (a PEM file).
+    #[arg(long, conflicts_with = "from")]
+    model_signing: bool,
+    /// With --model-signing: the signature file (default: <AGENT_DIR>.model.sig beside the folder).
+    #[arg(short = 'o', long, value_name = "FILE", requires = "model_signing")]
+    output: Option<PathBuf>,
     #[command(flatten)]
     key: SecretKeyArgs,
     /// The agent folder the bundle was packed from: its git commit, remote and state go into
@@ -33,22 +47,19 @@ pub struct Args {
 }
 
 pub fn run(args: Args, global: Global) -> anyhow::Result<Outcome> {
+    if args.model_signing {
+        return model_signing(&args, global);
+    }
+    let bundle = args.bundle.clone().unwrap_or_default();
     let mut signer = open_signer(&args.key)?;
-    let epoch = match std::env::var("SOURCE_DATE_EPOCH") {
-        Ok(v) => Some(
-            v.trim()
-                .parse::<u64>()
-                .map_err(|_| anyhow::anyhow!("SOURCE_DATE_EPOCH must be a whole number of seconds, not `{v}`"))?,
-        ),
-        Err(_) => None,
-    };
+    let epoch = super::args::source_date_epoch()?;
     let opts = AttestOptions { from: args.from.clone(), source_date_epoch: epoch };
-    match attest::attest(&args.bundle, &mut signer, &opts) {
+    match attest::attest(&bundle, &mut signer, &opts) {
         Ok(a) => {
             match args.format {
                 Format::Json => output::print_json(&serde_json::json!({
                     "ok": true,
-                    "bundle": args.bundle.display().to_string(),
+                    "bundle": bundle.display().to_string(),
                     "agent": {"name": a.name, "version": a.version},
                     "key_id": a.key_id,
                     "sha256": a.sha256,
@@ -83,8 +94,53 @@ pub fn run(args: Args, global: Global) -> anyhow::Result<Outcome> {
             Ok(Outcome::Ok)
         }
         Err(AttestFailure::Rejected(rejection)) => {
-            super::verify::render_rejection(&args.bundle, rejection, args.format, global)
+            super::verify::render_rejection(&bundle, rejection, args.format, global)
         }
         Err(AttestFailure::Error(e)) => Err(e.into()),
+    }
+}
+
+/// `--model-signing`: the OpenSSF model signature of an agent folder.
+fn model_signing(args: &Args, global: Global) -> anyhow::Result<Outcome> {
+    use agent_bundle::ops::model_sign::{self, ModelSignError};
+    let dir = args.bundle.clone().unwrap_or_else(|| PathBuf::from("."));
+    let Some(key) = &args.key.key else {
+        anyhow::bail!(
+            "--model-signing needs --key: a P-256 secret key file (make one with `bundle keygen --kind p256 NAME`)"
+        );
+    };
+    let key = agent_bundle::keys::p256_key::read_secret(std::path::Path::new(key))?;
+    let output = match &args.output {
+        Some(o) => o.clone(),
+        None => model_sign::default_output(&dir)?,
+    };
+    match model_sign::sign(&dir, &key, &output) {
+        Ok(done) => {
+            match args.format {
+                Format::Json => output::print_json(&serde_json::json!({
+                    "ok": true,
+                    "name": done.name,
+                    "root_digest": {"sha256": done.root},
+                    "resources": done.resources,
+                    "signature": done.output.display().to_string(),
+                }))?,
+                Format::Human | Format::Github => output::status(
+                    global,
+                    &format!(
+                        "model-signed {} ({} files, root sha256 {}) -> {}",
+                        done.name,
+                        done.resources,
+                        done.root,
+                        done.output.display()
+                    ),
+                ),
+            }
+            Ok(Outcome::Ok)
+        }
+        Err(ModelSignError::Invalid(report)) => {
+            super::check::render_report(&report, args.format, global, "model-sign")?;
+            Ok(Outcome::Rejected)
+        }
+        Err(ModelSignError::Error(e)) => Err(e.into()),
     }
 }

@@ -29,9 +29,35 @@ pub struct Args {
     /// Encrypt the secret key with a password typed at the terminal.
     #[arg(long)]
     password: bool,
+    /// The kind of key: `minisign` (Ed25519, what bundles are signed with) or `p256` (ECDSA
+    /// P-256 in PEM files, for OpenSSF model signatures: `attest --model-signing`).
+    #[arg(long, value_enum, default_value_t = Kind::Minisign)]
+    kind: Kind,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum Kind {
+    Minisign,
+    P256,
 }
 
 pub fn run(args: Args, global: Global) -> anyhow::Result<Outcome> {
+    if args.kind == Kind::P256 {
+        if args.password || args.password_env.is_some() {
+            anyhow::bail!("--kind p256 writes an unencrypted PKCS#8 key; keep it in a secret store (no --password)");
+        }
+        let done = keygen::keygen_p256(&args.name, args.force)?;
+        output::status(
+            global,
+            &format!(
+                "P-256 key {}: secret {} (keep it private), public {}",
+                &done.key_id[..16],
+                done.secret_path.display(),
+                done.public_path.display()
+            ),
+        );
+        return Ok(Outcome::Ok);
+    }
     let password = match (&args.password_env, args.password) {
         (Some(var), _) => Some(password_from_env(var)?),
         (None, true) => {

@@ -31,6 +31,7 @@ mod tool;
 mod trust;
 mod unpack;
 mod verify;
+mod vsa;
 
 use std::process::ExitCode;
 

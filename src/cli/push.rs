@@ -44,6 +44,10 @@ pub struct Args {
     /// uploading them again.
     #[arg(long, value_name = "REPO")]
     mount_from: Option<String>,
+    /// Also push this verification summary of the bundle (`verify --emit-vsa`) as a referrer of
+    /// its manifest, in cosign's Sigstore-bundle layout, for admission steps that read it.
+    #[arg(long, value_name = "FILE")]
+    attach_vsa: Option<PathBuf>,
     #[command(flatten)]
     registry: RegistryArgs,
     /// Upload blobs larger than BYTES in PATCH chunks of BYTES (default 32 MiB); for tests.
@@ -78,6 +82,9 @@ pub fn run(args: Args, global: Global) -> anyhow::Result<Outcome> {
         registry,
         mount_from: args.mount_from.clone(),
         now: global.now(),
+        created: super::args::source_date_epoch()?
+            .map(|s| agent_bundle::timestamp::Timestamp::from_unix(i64::try_from(s).unwrap_or(i64::MAX), 0)),
+        vsa: args.attach_vsa.as_deref(),
     };
     let result = match push::push(&opts) {
         Ok(p) => Ok(p),

@@ -44,6 +44,8 @@ pub struct Args {
     // Boxed: a dozen optional strings would make `verify` the largest command variant.
     #[command(flatten)]
     keyless: Box<super::keyless::KeylessArgs>,
+    #[command(flatten)]
+    vsa: Box<super::vsa::VsaArgs>,
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Human)]
     pub(super) format: Format,
@@ -51,10 +53,12 @@ pub struct Args {
 
 pub fn run(args: Args, global: Global) -> anyhow::Result<Outcome> {
     let keys = load_trust(&args.trust)?;
+    let several = args.bundles.len() > 1;
+    let mut vsa = args.vsa.emitter(&args.trust, &args.gate, &args.keyless.sigstore, several)?;
     let mut opts = args.gate.options(keys, super::keys::load_policy(&args.trust)?, global);
     args.keyless.apply(&mut opts)?;
     if let [bundle] = args.bundles.as_slice() {
-        let verdict = verify_one(bundle, opts, &args.registry, global)?;
+        let verdict = verify_one(bundle, opts, &args.registry, global, vsa.as_mut())?;
         return render(bundle, &verdict, args.format, global);
     }
     // A missing baseline is said once, not once per bundle.
@@ -63,7 +67,7 @@ pub fn run(args: Args, global: Global) -> anyhow::Result<Outcome> {
     let mut results = Vec::new();
     let (mut passed, mut refused) = (0, 0);
     for bundle in &args.bundles {
-        let (this, json) = match verify_one(bundle, opts.clone(), &args.registry, global) {
+        let (this, json) = match verify_one(bundle, opts.clone(), &args.registry, global, vsa.as_mut()) {
             Ok(verdict) if args.format == Format::Json => (outcome_of(&verdict), verdict_json(&verdict)?),
             Ok(verdict) => (render(bundle, &verdict, args.format, global)?, serde_json::Value::Null),
             // One bundle that cannot be judged does not stop the others from being judged.
@@ -98,18 +102,25 @@ pub fn run(args: Args, global: Global) -> anyhow::Result<Outcome> {
     Ok(outcome)
 }
 
-/// Judges one bundle with a gate of its own (the state file is locked for that bundle only).
+/// Judges one bundle with a gate of its own (the state file is locked for that bundle only),
+/// and writes its verification summary when asked.
 fn verify_one(
     bundle: &Path,
     opts: GateOptions,
     registry: &super::registry::RegistryArgs,
     global: Global,
+    vsa: Option<&mut super::vsa::Emitter>,
 ) -> anyhow::Result<Verdict> {
+    let now = opts.now;
     // A baseline or state file that cannot be read stops the gate before the bundle is judged.
     let gate = Gate::open(opts)?;
     let source = registry.source(bundle)?;
     let bar = super::progress::Bar::new(global);
-    Ok(agent_bundle::ops::verify::verify(&source, gate, &bar)?)
+    let verdict = agent_bundle::ops::verify::verify(&source, gate, &bar)?;
+    if let Some(vsa) = vsa {
+        vsa.emit(&source, &verdict, now, global)?;
+    }
+    Ok(verdict)
 }
 
 /// What a verdict means for the exit status.

@@ -5,6 +5,8 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::oci::referrers::{SIGSTORE_BUNDLE_MEDIA_TYPE, Wanted};
+
 /// The predicate types we write.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kind {
@@ -17,13 +19,30 @@ pub const SLSA_PROVENANCE_V1: &str = "https://slsa.dev/provenance/v1";
 /// The agent-contract predicate (schema: `bundle schema contract-predicate`).
 pub const AGENT_CONTRACT_V1: &str = "https://agent-bundle.dev/attestation/agent-contract/v1";
 
-/// The OCI `artifactType`s of our attestations, as referrers of a bundle.
+/// The OCI `artifactType`s our attestations had as referrers of a bundle before they took
+/// cosign's layout (`crate::oci::referrers`); still read, no longer written.
 pub const ARTIFACT_TYPES: [&str; 2] = [Kind::Provenance.artifact_type(), Kind::Contract.artifact_type()];
+
+/// The referrers of a bundle's manifest that carry its attestations: Sigstore bundles in
+/// cosign's layout whose predicate type is one of ours, and those of earlier releases.
+pub fn wanted_referrers() -> Vec<Wanted<'static>> {
+    let cosign = Kind::ALL.into_iter().map(|k| Wanted::Attestation { predicate_type: k.predicate_type() });
+    let earlier = ARTIFACT_TYPES
+        .into_iter()
+        .map(|artifact_type| Wanted::Typed { artifact_type, media_type: SIGSTORE_BUNDLE_MEDIA_TYPE });
+    cosign.chain(earlier).collect()
+}
+
+/// Whether a referrer of this `artifactType` (fetched as [`wanted_referrers`] asks) is an
+/// attestation.
+pub fn is_attestation_referrer(artifact_type: &str) -> bool {
+    artifact_type == SIGSTORE_BUNDLE_MEDIA_TYPE || ARTIFACT_TYPES.contains(&artifact_type)
+}
 
 impl Kind {
     pub const ALL: [Kind; 2] = [Kind::Provenance, Kind::Contract];
 
-    pub fn predicate_type(self) -> &'static str {
+    pub const fn predicate_type(self) -> &'static str {
         match self {
             Kind::Provenance => SLSA_PROVENANCE_V1,
             Kind::Contract => AGENT_CONTRACT_V1,

@@ -10,6 +10,7 @@
 
 use serde::Serialize;
 use serde_json::Value;
+use sha2::Digest as _;
 
 use super::files::Kind;
 use super::provenance::split_source_uri;
@@ -58,6 +59,10 @@ pub struct Judged {
     pub verdict: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub message: Option<String>,
+    /// The SHA-256 (hex) of the attestation's bytes, for a verification summary's
+    /// `inputAttestations`.
+    #[serde(skip)]
+    pub sha256: String,
     #[serde(skip)]
     statement: Option<Statement>,
     #[serde(skip)]
@@ -76,6 +81,7 @@ impl Judged {
             source_uri: None,
             verdict: "ok".into(),
             message: None,
+            sha256: String::new(),
             statement: None,
             reason: None,
         }
@@ -108,6 +114,7 @@ fn format_reason(e: &FormatError) -> Reason {
 /// Reads and judges one attestation against the bundle's SHA-256 (lowercase hex).
 pub fn judge_one(source: &str, bytes: &[u8], sha256: &str, keys: &TrustedKeys, policy: &AttestPolicy) -> Judged {
     let mut judged = Judged::new(source);
+    judged.sha256 = super::hex(&sha2::Sha256::digest(bytes));
     let bundle = match SigstoreBundle::from_json(bytes) {
         Ok(b) => b,
         Err(e) => {

@@ -9,6 +9,7 @@ pub mod contract;
 pub mod files;
 pub mod judge;
 pub mod provenance;
+pub mod vsa;
 
 use crate::attest::{SigstoreBundle, Statement, Subject};
 use crate::keys::{Signer, SignerError};

@@ -10,6 +10,7 @@
 //! minisign key id. Its id is [`derived_key_id`]: the first 8 bytes of BLAKE2b-512 of the
 //! 32-byte public key, so the same key has the same id on every machine and in every run.
 
+pub mod p256_key;
 pub mod pkcs11;
 pub mod reference;
 pub mod ssh_agent;

@@ -141,7 +141,7 @@ impl Pending {
 pub fn open_artifact(
     reference: &Reference,
     options: &Options,
-    wanted: &referrers::Wanted<'_>,
+    wanted: &[referrers::Wanted<'_>],
     with_config: bool,
 ) -> Result<Pending, OciError> {
     let mut client = Client::connect(reference, options, false, None)?;

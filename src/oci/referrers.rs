@@ -1,17 +1,27 @@
 //! Attestations in registries: OCI 1.1 referrers of a bundle's manifest (distribution spec
 //! v1.1, "Listing Referrers" and "Referrers Tag Schema").
 //!
-//! Each attestation (a Sigstore bundle) is an artifact manifest of its own: `artifactType` per
-//! predicate, the empty config, one layer (the Sigstore bundle file), and `subject` = the
-//! bundle's manifest. Where the registry keeps the referrers index (it answers the manifest
-//! PUT with `OCI-Subject`), nothing more is needed; where it does not (Debian's docker-registry
-//! 2.8), the pusher keeps an image index under the fallback tag `sha256-<hex>` of the subject.
-//! Readers ask the referrers API first and fall back to the tag.
+//! Each attestation (a Sigstore bundle) is an artifact manifest of its own, in the layout of
+//! cosign's `specs/BUNDLE_SPEC.md`, which cosign, Kyverno and sigstore/policy-controller look
+//! for: `artifactType` the Sigstore bundle media type, the empty config, one layer (the
+//! Sigstore bundle file, titled `sha256-<hex>.sigstore.json`), the annotations
+//! `dev.sigstore.bundle.content`, `dev.sigstore.bundle.predicateType` and
+//! `org.opencontainers.image.created`, and `subject` = the bundle's manifest. Releases before
+//! that gave each predicate an `artifactType` of our own; readers still find those
+//! ([`Wanted::Typed`]), and our co-signatures keep theirs.
+//!
+//! Where the registry keeps the referrers index (it answers the manifest PUT with
+//! `OCI-Subject`), nothing more is needed; where it does not (Debian's docker-registry 2.8),
+//! the pusher keeps an image index under the fallback tag `sha256-<hex>` of the subject, its
+//! entries carrying the manifests' annotations as the referrers API would. Readers ask the
+//! referrers API first and fall back to the tag.
 //!
 //! What comes back is untrusted: the index is read under a size cap and at most
-//! [`MAX_REFERRERS`] entries (more is refused, not truncated), only our artifact types are
-//! fetched, and every manifest and blob is checked against its digest. Whether an attestation
-//! is trusted is the gate's judgement, not this module's.
+//! [`MAX_REFERRERS`] entries (more is refused, not truncated), only the wanted referrers are
+//! fetched (a Sigstore bundle only when its predicate type annotation is wanted: another
+//! tool's signature or a verification summary beside the bundle is not ours to judge), and
+//! every manifest and blob is checked against its digest. Whether an attestation is trusted is
+//! the gate's judgement, not this module's.
 
 use serde_json::{Value, json};
 
@@ -29,6 +39,12 @@ const EMPTY_CONFIG: &[u8] = b"{}";
 const EMPTY_MEDIA_TYPE: &str = "application/vnd.oci.empty.v1+json";
 /// The most entries a referrers index may list; a longer one is refused.
 pub const MAX_REFERRERS: usize = 256;
+/// cosign's annotations of a Sigstore-bundle referrer (BUNDLE_SPEC.md, "Annotations").
+pub const CONTENT_ANNOTATION: &str = "dev.sigstore.bundle.content";
+pub const PREDICATE_TYPE_ANNOTATION: &str = "dev.sigstore.bundle.predicateType";
+pub const CREATED_ANNOTATION: &str = "org.opencontainers.image.created";
+/// The layer's suggested file name (BUNDLE_SPEC.md, "Layer Annotations").
+const TITLE_ANNOTATION: &str = super::artifact::TITLE_ANNOTATION;
 
 /// The subject of referrers: the bundle's manifest.
 #[derive(Debug, Clone)]
@@ -42,29 +58,50 @@ pub fn fallback_tag(digest: &str) -> String {
     digest.replacen(':', "-", 1)
 }
 
-/// Pushes each `(artifactType, Sigstore bundle bytes)` as a referrer of `subject`; keeps the
-/// fallback tag's index when the registry has no referrers API. Returns the referrers'
+/// One attestation to push in cosign's layout: a Sigstore bundle holding a DSSE envelope.
+#[derive(Debug, Clone)]
+pub struct Attestation<'a> {
+    /// The in-toto statement's `predicateType`.
+    pub predicate_type: &'a str,
+    /// The Sigstore bundle file.
+    pub bytes: Vec<u8>,
+}
+
+/// Pushes each attestation as a referrer of `subject` in cosign's layout; `created` (RFC 3339,
+/// from `SOURCE_DATE_EPOCH`, so that pushes stay reproducible) is recorded when given. Keeps
+/// the fallback tag's index when the registry has no referrers API. Returns the referrers'
 /// manifest digests.
 pub fn push(
     client: &mut Client,
     subject: &Subject<'_>,
-    attestations: &[(&str, Vec<u8>)],
+    attestations: &[Attestation<'_>],
+    created: Option<&str>,
 ) -> Result<Vec<String>, OciError> {
     let referrers: Vec<Referrer<'_>> = attestations
         .iter()
-        .map(|(artifact_type, bytes)| Referrer {
-            artifact_type,
-            layers: vec![(SIGSTORE_BUNDLE_MEDIA_TYPE, bytes.clone())],
+        .map(|a| {
+            let mut annotations = vec![
+                (CONTENT_ANNOTATION, "dsse-envelope".to_owned()),
+                (PREDICATE_TYPE_ANNOTATION, a.predicate_type.to_owned()),
+            ];
+            annotations.extend(created.map(|c| (CREATED_ANNOTATION, c.to_owned())));
+            Referrer {
+                artifact_type: SIGSTORE_BUNDLE_MEDIA_TYPE,
+                layers: vec![(SIGSTORE_BUNDLE_MEDIA_TYPE, a.bytes.clone())],
+                annotations,
+            }
         })
         .collect();
     push_referrers(client, subject, &referrers)
 }
 
-/// One referrer to push: its `artifactType` and its layers as `(mediaType, bytes)`.
+/// One referrer to push: its `artifactType`, its layers as `(mediaType, bytes)`, and the
+/// manifest's annotations in the order written.
 #[derive(Debug, Clone)]
 pub struct Referrer<'a> {
     pub artifact_type: &'a str,
     pub layers: Vec<(&'a str, Vec<u8>)>,
+    pub annotations: Vec<(&'a str, String)>,
 }
 
 /// Pushes each referrer (an artifact manifest: the empty config, its layers, `subject`) and,
@@ -98,9 +135,14 @@ pub fn push_referrers(
                 &mut || Ok(Box::new(std::io::Cursor::new(data.clone())) as Box<dyn std::io::Read>),
                 None,
             )?;
-            layers.push(json!({"mediaType": media_type, "digest": layer_digest, "size": bytes.len()}));
+            let mut layer = json!({"mediaType": media_type, "digest": layer_digest, "size": bytes.len()});
+            if referrer.artifact_type == SIGSTORE_BUNDLE_MEDIA_TYPE {
+                let title = format!("{}.sigstore.json", fallback_tag(&layer_digest));
+                layer["annotations"] = json!({ TITLE_ANNOTATION: title });
+            }
+            layers.push(layer);
         }
-        let manifest = json!({
+        let mut manifest = json!({
             "schemaVersion": 2,
             "mediaType": MANIFEST_MEDIA_TYPE,
             "artifactType": referrer.artifact_type,
@@ -108,15 +150,25 @@ pub fn push_referrers(
             "layers": layers,
             "subject": {"mediaType": MANIFEST_MEDIA_TYPE, "digest": subject.digest, "size": subject.size},
         });
+        let annotations: serde_json::Map<String, Value> =
+            referrer.annotations.iter().map(|(k, v)| ((*k).to_owned(), Value::from(v.as_str()))).collect();
+        if !annotations.is_empty() {
+            manifest["annotations"] = Value::Object(annotations.clone());
+        }
         let manifest = serde_json::to_vec(&manifest).expect("a manifest serialises");
         let digest = sha256_digest(&manifest);
         api &= client.put_manifest_with_subject(&digest, &manifest, MANIFEST_MEDIA_TYPE)?;
-        descriptors.push(json!({
+        let mut descriptor = json!({
             "mediaType": MANIFEST_MEDIA_TYPE,
             "digest": digest,
             "size": manifest.len(),
             "artifactType": referrer.artifact_type,
-        }));
+        });
+        // As the referrers API would list it: with the manifest's annotations.
+        if !annotations.is_empty() {
+            descriptor["annotations"] = Value::Object(annotations);
+        }
+        descriptors.push(descriptor);
     }
     if !api && !descriptors.is_empty() {
         update_fallback_tag(client, subject, &descriptors)?;
@@ -162,9 +214,38 @@ fn index_entries(bytes: &[u8]) -> Result<Vec<Value>, OciError> {
     Ok(manifests.clone())
 }
 
-/// What to fetch of a subject's referrers: each `(artifactType, layer mediaType)` pair names
-/// referrers of that type and, in each, its one layer of that media type.
-pub type Wanted<'a> = [(&'a str, &'a str)];
+/// Which referrers of a subject to fetch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Wanted<'a> {
+    /// Referrers of this `artifactType`, each with exactly one layer of this media type (our
+    /// co-signatures; attestations pushed by releases before cosign's layout).
+    Typed { artifact_type: &'a str, media_type: &'a str },
+    /// Sigstore bundles in cosign's layout whose `dev.sigstore.bundle.predicateType`
+    /// annotation is this predicate type.
+    Attestation { predicate_type: &'a str },
+}
+
+impl Wanted<'_> {
+    /// The layer media type a referrer matching this must hold exactly one of.
+    fn media_type(&self) -> &str {
+        match self {
+            Wanted::Typed { media_type, .. } => media_type,
+            Wanted::Attestation { .. } => SIGSTORE_BUNDLE_MEDIA_TYPE,
+        }
+    }
+
+    /// Whether a referrer (an index entry, or its manifest) with this `artifactType` and these
+    /// annotations is this one.
+    fn matches(&self, artifact_type: Option<&str>, annotations: &Value) -> bool {
+        match self {
+            Wanted::Typed { artifact_type: wanted, .. } => artifact_type == Some(*wanted),
+            Wanted::Attestation { predicate_type } => {
+                artifact_type == Some(SIGSTORE_BUNDLE_MEDIA_TYPE)
+                    && annotations[PREDICATE_TYPE_ANNOTATION].as_str() == Some(*predicate_type)
+            }
+        }
+    }
+}
 
 /// One referrer's layer, fetched and checked against its digest.
 #[derive(Debug, Clone)]
@@ -178,7 +259,7 @@ pub struct Found {
 /// The referrers attached to `subject_digest` that `wanted` names: from the referrers API,
 /// else the fallback tag. Each manifest and layer is checked against its digest; a referrer
 /// of a wanted type without exactly one layer of the wanted media type is refused.
-pub fn fetch(client: &mut Client, subject_digest: &str, wanted: &Wanted<'_>) -> Result<Vec<Found>, OciError> {
+pub fn fetch(client: &mut Client, subject_digest: &str, wanted: &[Wanted<'_>]) -> Result<Vec<Found>, OciError> {
     let index =
         match client.get_optional(&format!("referrers/{subject_digest}"), INDEX_MEDIA_TYPE, MAX_MANIFEST_BYTES)? {
             Some(bytes) => Some(bytes),
@@ -191,11 +272,11 @@ pub fn fetch(client: &mut Client, subject_digest: &str, wanted: &Wanted<'_>) -> 
     let Some(index) = index else { return Ok(Vec::new()) };
     let mut found = Vec::new();
     for entry in index_entries(&index)? {
-        let Some(&(kind, media_type)) =
-            entry["artifactType"].as_str().and_then(|t| wanted.iter().find(|(k, _)| *k == t))
+        let Some(want) = wanted.iter().find(|w| w.matches(entry["artifactType"].as_str(), &entry["annotations"]))
         else {
             continue;
         };
+        let media_type = want.media_type();
         let Some(digest) = entry["digest"].as_str() else { continue };
         let bytes =
             client.get_optional(&format!("manifests/{digest}"), MANIFEST_MEDIA_TYPE, MAX_MANIFEST_BYTES)?.ok_or_else(
@@ -210,7 +291,7 @@ pub fn fetch(client: &mut Client, subject_digest: &str, wanted: &Wanted<'_>) -> 
         let manifest: Value =
             serde_json::from_slice(&bytes).map_err(|e| malformed(format!("referrer {digest}: {e}")))?;
         if manifest["subject"]["digest"].as_str() != Some(subject_digest)
-            || manifest["artifactType"].as_str() != Some(kind)
+            || !want.matches(manifest["artifactType"].as_str(), &manifest["annotations"])
         {
             return Err(malformed(format!("referrer {digest} is not an attestation of {subject_digest}")));
         }
@@ -232,7 +313,8 @@ pub fn fetch(client: &mut Client, subject_digest: &str, wanted: &Wanted<'_>) -> 
                 format!("referrer layer {layer}: the registry served other bytes"),
             ));
         }
-        found.push(Found { artifact_type: kind.to_owned(), source: format!("referrer {digest}"), bytes: blob });
+        let artifact_type = manifest["artifactType"].as_str().unwrap_or_default().to_owned();
+        found.push(Found { artifact_type, source: format!("referrer {digest}"), bytes: blob });
     }
     Ok(found)
 }

@@ -212,6 +212,7 @@ pub fn cosign_registry(
             (signatures::COSIGNATURE_MEDIA_TYPE, signature.to_text().into_bytes()),
             (referrers::SIGSTORE_BUNDLE_MEDIA_TYPE, sigstore.to_json()),
         ],
+        annotations: Vec::new(),
     };
     let mut client = oci::Client::connect(reference, options, true, None).map_err(InputError::Registry)?;
     let digest = referrers::Subject { digest: &subject, size: artifact.manifest_size };

@@ -36,6 +36,28 @@ pub fn keygen(base: &Path, password: Option<&[u8]>, force: bool) -> Result<Gener
     Ok(Generated { secret_path, public_path, key_id: key.key_id_hex() })
 }
 
+/// Writes `<base>.key` (PKCS#8 PEM, mode 0600) and `<base>.pub` (SubjectPublicKeyInfo PEM): a
+/// P-256 key pair for the signatures that need an elliptic-curve key (OpenSSF model signing).
+/// `key_id` is the SHA-256 (hex) of the public key file, the hint `model_signing` names it by.
+pub fn keygen_p256(base: &Path, force: bool) -> Result<Generated> {
+    use sha2::{Digest as _, Sha256};
+    let secret_path = with_suffix(base, "key");
+    let public_path = with_suffix(base, "pub");
+    if !force {
+        for p in [&secret_path, &public_path] {
+            if p.exists() {
+                return Err(Error::Usage(format!("{} already exists; use --force to overwrite", p.display())));
+            }
+        }
+    }
+    let key = crate::keys::p256_key::generate().map_err(|e| Error::Key { message: e.to_string() })?;
+    write_secret(&secret_path, crate::keys::p256_key::secret_pem(&key).as_bytes(), force)?;
+    let public = crate::keys::p256_key::public_pem(key.verifying_key());
+    atomic::write(&public_path, public.as_bytes(), force).map_err(|e| Error::io(&public_path, e))?;
+    let key_id = Sha256::digest(public.as_bytes()).iter().map(|b| format!("{b:02x}")).collect();
+    Ok(Generated { secret_path, public_path, key_id })
+}
+
 fn with_suffix(base: &Path, ext: &str) -> PathBuf {
     let mut s = base.as_os_str().to_owned();
     s.push(".");

@@ -33,6 +33,13 @@ pub struct Options<'a> {
     /// Mount the blobs from this repository of the same registry when it has them.
     pub mount_from: Option<String>,
     pub now: Timestamp,
+    /// `SOURCE_DATE_EPOCH`, if set: when the attestations were made, recorded on their
+    /// referrers (`org.opencontainers.image.created`); without it the annotation is left out, so
+    /// that pushing the same files again gives the same referrers.
+    pub created: Option<Timestamp>,
+    /// `--attach-vsa`: a verification summary of this bundle (a Sigstore bundle, as `verify
+    /// --emit-vsa` writes it), pushed beside the attestations as a referrer.
+    pub vsa: Option<&'a Path>,
 }
 
 /// What was pushed.
@@ -108,7 +115,10 @@ pub fn push(opts: &Options<'_>) -> Result<Pushed, PushError> {
         .into());
     }
 
-    let attestations = attestations_beside(opts.bundle, &layer_digest)?;
+    let mut attestations = attestations_beside(opts.bundle, &layer_digest)?;
+    if let Some(vsa) = opts.vsa {
+        attestations.push(summary(vsa, &layer_digest)?);
+    }
     let mount = opts.mount_from.as_deref();
     let mut client = Client::connect(&opts.reference, &opts.registry, true, mount)?;
     let config_push = client.push_blob(
@@ -135,7 +145,8 @@ pub fn push(opts: &Options<'_>) -> Result<Pushed, PushError> {
         client.put_manifest(&digest, &manifest, artifact::MANIFEST_MEDIA_TYPE)?;
     }
     let subject = referrers::Subject { digest: &digest, size: manifest.len() as u64 };
-    let referrers = referrers::push(&mut client, &subject, &attestations)?;
+    let created = opts.created.map(|t| t.to_string());
+    let referrers = referrers::push(&mut client, &subject, &attestations, created.as_deref())?;
     let by_digest = Reference { tag: None, digest: Some(digest.clone()), ..opts.reference.clone() };
     references.push(by_digest.to_string());
     Ok(Pushed {
@@ -150,10 +161,10 @@ pub fn push(opts: &Options<'_>) -> Result<Pushed, PushError> {
     })
 }
 
-/// The attestations beside the bundle (`pack --attest`'s files), each with its artifact type;
-/// one that is not about this bundle (`layer_digest`) stops the push: it would be refused by
-/// every gate that pulls it.
-fn attestations_beside(bundle: &Path, layer_digest: &str) -> Result<Vec<(&'static str, Vec<u8>)>, PushError> {
+/// The attestations beside the bundle (`pack --attest`'s files), each with its predicate
+/// type; one that is not about this bundle (`layer_digest`) stops the push: it would be
+/// refused by every gate that pulls it.
+fn attestations_beside(bundle: &Path, layer_digest: &str) -> Result<Vec<referrers::Attestation<'static>>, PushError> {
     let mut found = Vec::new();
     for kind in files::Kind::ALL {
         let path = files::beside(bundle, kind);
@@ -171,9 +182,30 @@ fn attestations_beside(bundle: &Path, layer_digest: &str) -> Result<Vec<(&'stati
             ))
             .into());
         }
-        found.push((kind.artifact_type(), bytes));
+        found.push(referrers::Attestation { predicate_type: kind.predicate_type(), bytes });
     }
     Ok(found)
+}
+
+/// The verification summary at `path`, which must be a Sigstore bundle holding a SLSA VSA v1
+/// about this bundle (`layer_digest`). Its signature is not judged here: the consumer that
+/// relies on it checks it with the verifier's key.
+fn summary(path: &Path, layer_digest: &str) -> Result<referrers::Attestation<'static>, PushError> {
+    let usage = |why: String| PushError::Registry(OciError::Usage(format!("--attach-vsa {}: {why}", path.display())));
+    let bytes =
+        crate::regular_file::read(path, crate::attest::MAX_ATTESTATION_BYTES, crate::regular_file::Links::Follow)
+            .map_err(|e| usage(e.into_io().to_string()))?;
+    let statement = SigstoreBundle::from_json(&bytes).and_then(|b| b.statement()).map_err(|e| usage(e.to_string()))?;
+    if statement.predicate_type != crate::evidence::vsa::VSA_V1 {
+        return Err(usage(format!(
+            "its predicate type is {:?}, not a SLSA verification summary v1",
+            statement.predicate_type
+        )));
+    }
+    if !statement.has_sha256(layer_digest.trim_start_matches("sha256:")) {
+        return Err(usage(format!("it is not a summary of this bundle (sha256 {layer_digest})")));
+    }
+    Ok(referrers::Attestation { predicate_type: crate::evidence::vsa::VSA_V1, bytes })
 }
 
 /// The config blob for a verified bundle.

@@ -32,7 +32,7 @@ fn run(c: &mut Command, args: &[&str]) -> Run {
 
 /// The `python3` of the independent verifiers (the tools venv's, first on PATH under
 /// `scripts/test`), or None (a visible skip) when one of them is missing.
-fn python() -> Option<String> {
+pub(crate) fn python() -> Option<String> {
     ["securesystemslib.dsse", "sigstore_models", "in_toto_attestation"]
         .iter()
         .all(|m| crate::support::require_python_module(m))
@@ -41,7 +41,7 @@ fn python() -> Option<String> {
 
 /// The independent verifiers accept `files` for `bundle` signed by `public`.
 #[track_caller]
-fn independent_verifiers_accept(dir: &Path, public: &str, bundle: &str, files: &[&str]) {
+pub(crate) fn independent_verifiers_accept(dir: &Path, public: &str, bundle: &str, files: &[&str]) {
     let Some(python) = python() else { return };
     let out = Command::new(python)
         .current_dir(dir)
@@ -443,9 +443,20 @@ fn push_carries_attestations_as_referrers_and_pull_refuses_a_release_without_pro
     } else {
         serde_json::from_slice(&registry::get(reg.port, &format!("/v2/team/mailer/manifests/{tag}"))).unwrap()
     };
-    let types: Vec<&str> =
-        index["manifests"].as_array().unwrap().iter().map(|m| m["artifactType"].as_str().unwrap()).collect();
-    assert_eq!(types, agent_bundle::evidence::files::ARTIFACT_TYPES);
+    // cosign's layout (tests/cli/referrers.rs checks it through other clients and verifiers).
+    let types: Vec<(&str, &str)> = index["manifests"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| {
+            (
+                m["artifactType"].as_str().unwrap(),
+                m["annotations"]["dev.sigstore.bundle.predicateType"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    let sigstore = agent_bundle::attest::sigstore_bundle::MEDIA_TYPE_V03;
+    assert_eq!(types, [(sigstore, SLSA_PROVENANCE_V1), (sigstore, AGENT_CONTRACT_V1)]);
     let referrer = index["manifests"][0]["digest"].as_str().unwrap();
     let manifest: serde_json::Value =
         serde_json::from_slice(&registry::get(reg.port, &format!("/v2/team/mailer/manifests/{referrer}"))).unwrap();

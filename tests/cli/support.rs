@@ -332,3 +332,21 @@ pub fn noise(len: usize) -> Vec<u8> {
         })
         .collect()
 }
+
+/// The `node_modules` folder of the npm cache the CI installs into (.ci/run:
+/// `$BUNDLE_NPM_PREFIX`, else `~/.cache/agent-bundle/npm`) when `node` runs and `package` is
+/// there; else skips (or, under `BUNDLE_REQUIRE_TOOLS`, fails).
+pub fn require_node_module(package: &str) -> Option<PathBuf> {
+    let prefix = std::env::var_os("BUNDLE_NPM_PREFIX")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache/agent-bundle/npm")));
+    let modules = prefix.map(|p| p.join("node_modules"));
+    if let Some(modules) = modules
+        && modules.join(package).join("package.json").is_file()
+        && require_tool("node")
+    {
+        return Some(modules);
+    }
+    skip(&format!("npm package {package}"), &install_hint(&format!("node:{package}")), "BUNDLE_REQUIRE_TOOLS");
+    None
+}

@@ -114,13 +114,15 @@ impl Evidence {
         Ok(evidence)
     }
 
-    /// The referrer types a registry is asked for: attestations always (they are judged
-    /// whenever present), co-signatures when wanted.
-    pub fn referrer_types(wanted: &Wanted) -> Vec<(&'static str, &'static str)> {
-        let sigstore = referrers::SIGSTORE_BUNDLE_MEDIA_TYPE;
-        let mut types: Vec<(&str, &str)> = files::ARTIFACT_TYPES.iter().map(|&t| (t, sigstore)).collect();
+    /// The referrers a registry is asked for: attestations always (they are judged whenever
+    /// present; in cosign's layout and in that of earlier releases), co-signatures when wanted.
+    pub fn referrer_types(wanted: &Wanted) -> Vec<referrers::Wanted<'static>> {
+        let mut types = files::wanted_referrers();
         if wanted.cosignatures.is_some() {
-            types.push((signatures::COSIGNATURE_ARTIFACT_TYPE, signatures::COSIGNATURE_MEDIA_TYPE));
+            types.push(referrers::Wanted::Typed {
+                artifact_type: signatures::COSIGNATURE_ARTIFACT_TYPE,
+                media_type: signatures::COSIGNATURE_MEDIA_TYPE,
+            });
         }
         types
     }
