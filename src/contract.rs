@@ -11,6 +11,7 @@ pub mod baseline;
 mod changes;
 pub mod release;
 mod schema_changes;
+mod skill_changes;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
@@ -22,6 +23,7 @@ use crate::policy::Capability;
 use crate::tools::{AgentFiles, REF_PREFIX, Resolved, Resolver, Tool, ToolsFile, Transport};
 
 pub use changes::{Change, ChangeKind, Impact, compare, compare_grants, tool_added, tool_removed};
+pub use skill_changes::compare_skills;
 
 /// At most this many nested levels in one inlined schema (serde_json reads stored contracts
 /// back with a recursion limit of 128; the contract document adds two levels).

@@ -24,6 +24,9 @@ enum Source {
     Openai,
     /// MCP tools: a tools/list response file, or a live server with --stdio; needs --http or --exec.
     Mcp,
+    /// Agent Skills folders (a folder with SKILL.md, or a folder of them), copied into the
+    /// agent folder -o names (AGENT_DIR/skills/<name>/), checked, and the manifest relocked.
+    Skills,
 }
 
 /// Convert another system's tool manifest to tools.json version 1.
@@ -43,6 +46,7 @@ enum Source {
   bundle import --from rune path/to/rune-agent
   bundle import --from openai fns.json --http POST https://fn.example/{tool}
   bundle import --from mcp tools-list.json --exec /opt/bin/call --arg {tool}
+  bundle import --from skills ~/skills/pdf-report -o agents/mailer
   bundle import --from mcp --stdio --exec /opt/bin/mcp-call --arg {tool} \\
       -o agents/clock/tools.json --force --grant -- mcp-server-time")]
 pub struct Args {
@@ -126,6 +130,9 @@ pub fn run(args: Args, global: Global) -> anyhow::Result<Outcome> {
         Source::Rune => From::Rune,
         Source::Openai => From::Openai,
         Source::Mcp => From::Mcp,
+        Source::Skills => {
+            return super::import_skills::run(&args.inputs, args.output.as_deref(), args.force, args.format, global);
+        }
     };
     if !args.ca_cert.is_empty() && !args.inputs.iter().any(|i| import::is_url(i)) {
         anyhow::bail!("--ca-cert trusts a root for https servers: use it with --from rap and an https:// input");

@@ -100,8 +100,8 @@ fn inspect_one(
     collect: bool,
 ) -> anyhow::Result<(Outcome, Option<serde_json::Value>)> {
     let source = registry.source(bundle)?;
-    let (v, contracts, attestations) = match inspect::inspect(&source, keys)? {
-        Inspected::Bundle { verified, contracts, attestations } => (verified, contracts, attestations),
+    let (v, contracts, attestations, skills) = match inspect::inspect(&source, keys)? {
+        Inspected::Bundle { verified, contracts, attestations, skills } => (verified, contracts, attestations, skills),
         Inspected::Config(found) => return config_view(&source.label(), &found, format, collect),
         Inspected::Refused(rejection) if collect && format == Format::Json => {
             let verdict = Verdict::Refused { rejection, baseline: None };
@@ -116,6 +116,9 @@ fn inspect_one(
     let with_attestations = |mut doc: serde_json::Value| {
         if !attestations.is_empty() {
             doc["attestations"] = super::output::sanitize_json(serde_json::to_value(&attestations).unwrap_or_default());
+        }
+        if !skills.is_empty() {
+            doc["skills"] = super::output::sanitize_json(serde_json::to_value(&skills).unwrap_or_default());
         }
         doc
     };
@@ -135,6 +138,7 @@ fn inspect_one(
         )?,
         Format::Human => {
             human(&v, &contracts, now)?;
+            human_skills(&skills)?;
             for a in &attestations {
                 super::output::print_line(&super::verify::attestation_line(a))?;
             }
@@ -250,6 +254,25 @@ fn human(v: &Verified, contracts: &Result<Vec<Contract>, ContractError>, now: Ti
     } else if !tools.is_empty() {
         writeln!(out, "  (fingerprint: the first 16 hex digits; --format json shows all 64)")?;
     }
+    out.flush()
+}
+
+/// The skills section (none when the agent has no skills).
+fn human_skills(skills: &[agent_bundle::agent::skills::SkillFacts]) -> std::io::Result<()> {
+    if skills.is_empty() {
+        return Ok(());
+    }
+    let mut out = std::io::stdout().lock();
+    writeln!(out, "\nskills ({}):", skills.len())?;
+    let width = skills.iter().map(|s| s.name.chars().count()).max().unwrap_or(0);
+    for s in skills {
+        let tools = if s.allowed_tools.is_empty() { "-".to_owned() } else { list_cell(&s.allowed_tools) };
+        let name = sanitize(&s.name);
+        let pad = " ".repeat(width.saturating_sub(name.chars().count()));
+        let files = if s.files == 1 { "1 file ".to_owned() } else { format!("{} files", s.files) };
+        writeln!(out, "  {name}{pad}  {}  {files}  allowed: {tools}", &s.digest[..16])?;
+    }
+    writeln!(out, "  (digest: BLAKE3 over the skill's files, as `b3sum` lists them; --format json shows all 64)")?;
     out.flush()
 }
 

@@ -10,6 +10,7 @@ mod cosign;
 mod diff;
 mod export;
 mod import;
+mod import_skills;
 mod init;
 mod inspect;
 mod json;

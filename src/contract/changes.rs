@@ -51,6 +51,11 @@ crate::codes::stable_codes! {
     AnnotationChanged => "annotation_changed": "A schema annotation changed: title, description, examples, default, ... (neutral).",
     GrantAdded => "grant_added": "policy.caps grants a capability it did not cover before (widening; neutral when an old grant already covers it).",
     GrantRemoved => "grant_removed": "policy.caps no longer grants a capability (narrowing).",
+    SkillAdded => "skill_added": "A skill (`skills/<name>/`) the old side does not have (widening).",
+    SkillRemoved => "skill_removed": "A skill the new side no longer has (breaking).",
+    SkillChanged => "skill_changed": "A skill's files changed: its SKILL.md or a file beside it (neutral; its allowed tools are compared on their own).",
+    SkillToolsWidened => "skill_tools_widened": "A skill's `allowed-tools` names a tool it did not before (widening).",
+    SkillToolsNarrowed => "skill_tools_narrowed": "A skill's `allowed-tools` no longer names a tool (narrowing).",
     ContractChanged => "contract_changed": "The fingerprint changed in a way none of the other kinds describes (widening).",
 }
 

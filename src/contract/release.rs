@@ -20,6 +20,8 @@ pub struct AgentContracts {
     pub contracts: Vec<Contract>,
     /// policy.caps grants, in file order.
     pub grants: Vec<String>,
+    /// The skills in `skills/`, by name.
+    pub skills: Vec<crate::agent::skills::SkillFacts>,
 }
 
 impl AgentContracts {
@@ -68,6 +70,10 @@ pub fn from_verified(v: &Verified, origin: &Path) -> Result<AgentContracts, Cont
         version: Some(v.manifest.version.to_string()),
         contracts,
         grants: grants(&policy),
+        skills: crate::agent::skills::from_bundle(
+            v.files.iter().map(|f| (f.path.as_str(), f.blake3.as_str())),
+            &v.held,
+        ),
     })
 }
 

@@ -9,6 +9,7 @@ pub mod mcp;
 pub mod openai;
 pub mod rap;
 pub mod rune;
+pub mod skill;
 
 use std::collections::BTreeSet;
 

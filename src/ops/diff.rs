@@ -50,6 +50,8 @@ pub struct AgentDiff {
     pub tools: Vec<ToolDiff>,
     /// policy.caps grants added and removed.
     pub grants: Vec<Change>,
+    /// Skills added, removed or changed.
+    pub skills: Vec<Change>,
 }
 
 /// Which changes make `bundle diff --fail-on` exit 1.
@@ -82,7 +84,7 @@ impl AgentDiff {
 
     /// Every change: policy.caps first, then tool by tool.
     pub fn changes(&self) -> impl Iterator<Item = &Change> {
-        self.grants.iter().chain(self.tools.iter().flat_map(|t| t.changes.iter()))
+        self.grants.iter().chain(&self.skills).chain(self.tools.iter().flat_map(|t| t.changes.iter()))
     }
 
     /// How many changes of each impact.
@@ -131,5 +133,6 @@ pub fn diff(old: AgentContracts, new: AgentContracts) -> AgentDiff {
         });
     }
     let grants = contract::compare_grants(&old.grants, &new.grants);
-    AgentDiff { old, new, tools, grants }
+    let skills = contract::compare_skills(&old.skills, &new.skills);
+    AgentDiff { old, new, tools, grants, skills }
 }

@@ -18,6 +18,8 @@ pub enum Inspected {
         contracts: Result<Vec<Contract>, ContractError>,
         /// The attestations beside the file, or a registry artifact's referrers, each judged.
         attestations: Vec<Judged>,
+        /// The agent's skills (`skills/<name>/`), by name.
+        skills: Vec<crate::agent::skills::SkillFacts>,
     },
     /// A registry artifact shown from its manifest and config (no keys: the bundle is not
     /// downloaded; nothing in the config is checked).
@@ -71,8 +73,9 @@ pub fn inspect(source: &BundleSource, keys: Option<&TrustedKeys>) -> Result<Insp
                 keys,
                 Some((&verified.manifest.name, predicate.as_ref().map_err(Clone::clone))),
             );
+            let skills = agent.as_ref().map(|a| a.skills.clone()).unwrap_or_default();
             let contracts = agent.map(|a| a.contracts);
-            Inspected::Bundle { verified: Box::new(verified), contracts, attestations }
+            Inspected::Bundle { verified: Box::new(verified), contracts, attestations, skills }
         }
         Err(rejection) => Inspected::Refused(rejection),
     })

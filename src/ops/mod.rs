@@ -16,6 +16,7 @@ pub(crate) mod diff;
 pub(crate) mod export;
 pub mod gate;
 pub(crate) mod import;
+pub(crate) mod import_skills;
 pub(crate) mod init;
 pub mod input;
 pub(crate) mod inspect;

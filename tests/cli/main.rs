@@ -42,6 +42,7 @@ mod registry;
 mod schemas;
 mod scripts;
 mod signers;
+mod skills;
 mod stat_cache;
 mod tls;
 mod tool;
