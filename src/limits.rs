@@ -117,6 +117,8 @@ caps! {
     MAX_SKILL_FILES: usize = 10_000, Count, "skills of an agent, files of one skill", "`limit_exceeded`";
     /// The files of one skill together, for `bundle import --from skills`.
     MAX_SKILL_IMPORT_BYTES: u64 = 64 << 20, Bytes, "one skill folder's files together (`import --from skills`)", "`limit_exceeded`";
+    /// The largest A2A agent card `bundle verify --agent-card` reads.
+    MAX_AGENT_CARD_BYTES: u64 = 1 << 20, Bytes, "an A2A agent card (`verify --agent-card`)", "exit 2";
     /// The largest `--state` file.
     MAX_STATE_BYTES: u64 = 16 << 20, Bytes, "`--state` file", "exit 2";
     /// The largest baseline file (`bundle baseline`, `verify --baseline`).

@@ -7,6 +7,7 @@
 //! those call it rather than repeat it. `contracts` is not an operation but a step two of
 //! them (`diff`, `baseline`) share: reading a release's contracts from a file or folder.
 
+pub mod agentcard;
 pub(crate) mod attest;
 pub(crate) mod baseline;
 pub(crate) mod check;

@@ -5,6 +5,7 @@
 mod snapshot;
 mod support;
 
+mod agentcard;
 mod attest;
 mod baseline;
 mod book;
