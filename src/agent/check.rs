@@ -26,7 +26,7 @@ pub struct CheckedAgent {
     /// The schema files tools.json's validation read (relative paths).
     pub schema_files: Vec<String>,
     /// The skills in `skills/`, in folder-name order.
-    pub skills: Vec<super::skills::SkillFacts>,
+    pub skills: Vec<crate::skill::facts::SkillFacts>,
 }
 
 /// An agent folder with at least one error.

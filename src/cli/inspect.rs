@@ -104,7 +104,7 @@ fn inspect_one(
         Inspected::Bundle { verified, contracts, attestations, skills } => (verified, contracts, attestations, skills),
         Inspected::Config(found) => return config_view(&source.label(), &found, format, collect),
         Inspected::Refused(rejection) if collect && format == Format::Json => {
-            let verdict = Verdict::Refused { rejection, baseline: None };
+            let verdict = Verdict::refused(rejection);
             return Ok((super::verify::outcome_of(&verdict), Some(super::verify::verdict_json(&verdict)?)));
         }
         Inspected::Refused(r) => return Ok((super::verify::render_rejection(bundle, r, format, global)?, None)),
@@ -258,7 +258,7 @@ fn human(v: &Verified, contracts: &Result<Vec<Contract>, ContractError>, now: Ti
 }
 
 /// The skills section (none when the agent has no skills).
-fn human_skills(skills: &[agent_bundle::agent::skills::SkillFacts]) -> std::io::Result<()> {
+fn human_skills(skills: &[agent_bundle::skill::facts::SkillFacts]) -> std::io::Result<()> {
     if skills.is_empty() {
         return Ok(());
     }

@@ -64,7 +64,7 @@ pub fn run(args: Args, global: Global) -> anyhow::Result<Outcome> {
     })?;
     let (pulled, verdict) = match result {
         Ok(done) => done,
-        Err(rejection) => return render(&label, &Verdict::Refused { rejection, baseline: None }, args.format, global),
+        Err(rejection) => return render(&label, &Verdict::refused(rejection), args.format, global),
     };
     if args.format == Format::Json {
         // One document: the verdict's report, with where the bundle went.

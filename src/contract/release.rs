@@ -21,7 +21,7 @@ pub struct AgentContracts {
     /// policy.caps grants, in file order.
     pub grants: Vec<String>,
     /// The skills in `skills/`, by name.
-    pub skills: Vec<crate::agent::skills::SkillFacts>,
+    pub skills: Vec<crate::skill::facts::SkillFacts>,
 }
 
 impl AgentContracts {
@@ -70,13 +70,20 @@ pub fn from_verified(v: &Verified, origin: &Path) -> Result<AgentContracts, Cont
         version: Some(v.manifest.version.to_string()),
         contracts,
         grants: grants(&policy),
-        skills: crate::agent::skills::from_bundle(
-            v.files.iter().map(|f| (f.path.as_str(), f.blake3.as_str())),
-            &v.held,
-        ),
+        skills: crate::skill::facts::from_bundle(v.files.iter().map(|f| (f.path.as_str(), f.blake3.as_str())), &v.held),
     })
 }
 
 pub(crate) fn grants(policy: &Policy) -> Vec<String> {
     policy.grants.iter().map(|g| g.capability.to_string()).collect()
+}
+
+impl crate::error::Coded for LoadError {
+    fn code(&self) -> crate::error::ErrorCode {
+        use crate::error::ErrorCode;
+        match self {
+            LoadError::Io(e) => e.code(),
+            LoadError::Invalid { .. } | LoadError::Rejected { .. } | LoadError::Contract { .. } => ErrorCode::Usage,
+        }
+    }
 }

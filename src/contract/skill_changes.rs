@@ -6,7 +6,7 @@
 use std::collections::BTreeSet;
 
 use super::changes::{Change, ChangeKind, Impact};
-use crate::agent::skills::SkillFacts;
+use crate::skill::facts::SkillFacts;
 
 /// The changes from `old` to `new` skills, in the new side's order, then the removed ones.
 pub fn compare_skills(old: &[SkillFacts], new: &[SkillFacts]) -> Vec<Change> {

@@ -5,6 +5,7 @@
 pub mod artifact;
 pub mod auth;
 pub mod client;
+mod http;
 pub(crate) mod prefetch;
 pub mod reference;
 pub mod referrers;

@@ -14,7 +14,6 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use crate::agent::skills::SkillFacts;
 use crate::bundle::verify::{self, Discard, Expect, Rejection, Trust};
 use crate::contract::{self, Contract, release};
 use crate::error::{Error, Result};
@@ -24,6 +23,7 @@ use crate::keys::Signer;
 use crate::limits::MAX_AGENT_CARD_BYTES;
 use crate::regular_file::{self, Links};
 use crate::sha256_read::Sha256Read;
+use crate::skill::facts::SkillFacts;
 use crate::trust::TrustedKeys;
 
 /// What the card says beyond what the agent says.
@@ -117,7 +117,7 @@ fn from_bundle(path: &Path) -> std::result::Result<Described, CardFailure> {
     let file = File::open(path).map_err(|e| Error::io(path, e))?;
     let mut reader = Sha256Read::new(BufReader::with_capacity(1 << 20, file), true);
     let verified = verify::verify(&mut reader, Trust::Unchecked, &Expect::default(), &mut Discard)
-        .map_err(CardFailure::Rejected)?;
+        .map_err(|r| CardFailure::Rejected(r.into_rejection()))?;
     let sha256 = reader.finish().map_err(|e| Error::io(path, e))?.expect("hashing");
     let agent = release::from_verified(&verified, path)
         .map_err(|e| Error::Usage(format!("cannot compute the tool contracts of {}: {e}", path.display())))?;

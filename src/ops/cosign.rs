@@ -193,7 +193,7 @@ pub fn cosign_registry(
     let mut gate = Gate::open(opts)?;
     let input = match source.open_judged(&Silent, false, |before| gate.before_layer(before))? {
         Ok(input) => input,
-        Err(rejection) => return Ok(Outcome::Refused(Box::new(Verdict::Refused { rejection, baseline: None }))),
+        Err(rejection) => return Ok(Outcome::Refused(Box::new(gate.refused_before(rejection)))),
     };
     let Some((subject, artifact)) = input.registry_artifact() else {
         return Err(Error::Usage(format!("{reference}: not a registry artifact")).into());

@@ -8,13 +8,13 @@
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
-use crate::agent::skills::SkillFacts;
 use crate::agent::{LockOutcome, lock_agent};
 use crate::diagnostic::{Code, Diagnostic, Report, Source};
 use crate::error::{Error, Result};
-use crate::formats::skill;
 use crate::limits::{MAX_SKILL_BYTES, MAX_SKILL_FILES, MAX_SKILL_IMPORT_BYTES};
 use crate::regular_file::{self, Links};
+use crate::skill;
+use crate::skill::facts::SkillFacts;
 use crate::{manifest, tools};
 
 /// What an import of skills did.

@@ -1,7 +1,7 @@
 //! `bundle inspect`: what a bundle holds, read through the one way in ([`super::input`]).
 //! Expiry is shown, not enforced: inspecting an expired bundle is how one finds out why.
 
-use crate::bundle::verify::{self, Discard, Expect, Rejection, Trust, Verified};
+use crate::bundle::verify::{self, Discard, Expect, Refused, Rejection, Trust, Verified};
 use crate::contract::{Contract, ContractError, release};
 use crate::evidence::judge::{self, Judged};
 use crate::evidence::{self, files};
@@ -19,7 +19,7 @@ pub enum Inspected {
         /// The attestations beside the file, or a registry artifact's referrers, each judged.
         attestations: Vec<Judged>,
         /// The agent's skills (`skills/<name>/`), by name.
-        skills: Vec<crate::agent::skills::SkillFacts>,
+        skills: Vec<crate::skill::facts::SkillFacts>,
     },
     /// A registry artifact shown from its manifest and config (no keys: the bundle is not
     /// downloaded; nothing in the config is checked).
@@ -58,8 +58,11 @@ pub fn inspect(source: &BundleSource, keys: Option<&TrustedKeys>) -> Result<Insp
         Err(rejection) => return Ok(Inspected::Refused(rejection)),
     };
     let trust = keys.map_or(Trust::Unchecked, Trust::Keys);
-    let judged =
-        input.judge(|bytes| Ok::<_, InputError>(verify::verify(bytes, trust, &Expect::default(), &mut Discard)))?;
+    let judged = input.judge(|bytes| {
+        Ok::<_, InputError>(
+            verify::verify(bytes, trust, &Expect::default(), &mut Discard).map_err(Refused::into_rejection),
+        )
+    })?;
     Ok(match judged {
         Ok(verified) => {
             let agent = release::from_verified(&verified, &source.label());

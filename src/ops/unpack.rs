@@ -134,7 +134,7 @@ pub fn unpack(source: &BundleSource, dest: &Path, mut gate: Gate, replace: bool)
     check_dest(dest, replace)?;
     let input = match source.open_judged(&Silent, gate.needs_config(), |before| gate.before_layer(before))? {
         Ok(input) => input,
-        Err(rejection) => return Ok(Verdict::Refused { rejection, baseline: None }),
+        Err(rejection) => return Ok(gate.refused_before(rejection)),
     };
     let origin = source.label();
     input.judge(|bytes| stage_and_run(bytes, &origin, dest, gate, replace))

@@ -12,7 +12,7 @@ use crate::progress::Progress;
 pub fn verify(source: &BundleSource, mut gate: Gate, progress: &dyn Progress) -> Result<Verdict, GateError> {
     let input = match source.open_judged(progress, gate.needs_config(), |before| gate.before_layer(before))? {
         Ok(input) => input,
-        Err(rejection) => return Ok(Verdict::Refused { rejection, baseline: None }),
+        Err(rejection) => return Ok(gate.refused_before(rejection)),
     };
     let label = source.label();
     input.judge(|bytes| gate.run(bytes, &label, &mut Discard))

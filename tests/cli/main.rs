@@ -6,6 +6,7 @@ mod snapshot;
 mod support;
 
 mod agentcard;
+mod architecture;
 mod attest;
 mod baseline;
 mod book;

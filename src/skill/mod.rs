@@ -4,9 +4,12 @@
 //!
 //! The format has no signature of its own; in an agent folder a skill is packed, locked and
 //! signed like every other file, and what it may call (`allowed-tools`) is checked against the
-//! agent's tools.json. This module only reads one SKILL.md: its front matter, by the
-//! specification's rules, every problem at its line and column. Reading the folder is
-//! `agent::skills`.
+//! agent's tools.json. This module reads one SKILL.md (its front matter, by the
+//! specification's rules, every problem at its line and column) and sums a skill up
+//! ([`facts`]); reading an agent folder's skills is `agent::skills`. It sits low (below
+//! `contract` and `bundle`, which show skills) and depends only on diagnostics and limits.
+
+pub mod facts;
 
 use std::ops::Range;
 
@@ -116,7 +119,7 @@ pub fn parse(source: &Source, folder: &str, diags: &mut Vec<Diagnostic>) -> Opti
             return None;
         }
     };
-    if let Some(at) = crate::formats::rune::too_deep(yaml, MAX_YAML_DEPTH) {
+    if let Some(at) = crate::yaml_depth::too_deep(yaml, MAX_YAML_DEPTH) {
         diags.push(
             Diagnostic::error(
                 Code::LimitExceeded,

@@ -9,13 +9,15 @@
 //! the acceptance recorded in the state file ([`Gate::run`]). A registry artifact's referrers
 //! (attestations, co-signatures) are judged before its layer is fetched ([`Gate::before_layer`]).
 
+mod verdict;
+
 use std::io::BufRead;
 use std::path::{Path, PathBuf};
 
-use serde::Serialize;
+pub use verdict::{AgentId, BaselineReport, Verdict, VerdictReport};
 
-use crate::bundle::verify::{self, Expect, PolicyTrust, Reason, Rejection, Sink, Trust, Verified};
-use crate::contract::baseline::{self, Baseline, BaselineError, Findings};
+use crate::bundle::verify::{self, Expect, PolicyTrust, Reason, Refused, Rejection, Sink, Trust, Verified};
+use crate::contract::baseline::{self, Baseline, BaselineError};
 use crate::contract::release;
 use crate::evidence::{
     self,
@@ -31,7 +33,7 @@ use crate::timestamp::Timestamp;
 use crate::trust::TrustedKeys;
 use crate::trust_policy::chain::{self, ChainError, ChainFault, ChainReport, SignedPolicy};
 use crate::trust_policy::judge::KeylessOffer;
-use crate::trust_policy::{self, SignersVerdict, TrustPolicy, bound, signatures};
+use crate::trust_policy::{self, TrustPolicy, bound, signatures};
 
 /// What the gate requires of a bundle.
 #[derive(Debug, Clone)]
@@ -135,30 +137,6 @@ impl GateError {
     }
 }
 
-/// The baseline's findings on a release that was compared with it.
-#[derive(Debug, Clone, Serialize)]
-pub struct BaselineReport {
-    /// The baseline file.
-    #[serde(serialize_with = "display")]
-    pub file: PathBuf,
-    #[serde(flatten)]
-    pub findings: Findings,
-}
-
-fn display<S: serde::Serializer>(path: &Path, s: S) -> Result<S::Ok, S::Error> {
-    s.collect_str(&path.display())
-}
-
-/// The gate's judgement of one bundle.
-#[derive(Debug)]
-pub enum Verdict {
-    /// Every check passed; the sink was committed and the state recorded.
-    Passed { verified: Box<Verified>, baseline: Option<BaselineReport>, keyless: Option<KeylessSigner> },
-    /// Refused with a stable reason code. `baseline` is set when the bundle itself verified
-    /// and its contracts were compared: the drift that refused it is there.
-    Refused { rejection: Rejection, baseline: Option<BaselineReport> },
-}
-
 /// A gate ready to judge one bundle: the baseline read, the state file (if any) locked until
 /// the gate is dropped.
 #[derive(Debug)]
@@ -228,10 +206,17 @@ impl Gate {
         }
         let (judged, rejection) = judge::judge(&self.attestations, sha256, &self.attest_keys, &self.opts.attest.policy);
         self.judged = Some(judged);
-        rejection.map(|mut r| {
-            r.attestations = self.judged.take().unwrap_or_default();
-            r
-        })
+        rejection
+    }
+
+    /// The verdict on a registry artifact refused before its layer was fetched, with the
+    /// attestations judged by then.
+    pub fn refused_before(&mut self, rejection: Rejection) -> Verdict {
+        let mut verdict = Verdict::refused(rejection);
+        if let Verdict::Refused { attestations, .. } = &mut verdict {
+            *attestations = self.judged.take().unwrap_or_default();
+        }
+        verdict
     }
 
     /// What the registry holds about a bundle, judged before its layer is fetched (the
@@ -396,12 +381,12 @@ impl Gate {
         };
         let cosignatures = match self.cosignatures(origin) {
             Ok(c) => c,
-            Err(rejection) => return Ok(Verdict::Refused { rejection, baseline: None }),
+            Err(rejection) => return Ok(Verdict::refused(rejection)),
         };
         let offers = match &self.policy {
             Some(Ok((policy, _))) => match self.keyless_offers(policy, origin)? {
                 Ok(offers) => offers,
-                Err(rejection) => return Ok(Verdict::Refused { rejection, baseline: None }),
+                Err(rejection) => return Ok(Verdict::refused(rejection)),
             },
             _ => Vec::new(),
         };
@@ -416,7 +401,7 @@ impl Gate {
                 keyless: &offers,
             }),
             // No version of the policy can be followed: nothing is trusted.
-            Some(Err(e)) => return Ok(Verdict::Refused { rejection: chain_rejection(e), baseline: None }),
+            Some(Err(e)) => return Ok(Verdict::refused(chain_rejection(e))),
         };
         // The file's SHA-256, in the same pass, when attestations or a keyless signature name it
         // (a registry layer's is known already).
@@ -424,24 +409,25 @@ impl Gate {
         let mut input = Sha256Read::new(input, hash);
         let mut verified = match verify::verify(&mut input, trust, &expect, sink) {
             Ok(v) => v,
-            Err(rejection) => return Ok(Verdict::Refused { rejection, baseline: None }),
+            Err(refused) => return Ok(Verdict::refused(refused)),
         };
         let sha256 = input.finish().map_err(|e| crate::Error::io(origin, e))?.or(self.layer_sha256);
         if let (Some(Ok((policy, _))), Some(sha256)) = (&self.policy, &sha256)
             && !offers.is_empty()
-            && let Err(rejection) = bind_keyless(policy, &mut verified, sha256, enforce)
+            && let Err(refused) = bind_keyless(policy, &mut verified, sha256, enforce)
         {
-            return Ok(Verdict::Refused { rejection, baseline: None });
+            return Ok(Verdict::refused(refused));
         }
+        let mut attestations = Vec::new();
         if attesting && let Some(sha256) = &sha256 {
             match self.judge_attestations(&verified, origin, &evidence::hex(sha256)) {
-                Ok(judged) => verified.attestations = judged,
-                Err(rejection) => return Ok(Verdict::Refused { rejection, baseline: None }),
+                Ok(judged) => attestations = judged,
+                Err(refused) => return Ok(refused),
             }
         }
         let keyless = match self.judge_keyless(sha256, &verified) {
             Ok(signer) => signer,
-            Err(rejection) => return Ok(Verdict::Refused { rejection, baseline: None }),
+            Err(rejection) => return Ok(Verdict::refused(rejection)),
         };
         self.pick_baseline(&verified)?;
         let report = match self.judge_contracts(&verified, origin)? {
@@ -462,7 +448,7 @@ impl Gate {
             }
         }
         sink.commit()?;
-        Ok(Verdict::Passed { verified: Box::new(verified), baseline: report, keyless })
+        Ok(Verdict::Passed { verified: Box::new(verified), baseline: report, keyless, attestations, sha256 })
     }
 
     /// With `--sigstore`: the keyless signature over the whole file, whose SHA-256 the gate
@@ -477,7 +463,7 @@ impl Gate {
     }
 
     /// Both steps of the attestation judgement on a verified bundle whose file has `sha256`.
-    fn judge_attestations(&mut self, v: &Verified, origin: &Path, sha256: &str) -> Result<Vec<Judged>, Rejection> {
+    fn judge_attestations(&mut self, v: &Verified, origin: &Path, sha256: &str) -> Result<Vec<Judged>, Verdict> {
         let (mut judged, early) = match self.judged.take() {
             Some(judged) => (judged, None),
             None => judge::judge(&self.attestations, sha256, &self.attest_keys, &self.opts.attest.policy),
@@ -485,8 +471,7 @@ impl Gate {
         let refuse = |mut r: Rejection, judged: Vec<Judged>| {
             r.agent = Some((v.manifest.name.clone(), v.manifest.version.to_string()));
             r.key_id = Some(v.key_id.clone());
-            r.attestations = judged;
-            r
+            Verdict::Refused { rejection: r, baseline: None, signers: None, attestations: judged }
         };
         if let Some(r) = early {
             return Err(refuse(r, judged));
@@ -536,7 +521,7 @@ impl Gate {
         let refuse = |mut rejection: Rejection, baseline| {
             rejection.agent = Some((v.manifest.name.clone(), v.manifest.version.to_string()));
             rejection.key_id = Some(v.key_id.clone());
-            Verdict::Refused { rejection, baseline }
+            Verdict::Refused { rejection, baseline, signers: None, attestations: Vec::new() }
         };
         let agent = match release::from_verified(v, origin) {
             Ok(agent) => agent,
@@ -570,7 +555,7 @@ pub fn keyless_path(bundle: &Path) -> PathBuf {
 
 /// Once the file is read: keyless signatures that do not sign this file no longer count, and
 /// the rules are judged again (refused when they are no longer met and `enforce`).
-fn bind_keyless(policy: &TrustPolicy, v: &mut Verified, sha256: &[u8; 32], enforce: bool) -> Result<(), Rejection> {
+fn bind_keyless(policy: &TrustPolicy, v: &mut Verified, sha256: &[u8; 32], enforce: bool) -> Result<(), Refused> {
     let Some(signers) = v.signers.as_mut() else { return Ok(()) };
     trust_policy::judge::bind_file(policy, signers, &v.manifest.name, sha256);
     // Even unenforced (`bundle cosign`), the manifest was believed on a signature that must
@@ -635,174 +620,5 @@ pub fn gate(input: impl BufRead, origin: &Path, opts: GateOptions, sink: &mut dy
     Gate::open(opts)?.run(input, origin, sink)
 }
 
-/// The JSON document `verify` and `unpack` print: the verdict, then the baseline's findings
-/// when the contracts were compared. Strings are as found; the renderer sanitises them.
-#[derive(Debug, Serialize)]
-pub struct VerdictReport<'a> {
-    pub ok: bool,
-    pub code: Option<Reason>,
-    pub path: Option<&'a str>,
-    pub message: Option<&'a str>,
-    pub agent: Option<AgentId<'a>>,
-    pub key_id: Option<&'a str>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub files: Option<usize>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub bytes: Option<u64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub baseline: Option<&'a BaselineReport>,
-    /// Every attestation judged, each with its verdict (`ok` or a reason code).
-    #[serde(skip_serializing_if = "<[Judged]>::is_empty")]
-    pub attestations: &'a [Judged],
-    /// With --trust-policy: each signature's fate and each rule's tally.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub signers: Option<&'a SignersVerdict>,
-    /// The keyless signer that verified (`--sigstore`).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub keyless: Option<&'a KeylessSigner>,
-}
-
-/// An agent's name and version.
-#[derive(Debug, Serialize)]
-pub struct AgentId<'a> {
-    pub name: &'a str,
-    pub version: String,
-}
-
-impl<'a> VerdictReport<'a> {
-    /// The report of a bundle that verified.
-    pub fn passed(v: &'a Verified, baseline: Option<&'a BaselineReport>) -> Self {
-        VerdictReport {
-            ok: true,
-            code: None,
-            path: None,
-            message: None,
-            agent: Some(AgentId { name: &v.manifest.name, version: v.manifest.version.to_string() }),
-            key_id: Some(&v.key_id),
-            files: Some(v.files.len()),
-            bytes: Some(v.files.iter().map(|f| f.size).sum()),
-            baseline,
-            attestations: &v.attestations,
-            signers: v.signers.as_ref(),
-            keyless: None,
-        }
-    }
-
-    /// The report of a refused bundle.
-    pub fn refused(r: &'a Rejection, baseline: Option<&'a BaselineReport>) -> Self {
-        VerdictReport {
-            ok: false,
-            code: Some(r.reason),
-            path: r.path.as_deref(),
-            message: Some(&r.message),
-            agent: r.agent.as_ref().map(|(name, version)| AgentId { name, version: version.clone() }),
-            key_id: r.key_id.as_deref(),
-            files: None,
-            bytes: None,
-            baseline,
-            attestations: &r.attestations,
-            signers: r.signers.as_deref(),
-            keyless: None,
-        }
-    }
-}
-
-/// A fault of the stream a verdict was reached on overturns it ([`crate::ops::input`]).
-impl crate::ops::input::Judgement for Verdict {
-    fn refused_for(self, mut rejection: Rejection) -> Self {
-        if let Verdict::Refused { rejection: earlier, .. } = self {
-            rejection.agent = earlier.agent;
-            rejection.key_id = earlier.key_id;
-        }
-        Verdict::Refused { rejection, baseline: None }
-    }
-
-    fn rejection(&self) -> Option<&Rejection> {
-        match self {
-            Verdict::Refused { rejection, .. } => Some(rejection),
-            Verdict::Passed { .. } => None,
-        }
-    }
-}
-
-impl Verdict {
-    /// The verdict as the JSON document `verify` prints.
-    pub fn report(&self) -> VerdictReport<'_> {
-        match self {
-            Verdict::Passed { verified, baseline, keyless } => {
-                VerdictReport { keyless: keyless.as_ref(), ..VerdictReport::passed(verified, baseline.as_ref()) }
-            }
-            Verdict::Refused { rejection, baseline } => VerdictReport::refused(rejection, baseline.as_ref()),
-        }
-    }
-}
-
 #[cfg(test)]
-mod tests {
-    use std::io::{self, Write};
-
-    use super::*;
-    use crate::bundle::verify::Sink;
-    use crate::minisign::PublicKey;
-
-    /// Counts what the gate asks of its sink.
-    #[derive(Default)]
-    struct Recorder {
-        opened: usize,
-        commits: usize,
-    }
-
-    impl Sink for Recorder {
-        fn open(&mut self, _: &str, _: bool) -> io::Result<Box<dyn Write + '_>> {
-            self.opened += 1;
-            Ok(Box::new(io::sink()))
-        }
-        fn commit(&mut self) -> crate::Result<()> {
-            self.commits += 1;
-            Ok(())
-        }
-    }
-
-    fn options(state: Option<PathBuf>) -> GateOptions {
-        let key = PublicKey::from_text(include_str!("../../testdata/keys/test.pub")).expect("test key");
-        GateOptions {
-            keys: TrustedKeys::from_keys([key]),
-            name: None,
-            min_version: None,
-            now: Timestamp::parse("2026-01-01T00:00:00Z").expect("a timestamp"),
-            state,
-            baseline: None,
-            attest: AttestOptions::default(),
-            policy: None,
-            keyless: None,
-        }
-    }
-
-    fn run(case: &str, state: Option<PathBuf>, sink: &mut Recorder) -> Verdict {
-        let path = PathBuf::from(format!("testdata/hostile/{case}.agent.bundle"));
-        let bytes = std::fs::read(&path).expect("the hostile corpus");
-        gate(&bytes[..], &path, options(state), sink).expect("the gate judges")
-    }
-
-    /// The contract a consumer (unpack, a registry pull) relies on: the sink is committed once,
-    /// only for a bundle that passed, and only then is the state recorded.
-    #[test]
-    fn the_sink_is_committed_and_the_state_recorded_only_when_the_bundle_passes() {
-        let dir = tempfile::tempdir().expect("a temp dir");
-        let state = dir.path().join("state.json");
-
-        let mut sink = Recorder::default();
-        let refused = run("digest_mismatch-prompt-replaced", Some(state.clone()), &mut sink);
-        assert!(matches!(&refused, Verdict::Refused { rejection, .. } if rejection.reason == Reason::DigestMismatch));
-        assert_eq!(sink.commits, 0);
-        assert!(sink.opened > 0, "entries streamed into the sink before the refusal");
-        assert!(!state.exists(), "a refused bundle is not recorded");
-
-        let mut sink = Recorder::default();
-        let passed = run("ok", Some(state.clone()), &mut sink);
-        assert!(matches!(passed, Verdict::Passed { .. }));
-        assert_eq!(sink.commits, 1);
-        let text = std::fs::read_to_string(&state).expect("the state file");
-        assert!(text.contains("\"hostile\""), "{text}");
-    }
-}
+mod tests;
