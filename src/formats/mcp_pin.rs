@@ -31,6 +31,7 @@ use crate::diagnostic::{Code, Diagnostic, Source};
 use crate::json::{self, JsonPath};
 
 pub use crate::contract::{list_drift, mcp_read_only, tool_drift};
+pub use crate::manifest::check_server_name;
 
 /// The pin document version this build reads and writes.
 pub const VERSION: u64 = 1;
@@ -63,22 +64,6 @@ pub struct PinError {
 }
 
 const HELP: &str = "pin the server again: bundle import --from mcp --stdio --pin --server NAME -- COMMAND …";
-
-/// Server names: 1 to 64 characters of `A-Z a-z 0-9 . _ -`, starting with a letter or digit.
-/// They name the pin file and are what `bundle guard --server` asks for.
-pub fn check_server_name(name: &str) -> Result<(), String> {
-    let ok = !name.is_empty()
-        && name.len() <= 64
-        && name.starts_with(|c: char| c.is_ascii_alphanumeric())
-        && name.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'));
-    if ok {
-        Ok(())
-    } else {
-        Err(format!(
-            "server name {name:?} must be 1 to 64 characters of A-Z, a-z, 0-9, `.`, `_` and `-`, starting with a letter or digit"
-        ))
-    }
-}
 
 /// A valid server name made from what a server calls itself (`serverInfo.name`): characters
 /// outside the name rules become `_`; `server` when nothing is left.

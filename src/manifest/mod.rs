@@ -228,3 +228,19 @@ mod tests {
         assert!(codes.contains(&(Code::InvalidVersion, "agent.version".into())));
     }
 }
+
+/// Server names: 1 to 64 characters of `A-Z a-z 0-9 . _ -`, starting with a letter or digit.
+/// They name the pin file and are what `bundle guard --server` asks for.
+pub fn check_server_name(name: &str) -> Result<(), String> {
+    let ok = !name.is_empty()
+        && name.len() <= 64
+        && name.starts_with(|c: char| c.is_ascii_alphanumeric())
+        && name.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'));
+    if ok {
+        Ok(())
+    } else {
+        Err(format!(
+            "server name {name:?} must be 1 to 64 characters of A-Z, a-z, 0-9, `.`, `_` and `-`, starting with a letter or digit"
+        ))
+    }
+}

@@ -10,7 +10,6 @@ use toml_edit::{Item, TableLike};
 use super::super::{McpStart, Pin, PinFormat, PinSource, parse_blake3};
 use super::{Parser, join};
 use crate::diagnostic::Code;
-use crate::formats::mcp_pin;
 use crate::paths;
 
 const RAP_KEYS: &[&str] = &["url", "format", "blake3"];
@@ -124,7 +123,7 @@ impl Parser<'_> {
         let server_key = join(key, "server");
         let server = self.required(entry, key, "server").and_then(|i| {
             let s = self.string(i, &server_key)?;
-            match mcp_pin::check_server_name(s) {
+            match super::super::check_server_name(s) {
                 Ok(()) => Some(s.to_owned()),
                 Err(why) => {
                     self.error(Code::InvalidName, &server_key, i.span(), why, "pin again with `--server NAME`");
