@@ -119,6 +119,16 @@ caps! {
     MAX_SKILL_IMPORT_BYTES: u64 = 64 << 20, Bytes, "one skill folder's files together (`import --from skills`)", "`limit_exceeded`";
     /// The largest A2A agent card `bundle verify --agent-card` reads.
     MAX_AGENT_CARD_BYTES: u64 = 1 << 20, Bytes, "an A2A agent card (`verify --agent-card`)", "exit 2";
+    /// The largest `.mcpb` file `import --from mcpb` and `inspect` read.
+    MAX_MCPB_BYTES: u64 = 1 << 30, Bytes, "an `.mcpb` file (`import --from mcpb`, `inspect`)", "`limit_exceeded`";
+    /// The most entries of an `.mcpb` ZIP.
+    MAX_MCPB_ENTRIES: usize = 100_000, Count, "entries of an `.mcpb` ZIP", "`limit_exceeded`";
+    /// The uncompressed sizes an `.mcpb`'s entries may claim together.
+    MAX_MCPB_CONTENT_BYTES: u64 = 4 << 30, Bytes, "an `.mcpb`'s entries together (declared sizes)", "`limit_exceeded`";
+    /// How many times its compressed size an `.mcpb` entry over 1 MiB may claim.
+    MAX_MCPB_RATIO: u64 = 1000, Count, "an `.mcpb` entry's size over its compressed size (entries over 1 MiB)", "`limit_exceeded`";
+    /// The largest signature block after an `.mcpb`'s ZIP.
+    MAX_MCPB_SIGNATURE_BYTES: u64 = 256 << 10, Bytes, "an `.mcpb` signature block", "reported as not found";
     /// The largest `--state` file.
     MAX_STATE_BYTES: u64 = 16 << 20, Bytes, "`--state` file", "exit 2";
     /// The largest baseline file (`bundle baseline`, `verify --baseline`).

@@ -24,6 +24,9 @@ const TABLE_COLUMNS: usize = 100;
 /// Show a bundle's agent, signer, files and tools (with each tool's risk class and contract
 /// fingerprint).
 ///
+/// An MCP bundle (FILE.mcpb) shows what its manifest.json claims and whether its signature
+/// block is well-formed (read without extracting anything; its certificate is not verified).
+///
 /// Without --key the signature is read but NOT checked (the output says so); every digest and
 /// the archive's safety are still checked.
 #[derive(Debug, clap::Args)]
@@ -58,6 +61,11 @@ pub fn run(args: Args, global: Global) -> anyhow::Result<Outcome> {
         Some(TrustedKeys::from_keys(args.keys.iter().map(|p| load_public_key(p)).collect::<anyhow::Result<Vec<_>>>()?))
     };
     let keys = keys.as_ref();
+    if let [bundle] = args.bundles.as_slice()
+        && agent_bundle::ops::inspect_mcpb::is_mcpb(bundle)
+    {
+        return super::inspect_mcpb::run(bundle, args.format, global);
+    }
     if let [bundle] = args.bundles.as_slice() {
         return Ok(inspect_one(bundle, keys, &args.registry, args.format, global, false)?.0);
     }

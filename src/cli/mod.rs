@@ -14,6 +14,7 @@ mod import;
 mod import_skills;
 mod init;
 mod inspect;
+mod inspect_mcpb;
 mod json;
 mod keygen;
 mod keyless;

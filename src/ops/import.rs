@@ -4,6 +4,7 @@
 
 mod foreign;
 mod install;
+mod mcpb;
 
 pub use install::Installed;
 
@@ -27,6 +28,7 @@ pub enum From {
     Rune,
     Openai,
     Mcp,
+    Mcpb,
 }
 
 #[derive(Debug, Clone)]
@@ -121,6 +123,7 @@ fn convert(opts: &Options) -> Result<Import> {
         From::Rune => import_rune(Path::new(single(opts)?), opts.exec_root.as_deref(), &mut out.report)?,
         From::Openai => foreign::import_openai(opts, &mut out.report)?,
         From::Mcp => foreign::import_mcp(opts, &mut out.report)?,
+        From::Mcpb => mcpb::import_mcpb(opts, &mut out.report)?,
     };
     let Some(imported) = converted else {
         return Ok(out);

@@ -21,6 +21,7 @@ pub(crate) mod import_skills;
 pub(crate) mod init;
 pub mod input;
 pub(crate) mod inspect;
+pub(crate) mod inspect_mcpb;
 pub(crate) mod keygen;
 pub(crate) mod lock;
 pub mod pack;

@@ -28,6 +28,7 @@ mod keyless_signers;
 mod keys;
 mod lock;
 mod mcp;
+mod mcpb;
 mod monorepo;
 mod network;
 mod newcomer;
