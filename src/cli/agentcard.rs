@@ -154,7 +154,8 @@ fn render(v: &CardVerdict, format: Format, global: Global) -> std::io::Result<()
         Some(r) => {
             let mut lines =
                 vec![format!("agent card {card} ({name}) rejected: {} [{}]", sanitize(&r.message), r.reason)];
-            for s in v.signatures.iter().filter(|s| s.status != "valid") {
+            // Each signature's own verdict, when there is more than the one the reason names.
+            for s in v.signatures.iter().filter(|s| s.status != "valid" && v.signatures.len() > 1) {
                 lines.push(format!(
                     "  signature {} (kid {}): {} [{}]",
                     s.index,
