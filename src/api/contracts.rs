@@ -223,6 +223,7 @@ impl ContractGate {
             contracts,
             grants: Vec::new(),
             skills: Vec::new(),
+            pins: Vec::new(),
         };
         let findings =
             baseline::judge(&self.reference, &live, &self.label).map_err(|e| Error::failed("usage", e.to_string()))?;

@@ -22,6 +22,16 @@ pub struct AgentContracts {
     pub grants: Vec<String>,
     /// The skills in `skills/`, by name.
     pub skills: Vec<crate::skill::facts::SkillFacts>,
+    /// The MCP servers pinned in manifest.toml `[pins]` (`format = "mcp"`), by file.
+    pub pins: Vec<PinnedServer>,
+}
+
+/// One pinned MCP server: its name, the pin file, and every Tool object it served.
+#[derive(Debug, Clone)]
+pub struct PinnedServer {
+    pub server: String,
+    pub file: String,
+    pub tools: Vec<serde_json::Value>,
 }
 
 impl AgentContracts {
@@ -71,6 +81,9 @@ pub fn from_verified(v: &Verified, origin: &Path) -> Result<AgentContracts, Cont
         contracts,
         grants: grants(&policy),
         skills: crate::skill::facts::from_bundle(v.files.iter().map(|f| (f.path.as_str(), f.blake3.as_str())), &v.held),
+        // Read by the callers that compare them (`agent::pins::mcp::pins_of`): a pin that cannot be read must
+        // not take the tools' contracts (and what attests them) with it.
+        pins: Vec::new(),
     })
 }
 

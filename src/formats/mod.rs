@@ -7,11 +7,9 @@
 pub mod agent_card;
 pub mod agentcli;
 pub mod mcp;
+pub mod mcp_pin;
 pub mod mcpb;
 pub mod mcpb_archive;
-// Until `import --pin` and `bundle guard` use all of it (they are built on it next).
-#[allow(dead_code, unused_imports)]
-pub mod mcp_pin;
 pub mod openai;
 pub mod rap;
 pub mod rune;
