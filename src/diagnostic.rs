@@ -85,6 +85,12 @@ crate::codes::stable_codes! {
     NotExportable => "not_exportable": "`bundle export`: the agent's tools cannot be written in the target format (e.g. RAP needs one endpoint).",
     McpServerFailed => "mcp_server_failed": "`bundle import --from mcp --stdio`: the MCP server could not be started, did not answer within `--timeout`, exited early, or wrote something that is not the protocol (or too much of it); nothing was imported, and the server's stderr is shown (exit 2).",
     LocalPath => "local_path": "`bundle import` (warning): a relative command was resolved to an absolute path on this machine; the runtime must have the program at that same path (`--exec-root` names where it will be).",
+    MissingFrontMatter => "missing_front_matter": "A skill's SKILL.md does not start with YAML front matter between `---` lines (Agent Skills specification).",
+    InvalidFrontMatter => "invalid_front_matter": "A SKILL.md front matter is not YAML, or a field has the wrong type or length (`compatibility`, `metadata`, `allowed-tools`).",
+    InvalidSkillName => "invalid_skill_name": "A skill's `name` is missing, breaks the specification's rules (1–64 lowercase letters, digits and single hyphens) or differs from its folder.",
+    InvalidSkillDescription => "invalid_skill_description": "A skill's `description` is missing, empty or longer than 1024 characters.",
+    UnknownAllowedTool => "unknown_allowed_tool": "A skill's `allowed-tools` names a tool that tools.json does not define.",
+    MissingSkillFile => "missing_skill_file": "A folder in `skills/` has no SKILL.md.",
     LimitExceeded => "limit_exceeded": "An input beyond a documented cap: a file larger than `bundle verify` accepts (manifest.toml 1 MiB; tools.json, policy.caps, schemas 4 MiB), JSON with more than 200 000 values or nested more than 64 deep, a manifest of more than 200 000 items; pack refuses.",
     TooManyProblems => "too_many_problems": "More problems in one file than are reported (the first 100 are); fix those and check again.",
 }

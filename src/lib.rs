@@ -76,6 +76,8 @@ pub mod rejection;
 pub(crate) mod schemas;
 pub(crate) mod sha256_read;
 pub(crate) mod signed_json;
+#[doc(hidden)]
+pub mod skill;
 pub(crate) mod state;
 #[doc(hidden)]
 pub mod timestamp;
@@ -84,6 +86,7 @@ pub(crate) mod tools;
 pub mod trust;
 #[doc(hidden)]
 pub mod trust_policy;
+pub(crate) mod yaml_depth;
 
 #[doc(hidden)]
 pub use cli::main;

@@ -109,6 +109,26 @@ caps! {
     MAX_RUNE_DESCRIPTOR_BYTES: u64 = 256 << 10, Bytes, "a Rune descriptor (`tools/*.yaml`)", "exit 2";
     /// The deepest nesting in a Rune descriptor (YAML), checked before parsing.
     MAX_YAML_DEPTH: usize = 64, Depth, "Rune descriptor nesting, counted before parsing", "`limit_exceeded`";
+    /// The largest SKILL.md (`skills/<name>/SKILL.md`), read whole by `bundle check`.
+    MAX_SKILL_BYTES: u64 = 1 << 20, Bytes, "a skill's SKILL.md", "`limit_exceeded`";
+    /// The largest SKILL.md front matter (YAML, parsed whole).
+    MAX_SKILL_FRONT_MATTER_BYTES: u64 = 64 << 10, Bytes, "a SKILL.md front matter", "`limit_exceeded`";
+    /// The most skills of one agent, and files of one skill.
+    MAX_SKILL_FILES: usize = 10_000, Count, "skills of an agent, files of one skill", "`limit_exceeded`";
+    /// The files of one skill together, for `bundle import --from skills`.
+    MAX_SKILL_IMPORT_BYTES: u64 = 64 << 20, Bytes, "one skill folder's files together (`import --from skills`)", "`limit_exceeded`";
+    /// The largest A2A agent card `bundle verify --agent-card` reads.
+    MAX_AGENT_CARD_BYTES: u64 = 1 << 20, Bytes, "an A2A agent card (`verify --agent-card`)", "exit 2";
+    /// The largest `.mcpb` file `import --from mcpb` and `inspect` read.
+    MAX_MCPB_BYTES: u64 = 1 << 30, Bytes, "an `.mcpb` file (`import --from mcpb`, `inspect`)", "`limit_exceeded`";
+    /// The most entries of an `.mcpb` ZIP.
+    MAX_MCPB_ENTRIES: usize = 100_000, Count, "entries of an `.mcpb` ZIP", "`limit_exceeded`";
+    /// The uncompressed sizes an `.mcpb`'s entries may claim together.
+    MAX_MCPB_CONTENT_BYTES: u64 = 4 << 30, Bytes, "an `.mcpb`'s entries together (declared sizes)", "`limit_exceeded`";
+    /// How many times its compressed size an `.mcpb` entry over 1 MiB may claim.
+    MAX_MCPB_RATIO: u64 = 1000, Count, "an `.mcpb` entry's size over its compressed size (entries over 1 MiB)", "`limit_exceeded`";
+    /// The largest signature block after an `.mcpb`'s ZIP.
+    MAX_MCPB_SIGNATURE_BYTES: u64 = 256 << 10, Bytes, "an `.mcpb` signature block", "reported as not found";
     /// The largest `--state` file.
     MAX_STATE_BYTES: u64 = 16 << 20, Bytes, "`--state` file", "exit 2";
     /// The largest baseline file (`bundle baseline`, `verify --baseline`).

@@ -24,6 +24,8 @@ pub struct CheckedAgent {
     pub report: Report,
     /// The schema files tools.json's validation read (relative paths).
     pub schema_files: Vec<String>,
+    /// The skills in `skills/`, in folder-name order.
+    pub skills: Vec<crate::skill::facts::SkillFacts>,
 }
 
 /// An agent folder with at least one error.
@@ -119,11 +121,13 @@ pub fn check_agent_with(dir: &Path, opts: Options<'_>) -> AgentCheck {
         valid = validated.valid;
         schema_files = validated.schema_files;
     }
+    let ids = valid.as_ref().map(|v| v.model.tools.iter().map(|t| t.id.as_str()).collect());
+    let skills = super::skills::check(dir, &prefix, ids.as_ref(), &mut report, &mut diags);
     report.diagnostics.extend(diags);
     let dir = dir.to_path_buf();
     match (manifest, manifest_text, valid) {
         (Some(manifest), Some(manifest_text), Some(valid)) if !report.has_errors() => {
-            Ok(CheckedAgent { dir, manifest, manifest_text, tools: valid.model, policy, report, schema_files })
+            Ok(CheckedAgent { dir, manifest, manifest_text, tools: valid.model, policy, report, schema_files, skills })
         }
         (manifest, ..) => {
             // Each missing part has reported an error; this keeps the invariant if one did not.

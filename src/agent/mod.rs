@@ -14,6 +14,7 @@ mod check;
 mod digests;
 mod lock;
 pub mod pins;
+pub mod skills;
 pub mod stat_cache;
 
 pub use check::{AgentCheck, Options as CheckOptions, check_agent_with, into_parts};

@@ -230,6 +230,7 @@ impl ContractGate {
             version: None,
             contracts,
             grants: Vec::new(),
+            skills: Vec::new(),
             pins: Vec::new(),
         };
         let findings =

@@ -24,7 +24,10 @@ pub use crate::limits::MAX_SIGNATURE_BYTES;
 /// other JSON files (schemas tools.json may reference) while they fit [`MAX_JSON_TOTAL`].
 pub fn is_held(path: &str, size: u64, held_total: u64) -> bool {
     let named = path == crate::tools::FILE_NAME || path == crate::policy::FILE_NAME;
-    size <= MAX_JSON_BYTES && (named || (path.ends_with(".json") && held_total + size <= MAX_JSON_TOTAL))
+    // A skill's SKILL.md is held like a schema (within the same total): inspect and diff show
+    // the skill's front matter.
+    let other = path.ends_with(".json") || crate::skill::is_skill_md(path);
+    size <= MAX_JSON_BYTES && (named || (other && held_total + size <= MAX_JSON_TOTAL))
 }
 
 /// The entries verify holds, for files in bundle order: what `pack` checks schemas against.

@@ -147,6 +147,10 @@ fn human(d: &AgentDiff, global: Global) -> std::io::Result<()> {
         writeln!(out, "\n  policy.caps")?;
         output::write_changes(&mut out, &d.grants.iter().collect::<Vec<_>>(), "    ")?;
     }
+    if !d.skills.is_empty() {
+        writeln!(out, "\n  skills")?;
+        output::write_changes(&mut out, &d.skills.iter().collect::<Vec<_>>(), "    ")?;
+    }
     for t in d.tools.iter().filter(|t| t.status != Status::Unchanged) {
         let (mark, side) = match t.status {
             Status::Added => ('+', &t.new),
@@ -202,6 +206,7 @@ fn json<'a>(d: &'a AgentDiff, fail_on: &'a [&'a str], matched: usize) -> DiffRep
             tools: statuses.iter().map(|&(status, name)| (name, count(d, status))).collect(),
         },
         grants: d.grants.iter().map(Clean).collect(),
+        skills: d.skills.iter().map(Clean).collect(),
         tools: d
             .tools
             .iter()

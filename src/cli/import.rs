@@ -24,6 +24,12 @@ enum Source {
     Openai,
     /// MCP tools: a tools/list response file, or a live server with --stdio; needs --http or --exec.
     Mcp,
+    /// Agent Skills folders (a folder with SKILL.md, or a folder of them), copied into the
+    /// agent folder -o names (AGENT_DIR/skills/<name>/), checked, and the manifest relocked.
+    Skills,
+    /// An MCP bundle (.mcpb): the tools its manifest.json claims, read without extracting
+    /// anything; needs --http or --exec.
+    Mcpb,
 }
 
 /// Convert another system's tool manifest to tools.json version 1.
@@ -43,6 +49,8 @@ enum Source {
   bundle import --from rune path/to/rune-agent
   bundle import --from openai fns.json --http POST https://fn.example/{tool}
   bundle import --from mcp tools-list.json --exec /opt/bin/call --arg {tool}
+  bundle import --from mcpb weather.mcpb --exec /opt/bin/mcp-call --arg {tool}
+  bundle import --from skills ~/skills/pdf-report -o agents/mailer
   bundle import --from mcp --stdio --exec /opt/bin/mcp-call --arg {tool} \\
       -o agents/clock/tools.json --force --grant -- mcp-server-time
   bundle import --from mcp --stdio --pin --server time \\
@@ -139,6 +147,10 @@ pub fn run(args: Args, global: Global) -> anyhow::Result<Outcome> {
         Source::Rune => From::Rune,
         Source::Openai => From::Openai,
         Source::Mcp => From::Mcp,
+        Source::Mcpb => From::Mcpb,
+        Source::Skills => {
+            return super::import_skills::run(&args.inputs, args.output.as_deref(), args.force, args.format, global);
+        }
     };
     if !args.ca_cert.is_empty() && !args.inputs.iter().any(|i| import::is_url(i)) {
         anyhow::bail!("--ca-cert trusts a root for https servers: use it with --from rap and an https:// input");
@@ -161,7 +173,7 @@ pub fn run(args: Args, global: Global) -> anyhow::Result<Outcome> {
     if args.stdio && !matches!(args.from, Source::Mcp) {
         anyhow::bail!("--stdio starts an MCP server: use it with --from mcp");
     }
-    let foreign = matches!(args.from, Source::Openai | Source::Mcp);
+    let foreign = matches!(args.from, Source::Openai | Source::Mcp | Source::Mcpb);
     if !foreign && (args.http.is_some() || args.exec.is_some()) {
         anyhow::bail!(
             "--http and --exec give OpenAI and MCP tools a transport; the other formats say how a tool is reached"

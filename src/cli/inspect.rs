@@ -27,6 +27,9 @@ const TABLE_COLUMNS: usize = 100;
 /// Show a bundle's agent, signer, files and tools (with each tool's risk class and contract
 /// fingerprint).
 ///
+/// An MCP bundle (FILE.mcpb) shows what its manifest.json claims and whether its signature
+/// block is well-formed (read without extracting anything; its certificate is not verified).
+///
 /// Without --key the signature is read but NOT checked (the output says so); every digest and
 /// the archive's safety are still checked.
 #[derive(Debug, clap::Args)]
@@ -61,6 +64,11 @@ pub fn run(args: Args, global: Global) -> anyhow::Result<Outcome> {
         Some(TrustedKeys::from_keys(args.keys.iter().map(|p| load_public_key(p)).collect::<anyhow::Result<Vec<_>>>()?))
     };
     let keys = keys.as_ref();
+    if let [bundle] = args.bundles.as_slice()
+        && agent_bundle::ops::inspect_mcpb::is_mcpb(bundle)
+    {
+        return super::inspect_mcpb::run(bundle, args.format, global);
+    }
     if let [bundle] = args.bundles.as_slice() {
         return Ok(inspect_one(bundle, keys, &args.registry, args.format, global, false)?.0);
     }
@@ -103,8 +111,10 @@ fn inspect_one(
     collect: bool,
 ) -> anyhow::Result<(Outcome, Option<serde_json::Value>)> {
     let source = registry.source(bundle)?;
-    let (v, contracts, pins, attestations) = match inspect::inspect(&source, keys)? {
-        Inspected::Bundle { verified, contracts, pins, attestations } => (verified, contracts, pins, attestations),
+    let (v, contracts, pins, attestations, skills) = match inspect::inspect(&source, keys)? {
+        Inspected::Bundle { verified, contracts, pins, attestations, skills } => {
+            (verified, contracts, pins, attestations, skills)
+        }
         Inspected::Config(found) => return config_view(&source.label(), &found, format, collect),
         Inspected::Refused(rejection) if collect && format == Format::Json => {
             let verdict = Verdict::refused(rejection);
@@ -119,6 +129,9 @@ fn inspect_one(
     let with_attestations = |mut doc: serde_json::Value| {
         if !attestations.is_empty() {
             doc["attestations"] = super::output::sanitize_json(serde_json::to_value(&attestations).unwrap_or_default());
+        }
+        if !skills.is_empty() {
+            doc["skills"] = super::output::sanitize_json(serde_json::to_value(&skills).unwrap_or_default());
         }
         doc
     };
@@ -141,6 +154,7 @@ fn inspect_one(
         Format::Human => {
             human(&v, &contracts, now)?;
             human_pins(&v, &pins)?;
+            human_skills(&skills)?;
             for a in &attestations {
                 super::output::print_line(&super::verify::attestation_line(a))?;
             }
@@ -311,6 +325,25 @@ fn human(v: &Verified, contracts: &Result<Vec<Contract>, ContractError>, now: Ti
     } else if !tools.is_empty() {
         writeln!(out, "  (fingerprint: the first 16 hex digits; --format json shows all 64)")?;
     }
+    out.flush()
+}
+
+/// The skills section (none when the agent has no skills).
+fn human_skills(skills: &[agent_bundle::skill::facts::SkillFacts]) -> std::io::Result<()> {
+    if skills.is_empty() {
+        return Ok(());
+    }
+    let mut out = std::io::stdout().lock();
+    writeln!(out, "\nskills ({}):", skills.len())?;
+    let width = skills.iter().map(|s| s.name.chars().count()).max().unwrap_or(0);
+    for s in skills {
+        let tools = if s.allowed_tools.is_empty() { "-".to_owned() } else { list_cell(&s.allowed_tools) };
+        let name = sanitize(&s.name);
+        let pad = " ".repeat(width.saturating_sub(name.chars().count()));
+        let files = if s.files == 1 { "1 file ".to_owned() } else { format!("{} files", s.files) };
+        writeln!(out, "  {name}{pad}  {}  {files}  allowed: {tools}", &s.digest[..16])?;
+    }
+    writeln!(out, "  (digest: BLAKE3 over the skill's files, as `b3sum` lists them; --format json shows all 64)")?;
     out.flush()
 }
 

@@ -286,6 +286,9 @@ pub struct DiffReport<'a> {
     pub different_agents: bool,
     pub summary: DiffSummary,
     pub grants: Vec<Clean<&'a Change>>,
+    /// Skill changes; absent when there are none (diffs of agents without skills are as before).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub skills: Vec<Clean<&'a Change>>,
     pub tools: Vec<DiffTool<'a>>,
     /// The pinned MCP servers (manifest.toml `[pins]`, `format = "mcp"`), when either side has any.
     #[serde(skip_serializing_if = "Vec::is_empty")]

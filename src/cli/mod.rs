@@ -1,6 +1,7 @@
 //! Command-line definitions (clap) and dispatch; one file per subcommand renders that
 //! command's result. Only this layer prints.
 
+mod agentcard;
 mod args;
 mod attest;
 mod baseline;
@@ -11,8 +12,10 @@ mod diff;
 mod export;
 mod guard;
 mod import;
+mod import_skills;
 mod init;
 mod inspect;
+mod inspect_mcpb;
 mod json;
 mod keygen;
 mod keyless;
@@ -98,6 +101,7 @@ enum Command {
     Keygen(keygen::Args),
     Pack(pack::Args),
     Attest(attest::Args),
+    Agentcard(agentcard::Args),
     Pubkey(pubkey::Args),
     Verify(verify::Args),
     Guard(guard::Args),
@@ -125,6 +129,7 @@ impl Command {
             Command::Lock(a) => a.targets.format,
             Command::Pack(a) => a.format,
             Command::Attest(a) => a.format,
+            Command::Agentcard(a) => a.format,
             Command::Verify(a) => a.format,
             Command::Inspect(a) => a.format,
             Command::Unpack(a) => a.format,
@@ -306,6 +311,7 @@ pub fn main() -> ExitCode {
         Command::Keygen(args) => keygen::run(args, global),
         Command::Pack(args) => pack::run(args, global),
         Command::Attest(args) => attest::run(args, global),
+        Command::Agentcard(args) => agentcard::run(args, global),
         Command::Pubkey(args) => pubkey::run(args, global),
         Command::Verify(args) => verify::run(args, global),
         Command::Guard(args) => guard::run(args, global),

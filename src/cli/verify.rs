@@ -33,8 +33,13 @@ use super::{Format, Global, Outcome, output};
 pub struct Args {
     /// The bundle files (or registry artifacts, oci://HOST[:PORT]/REPO(:TAG|@sha256:HEX)): each
     /// is judged by the same gate and reported.
-    #[arg(value_name = "BUNDLE", required = true)]
+    #[arg(value_name = "BUNDLE", required_unless_present = "agent_card")]
     bundles: Vec<PathBuf>,
+    /// Verify this A2A agent card instead (made by `bundle agentcard`, or any card signed with
+    /// EdDSA): its signatures against the trusted keys, offline (a `jku` is never fetched);
+    /// with a BUNDLE, also that the card describes that bundle (which must verify too).
+    #[arg(long, value_name = "CARD")]
+    agent_card: Option<PathBuf>,
     #[command(flatten)]
     trust: TrustArgs,
     #[command(flatten)]
@@ -53,6 +58,12 @@ pub struct Args {
 
 pub fn run(args: Args, global: Global) -> anyhow::Result<Outcome> {
     let keys = load_trust(&args.trust)?;
+    if let Some(card) = &args.agent_card {
+        if args.bundles.len() > 1 {
+            anyhow::bail!("--agent-card checks one card against at most one bundle");
+        }
+        return super::agentcard::verify(card, args.bundles.first().map(PathBuf::as_path), &keys, args.format, global);
+    }
     let several = args.bundles.len() > 1;
     let mut vsa = args.vsa.emitter(&args.trust, &args.gate, &args.keyless.sigstore, several)?;
     let mut opts = args.gate.options(keys, super::keys::load_policy(&args.trust)?, global);

@@ -55,6 +55,11 @@ crate::codes::stable_codes! {
     HintChanged => "hint_changed": "An MCP tool annotation hint changed, absent hints read as the specification's defaults (readOnlyHint false, destructiveHint true, idempotentHint false, openWorldHint true): readOnlyHint true→false, destructiveHint false→true, idempotentHint true→false and openWorldHint false→true are widening (risky), the reverse narrowing.",
     ToolRenamed => "tool_renamed": "An MCP tool is served under another name, its definition otherwise unchanged (breaking: calls by the old name fail, and the new name was never pinned).",
     FieldChanged => "field_changed": "Another field of an MCP tool changed: `icons`, `execution`, `_meta`, or a field no specification defines (widening: what is not understood fails closed).",
+    SkillAdded => "skill_added": "A skill (`skills/<name>/`) the old side does not have (widening).",
+    SkillRemoved => "skill_removed": "A skill the new side no longer has (breaking).",
+    SkillChanged => "skill_changed": "A skill's files changed: its SKILL.md or a file beside it (neutral; its allowed tools are compared on their own).",
+    SkillToolsWidened => "skill_tools_widened": "A skill's `allowed-tools` names a tool it did not before (widening).",
+    SkillToolsNarrowed => "skill_tools_narrowed": "A skill's `allowed-tools` no longer names a tool (narrowing).",
     ContractChanged => "contract_changed": "The fingerprint changed in a way none of the other kinds describes (widening).",
 }
 

@@ -20,6 +20,8 @@ pub struct AgentContracts {
     pub contracts: Vec<Contract>,
     /// policy.caps grants, in file order.
     pub grants: Vec<String>,
+    /// The skills in `skills/`, by name.
+    pub skills: Vec<crate::skill::facts::SkillFacts>,
     /// The MCP servers pinned in manifest.toml `[pins]` (`format = "mcp"`), by file.
     pub pins: Vec<PinnedServer>,
 }
@@ -83,6 +85,7 @@ pub fn from_verified(v: &Verified, origin: &Path) -> Result<AgentContracts, Cont
         version: Some(v.manifest.version.to_string()),
         contracts,
         grants: grants(&policy),
+        skills: crate::skill::facts::from_bundle(v.files.iter().map(|f| (f.path.as_str(), f.blake3.as_str())), &v.held),
         // Read by the callers that compare them (`agent::pins::mcp::pins_of`): a pin that cannot be read must
         // not take the tools' contracts (and what attests them) with it.
         pins: Vec::new(),

@@ -21,6 +21,17 @@ struct Predicate<'a> {
     tools: Vec<ToolFacts<'a>>,
     /// policy.caps grants, in file order.
     grants: &'a [String],
+    /// The skills (`skills/<name>/`): name, digest, allowed tools. Absent when there are none,
+    /// so that the predicate of an agent without skills is what it always was.
+    #[serde(skip_serializing_if = "<[_]>::is_empty")]
+    skills: Vec<SkillFacts<'a>>,
+}
+
+#[derive(Debug, Serialize)]
+struct SkillFacts<'a> {
+    name: &'a str,
+    digest: &'a str,
+    allowed_tools: &'a [String],
 }
 
 #[derive(Debug, Serialize)]
@@ -84,6 +95,11 @@ pub fn predicate(agent: &AgentContracts, manifest_blake3: &blake3::Hash) -> Valu
         manifest: ManifestDigest { blake3: manifest_blake3.to_hex().to_string() },
         tools,
         grants: &agent.grants,
+        skills: agent
+            .skills
+            .iter()
+            .map(|s| SkillFacts { name: &s.name, digest: &s.digest, allowed_tools: &s.allowed_tools })
+            .collect(),
     };
     serde_json::to_value(predicate).expect("the contract predicate always serialises")
 }

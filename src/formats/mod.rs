@@ -4,9 +4,12 @@
 //! error texts its specification prints), and the mapping to or from our tools.json model.
 //! Nothing here reads the network or prints; `ops::import` and `ops::export` drive them.
 
+pub mod agent_card;
 pub mod agentcli;
 pub mod mcp;
 pub mod mcp_pin;
+pub mod mcpb;
+pub mod mcpb_archive;
 pub mod openai;
 pub mod rap;
 pub mod rune;

@@ -58,6 +58,7 @@ fn load_folder(dir: &Path) -> Result<AgentContracts, LoadError> {
         version: Some(checked.manifest.version.to_string()),
         contracts,
         grants: release::grants(&checked.policy),
+        skills: checked.skills,
         pins,
     })
 }

@@ -51,6 +51,8 @@ pub struct AgentDiff {
     pub tools: Vec<ToolDiff>,
     /// policy.caps grants added and removed.
     pub grants: Vec<Change>,
+    /// Skills added, removed or changed.
+    pub skills: Vec<Change>,
     /// The pinned MCP servers of either side, by name (new side's order, then removed ones).
     pub pins: Vec<PinDiff>,
 }
@@ -102,6 +104,7 @@ impl AgentDiff {
     pub fn changes(&self) -> impl Iterator<Item = &Change> {
         self.grants
             .iter()
+            .chain(&self.skills)
             .chain(self.tools.iter().flat_map(|t| t.changes.iter()))
             .chain(self.pins.iter().flat_map(|p| p.changes.iter()))
     }
@@ -152,8 +155,9 @@ pub fn diff(old: AgentContracts, new: AgentContracts) -> AgentDiff {
         });
     }
     let grants = contract::compare_grants(&old.grants, &new.grants);
+    let skills = contract::compare_skills(&old.skills, &new.skills);
     let pins = pins(&old.pins, &new.pins);
-    AgentDiff { old, new, tools, grants, pins }
+    AgentDiff { old, new, tools, grants, skills, pins }
 }
 
 /// Each pinned server of either side compared by name with `contract::list_drift`.

@@ -4,6 +4,7 @@
 
 mod foreign;
 mod install;
+mod mcpb;
 
 pub use foreign::Served;
 pub use install::Installed;
@@ -28,6 +29,7 @@ pub enum From {
     Rune,
     Openai,
     Mcp,
+    Mcpb,
 }
 
 #[derive(Debug, Clone)]
@@ -160,6 +162,7 @@ fn convert(opts: &Options) -> Result<Import> {
         From::Rune => import_rune(Path::new(single(opts)?), opts.exec_root.as_deref(), &mut out.report)?,
         From::Openai => foreign::import_openai(opts, &mut out.report)?,
         From::Mcp => foreign::import_mcp(opts, &mut out.served, &mut out.report)?,
+        From::Mcpb => mcpb::import_mcpb(opts, &mut out.report)?,
     };
     let Some(imported) = converted else {
         return Ok(out);

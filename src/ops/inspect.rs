@@ -22,6 +22,8 @@ pub enum Inspected {
         pins: Result<Vec<PinnedServer>, ContractError>,
         /// The attestations beside the file, or a registry artifact's referrers, each judged.
         attestations: Vec<Judged>,
+        /// The agent's skills (`skills/<name>/`), by name.
+        skills: Vec<crate::skill::facts::SkillFacts>,
     },
     /// A registry artifact shown from its manifest and config (no keys: the bundle is not
     /// downloaded; nothing in the config is checked).
@@ -71,9 +73,10 @@ pub fn inspect(source: &BundleSource, keys: Option<&TrustedKeys>) -> Result<Insp
                 keys,
                 Some((&verified.manifest.name, predicate.as_ref().map_err(Clone::clone))),
             );
+            let skills = agent.as_ref().map(|a| a.skills.clone()).unwrap_or_default();
             let contracts = agent.map(|a| a.contracts);
             let pins = crate::agent::pins::mcp::pins_of(&verified);
-            Inspected::Bundle { verified: Box::new(verified), contracts, pins, attestations }
+            Inspected::Bundle { verified: Box::new(verified), contracts, pins, attestations, skills }
         }
         Err(rejection) => Inspected::Refused(rejection),
     })

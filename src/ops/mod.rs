@@ -9,6 +9,7 @@
 //! call it rather than repeat it; `contracts` reads a release's contracts from a file or
 //! folder for `diff` and `baseline`.
 
+pub mod agentcard;
 pub(crate) mod attest;
 pub(crate) mod baseline;
 pub(crate) mod check;
@@ -19,9 +20,11 @@ pub(crate) mod export;
 pub mod gate;
 pub mod guard;
 pub(crate) mod import;
+pub(crate) mod import_skills;
 pub(crate) mod init;
 pub mod input;
 pub(crate) mod inspect;
+pub(crate) mod inspect_mcpb;
 pub(crate) mod keygen;
 pub(crate) mod lock;
 pub(crate) mod model_sign;

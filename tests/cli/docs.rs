@@ -104,6 +104,12 @@ fn book_lists_every_guard_code_with_its_json_rpc_code() {
 }
 
 #[test]
+fn book_lists_every_agent_card_reason_with_its_description() {
+    use agent_bundle::ops::agentcard::Reason;
+    check_region(CODES_PAGE, "card-reasons", &table(Reason::ALL, Reason::as_str, Reason::describe));
+}
+
+#[test]
 fn book_lists_every_change_kind_with_its_description() {
     check_region(CODES_PAGE, "change-kinds", &table(ChangeKind::ALL, ChangeKind::as_str, ChangeKind::describe));
 }

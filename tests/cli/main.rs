@@ -5,6 +5,7 @@
 mod snapshot;
 mod support;
 
+mod agentcard;
 mod architecture;
 mod attest;
 mod baseline;
@@ -30,6 +31,7 @@ mod keys;
 mod lock;
 mod mcp;
 mod mcp_pin;
+mod mcpb;
 mod model_signing;
 mod monorepo;
 mod network;
@@ -48,6 +50,7 @@ mod registry;
 mod schemas;
 mod scripts;
 mod signers;
+mod skills;
 mod stat_cache;
 mod tls;
 mod tool;

@@ -13,7 +13,7 @@ use crate::mcp_client::{self, Server};
 use crate::regular_file::Links;
 
 /// The transport every imported tool gets; a usage error when none was given.
-fn reach(opts: &Options, format: &str) -> Result<Reach> {
+pub(super) fn reach(opts: &Options, format: &str) -> Result<Reach> {
     opts.reach.clone().ok_or_else(|| {
         Error::Usage(format!(
             "{format} tools do not say how they are reached, and tools.json needs a transport for each: give --http METHOD URL or --exec PATH (`{}` in either is replaced by each tool's id)",

@@ -1,0 +1,151 @@
+//! The skills of an agent folder (`skills/<name>/SKILL.md` and the files beside it): each
+//! checked by the Agent Skills rules (`crate::skill`) and against tools.json, and summed up
+//! as [`SkillFacts`] with the digest of its folder's files.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+
+use crate::diagnostic::{Code, Diagnostic, Report, Source};
+use crate::limits::{MAX_SKILL_BYTES, MAX_SKILL_FILES};
+use crate::regular_file::{self, Links, ReadError};
+use crate::skill::facts::{SkillFacts, digest};
+use crate::skill::{self, SkillDoc};
+
+/// Checks the skills of the agent in `dir` (nothing to do without a `skills/` folder). `tools`:
+/// the ids of tools.json when it was valid (allowed tools are checked only then).
+pub fn check(
+    dir: &Path,
+    prefix: &str,
+    tools: Option<&BTreeSet<&str>>,
+    report: &mut Report,
+    diags: &mut Vec<Diagnostic>,
+) -> Vec<SkillFacts> {
+    let root = dir.join(skill::DIR);
+    let Ok(meta) = std::fs::symlink_metadata(&root) else { return Vec::new() };
+    if !meta.is_dir() {
+        return Vec::new();
+    }
+    let shown = format!("{prefix}{}", skill::DIR);
+    let mut entries: Vec<_> = match std::fs::read_dir(&root) {
+        Ok(rd) => rd.filter_map(Result::ok).collect(),
+        Err(e) => {
+            diags.push(Diagnostic::error(Code::IoError, &shown, format!("cannot read {}: {e}", skill::DIR)));
+            return Vec::new();
+        }
+    };
+    if entries.len() > MAX_SKILL_FILES {
+        diags.push(Diagnostic::error(
+            Code::LimitExceeded,
+            &shown,
+            format!("more than {MAX_SKILL_FILES} entries in {}/", skill::DIR),
+        ));
+        return Vec::new();
+    }
+    entries.sort_by_key(|e| e.file_name());
+    let mut facts = Vec::new();
+    for entry in entries {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        // Symlinks and other files are the agent check's business (unsupported_file_type).
+        if !entry.file_type().is_ok_and(|t| t.is_dir()) {
+            continue;
+        }
+        let rel = format!("{}/{name}/{}", skill::DIR, skill::FILE_NAME);
+        let display = format!("{prefix}{rel}");
+        let Some(source) = read_skill(&dir.join(&rel), &display, diags) else { continue };
+        report.add_source(&source);
+        let Some(doc) = skill::parse(&source, &name, diags) else { continue };
+        if let Some(tools) = tools {
+            check_allowed(&source, &doc, tools, diags);
+        }
+        match folder_digest(dir, &name) {
+            Ok((digest, files)) => facts.push(SkillFacts::of(&doc, digest, files)),
+            Err(message) => diags.push(Diagnostic::error(Code::LimitExceeded, &display, message)),
+        }
+    }
+    facts
+}
+
+fn check_allowed(source: &Source, doc: &SkillDoc, tools: &BTreeSet<&str>, diags: &mut Vec<Diagnostic>) {
+    for (name, span) in &doc.allowed_tools {
+        if !tools.contains(name.as_str()) {
+            let close = tools.iter().find(|t| strsim::jaro_winkler(t, name) > 0.85);
+            let help = match close {
+                Some(t) => format!("did you mean `{t}`? allowed-tools names tools.json ids"),
+                None => "name a tool of tools.json, or add the tool to tools.json".to_owned(),
+            };
+            diags.push(
+                Diagnostic::error(
+                    Code::UnknownAllowedTool,
+                    &source.name,
+                    format!("allowed tool `{name}` is not a tool of tools.json"),
+                )
+                .at_path("allowed-tools")
+                .at_span(source, span.clone())
+                .with_help(help),
+            );
+        }
+    }
+}
+
+fn read_skill(path: &Path, display: &str, diags: &mut Vec<Diagnostic>) -> Option<Source> {
+    match regular_file::read(path, MAX_SKILL_BYTES, Links::Refuse) {
+        Ok(bytes) => match crate::json::decode_utf8(display, bytes) {
+            Ok(text) => Some(Source::new(display, text)),
+            Err(d) => {
+                diags.push(d);
+                None
+            }
+        },
+        Err(ReadError::NotFound) => {
+            diags.push(
+                Diagnostic::error(Code::MissingSkillFile, display, "the skill folder has no SKILL.md")
+                    .with_help("add a SKILL.md with `name` and `description`, or move the folder out of skills/"),
+            );
+            None
+        }
+        Err(ReadError::TooLarge { limit }) => {
+            diags.push(Diagnostic::error(
+                Code::LimitExceeded,
+                display,
+                format!("SKILL.md is larger than {limit} bytes"),
+            ));
+            None
+        }
+        Err(ReadError::NotRegular { what }) => {
+            diags.push(Diagnostic::error(
+                Code::UnsupportedFileType,
+                display,
+                format!("SKILL.md is {what}; it must be a regular file"),
+            ));
+            None
+        }
+        Err(ReadError::Io(e)) => {
+            diags.push(Diagnostic::error(Code::IoError, display, format!("cannot read SKILL.md: {e}")));
+            None
+        }
+    }
+}
+
+/// The digest and file count of `skills/<name>/` in the agent folder `dir` (symlinks are not
+/// followed; the agent check reports them).
+fn folder_digest(dir: &Path, name: &str) -> Result<(String, usize), String> {
+    let mut files = BTreeMap::new();
+    let base = dir.join(skill::DIR).join(name);
+    for entry in walkdir::WalkDir::new(&base).follow_links(false) {
+        let entry = entry.map_err(|e| e.to_string())?;
+        if !entry.file_type().is_file() {
+            continue;
+        }
+        if files.len() >= MAX_SKILL_FILES {
+            return Err(format!("the skill has more than {MAX_SKILL_FILES} files"));
+        }
+        let rel = entry.path().strip_prefix(dir).map_err(|e| e.to_string())?;
+        let rel: Vec<String> = rel.components().map(|c| c.as_os_str().to_string_lossy().into_owned()).collect();
+        let mut hasher = blake3::Hasher::new();
+        let file = std::fs::File::open(entry.path()).map_err(|e| format!("{}: {e}", entry.path().display()))?;
+        hasher.update_reader(file).map_err(|e| format!("{}: {e}", entry.path().display()))?;
+        files.insert(rel.join("/"), hasher.finalize().to_hex().to_string());
+    }
+    let count = files.len();
+    Ok((digest(&files), count))
+}

@@ -1,0 +1,147 @@
+//! Agent Skills in an agent folder: `check` validates skills/<name>/SKILL.md, `import --from
+//! skills` adds skill folders, `inspect` and `diff` show them. The skills are hand-written in
+//! the public format (testdata/skills/README.md).
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use crate::snapshot::{in_env, shown};
+use crate::support::{Env, copy_dir, testdata};
+
+/// The mailer agent with the skill fixtures `skills` copied into its skills/ folder.
+fn mailer_with(env: &Env, skills: &[&str]) -> std::path::PathBuf {
+    let agent = env.copy("agents/mailer", "mailer");
+    for s in skills {
+        copy_dir(&testdata(&format!("skills/{s}")), &agent.join("skills").join(s));
+    }
+    agent
+}
+
+/// What `find skills/<name> -type f | LC_ALL=C sort | xargs b3sum | b3sum` prints, computed
+/// with the blake3 library.
+fn b3sum_of_skill(agent: &Path, name: &str) -> String {
+    let mut files = BTreeMap::new();
+    let mut stack = vec![agent.join("skills").join(name)];
+    while let Some(dir) = stack.pop() {
+        for e in std::fs::read_dir(&dir).unwrap() {
+            let e = e.unwrap();
+            if e.file_type().unwrap().is_dir() {
+                stack.push(e.path());
+            } else {
+                let rel = e.path().strip_prefix(agent).unwrap().to_str().unwrap().to_owned();
+                files.insert(rel, blake3::hash(&std::fs::read(e.path()).unwrap()).to_hex().to_string());
+            }
+        }
+    }
+    let lines: String = files.iter().map(|(p, h)| format!("{h}  {p}\n")).collect();
+    blake3::hash(lines.as_bytes()).to_hex().to_string()
+}
+
+#[test]
+fn check_reports_every_skill_problem_with_its_line_and_column() {
+    let env = Env::new();
+    let agent = mailer_with(&env, &["pdf-report", "bad-fields", "no-front-matter"]);
+    let huge = agent.join("skills/huge-front-matter");
+    std::fs::create_dir_all(&huge).unwrap();
+    let filler: String = (0..3000).map(|i| format!("  key{i}: value number {i}\n")).collect();
+    std::fs::write(
+        huge.join("SKILL.md"),
+        format!("---\nname: huge-front-matter\ndescription: x\nmetadata:\n{filler}---\n"),
+    )
+    .unwrap();
+    std::fs::create_dir_all(agent.join("skills/empty-folder")).unwrap();
+    insta::assert_snapshot!(shown(&mut in_env(&env, &["check", "mailer"]), &[env.path()]));
+}
+
+#[test]
+fn a_valid_skill_with_scripts_and_nested_references_passes_check() {
+    let env = Env::new();
+    mailer_with(&env, &["pdf-report", "reply-drafting"]);
+    env.run(&["lock", "mailer"]).expect_code(0);
+    env.run(&["check", "mailer"]).expect_code(0);
+}
+
+#[test]
+fn import_from_skills_copies_checks_and_relocks() {
+    let env = Env::new();
+    env.copy("agents/mailer", "mailer");
+    let skills = testdata("skills");
+    let pdf = skills.join("pdf-report");
+    let reply = skills.join("reply-drafting");
+    let text = shown(
+        &mut in_env(
+            &env,
+            &["import", "--from", "skills", pdf.to_str().unwrap(), reply.to_str().unwrap(), "-o", "mailer"],
+        ),
+        &[env.path()],
+    );
+    insta::assert_snapshot!(text);
+    let agent = env.path().join("mailer");
+    env.run(&["check", "mailer"]).expect_code(0);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(agent.join("skills/pdf-report/scripts/fill.py")).unwrap().permissions().mode();
+        assert_eq!(mode & 0o111, 0o111, "the script stays executable");
+    }
+    // A second import of the same skill needs --force.
+    env.run(&["import", "--from", "skills", pdf.to_str().unwrap(), "-o", "mailer"]).expect_code(1);
+    env.run(&["import", "--from", "skills", pdf.to_str().unwrap(), "-o", "mailer", "--force"]).expect_code(0);
+    env.run(&["check", "mailer"]).expect_code(0);
+}
+
+#[test]
+fn import_from_skills_of_a_bad_skill_changes_nothing() {
+    let env = Env::new();
+    let agent = env.copy("agents/mailer", "mailer");
+    let manifest = std::fs::read(agent.join("manifest.toml")).unwrap();
+    let skills = testdata("skills");
+    let run = env.run(&["import", "--from", "skills", skills.to_str().unwrap(), "-o", "mailer", "--format", "json"]);
+    run.expect_code(1);
+    let codes: Vec<String> =
+        run.json()["diagnostics"].as_array().unwrap().iter().map(|d| d["code"].as_str().unwrap().to_owned()).collect();
+    for code in ["invalid_skill_name", "invalid_skill_description", "unknown_allowed_tool", "missing_front_matter"] {
+        assert!(codes.iter().any(|c| c == code), "{code} in {codes:?}");
+    }
+    assert!(!agent.join("skills").exists(), "nothing was copied");
+    assert_eq!(std::fs::read(agent.join("manifest.toml")).unwrap(), manifest, "nothing was relocked");
+}
+
+#[test]
+fn inspect_lists_each_skill_with_its_b3sum_digest_and_allowed_tools() {
+    let env = Env::new();
+    let agent = mailer_with(&env, &["pdf-report", "reply-drafting"]);
+    env.pack("mailer", "m.agent.bundle").expect_code(0);
+    let run = env.run(&["inspect", "m.agent.bundle", "--format", "json"]);
+    run.expect_code(0);
+    let skills = run.json()["skills"].clone();
+    assert_eq!(skills[0]["name"], "pdf-report");
+    assert_eq!(skills[0]["digest"], b3sum_of_skill(&agent, "pdf-report"));
+    assert_eq!(skills[0]["allowed_tools"], serde_json::json!(["mail.mailbox_search", "mail.smtp_send"]));
+    assert_eq!(skills[0]["files"], 3);
+    assert_eq!(skills[1]["digest"], b3sum_of_skill(&agent, "reply-drafting"));
+    assert!(skills[1]["description"].as_str().unwrap().contains("日本語"));
+    let text = shown(&mut in_env(&env, &["inspect", "m.agent.bundle"]), &[env.path()]);
+    let section = text.split("\nskills").nth(1).expect("a skills section");
+    insta::assert_snapshot!(section);
+}
+
+#[test]
+fn diff_holds_a_wider_allowed_tools_as_a_widening() {
+    let env = Env::new();
+    let agent = mailer_with(&env, &["pdf-report", "reply-drafting"]);
+    env.pack("mailer", "old.agent.bundle").expect_code(0);
+    let md = agent.join("skills/pdf-report/SKILL.md");
+    let text = std::fs::read_to_string(&md).unwrap();
+    std::fs::write(&md, text.replace("mail.smtp_send\n", "mail.smtp_send contacts.lookup\n")).unwrap();
+    std::fs::remove_dir_all(agent.join("skills/reply-drafting")).unwrap();
+    env.run(&["lock", "mailer"]).expect_code(0);
+    insta::assert_snapshot!(shown(
+        &mut in_env(&env, &["diff", "old.agent.bundle", "mailer", "--fail-on", "widening"]),
+        &[env.path()]
+    ));
+    let run = env.run(&["diff", "old.agent.bundle", "mailer", "--format", "json"]);
+    let doc = run.json();
+    let kinds: Vec<&str> = doc["skills"].as_array().unwrap().iter().map(|c| c["kind"].as_str().unwrap()).collect();
+    assert_eq!(kinds, ["skill_tools_widened", "skill_changed", "skill_removed"]);
+}
