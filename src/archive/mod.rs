@@ -24,11 +24,17 @@
 use std::fmt;
 use std::io;
 
+mod compress;
+mod decode;
+mod frames;
 mod pipe;
 mod read;
+mod seek_table;
 mod write;
 
+pub use compress::FRAME_SIZE;
 pub use read::{ArchiveReader, Entry, Limits, MAX_TRAILING_ZEROS};
+pub use seek_table::{FrameEntry, SeekTable};
 pub use write::ArchiveWriter;
 
 /// Size of a tar block; headers, data padding and the end marker all use it.
@@ -277,6 +283,14 @@ pub enum ArchiveError {
         /// What was found.
         reason: String,
     },
+    /// The seek table after the frames disagrees with the frames themselves (their number or
+    /// sizes), or is not a well-formed table. The frames are what is read; a table is only an
+    /// index, and one that misleads is refused.
+    #[error("the seek table disagrees with the zstd frames: {reason}")]
+    SeekTable {
+        /// What disagreed.
+        reason: String,
+    },
     /// The path cannot be stored in a ustar header without extensions (no
     /// `/` splits it into a prefix of at most 155 bytes and a name of at
     /// most 100 bytes). Reported with the same code as an unsafe path.
@@ -318,6 +332,7 @@ impl ArchiveError {
             ArchiveError::UnsafeMode { .. } => "unsafe_mode",
             ArchiveError::LimitExceeded { .. } => "limit_exceeded",
             ArchiveError::TrailingData { .. } => "trailing_data",
+            ArchiveError::SeekTable { .. } => "seek_table_mismatch",
             ArchiveError::PathTooLong { .. } => "unsafe_path",
             ArchiveError::SourceChanged { .. } => "source_changed",
             ArchiveError::Io { .. } => "io_error",
