@@ -9,6 +9,7 @@
 
 pub mod baseline;
 mod changes;
+mod mcp_changes;
 pub mod release;
 mod schema_changes;
 
@@ -22,6 +23,7 @@ use crate::policy::Capability;
 use crate::tools::{AgentFiles, REF_PREFIX, Resolved, Resolver, Tool, ToolsFile, Transport};
 
 pub use changes::{Change, ChangeKind, Impact, compare, compare_grants, tool_added, tool_removed};
+pub use mcp_changes::{list_drift, mcp_read_only, tool_drift};
 
 /// At most this many nested levels in one inlined schema (serde_json reads stored contracts
 /// back with a recursion limit of 128; the contract document adds two levels).
@@ -97,11 +99,25 @@ pub struct Contract {
     pub risk: Risk,
 }
 
+/// The RFC 8785 canonical JSON of `value` and its fingerprint: BLAKE3 of those bytes, 64
+/// lowercase hex digits. The one canonicalisation every fingerprint uses (tool contracts,
+/// pinned MCP tools), so that two of them agree exactly when their canonical forms do.
+pub fn canonical_fingerprint<T: Serialize + ?Sized>(value: &T) -> Result<(String, String), serde_json::Error> {
+    let canonical = serde_jcs::to_string(value)?;
+    let fingerprint = blake3::hash(canonical.as_bytes()).to_hex().to_string();
+    Ok((canonical, fingerprint))
+}
+
+/// [`canonical_fingerprint`] of a JSON value. It cannot fail: serde_jcs refuses only
+/// non-finite numbers and non-string keys, which a `serde_json::Value` cannot hold.
+pub fn fingerprint_json(value: &Value) -> (String, String) {
+    canonical_fingerprint(value).unwrap_or_else(|e| unreachable!("a serde_json::Value is always canonicalisable: {e}"))
+}
+
 impl Contract {
     pub fn from_doc(doc: ContractDoc) -> Result<Contract, ContractError> {
-        let canonical = serde_jcs::to_string(&doc)
+        let (canonical, fingerprint) = canonical_fingerprint(&doc)
             .map_err(|e| ContractError::Canonical { tool: doc.id.clone(), message: e.to_string() })?;
-        let fingerprint = blake3::hash(canonical.as_bytes()).to_hex().to_string();
         let risk = Risk::of(&doc);
         Ok(Contract { doc, canonical, fingerprint, risk })
     }
@@ -325,6 +341,12 @@ impl fmt::Display for Risk {
 impl Serialize for Risk {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         self.names().serialize(s)
+    }
+}
+
+impl crate::error::Coded for ContractError {
+    fn code(&self) -> crate::error::ErrorCode {
+        crate::error::ErrorCode::Usage
     }
 }
 

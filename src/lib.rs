@@ -30,8 +30,10 @@ pub mod contract;
 #[doc(hidden)]
 pub mod diagnostic;
 pub(crate) mod digest;
+pub(crate) mod entries;
 #[doc(hidden)]
 pub mod error;
+pub(crate) mod error_code;
 #[doc(hidden)]
 pub mod evidence;
 pub(crate) mod fetch;
@@ -65,6 +67,8 @@ pub(crate) mod read_ahead;
 pub(crate) mod read_full;
 #[doc(hidden)]
 pub mod regular_file;
+#[doc(hidden)]
+pub mod rejection;
 pub(crate) mod schemas;
 pub(crate) mod sha256_read;
 pub(crate) mod state;

@@ -605,3 +605,9 @@ fn group_alive(child: &Child) -> bool {
         false
     }
 }
+
+impl crate::error::Coded for McpError {
+    fn code(&self) -> crate::error::ErrorCode {
+        crate::error::ErrorCode::IoError
+    }
+}

@@ -13,9 +13,9 @@ use crate::atomic;
 use crate::diagnostic::{Code, Diagnostic, Source};
 use crate::error::{Error, Result};
 use crate::fetch::{Fetched, Fetcher};
-use crate::formats::rap;
+use crate::formats::{mcp_pin, rap};
 use crate::limits;
-use crate::manifest::{self, Manifest, Pin, PinFormat};
+use crate::manifest::{self, Manifest, McpStart, Pin, PinSource};
 use crate::regular_file::{self, Links};
 
 /// The folder pinned files go in, inside the agent folder.
@@ -66,7 +66,7 @@ pub fn pin(agent_dir: &Path, fetched: &[Fetched]) -> Result<Vec<String>> {
             file = format!("{}-{n}.rap.json", file_for(&f.url).trim_end_matches(".rap.json"));
             n += 1;
         }
-        let pin = Pin { url: f.url.clone(), format: PinFormat::Rap, blake3: blake3::hash(f.text.as_bytes()) };
+        let pin = Pin { source: PinSource::Rap { url: f.url.clone() }, blake3: blake3::hash(f.text.as_bytes()) };
         pins.push((file, pin));
     }
     for ((file, _), f) in pins.iter().zip(fetched) {
@@ -81,21 +81,38 @@ pub fn pin(agent_dir: &Path, fetched: &[Fetched]) -> Result<Vec<String>> {
     Ok(pins.into_iter().map(|(f, _)| f).collect())
 }
 
-/// Offline: every pinned file exists and still holds the bytes that were pinned.
+/// How to pin `pin` again, for help texts.
+pub fn repin_command(pin: &Pin, prefix: &str) -> String {
+    match &pin.source {
+        PinSource::Rap { url } => format!("bundle import --from rap {url} --pin -o {prefix}tools.json --force"),
+        PinSource::Mcp { server, start: McpStart::Stdio { command } } => format!(
+            "bundle import --from mcp --stdio --pin --server {server} -o {prefix}tools.json --force -- {}",
+            command.join(" ")
+        ),
+        PinSource::Mcp { server, start: McpStart::Http { .. } } => {
+            format!("bundle import --from mcp FILE --pin --server {server} -o {prefix}tools.json --force")
+        }
+    }
+}
+
+/// Offline: every pinned file exists and still holds the bytes that were pinned, and an MCP
+/// pin is a pin document (`invalid_pin`) of the server its entry names.
 pub fn check(dir: &Path, prefix: &str, m: &Manifest, manifest_name: &str, diags: &mut Vec<Diagnostic>) {
     for (file, pin) in &m.pins {
         let key = manifest::join("pins", file);
-        let repin = format!(
-            "restore {file}, or pin again: bundle import --from rap {} --pin -o {prefix}tools.json --force",
-            pin.url
-        );
+        let origin = pin.origin();
+        let repin = format!("restore {file}, or pin again: {}", repin_command(pin, prefix));
         match regular_file::read(&dir.join(file), limits::MAX_IMPORT_BYTES, Links::Refuse) {
-            Ok(bytes) if blake3::hash(&bytes) == pin.blake3 => {}
+            Ok(bytes) if blake3::hash(&bytes) == pin.blake3 => {
+                if let Some(server) = pin.mcp_server() {
+                    check_mcp_pin(&format!("{prefix}{file}"), &bytes, server, diags);
+                }
+            }
             Ok(_) => diags.push(
                 Diagnostic::error(
                     Code::PinMismatch,
                     manifest_name,
-                    format!("{prefix}{file} no longer holds the toolset pinned from {} (its digest differs)", pin.url),
+                    format!("{prefix}{file} no longer holds the definition pinned from {origin} (its digest differs)"),
                 )
                 .at_path(format!("{key}.blake3"))
                 .with_help(repin),
@@ -104,7 +121,7 @@ pub fn check(dir: &Path, prefix: &str, m: &Manifest, manifest_name: &str, diags:
                 Diagnostic::error(
                     Code::PinMismatch,
                     manifest_name,
-                    format!("{prefix}{file}, pinned from {}, does not exist", pin.url),
+                    format!("{prefix}{file}, pinned from {origin}, does not exist"),
                 )
                 .at_path(key)
                 .with_help(repin),
@@ -114,6 +131,23 @@ pub fn check(dir: &Path, prefix: &str, m: &Manifest, manifest_name: &str, diags:
                     .at_path(key),
             ),
         }
+    }
+}
+
+/// A pinned MCP file is a pin document of the server its manifest entry names.
+fn check_mcp_pin(file: &str, bytes: &[u8], server: &str, diags: &mut Vec<Diagnostic>) {
+    match mcp_pin::parse_named(file, bytes) {
+        Ok(pin) if pin.server == server => {}
+        Ok(pin) => diags.push(
+            Diagnostic::error(
+                Code::InvalidPin,
+                file,
+                format!("the pin is of server {:?}, but manifest.toml pins it as server {server:?}", pin.server),
+            )
+            .at_path("server")
+            .with_help("pin the server again with the name it should have"),
+        ),
+        Err(problems) => diags.extend(problems),
     }
 }
 
@@ -130,8 +164,9 @@ pub fn refresh(
     diags: &mut Vec<Diagnostic>,
 ) {
     for (file, pin) in &m.pins {
+        let PinSource::Rap { url } = &pin.source else { continue };
         let key = format!("{}.url", manifest::join("pins", file));
-        let served = match fetcher.get(&pin.url) {
+        let served = match fetcher.get(url) {
             Ok(text) => text,
             Err(e) => {
                 let d = e.diagnostic(manifest_name, "`bundle check --refresh --ca-cert FILE.pem`");
@@ -145,20 +180,17 @@ pub fn refresh(
         // The pinned file itself was checked offline; compare with what it holds if readable.
         let pinned =
             regular_file::read_to_string(&dir.join(file), limits::MAX_IMPORT_BYTES, Links::Refuse).unwrap_or_default();
-        let help = format!(
-            "review the change; to accept it: bundle import --from rap {} --pin -o {prefix}tools.json --force, then bundle lock",
-            pin.url
-        );
+        let help = format!("review the change; to accept it: {}, then bundle lock", repin_command(pin, prefix));
         let d = match drift(&pinned, &served) {
             Drift::Formatting => Diagnostic::warning(
                 Code::PinDrift,
                 manifest_name,
-                format!("{} now serves the pinned toolset with different formatting (same JSON)", pin.url),
+                format!("{url} now serves the pinned toolset with different formatting (same JSON)"),
             ),
             Drift::Changed(what) => Diagnostic::error(
                 Code::PinDrift,
                 manifest_name,
-                format!("the toolset at {} changed since it was pinned in {file}: {what}", pin.url),
+                format!("the toolset at {url} changed since it was pinned in {file}: {what}"),
             ),
         };
         diags.push(d.at_path(key).with_help(help));

@@ -4,7 +4,7 @@
 
 use std::collections::HashMap;
 use std::fs::File;
-use std::io::{self, BufReader, Read, Write};
+use std::io::{self, BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -17,6 +17,7 @@ use super::verdict::Verdict;
 use crate::bundle::verify::{self, Discard, Sink};
 use crate::evidence::judge::AttestPolicy;
 use crate::ops::gate::{self, AttestOptions, Gate, GateOptions, PolicyOptions};
+use crate::ops::input::{BundleInput, Evidence};
 use crate::timestamp::Timestamp;
 
 /// The largest trusted-keys or public key file [`TrustedKeys::read`] reads (the command line's
@@ -335,18 +336,22 @@ impl Bundle {
 
     fn run(self, gate: Gate, sink: &mut dyn Sink) -> Result<gate::Verdict, Error> {
         let origin = self.origin;
-        let verdict = match self.source {
+        // The evidence beside a file of the origin's name, as `bundle verify` gathers it.
+        let beside = Some(origin.as_path()).filter(|p| p.is_file());
+        let evidence = Evidence::gather(beside, &gate.wanted()).map_err(|e| Error::from_gate(e.into()))?;
+        let reader: Box<dyn BufRead> = match self.source {
             Source::File(file) => {
                 let size = file.metadata().map_or(0, |m| m.len());
                 // As `bundle verify` reads: ahead on a thread of its own when large.
-                let input = crate::read_ahead::sequential(file, size)
-                    .map_err(|e| Error::failed("io_error", format!("cannot read {}: {e}", origin.display())))?;
-                gate.run(input, &origin, sink)
+                Box::new(
+                    crate::read_ahead::sequential(file, size)
+                        .map_err(|e| Error::failed("io_error", format!("cannot read {}: {e}", origin.display())))?,
+                )
             }
-            Source::Bytes(bytes) => gate.run(&bytes[..], &origin, sink),
-            Source::Reader(reader) => gate.run(BufReader::with_capacity(1 << 20, reader), &origin, sink),
+            Source::Bytes(bytes) => Box::new(std::io::Cursor::new(bytes)),
+            Source::Reader(reader) => Box::new(BufReader::with_capacity(1 << 20, reader)),
         };
-        verdict.map_err(Error::from_gate)
+        gate.judge(BundleInput::from_reader(reader, &origin, evidence), sink).map_err(Error::from_gate)
     }
 }
 

@@ -104,7 +104,7 @@ fn inspect_one(
         Inspected::Bundle { verified, contracts, attestations } => (verified, contracts, attestations),
         Inspected::Config(found) => return config_view(&source.label(), &found, format, collect),
         Inspected::Refused(rejection) if collect && format == Format::Json => {
-            let verdict = Verdict::Refused { rejection, baseline: None };
+            let verdict = Verdict::refused(rejection);
             return Ok((super::verify::outcome_of(&verdict), Some(super::verify::verdict_json(&verdict)?)));
         }
         Inspected::Refused(r) => return Ok((super::verify::render_rejection(bundle, r, format, global)?, None)),

@@ -74,3 +74,13 @@ pub fn from_verified(v: &Verified, origin: &Path) -> Result<AgentContracts, Cont
 pub(crate) fn grants(policy: &Policy) -> Vec<String> {
     policy.grants.iter().map(|g| g.capability.to_string()).collect()
 }
+
+impl crate::error::Coded for LoadError {
+    fn code(&self) -> crate::error::ErrorCode {
+        use crate::error::ErrorCode;
+        match self {
+            LoadError::Io(e) => e.code(),
+            LoadError::Invalid { .. } | LoadError::Rejected { .. } | LoadError::Contract { .. } => ErrorCode::Usage,
+        }
+    }
+}

@@ -21,7 +21,7 @@ pub use verdict::reason_of;
 
 use sigstore_verify::crypto::FulcioCiClaims;
 
-use crate::bundle::verify::{Reason, Rejection};
+use crate::rejection::{Reason, Rejection};
 
 /// The largest Sigstore bundle read (a real one is 2-12 KiB; a DSSE one carries its statement).
 pub const MAX_SIGSTORE_BUNDLE_BYTES: u64 = 4 << 20;

@@ -68,7 +68,7 @@ pub fn attest(bundle: &Path, signer: &mut Signer, opts: &AttestOptions) -> Resul
         &Expect::default(),
         &mut Discard,
     )
-    .map_err(AttestFailure::Rejected)?;
+    .map_err(|r| AttestFailure::Rejected(r.into_rejection()))?;
     std::io::copy(&mut hashing, &mut std::io::sink()).map_err(|e| Error::io(bundle, e))?;
     let sha256: [u8; 32] = hashing.sha256.finalize().into();
     let contracts = release::from_verified(&verified, bundle)

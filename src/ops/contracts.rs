@@ -58,6 +58,7 @@ fn load_bundle(path: &Path) -> Result<AgentContracts, LoadError> {
     let file = File::open(path).map_err(|e| crate::Error::io(path, e))?;
     let verified =
         verify::verify(BufReader::with_capacity(1 << 20, file), Trust::Unchecked, &Expect::default(), &mut Discard)
+            .map_err(|r| r.into_rejection())
             .map_err(|r| LoadError::Rejected {
                 path: path.display().to_string(),
                 code: r.reason.as_str(),

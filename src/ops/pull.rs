@@ -9,34 +9,27 @@
 //! other outcome it is removed, so nothing unverified is ever left on disk under the
 //! destination's name.
 
-use std::io::BufRead;
 use std::path::Path;
 
 use crate::atomic;
-use crate::bundle::verify::Rejection;
+use crate::bundle::verify::Discard;
 use crate::error::Error;
-use crate::oci;
+use crate::ops::gate::{Gate, GateError, Verdict};
 use crate::ops::input::{BundleSource, InputError};
 use crate::progress::Silent;
 
 /// What was pulled.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct Pulled {
+    /// The manifest's digest (empty when the artifact was refused before it was read).
     pub manifest_digest: String,
 }
 
-/// Runs `judge` (the deployment gate) over the bundle `source` names while the bytes stream
-/// into a temp file beside `dest`; renames it to `dest` only if `judge` accepted and the
-/// layer matched its descriptor. `judge` must read its input to the end before accepting.
-/// `before` judges the bundle's attestations and co-signatures (its referrers, and its config
-/// with `with_config`) before the layer is requested.
-pub fn pull<T, E: From<Error> + From<InputError>>(
-    source: &BundleSource,
-    dest: &Path,
-    with_config: bool,
-    before: impl FnOnce(oci::BeforeLayer) -> Result<(), Rejection>,
-    judge: impl FnOnce(&mut dyn BufRead) -> Result<Result<T, Rejection>, E>,
-) -> Result<Result<(Pulled, T), Rejection>, E> {
+/// Runs the deployment `gate` over the bundle `source` names while the bytes stream into a
+/// temp file beside `dest`; renames it to `dest` only if the gate accepted them and the layer
+/// matched its descriptor. What the registry holds about the bundle (its attestations and
+/// co-signatures, the referrers of its manifest) is judged before the layer is requested.
+pub fn pull(source: &BundleSource, dest: &Path, gate: Gate) -> Result<(Pulled, Verdict), GateError> {
     if !matches!(source, BundleSource::Registry { .. }) {
         return Err(InputError::Usage(format!(
             "{}: pull takes a registry reference (oci://…)",
@@ -44,19 +37,18 @@ pub fn pull<T, E: From<Error> + From<InputError>>(
         ))
         .into());
     }
-    let output = atomic::Output::new(dest, "-o").map_err(|e| E::from(Error::from(e)))?;
-    let input = match source.open_judged(&Silent, with_config, before)? {
+    let output = atomic::Output::new(dest, "-o").map_err(Error::from)?;
+    let mut input = match source.open(&Silent, &gate.wanted())? {
         Ok(input) => input,
-        Err(rejection) => return Ok(Err(rejection)),
+        Err(rejection) => return Ok((Pulled::default(), Verdict::refused(rejection))),
     };
     let pulled = Pulled { manifest_digest: input.manifest_digest().unwrap_or_default().to_owned() };
-    let temp = output.temp().map_err(|e| E::from(Error::from(e)))?;
-    let copy = temp.as_file().try_clone().map_err(|e| Error::io(dest, e))?;
-    let t = match input.judge_copying(copy, judge)? {
-        Ok(t) => t,
-        // Dropping the temp file removes it.
-        Err(r) => return Ok(Err(r)),
-    };
-    output.commit(temp).map_err(|e| E::from(Error::from(e)))?;
-    Ok(Ok((pulled, t)))
+    let temp = output.temp().map_err(Error::from)?;
+    input.copy_into(temp.as_file().try_clone().map_err(|e| Error::io(dest, e))?)?;
+    let verdict = gate.judge(input, &mut Discard)?;
+    if matches!(verdict, Verdict::Passed { .. }) {
+        output.commit(temp).map_err(Error::from)?;
+    }
+    // Otherwise dropping the temp file removes it.
+    Ok((pulled, verdict))
 }

@@ -19,9 +19,9 @@
 use serde::Serialize;
 
 use super::format::TrustPolicy;
-use crate::bundle::verify::{Reason, Rejection};
 use crate::keyless::Claimed;
 use crate::minisign::Signature;
+use crate::rejection::{Reason, Rejection};
 use crate::timestamp::Timestamp;
 
 crate::codes::stable_codes! {

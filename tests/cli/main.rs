@@ -5,6 +5,7 @@
 mod snapshot;
 mod support;
 
+mod architecture;
 mod attest;
 mod baseline;
 mod book;
