@@ -42,10 +42,10 @@ const STREAM_PIECE: usize = 128 << 10;
 /// (`lib/common/error_private.c`); the `zstd` crate only passes on the text.
 const WINDOW_TOO_LARGE: &str = "Frame requires too much memory for decoding";
 
-/// What a frame decoded on another thread gives: its bytes, then its fault if any.
-struct Decoded {
-    data: Vec<u8>,
-    fault: Option<Fault>,
+/// What a frame decoded whole gives: its bytes, then its fault if any.
+pub(crate) struct Decoded {
+    pub data: Vec<u8>,
+    pub fault: Option<Fault>,
 }
 
 /// A frame's facts for the seek table check.
@@ -183,7 +183,7 @@ impl<R: BufRead> FrameStream<R> {
                 Current::Bytes { data, pos: 0, fault, info }
             }
             Pending::Whole { bytes, header, info } => {
-                let Decoded { data, fault } = decode_whole(&bytes, &header, self.max_window_log);
+                let Decoded { data, fault } = decode_whole(&bytes, &header, self.max_window_log, MAX_FRAME_CONTENT);
                 Current::Bytes { data, pos: 0, fault, info }
             }
             Pending::Buffered { bytes, header, fault, info } => {
@@ -248,7 +248,7 @@ impl<R: BufRead> FrameStream<R> {
             let (tx, rx) = sync_channel(1);
             let max_window_log = self.max_window_log;
             rayon::spawn(move || {
-                let decoded = decode_whole(&bytes, &header, max_window_log);
+                let decoded = decode_whole(&bytes, &header, max_window_log, MAX_FRAME_CONTENT);
                 // The receiver is gone only when the reader was dropped midway.
                 let _ = tx.send(decoded);
             });
@@ -291,7 +291,10 @@ pub(crate) fn threads() -> usize {
 
 /// Decodes a whole frame at once (on another thread): one call into libzstd when the frame is
 /// well formed, else the streaming decoder's bytes up to its fault, then the fault.
-fn decode_whole(bytes: &[u8], header: &FrameHeader, max_window_log: u32) -> Decoded {
+///
+/// A frame without a content size (or declaring more than `limit`) is decoded by the streaming
+/// decoder only, and stops with a fault once it gives more than `limit` bytes.
+pub(crate) fn decode_whole(bytes: &[u8], header: &FrameHeader, max_window_log: u32, limit: u64) -> Decoded {
     thread_local! {
         static CONTEXTS: RefCell<Option<(zstd::bulk::Decompressor<'static>, Decoder<'static>)>> =
             const { RefCell::new(None) };
@@ -313,8 +316,10 @@ fn decode_whole(bytes: &[u8], header: &FrameHeader, max_window_log: u32) -> Deco
             }
         }
         let (bulk, stream) = cell.as_mut().expect("set above");
-        let size = header.content_size.unwrap_or(0) as usize;
-        if zstd::zstd_safe::find_frame_compressed_size(bytes) == Ok(bytes.len()) {
+        let size = header.content_size.filter(|&n| n <= limit).unwrap_or(0) as usize;
+        if header.content_size.is_some_and(|n| n <= limit)
+            && zstd::zstd_safe::find_frame_compressed_size(bytes) == Ok(bytes.len())
+        {
             let mut data = Vec::with_capacity(size);
             if bulk.decompress_to_buffer(bytes, &mut data).is_ok_and(|n| n == size) {
                 return Decoded { data, fault: None };
@@ -331,6 +336,10 @@ fn decode_whole(bytes: &[u8], header: &FrameHeader, max_window_log: u32) -> Deco
         loop {
             match inline.read(stream, None, &mut io::empty(), &mut piece) {
                 Ok(0) => return Decoded { data, fault: None },
+                Ok(n) if (data.len() + n) as u64 > limit => {
+                    let reason = format!("the zstd frame decodes to more than {limit} bytes");
+                    return Decoded { data, fault: Some(Fault::Malformed(reason)) };
+                }
                 Ok(n) => data.extend_from_slice(&piece[..n]),
                 Err(fault) => return Decoded { data, fault: Some(fault) },
             }

@@ -51,6 +51,32 @@ pub(crate) enum Fault {
     Header(ArchiveError),
 }
 
+impl Fault {
+    /// The error for this fault, met in the entry at `path` (when known).
+    pub fn into_error(self, path: Option<String>, max_window_log: u32) -> ArchiveError {
+        match self {
+            Fault::Io(source) => ArchiveError::Io { path, source },
+            Fault::Truncated => ArchiveError::Malformed { path, reason: "the zstd frame is truncated".into() },
+            Fault::Malformed(reason) => ArchiveError::Malformed { path, reason },
+            Fault::Window(value) => ArchiveError::LimitExceeded {
+                path,
+                what: "zstd window size in bytes",
+                value,
+                limit: 1u64 << max_window_log,
+            },
+            Fault::Header(mut e) => {
+                if let ArchiveError::Malformed { path: p, .. }
+                | ArchiveError::LimitExceeded { path: p, .. }
+                | ArchiveError::Io { path: p, .. } = &mut e
+                {
+                    *p = p.take().or(path);
+                }
+                e
+            }
+        }
+    }
+}
+
 /// Reads the first 4 bytes of a frame: `None` at the end of the input, else up to 4 bytes (fewer
 /// only where the input ends).
 pub(crate) fn read_magic<R: Read>(input: &mut R) -> io::Result<Option<Vec<u8>>> {

@@ -72,10 +72,10 @@ impl Default for Limits {
 }
 
 /// A validated header.
-struct Header {
-    path: String,
-    size: u64,
-    executable: bool,
+pub(crate) struct Header {
+    pub path: String,
+    pub size: u64,
+    pub executable: bool,
 }
 
 /// Streams the entries of an `agent.bundle` container, validating as it
@@ -361,27 +361,7 @@ impl<R: BufRead> ArchiveReader<R> {
 
     /// The error for a fault of the frames, in the entry being read.
     fn fault_error(&self, fault: Fault) -> ArchiveError {
-        let path = self.current.clone();
-        match fault {
-            Fault::Io(source) => ArchiveError::Io { path, source },
-            Fault::Truncated => ArchiveError::Malformed { path, reason: "the zstd frame is truncated".into() },
-            Fault::Malformed(reason) => ArchiveError::Malformed { path, reason },
-            Fault::Window(value) => ArchiveError::LimitExceeded {
-                path,
-                what: "zstd window size in bytes",
-                value,
-                limit: 1u64 << self.limits.max_window_log,
-            },
-            Fault::Header(mut e) => {
-                if let ArchiveError::Malformed { path: p, .. }
-                | ArchiveError::LimitExceeded { path: p, .. }
-                | ArchiveError::Io { path: p, .. } = &mut e
-                {
-                    *p = p.take().or(path);
-                }
-                e
-            }
-        }
+        fault.into_error(self.current.clone(), self.limits.max_window_log)
     }
 }
 
@@ -421,7 +401,7 @@ impl<R: BufRead> Read for Entry<'_, R> {
 }
 
 /// Validates one non-zero header block (see [`ArchiveReader::next_entry`]).
-fn parse_header(block: &[u8; BLOCK]) -> Result<Header, ArchiveError> {
+pub(crate) fn parse_header(block: &[u8; BLOCK]) -> Result<Header, ArchiveError> {
     // 1. Header checksum: unsigned sum of all bytes, the checksum field
     //    counted as eight spaces.
     let stored = parse_octal(&block[field::CHKSUM])

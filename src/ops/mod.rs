@@ -9,6 +9,7 @@
 
 pub(crate) mod attest;
 pub(crate) mod baseline;
+pub(crate) mod cat;
 pub(crate) mod check;
 pub(crate) mod contracts;
 pub(crate) mod cosign;
