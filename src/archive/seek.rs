@@ -138,7 +138,13 @@ impl<F: Read + Seek> Seekable<F> {
             return Err(mismatch(format!("frame {n} is {} bytes in the seek table", bytes.len())));
         }
         let mut rest = &bytes[4..];
-        let header = frames::read_header(&bytes[..4], &mut rest, 1u64 << self.max_window_log)?;
+        let header = match frames::read_header(&bytes[..4], &mut rest, 1u64 << self.max_window_log) {
+            Ok(h) => h,
+            Err(ArchiveError::Malformed { reason, .. }) => {
+                return Err(mismatch(format!("frame {n} is not a valid frame where the seek table puts it: {reason}")));
+            }
+            Err(e) => return Err(e),
+        };
         let mut walker = Walker::new(&header);
         let mut scratch = Vec::new();
         let mut walk = Ok(());

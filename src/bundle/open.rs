@@ -83,10 +83,7 @@ impl OpenBundle {
             let Some(d) = digest else {
                 return Err(Rejection::new(Reason::MalformedManifest, Some(path), "a listed file has no digest").into());
             };
-            places.insert(
-                path.to_owned(),
-                Place { offset, size: d.size, blake3: d.blake3, executable: d.executable },
-            );
+            places.insert(path.to_owned(), Place { offset, size: d.size, blake3: d.blake3, executable: d.executable });
             offset += entry_len(d.size);
         }
         let seekable = Seekable::open(file.try_clone().map_err(io_err)?, LIMITS.max_window_log)?;

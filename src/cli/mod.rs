@@ -4,6 +4,7 @@
 mod args;
 mod attest;
 mod baseline;
+mod cat;
 mod check;
 mod completions;
 mod cosign;
@@ -29,7 +30,6 @@ mod schema;
 mod tool;
 mod trust;
 mod unpack;
-mod cat;
 mod verify;
 
 use std::process::ExitCode;

@@ -93,4 +93,3 @@ pub fn replace_beside(
     }
     Ok(written)
 }
-
