@@ -9,6 +9,8 @@ _Keys = Union["TrustedKeys", _Path, Sequence[Union["TrustedKeys", _Path]]]
 _Time = Union[datetime.datetime, float, int]
 _ToolDef = Union[str, Mapping[str, Any]]
 
+__version__: str
+
 class AgentBundleError(Exception):
     """Base class: every error of this package carries a stable ``code``."""
 
@@ -160,6 +162,9 @@ class VerifiedBundle:
     def is_executable(self, path: str) -> bool: ...
     def files(self) -> List[Tuple[str, bytes]]: ...
     def contract_gate(self, *, contract_enforcement: str = "enforce") -> "ContractGate": ...
+    def mcp_guard(self, server: str, *, on_drift: str = "block", check_results: bool = False) -> "McpGuard":
+        """The judge of ``bundle guard`` for MCP server ``server`` (pins/<server>.mcp.json).
+        Raises VerificationError (code ``mcp_not_pinned``) when the bundle has no pins for it."""
     def close(self) -> None: ...
     def __iter__(self) -> Iterator[Tuple[str, bytes]]: ...
     def __contains__(self, path: str) -> bool: ...
@@ -195,6 +200,26 @@ class DriftReport:
     @property
     def missing(self) -> List[str]: ...
 
+class McpBlocked(AgentBundleError):
+    """The MCP guard refused a list, a call or a result."""
+
+    code: str
+    rpc_code: Optional[int]
+    tool: Optional[str]
+
+class McpGuard:
+    """The judge of ``bundle guard`` in-process: the same decisions and codes as the proxy."""
+
+    @property
+    def pinned(self) -> List[str]: ...
+    def filter_tools(self, result: Union[Dict[str, Any], List[Dict[str, Any]], str]) -> Dict[str, Any]:
+        """``{"tools": [...], "decisions": [...]}``: the Tool objects to show, unchanged, and one
+        decision per served tool. Raises McpBlocked for a list naming a tool twice."""
+    def check_call(self, name: str, arguments: Optional[Dict[str, Any]] = None) -> None:
+        """Raises McpBlocked (``mcp_tool_not_exposed``, ``mcp_arguments_invalid``, ...)."""
+    def check_result(self, name: str, result: Dict[str, Any]) -> None:
+        """Raises McpBlocked (``mcp_result_invalid``) with ``check_results=True``."""
+
 class ContractGate:
     """Live tool definitions against the signed (or approved) contracts."""
 
@@ -203,6 +228,7 @@ class ContractGate:
         reference: Union[VerifiedBundle, Verdict, _Path],
         *,
         contract_enforcement: str = "enforce",
+        schemas_from: Optional[VerifiedBundle] = None,
     ) -> None: ...
     def expected(self, tool: str) -> Optional[str]: ...
     def check(self, tools: Iterable[_ToolDef]) -> DriftReport:
@@ -215,13 +241,13 @@ def verify(
     trusted_keys: Optional[_Keys] = None,
     trust_policy: Optional[_Policy] = None,
     policy_updates: Optional[Iterable[_Policy]] = None,
-    cosignatures: Sequence[_Path] = (),
+    cosignatures: Optional[Sequence[_Path]] = None,
     name: Optional[str] = None,
     min_version: Optional[str] = None,
     baseline: Optional[_Path] = None,
     state: Optional[_Path] = None,
     now: Optional[_Time] = None,
-    attestations: Sequence[_Path] = (),
+    attestations: Optional[Sequence[_Path]] = None,
     discover_attestations: bool = True,
     require_provenance: bool = False,
     source_repo: Optional[str] = None,
@@ -235,13 +261,13 @@ def open_verified(
     trusted_keys: Optional[_Keys] = None,
     trust_policy: Optional[_Policy] = None,
     policy_updates: Optional[Iterable[_Policy]] = None,
-    cosignatures: Sequence[_Path] = (),
+    cosignatures: Optional[Sequence[_Path]] = None,
     name: Optional[str] = None,
     min_version: Optional[str] = None,
     baseline: Optional[_Path] = None,
     state: Optional[_Path] = None,
     now: Optional[_Time] = None,
-    attestations: Sequence[_Path] = (),
+    attestations: Optional[Sequence[_Path]] = None,
     discover_attestations: bool = True,
     require_provenance: bool = False,
     source_repo: Optional[str] = None,

@@ -4,7 +4,7 @@
 //! (`agent_bundle/__init__.py`) re-exports everything, and `_native.pyi` types it.
 
 use std::path::PathBuf;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::SystemTime;
 
 use agent_bundle::api::{self, Bundle, Error, TrustedKeys as ApiKeys, VerifyOptions};
 use pyo3::create_exception;
@@ -12,26 +12,32 @@ use pyo3::exceptions::{PyException, PyKeyError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList, PyString};
 
-create_exception!(_native, AgentBundleError, PyException, "Base class: every error carries a stable `code`.");
+create_exception!(agent_bundle, AgentBundleError, PyException, "Base class: every error carries a stable `code`.");
 create_exception!(
-    _native,
+    agent_bundle,
     BundleRejected,
     AgentBundleError,
     "The bundle was judged and refused; `code` is the reason code, `verdict` the full verdict."
 );
 create_exception!(
-    _native,
+    agent_bundle,
     ContractDrift,
     AgentBundleError,
     "A risky tool's live contract is not the signed or approved one; `report` says which."
 );
 create_exception!(
-    _native,
+    agent_bundle,
     VerificationError,
     AgentBundleError,
     "No judgement could be made (io_error, usage, key_error, state_error)."
 );
-create_exception!(_native, InvalidTool, AgentBundleError, "A tool definition that is not a tools.json tool.");
+create_exception!(agent_bundle, InvalidTool, AgentBundleError, "A tool definition that is not a tools.json tool.");
+create_exception!(
+    agent_bundle,
+    McpBlocked,
+    AgentBundleError,
+    "The MCP guard refused a list, a call or a result; `code` is the guard code, `rpc_code` the JSON-RPC error code, `tool` the tool."
+);
 
 /// A Python exception of `kind` with `code` (and more attributes) set.
 fn raise<T: pyo3::PyTypeInfo>(py: Python<'_>, message: String, attrs: &[(&str, Py<PyAny>)]) -> PyErr {
@@ -109,12 +115,8 @@ fn time_of(value: &Bound<'_, PyAny>) -> PyResult<SystemTime> {
     if !seconds.is_finite() {
         return Err(PyValueError::new_err("now must be a finite time"));
     }
-    let at = if seconds >= 0.0 {
-        UNIX_EPOCH.checked_add(Duration::from_secs_f64(seconds))
-    } else {
-        UNIX_EPOCH.checked_sub(Duration::from_secs_f64(-seconds))
-    };
-    at.ok_or_else(|| PyValueError::new_err("now is out of range"))
+    // The checked conversion: `now=1e20` is out of range, not a panic inside the extension.
+    api::time_from_unix_seconds(seconds).ok_or_else(|| PyValueError::new_err("now is out of range"))
 }
 
 /// A signed trust policy (`bundle verify --trust-policy`).
@@ -331,8 +333,15 @@ struct Reason {
 
 #[pymethods]
 impl Reason {
-    fn __repr__(&self) -> String {
-        format!("Reason(code={:?}, path={:?}, tool={:?}, message={:?})", self.code, self.path, self.tool, self.message)
+    fn __repr__(&self, py: Python<'_>) -> String {
+        let r = |v: Option<&str>| py_repr(py, v);
+        format!(
+            "Reason(code={}, path={}, tool={}, message={})",
+            r(Some(&self.code)),
+            r(self.path.as_deref()),
+            r(self.tool.as_deref()),
+            r(Some(&self.message))
+        )
     }
 }
 
@@ -360,8 +369,14 @@ struct Tool {
 
 #[pymethods]
 impl Tool {
-    fn __repr__(&self) -> String {
-        format!("Tool(id={:?}, risk={:?}, fingerprint={:?})", self.id, self.risk, self.fingerprint)
+    fn __repr__(&self, py: Python<'_>) -> String {
+        let risk: Vec<String> = self.risk.iter().map(|r| py_repr(py, Some(r))).collect();
+        format!(
+            "Tool(id={}, risk=[{}], fingerprint={})",
+            py_repr(py, Some(&self.id)),
+            risk.join(", "),
+            py_repr(py, Some(&self.fingerprint))
+        )
     }
 }
 
@@ -452,11 +467,20 @@ impl Verdict {
     fn __bool__(&self) -> bool {
         self.inner.is_ok()
     }
-    fn __repr__(&self) -> String {
+    fn __repr__(&self, py: Python<'_>) -> String {
+        let r = |v: Option<&str>| py_repr(py, v);
         match (self.inner.code(), self.inner.agent()) {
-            (None, Some(a)) => format!("Verdict(ok=True, agent={:?}, version={:?})", a.name, a.version),
-            (code, _) => format!("Verdict(ok=False, code={:?})", code.map(|c| c.as_str())),
+            (None, Some(a)) => format!("Verdict(ok=True, agent={}, version={})", r(Some(&a.name)), r(Some(&a.version))),
+            (code, _) => format!("Verdict(ok=False, code={})", r(code.map(|c| c.as_str()))),
         }
+    }
+}
+
+/// `value` as Python's `repr` writes it: `'text'` or `None`.
+fn py_repr(py: Python<'_>, value: Option<&str>) -> String {
+    match value {
+        None => "None".to_owned(),
+        Some(text) => PyString::new(py, text).repr().map_or_else(|_| format!("{text:?}"), |r| r.to_string()),
     }
 }
 
@@ -469,8 +493,8 @@ fn json_to_py<'py>(py: Python<'py>, value: &serde_json::Value) -> PyResult<Bound
 /// Judges a bundle (a path or bytes) with the gate of `bundle verify`; the GIL is released
 /// while it runs. A refusal is a Verdict with ok False, not an exception.
 #[pyfunction]
-#[pyo3(signature = (bundle, *, trusted_keys=None, trust_policy=None, policy_updates=None, cosignatures=Vec::new(),
-    name=None, min_version=None, baseline=None, state=None, now=None, attestations=Vec::new(),
+#[pyo3(signature = (bundle, *, trusted_keys=None, trust_policy=None, policy_updates=None, cosignatures=None,
+    name=None, min_version=None, baseline=None, state=None, now=None, attestations=None,
     discover_attestations=true, require_provenance=false, source_repo=None, source_ref=None, builder_id=None,
     keyless=None))]
 #[allow(clippy::too_many_arguments)]
@@ -480,13 +504,13 @@ fn verify<'py>(
     trusted_keys: Option<&Bound<'py, PyAny>>,
     trust_policy: Option<&Bound<'py, PyAny>>,
     policy_updates: Option<&Bound<'py, PyAny>>,
-    cosignatures: Vec<PathBuf>,
+    cosignatures: Option<Vec<PathBuf>>,
     name: Option<String>,
     min_version: Option<String>,
     baseline: Option<PathBuf>,
     state: Option<PathBuf>,
     now: Option<&Bound<'py, PyAny>>,
-    attestations: Vec<PathBuf>,
+    attestations: Option<Vec<PathBuf>>,
     discover_attestations: bool,
     require_provenance: bool,
     source_repo: Option<String>,
@@ -498,13 +522,13 @@ fn verify<'py>(
         trusted_keys,
         trust_policy,
         policy_updates,
-        cosignatures,
+        cosignatures: cosignatures.unwrap_or_default(),
         name,
         min_version,
         baseline,
         state,
         now,
-        attestations,
+        attestations: attestations.unwrap_or_default(),
         discover_attestations,
         require_provenance,
         source_repo,
@@ -585,9 +609,36 @@ impl VerifiedBundle {
     fn contract_gate(&self, contract_enforcement: &str) -> PyResult<ContractGate> {
         ContractGate::with(self.agent()?.contract_gate(), contract_enforcement)
     }
+    /// The judge of `bundle guard` for MCP server `server`, over the tools this bundle signed
+    /// for it (pins/<server>.mcp.json). `on_drift`: "block" or "warn-read-only".
+    #[pyo3(signature = (server, *, on_drift="block", check_results=false))]
+    fn mcp_guard(&self, py: Python<'_>, server: &str, on_drift: &str, check_results: bool) -> PyResult<McpGuard> {
+        let warn = match on_drift {
+            "block" => false,
+            "warn-read-only" => true,
+            other => {
+                return Err(PyValueError::new_err(format!(
+                    "on_drift must be \"block\" or \"warn-read-only\", not {other:?}"
+                )));
+            }
+        };
+        let options = api::GuardOptions::default().warn_read_only(warn).check_results(check_results);
+        let guard = self.agent()?.mcp_guard(server, options).map_err(|e| to_py_err(py, e))?;
+        Ok(McpGuard { inner: guard })
+    }
     /// Drops the held bytes; reads afterwards raise ValueError.
     fn close(&mut self) {
         self.agent = None;
+    }
+    fn __repr__(&self, py: Python<'_>) -> String {
+        match self.agent.as_ref().and_then(|a| a.verdict().agent().map(|m| (m.clone(), a.entries().count()))) {
+            Some((m, files)) => format!(
+                "VerifiedBundle(agent={}, version={}, files={files})",
+                py_repr(py, Some(&m.name)),
+                py_repr(py, Some(&m.version))
+            ),
+            None => "VerifiedBundle(closed)".to_owned(),
+        }
     }
     #[getter]
     fn closed(&self) -> bool {
@@ -606,8 +657,8 @@ impl VerifiedBundle {
 /// Judges a bundle and keeps its entries as verified: reads never go back to the path. Raises
 /// BundleRejected (with the verdict) when it is refused. Usable as a context manager.
 #[pyfunction]
-#[pyo3(signature = (bundle, *, trusted_keys=None, trust_policy=None, policy_updates=None, cosignatures=Vec::new(),
-    name=None, min_version=None, baseline=None, state=None, now=None, attestations=Vec::new(),
+#[pyo3(signature = (bundle, *, trusted_keys=None, trust_policy=None, policy_updates=None, cosignatures=None,
+    name=None, min_version=None, baseline=None, state=None, now=None, attestations=None,
     discover_attestations=true, require_provenance=false, source_repo=None, source_ref=None, builder_id=None,
     keyless=None, max_loaded_bytes=None))]
 #[allow(clippy::too_many_arguments)]
@@ -617,13 +668,13 @@ fn open_verified<'py>(
     trusted_keys: Option<&Bound<'py, PyAny>>,
     trust_policy: Option<&Bound<'py, PyAny>>,
     policy_updates: Option<&Bound<'py, PyAny>>,
-    cosignatures: Vec<PathBuf>,
+    cosignatures: Option<Vec<PathBuf>>,
     name: Option<String>,
     min_version: Option<String>,
     baseline: Option<PathBuf>,
     state: Option<PathBuf>,
     now: Option<&Bound<'py, PyAny>>,
-    attestations: Vec<PathBuf>,
+    attestations: Option<Vec<PathBuf>>,
     discover_attestations: bool,
     require_provenance: bool,
     source_repo: Option<String>,
@@ -636,13 +687,13 @@ fn open_verified<'py>(
         trusted_keys,
         trust_policy,
         policy_updates,
-        cosignatures,
+        cosignatures: cosignatures.unwrap_or_default(),
         name,
         min_version,
         baseline,
         state,
         now,
-        attestations,
+        attestations: attestations.unwrap_or_default(),
         discover_attestations,
         require_provenance,
         source_repo,
@@ -688,8 +739,22 @@ struct ToolDrift {
 
 #[pymethods]
 impl ToolDrift {
-    fn __repr__(&self) -> String {
-        format!("ToolDrift(tool={:?}, reason={:?})", self.tool, self.reason)
+    fn __repr__(&self, py: Python<'_>) -> String {
+        format!("ToolDrift(tool={}, reason={})", py_repr(py, Some(&self.tool)), py_repr(py, Some(&self.reason)))
+    }
+}
+
+#[pymethods]
+impl DriftReport {
+    fn __repr__(&self, py: Python<'_>) -> String {
+        let tools = |list: &[ToolDrift]| list.iter().map(|d| py_repr(py, Some(&d.tool))).collect::<Vec<_>>().join(", ");
+        format!(
+            "DriftReport(ok={}, drift=[{}], warnings=[{}], missing=[{}])",
+            if self.ok { "True" } else { "False" },
+            tools(&self.drift),
+            tools(&self.warnings),
+            self.missing.iter().map(|m| py_repr(py, Some(m))).collect::<Vec<_>>().join(", ")
+        )
     }
 }
 
@@ -742,10 +807,16 @@ impl ContractGate {
 #[pymethods]
 impl ContractGate {
     /// `reference`: a VerifiedBundle or a passed Verdict (the contracts it signed), or the path
-    /// of an approved baseline file.
+    /// of an approved baseline file. `schemas_from`: the VerifiedBundle whose files `schema:`
+    /// references of the live definitions resolve in (a baseline holds no schema files).
     #[new]
-    #[pyo3(signature = (reference, *, contract_enforcement="enforce"))]
-    fn new(py: Python<'_>, reference: &Bound<'_, PyAny>, contract_enforcement: &str) -> PyResult<ContractGate> {
+    #[pyo3(signature = (reference, *, contract_enforcement="enforce", schemas_from=None))]
+    fn new(
+        py: Python<'_>,
+        reference: &Bound<'_, PyAny>,
+        contract_enforcement: &str,
+        schemas_from: Option<PyRef<'_, VerifiedBundle>>,
+    ) -> PyResult<ContractGate> {
         let gate = if let Ok(v) = reference.cast::<VerifiedBundle>() {
             v.borrow().agent()?.contract_gate()
         } else if let Ok(v) = reference.cast::<Verdict>() {
@@ -755,7 +826,16 @@ impl ContractGate {
         } else {
             return Err(PyTypeError::new_err("reference must be a VerifiedBundle, a Verdict, or a baseline path"));
         };
+        let gate = match &schemas_from {
+            Some(agent) => gate.resolving_in(agent.agent()?),
+            None => gate,
+        };
         ContractGate::with(gate, contract_enforcement)
+    }
+
+    fn __repr__(&self) -> String {
+        let enforcement = if self.enforce { "enforce" } else { "warn" };
+        format!("ContractGate(contract_enforcement='{enforcement}')")
     }
 
     /// The reference fingerprint of a tool, or None.
@@ -787,6 +867,73 @@ impl ContractGate {
 }
 
 /// Every reason code with its description, in documentation order.
+/// The judge of `bundle guard` in-process: filter a `tools/list` result to the tools the
+/// bundle signed for one MCP server, check a call's arguments and a result. Refusals raise
+/// McpBlocked with the guard's stable code.
+#[pyclass(module = "agent_bundle")]
+struct McpGuard {
+    inner: api::McpGuard,
+}
+
+/// A Python value (dict, list, str of JSON) as JSON.
+fn py_to_json(py: Python<'_>, value: &Bound<'_, PyAny>) -> PyResult<serde_json::Value> {
+    let text = tool_text(py, value)?;
+    serde_json::from_str(&text).map_err(|e| PyValueError::new_err(e.to_string()))
+}
+
+fn blocked(py: Python<'_>, r: api::GuardRefusal) -> PyErr {
+    let code: Py<PyAny> = PyString::new(py, r.code()).into_any().unbind();
+    let rpc: Py<PyAny> = match r.rpc_code() {
+        Some(c) => c.into_pyobject(py).map(|v| v.into_any().unbind()).unwrap_or_else(|_| py.None()),
+        None => py.None(),
+    };
+    let tool: Py<PyAny> = match r.tool() {
+        Some(t) => PyString::new(py, t).into_any().unbind(),
+        None => py.None(),
+    };
+    raise::<McpBlocked>(py, r.to_string(), &[("code", code), ("rpc_code", rpc), ("tool", tool)])
+}
+
+#[pymethods]
+impl McpGuard {
+    /// Judges a complete tools/list (its result dict, or the list of Tool dicts): returns
+    /// {"tools": [...the tools to show...], "decisions": [{tool, decision, code, served,
+    /// signed, changed}, ...]}. What it passes is then exactly what may be called.
+    fn filter_tools<'py>(&mut self, py: Python<'py>, result: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
+        let value = py_to_json(py, result)?;
+        let list = self.inner.filter_tools(&value).map_err(|r| blocked(py, r))?;
+        let decisions: Vec<serde_json::Value> = list
+            .decisions
+            .iter()
+            .map(|d| {
+                serde_json::json!({
+                    "tool": d.tool(), "decision": d.decision(), "code": d.code(),
+                    "served": d.served(), "signed": d.signed(), "changed": d.changed(),
+                })
+            })
+            .collect();
+        json_to_py(py, &serde_json::json!({"tools": list.tools, "decisions": decisions}))
+    }
+    /// Raises McpBlocked unless `name` was passed by the last filter_tools and `arguments`
+    /// match its signed inputSchema.
+    #[pyo3(signature = (name, arguments=None))]
+    fn check_call(&self, py: Python<'_>, name: &str, arguments: Option<&Bound<'_, PyAny>>) -> PyResult<()> {
+        let arguments = arguments.map(|a| py_to_json(py, a)).transpose()?;
+        self.inner.check_call(name, arguments.as_ref()).map_err(|r| blocked(py, r))
+    }
+    /// With check_results=True, raises McpBlocked when a result's structuredContent does not
+    /// match the signed outputSchema.
+    fn check_result(&self, py: Python<'_>, name: &str, result: &Bound<'_, PyAny>) -> PyResult<()> {
+        let result = py_to_json(py, result)?;
+        self.inner.check_result(name, &result).map_err(|r| blocked(py, r))
+    }
+    /// The names of the tools the bundle signed for the server.
+    #[getter]
+    fn pinned(&self) -> Vec<String> {
+        self.inner.pinned()
+    }
+}
+
 #[pyfunction]
 fn reason_codes(py: Python<'_>) -> PyResult<Bound<'_, PyDict>> {
     let dict = PyDict::new(py);
@@ -799,11 +946,13 @@ fn reason_codes(py: Python<'_>) -> PyResult<Bound<'_, PyDict>> {
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let py = m.py();
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add("AgentBundleError", py.get_type::<AgentBundleError>())?;
     m.add("BundleRejected", py.get_type::<BundleRejected>())?;
     m.add("ContractDrift", py.get_type::<ContractDrift>())?;
     m.add("VerificationError", py.get_type::<VerificationError>())?;
     m.add("InvalidTool", py.get_type::<InvalidTool>())?;
+    m.add("McpBlocked", py.get_type::<McpBlocked>())?;
     m.add_class::<TrustedKeys>()?;
     m.add_class::<TrustPolicy>()?;
     m.add_class::<Keyless>()?;
@@ -812,6 +961,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Tool>()?;
     m.add_class::<VerifiedBundle>()?;
     m.add_class::<ContractGate>()?;
+    m.add_class::<McpGuard>()?;
     m.add_class::<DriftReport>()?;
     m.add_class::<ToolDrift>()?;
     m.add_function(wrap_pyfunction!(verify, m)?)?;

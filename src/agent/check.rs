@@ -6,7 +6,6 @@ use std::sync::Arc;
 
 use super::{Hashing, current_digests, display_prefix, pins, read_source, stale_entries};
 use crate::diagnostic::{Code, Diagnostic, Report};
-use crate::fetch::Fetcher;
 use crate::manifest::{self, Manifest};
 use crate::policy::{self, Policy};
 use crate::tools::{self, ToolsFile};
@@ -55,9 +54,9 @@ pub struct Options<'a> {
     /// Hash the files and compare them with the manifest (`pack` without `--locked` skips
     /// it, because it locks right after).
     pub digests: bool,
-    /// Fetch every pinned URL with this client and report drift (`bundle check --refresh`;
-    /// network).
-    pub refresh: Option<&'a Fetcher>,
+    /// Fetch every pinned URL and start every pinned stdio MCP server, and report drift
+    /// (`bundle check --refresh`; network, other programs).
+    pub refresh: Option<&'a pins::Refresh>,
 }
 
 impl Default for Options<'_> {
@@ -82,17 +81,26 @@ pub fn check_agent_with(dir: &Path, opts: Options<'_>) -> AgentCheck {
         // A check never signs anything: unchanged files may keep their cached digests.
         let found = current_digests(dir, &prefix, m, &mut diags, Hashing::StatCache);
         for (key, message) in stale_entries(m, &found.digests) {
-            diags.push(
-                Diagnostic::error(Code::StaleDigest, &src.name, message)
-                    .at_path(key)
-                    .with_help("run `bundle lock` to update the digests"),
-            );
+            // An artifact the manifest names that is gone: lock cannot lock without it.
+            let gone = match key.as_str() {
+                "artifacts.tools" => found.digests.tools.is_none().then_some(tools::FILE_NAME),
+                "artifacts.policy" => found.digests.policy.is_none().then_some(policy::FILE_NAME),
+                _ => None,
+            };
+            let help = match gone {
+                Some(file) => format!(
+                    "restore {file} (`git checkout -- {prefix}{file}` where it is committed); `bundle lock` cannot \
+                     lock an agent without it"
+                ),
+                None => "run `bundle lock` to update the digests".to_owned(),
+            };
+            diags.push(Diagnostic::error(Code::StaleDigest, &src.name, message).at_path(key).with_help(help));
         }
     }
     if let Some((m, src)) = manifest.as_ref() {
         pins::check(dir, &prefix, m, &src.name, &mut diags);
-        if let Some(fetcher) = opts.refresh {
-            pins::refresh(fetcher, dir, &prefix, m, &src.name, &mut diags);
+        if let Some(with) = opts.refresh {
+            pins::refresh(with, dir, &prefix, m, &src.name, &mut diags);
         }
     }
     let manifest = manifest.map(|(m, _)| m);

@@ -7,7 +7,7 @@ use std::fs::File;
 use std::io::{self, BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use super::contracts::ContractGate;
 use super::error::Error;
@@ -43,7 +43,10 @@ impl TrustedKeys {
         let path = path.as_ref();
         let text = crate::regular_file::read_to_string(path, MAX_KEYS_FILE, crate::regular_file::Links::Follow)
             .map_err(|e| Error::failed("io_error", format!("{}: {}", path.display(), e.into_io())))?;
-        TrustedKeys::parse(&text).map_err(|e| Error::failed("key_error", format!("{}: {e}", path.display())))
+        TrustedKeys::parse(&text).map_err(|e| {
+            let why = crate::trust::secret_key_given_to_verify(path, &text);
+            Error::failed("key_error", why.unwrap_or_else(|| format!("{}: {e}", path.display())))
+        })
     }
 
     /// All the keys of `self` and `other`.
@@ -248,6 +251,14 @@ impl VerifyOptions {
     }
 }
 
+/// The time `seconds` after the Unix epoch (before it when negative), for a clock given as a
+/// number ([`VerifyOptions::now`] from Python's `now=`); `None` when it is not finite or no
+/// `SystemTime` can hold it. Never panics, whatever the number.
+pub fn time_from_unix_seconds(seconds: f64) -> Option<SystemTime> {
+    let span = Duration::try_from_secs_f64(seconds.abs()).ok()?;
+    if seconds >= 0.0 { UNIX_EPOCH.checked_add(span) } else { UNIX_EPOCH.checked_sub(span) }
+}
+
 fn timestamp(t: SystemTime) -> Timestamp {
     match t.duration_since(UNIX_EPOCH) {
         Ok(d) => Timestamp::from_unix(d.as_secs() as i64, d.subsec_nanos()),
@@ -445,9 +456,6 @@ impl VerifiedAgent {
     /// signed.
     /// `schema:` references in the live definitions resolve in this bundle's verified files.
     pub fn contract_gate(&self) -> ContractGate {
-        let mut gate = ContractGate::from_verdict(&self.verdict);
-        let held = self.verdict.files().iter().filter(|f| crate::bundle::is_held(&f.path, f.size, 0));
-        gate.files = held.filter_map(|f| Some((f.path.clone(), self.file(&f.path)?.to_vec()))).collect();
-        gate
+        ContractGate::from_verdict(&self.verdict).resolving_in(self)
     }
 }

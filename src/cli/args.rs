@@ -30,11 +30,13 @@ impl Targets {
     }
 }
 
-/// Options shared by commands that verify.
+/// Options shared by commands that verify. What is trusted is one of three, and the usage line
+/// says so: `<--key <PUBLIC_KEY>|--trusted-keys <FILE>|--trust-policy <FILE>>`.
 #[derive(Debug, Default, clap::Args)]
+#[command(group(clap::ArgGroup::new("trusted").args(["keys", "trusted_keys", "trust_policy"]).required(true)))]
 pub struct TrustArgs {
     /// A trusted minisign public key file (repeatable).
-    #[arg(long = "key", value_name = "PUBLIC_KEY", required_unless_present_any = ["trusted_keys", "trust_policy"])]
+    #[arg(long = "key", value_name = "PUBLIC_KEY")]
     pub keys: Vec<PathBuf>,
     /// A file of trusted public keys, each optionally limited to agent-name patterns; or a plain
     /// minisign public key file (one key, every agent).
@@ -124,6 +126,14 @@ impl AttestArgs {
 impl GateArgs {
     /// The gate's options, with the trusted `keys` (or `policy`) and the clock of `global`.
     pub fn options(self, keys: TrustedKeys, policy: Option<PolicyOptions>, global: Global) -> GateOptions {
+        // A deployment gate under a policy remembers the newest version it followed only in a
+        // state file: without one, an older version offered later is believed again.
+        if policy.as_ref().is_some_and(|p| p.require_threshold) && self.state.is_none() {
+            super::output::status(
+                global,
+                "warning: --trust-policy without --state: the newest policy version followed is not remembered, so an older one (before a revocation) would be believed next time; add --state FILE",
+            );
+        }
         GateOptions {
             keys,
             name: self.name,

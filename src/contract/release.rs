@@ -20,6 +20,16 @@ pub struct AgentContracts {
     pub contracts: Vec<Contract>,
     /// policy.caps grants, in file order.
     pub grants: Vec<String>,
+    /// The MCP servers pinned in manifest.toml `[pins]` (`format = "mcp"`), by file.
+    pub pins: Vec<PinnedServer>,
+}
+
+/// One pinned MCP server: its name, the pin file, and every Tool object it served.
+#[derive(Debug, Clone)]
+pub struct PinnedServer {
+    pub server: String,
+    pub file: String,
+    pub tools: Vec<serde_json::Value>,
 }
 
 impl AgentContracts {
@@ -42,7 +52,12 @@ pub enum LoadError {
     #[error(transparent)]
     Io(#[from] crate::Error),
     #[error("{path}: the agent has problems ({message}); run `bundle check {path}`")]
-    Invalid { path: String, message: String },
+    Invalid {
+        path: String,
+        message: String,
+        /// The file and line of the first problem, for an annotation on them.
+        at: Option<(String, Option<usize>)>,
+    },
     #[error("{path}: not a valid bundle: {message} [{code}]")]
     Rejected { path: String, code: &'static str, message: String },
     #[error("{path}: {source}")]
@@ -68,6 +83,9 @@ pub fn from_verified(v: &Verified, origin: &Path) -> Result<AgentContracts, Cont
         version: Some(v.manifest.version.to_string()),
         contracts,
         grants: grants(&policy),
+        // Read by the callers that compare them (`agent::pins::mcp::pins_of`): a pin that cannot be read must
+        // not take the tools' contracts (and what attests them) with it.
+        pins: Vec::new(),
     })
 }
 

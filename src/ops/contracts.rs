@@ -33,6 +33,7 @@ fn load_folder(dir: &Path) -> Result<AgentContracts, LoadError> {
         Ok(checked) => checked,
         Err(problems) => {
             let d = problems.report.diagnostics.iter().find(|d| d.is_error());
+            let at = d.map(|d| (d.file.clone(), d.line));
             let message = d.map_or_else(
                 || "the agent has problems".to_owned(),
                 |d| {
@@ -40,10 +41,16 @@ fn load_folder(dir: &Path) -> Result<AgentContracts, LoadError> {
                     format!("{}{at}: {} [{}]", d.file, d.message, d.code)
                 },
             );
-            return Err(LoadError::Invalid { path: shown, message });
+            return Err(LoadError::Invalid { path: shown, message, at });
         }
     };
     let contracts = contract::tool_contracts(&checked.tools, &dir.to_path_buf())
+        .map_err(|source| LoadError::Contract { path: shown.clone(), source })?;
+    let read = |f: &str| {
+        crate::regular_file::read(&dir.join(f), crate::limits::MAX_IMPORT_BYTES, crate::regular_file::Links::Refuse)
+            .ok()
+    };
+    let pins = crate::agent::pins::mcp::pinned_servers(&checked.manifest, read)
         .map_err(|source| LoadError::Contract { path: shown.clone(), source })?;
     Ok(AgentContracts {
         origin: dir.to_path_buf(),
@@ -51,6 +58,7 @@ fn load_folder(dir: &Path) -> Result<AgentContracts, LoadError> {
         version: Some(checked.manifest.version.to_string()),
         contracts,
         grants: release::grants(&checked.policy),
+        pins,
     })
 }
 
@@ -64,6 +72,10 @@ fn load_bundle(path: &Path) -> Result<AgentContracts, LoadError> {
                 code: r.reason.as_str(),
                 message: r.message,
             })?;
-    release::from_verified(&verified, path)
-        .map_err(|source| LoadError::Contract { path: path.display().to_string(), source })
+    let shown = || path.display().to_string();
+    let mut agent =
+        release::from_verified(&verified, path).map_err(|source| LoadError::Contract { path: shown(), source })?;
+    agent.pins =
+        crate::agent::pins::mcp::pins_of(&verified).map_err(|source| LoadError::Contract { path: shown(), source })?;
+    Ok(agent)
 }
