@@ -1,5 +1,5 @@
-//! The container layer of an `agent.bundle`: one zstd frame holding one
-//! POSIX ustar archive of regular files.
+//! The container layer of an `agent.bundle`: zstd frames (and the seek table
+//! after them) holding one POSIX ustar archive of regular files.
 //!
 //! Why this module exists: packing and verifying both need the exact same
 //! byte-level rules, and the verifier must treat every bundle as hostile.
@@ -18,21 +18,35 @@
 //!   hashing the files overlaps compression.
 //! - `read.rs`: [`ArchiveReader`], a streaming, bounded-memory reader that
 //!   validates every header before handing out an entry.
+//! - `compress.rs`: the frames the writer cuts at entry boundaries and
+//!   compresses on every core; `seek_table.rs`: the seek table after them.
+//! - `frames.rs`: zstd frame and block headers, walked from the bytes;
+//!   `decode.rs`: the frames decoded in order, on every core, with the same
+//!   bytes and faults as on one.
+//! - `seek.rs`: one entry of a seekable bundle, decoding only its frames.
 //!
 //! The byte format itself is specified in `docs/book/src/reference/format.md`.
 
 use std::fmt;
 use std::io;
 
+mod compress;
+mod decode;
+mod frames;
 mod pipe;
 mod read;
+mod seek;
+mod seek_table;
 mod write;
 
+pub use compress::FRAME_SIZE;
 pub use read::{ArchiveReader, Entry, Limits, MAX_TRAILING_ZEROS};
+pub use seek::Seekable;
+pub use seek_table::{FrameEntry, SeekTable};
 pub use write::ArchiveWriter;
 
 /// Size of a tar block; headers, data padding and the end marker all use it.
-pub(crate) const BLOCK: usize = 512;
+pub const BLOCK: usize = 512;
 
 /// Longest path (in bytes) that [`check_path`] accepts.
 pub const MAX_PATH_LEN: usize = 255;
@@ -277,6 +291,14 @@ pub enum ArchiveError {
         /// What was found.
         reason: String,
     },
+    /// The seek table after the frames disagrees with the frames themselves (their number or
+    /// sizes), or is not a well-formed table. The frames are what is read; a table is only an
+    /// index, and one that misleads is refused.
+    #[error("the seek table disagrees with the zstd frames: {reason}")]
+    SeekTable {
+        /// What disagreed.
+        reason: String,
+    },
     /// The path cannot be stored in a ustar header without extensions (no
     /// `/` splits it into a prefix of at most 155 bytes and a name of at
     /// most 100 bytes). Reported with the same code as an unsafe path.
@@ -318,6 +340,7 @@ impl ArchiveError {
             ArchiveError::UnsafeMode { .. } => "unsafe_mode",
             ArchiveError::LimitExceeded { .. } => "limit_exceeded",
             ArchiveError::TrailingData { .. } => "trailing_data",
+            ArchiveError::SeekTable { .. } => "seek_table_mismatch",
             ArchiveError::PathTooLong { .. } => "unsafe_path",
             ArchiveError::SourceChanged { .. } => "source_changed",
             ArchiveError::Io { .. } => "io_error",

@@ -16,35 +16,28 @@
 //!   place, in a fixed order, with our own error codes. It also keeps the
 //!   writer (which uses `tar::Header`) and the reader independent, so the
 //!   round-trip tests check one implementation against the other.
-//! - The zstd frame header is parsed by hand too, before decoding starts:
-//!   to require the content-checksum flag (so the checksum is always
-//!   verified) and to reject an oversized window with `LimitExceeded`
-//!   before zstd allocates it. `window_log_max` is still set on the decoder
-//!   as a second line of defence.
-//! - Memory: the zstd window (at most `2^max_window_log` bytes, 16 MiB by
-//!   default) plus zstd's fixed block buffers, one 512-byte header, one
-//!   64 KiB scratch buffer and the current path (<= 256 bytes). Nothing
-//!   grows with the input.
+//! - The zstd frames are walked and decoded by [`decode`](super::decode),
+//!   which checks each frame header by hand before decoding it (content
+//!   checksum flag required, so the checksum is always verified; an
+//!   oversized window is `LimitExceeded` before zstd allocates it;
+//!   `window_log_max` is still set on the decoder as a second line of
+//!   defence), and serves one byte stream whatever the number of threads.
+//! - Memory: what [`decode`](super::decode) holds (one zstd window of at most
+//!   `2^max_window_log` bytes, 16 MiB by default, per decoding thread, and
+//!   the frames in flight), one 512-byte header, one 64 KiB scratch buffer
+//!   and the current path (<= 256 bytes). Nothing grows with the input.
 //! - The bundle is only verified once [`ArchiveReader::finish`] returns
-//!   `Ok`: the content checksum sits at the very end of the frame, so
-//!   entries handed out earlier may still belong to a corrupt bundle.
+//!   `Ok`: a frame's content checksum sits at its very end, and the seek
+//!   table after the last frame, so entries handed out earlier may still
+//!   belong to a corrupt bundle.
 
 use std::io::{self, BufRead, Read, Write};
 
+use super::decode::{self, FrameStream};
+use super::frames::Fault;
 use super::write::padding_for;
 use super::{ArchiveError, BLOCK, MODE_EXECUTABLE, MODE_FILE, PathProblem, check_path, field};
 
-/// zstd frame magic number (little-endian on the wire: 28 B5 2F FD).
-const ZSTD_MAGIC: u32 = 0xFD2F_B528;
-/// Skippable frames use magic numbers 0x184D2A50..=0x184D2A5F.
-const SKIPPABLE_MAGIC_MASK: u32 = 0xFFFF_FFF0;
-const SKIPPABLE_MAGIC: u32 = 0x184D_2A50;
-/// Largest zstd frame header: magic 4 + descriptor 1 + window 1 + dict id 4
-/// + content size 8.
-const MAX_FRAME_HEADER: usize = 18;
-/// libzstd's message for `ZSTD_error_frameParameter_windowTooLarge`
-/// (`lib/common/error_private.c`); the `zstd` crate only passes on the text.
-const WINDOW_TOO_LARGE: &str = "Frame requires too much memory for decoding";
 /// Zero bytes tolerated after the two end-of-archive blocks (one default
 /// tar record, so archives padded like GNU tar or bsdtar pad still verify).
 pub use crate::limits::MAX_TRAILING_ZEROS;
@@ -78,64 +71,11 @@ impl Default for Limits {
     }
 }
 
-/// The compressed input: first the frame header bytes we already read and
-/// checked, then the rest of the caller's reader. Remembers whether the
-/// caller's reader failed, to tell I/O errors from zstd decoding errors.
-struct Input<R> {
-    header: [u8; MAX_FRAME_HEADER],
-    header_len: usize,
-    header_pos: usize,
-    inner: R,
-    failed: bool,
-}
-
-impl<R: BufRead> BufRead for Input<R> {
-    fn fill_buf(&mut self) -> io::Result<&[u8]> {
-        if self.header_pos < self.header_len {
-            return Ok(&self.header[self.header_pos..self.header_len]);
-        }
-        // Retry interruptions here: the zstd crate passes them on as errors.
-        loop {
-            match self.inner.fill_buf().map(|_| ()) {
-                Ok(()) => break,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(e) => {
-                    self.failed = true;
-                    return Err(e);
-                }
-            }
-        }
-        match self.inner.fill_buf() {
-            Ok(buf) => Ok(buf),
-            Err(e) => {
-                self.failed = true;
-                Err(e)
-            }
-        }
-    }
-
-    fn consume(&mut self, amt: usize) {
-        let from_header = amt.min(self.header_len - self.header_pos);
-        self.header_pos += from_header;
-        self.inner.consume(amt - from_header);
-    }
-}
-
-impl<R: BufRead> Read for Input<R> {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        let available = self.fill_buf()?;
-        let n = available.len().min(buf.len());
-        buf[..n].copy_from_slice(&available[..n]);
-        self.consume(n);
-        Ok(n)
-    }
-}
-
 /// A validated header.
-struct Header {
-    path: String,
-    size: u64,
-    executable: bool,
+pub(crate) struct Header {
+    pub path: String,
+    pub size: u64,
+    pub executable: bool,
 }
 
 /// Streams the entries of an `agent.bundle` container, validating as it
@@ -146,10 +86,8 @@ struct Header {
 /// from `finish` means the whole container is valid. After any error the
 /// reader is unusable: every later call fails.
 pub struct ArchiveReader<R: Read> {
-    decoder: zstd::stream::read::Decoder<'static, Input<R>>,
+    stream: FrameStream<R>,
     limits: Limits,
-    /// Window size declared by the frame header, for error messages.
-    window_size: u64,
     /// Decompressed bytes accounted so far (see `account`).
     total: u64,
     entries: u64,
@@ -187,31 +125,23 @@ impl<R: BufRead> ArchiveReader<R> {
     /// that has a content checksum and no dictionary, and with
     /// `LimitExceeded` if the frame's window is larger than
     /// `2^limits.max_window_log`.
-    pub fn new(mut input: R, limits: Limits) -> Result<Self, ArchiveError> {
+    pub fn new(input: R, limits: Limits) -> Result<Self, ArchiveError> {
+        Self::with_threads(input, limits, decode::threads() > 1)
+    }
+
+    /// [`new`](Self::new), decoding frames on other threads too (`threaded`) or on this one
+    /// only: the same bytes and errors either way (see [`decode`](super::decode)).
+    pub(crate) fn with_threads(input: R, limits: Limits, threaded: bool) -> Result<Self, ArchiveError> {
         if !(10..=31).contains(&limits.max_window_log) {
             return Err(ArchiveError::invalid_argument(format!(
                 "max_window_log {} is outside 10..=31",
                 limits.max_window_log
             )));
         }
-        let (header, header_len, window_size) = read_frame_header(&mut input)?;
-        let max_window = 1u64 << limits.max_window_log;
-        if window_size > max_window {
-            return Err(ArchiveError::LimitExceeded {
-                path: None,
-                what: "zstd window size in bytes",
-                value: window_size,
-                limit: max_window,
-            });
-        }
-        let input = Input { header, header_len, header_pos: 0, inner: input, failed: false };
-        let io_err = |source| ArchiveError::Io { path: None, source };
-        let mut decoder = zstd::stream::read::Decoder::with_buffer(input).map_err(io_err)?.single_frame();
-        decoder.window_log_max(limits.max_window_log).map_err(io_err)?;
+        let stream = FrameStream::new(input, limits.max_window_log, threaded)?;
         Ok(ArchiveReader {
-            decoder,
+            stream,
             limits,
-            window_size,
             total: 0,
             entries: 0,
             remaining: 0,
@@ -274,14 +204,9 @@ impl<R: BufRead> ArchiveReader<R> {
             }
             self.account(n as u64, None)?;
         }
-        // The frame is complete and its checksum verified (the decoder only
-        // reports the end after both); zstd consumed exactly the frame.
-        let mut input = self.decoder.into_inner();
-        let rest = input.fill_buf().map_err(|source| ArchiveError::Io { path: None, source })?;
-        if !rest.is_empty() {
-            return Err(ArchiveError::TrailingData { reason: describe_trailing(rest) });
-        }
-        Ok(())
+        // Every frame is complete and its checksum verified; then the seek table, if any.
+        let ArchiveReader { stream, .. } = self;
+        stream.finish()
     }
 
     fn advance(&mut self) -> Result<Option<Header>, ArchiveError> {
@@ -431,28 +356,12 @@ impl<R: BufRead> ArchiveReader<R> {
     /// Reads decompressed bytes; `Ok(0)` only at the verified end of the
     /// frame (or for an empty `buf`).
     fn decode(&mut self, buf: &mut [u8]) -> Result<usize, ArchiveError> {
-        self.decoder.read(buf).map_err(|e| self.decode_error(e))
+        self.stream.read(buf).map_err(|f| self.fault_error(f))
     }
 
-    /// Classifies an error from the zstd decoder.
-    fn decode_error(&self, e: io::Error) -> ArchiveError {
-        let path = self.current.clone();
-        if self.decoder.get_ref().failed {
-            return ArchiveError::Io { path, source: e };
-        }
-        if e.kind() == io::ErrorKind::UnexpectedEof {
-            return ArchiveError::Malformed { path, reason: "the zstd frame is truncated".into() };
-        }
-        if e.to_string() == WINDOW_TOO_LARGE {
-            // Normally caught from the frame header in `new`.
-            return ArchiveError::LimitExceeded {
-                path,
-                what: "zstd window size in bytes",
-                value: self.window_size,
-                limit: 1u64 << self.limits.max_window_log,
-            };
-        }
-        ArchiveError::Malformed { path, reason: format!("zstd decoding failed: {e}") }
+    /// The error for a fault of the frames, in the entry being read.
+    fn fault_error(&self, fault: Fault) -> ArchiveError {
+        fault.into_error(self.current.clone(), self.limits.max_window_log)
     }
 }
 
@@ -491,87 +400,8 @@ impl<R: BufRead> Read for Entry<'_, R> {
     }
 }
 
-/// Reads the zstd frame header: magic, descriptor, window descriptor,
-/// dictionary id, content size. Returns the raw bytes, their length and
-/// the window size the frame declares.
-fn read_frame_header<R: Read>(input: &mut R) -> Result<([u8; MAX_FRAME_HEADER], usize, u64), ArchiveError> {
-    let mut header = [0u8; MAX_FRAME_HEADER];
-    let short = "the input is too short for a zstd frame header";
-    read_exact(input, &mut header[..5], short)?;
-    let magic = u32::from_le_bytes([header[0], header[1], header[2], header[3]]);
-    if magic != ZSTD_MAGIC {
-        let what = if magic & SKIPPABLE_MAGIC_MASK == SKIPPABLE_MAGIC {
-            "the input starts with a zstd skippable frame, not a data frame"
-        } else {
-            "the input is not a zstd frame (bad magic number)"
-        };
-        return Err(ArchiveError::malformed(None, what));
-    }
-    let descriptor = header[4];
-    let fcs_flag = descriptor >> 6;
-    let single_segment = descriptor & 0x20 != 0;
-    let reserved = descriptor & 0x08 != 0;
-    let checksum = descriptor & 0x04 != 0;
-    let dict_flag = descriptor & 0x03;
-    if reserved {
-        return Err(ArchiveError::malformed(None, "the zstd frame header sets the reserved bit"));
-    }
-    if !checksum {
-        return Err(ArchiveError::malformed(None, "the zstd frame has no content checksum"));
-    }
-    if dict_flag != 0 {
-        return Err(ArchiveError::malformed(None, "the zstd frame names a dictionary"));
-    }
-    let window_len = usize::from(!single_segment);
-    let fcs_len = match fcs_flag {
-        0 => usize::from(single_segment),
-        1 => 2,
-        2 => 4,
-        _ => 8,
-    };
-    let len = 5 + window_len + fcs_len;
-    read_exact(input, &mut header[5..len], short)?;
-
-    let window_size = if single_segment {
-        // The window is the whole content.
-        let mut le = [0u8; 8];
-        le[..fcs_len].copy_from_slice(&header[5..5 + fcs_len]);
-        let size = u64::from_le_bytes(le);
-        if fcs_len == 2 { size + 256 } else { size }
-    } else {
-        let descriptor = header[5];
-        let log = 10 + u32::from(descriptor >> 3);
-        let base = 1u64 << log;
-        base + (base / 8) * u64::from(descriptor & 0x07)
-    };
-    Ok((header, len, window_size))
-}
-
-fn read_exact<R: Read>(input: &mut R, buf: &mut [u8], short: &str) -> Result<(), ArchiveError> {
-    input.read_exact(buf).map_err(|e| {
-        if e.kind() == io::ErrorKind::UnexpectedEof {
-            ArchiveError::malformed(None, short)
-        } else {
-            ArchiveError::Io { path: None, source: e }
-        }
-    })
-}
-
-fn describe_trailing(rest: &[u8]) -> String {
-    if let Some(magic) = rest.get(..4) {
-        let magic = u32::from_le_bytes([magic[0], magic[1], magic[2], magic[3]]);
-        if magic == ZSTD_MAGIC {
-            return "a second zstd frame follows the archive frame".into();
-        }
-        if magic & SKIPPABLE_MAGIC_MASK == SKIPPABLE_MAGIC {
-            return "a zstd skippable frame follows the archive frame".into();
-        }
-    }
-    "unexpected bytes follow the zstd frame".into()
-}
-
 /// Validates one non-zero header block (see [`ArchiveReader::next_entry`]).
-fn parse_header(block: &[u8; BLOCK]) -> Result<Header, ArchiveError> {
+pub(crate) fn parse_header(block: &[u8; BLOCK]) -> Result<Header, ArchiveError> {
     // 1. Header checksum: unsigned sum of all bytes, the checksum field
     //    counted as eight spaces.
     let stored = parse_octal(&block[field::CHKSUM])

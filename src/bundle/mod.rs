@@ -4,6 +4,7 @@
 //! here.
 
 pub mod file;
+pub mod open;
 mod refused;
 mod signature;
 pub mod verify;

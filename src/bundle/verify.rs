@@ -152,6 +152,10 @@ fn read_small(entry: &mut dyn Read, size: u64) -> Result<Vec<u8>, Rejection> {
     Ok(buf)
 }
 
+/// The limits every reader of a whole bundle applies (format reference §2.8).
+pub(crate) const LIMITS: Limits =
+    Limits { max_window_log: 24, max_entry_size: u64::MAX >> 1, max_total_size: u64::MAX >> 1, max_entries: 1_000_000 };
+
 fn run(
     input: impl BufRead,
     trust: Trust<'_>,
@@ -160,16 +164,57 @@ fn run(
     signer: &mut Option<String>,
     agent: &mut Option<(String, String)>,
 ) -> Result<Verified, Refused> {
-    let limits = Limits {
-        max_window_log: 24,
-        max_entry_size: u64::MAX >> 1,
-        max_total_size: u64::MAX >> 1,
-        max_entries: 1_000_000,
-    };
-    let mut reader = ArchiveReader::new(input, limits)?;
+    let mut reader = ArchiveReader::new(input, LIMITS)?;
+    let Head { manifest_bytes, signature_text, signature, signature_checked, signers, manifest, manifest_blake3 } =
+        head(&mut reader, trust, expect, signer, agent)?;
 
-    let manifest_bytes = read_manifest_entry(&mut reader)?;
-    let signature_text = read_signature_entry(&mut reader)?;
+    // The manifest and its signature go to the sink too (an unpacked agent keeps them).
+    for (path, bytes) in [(manifest::FILE_NAME, &manifest_bytes), (SIGNATURE_ENTRY, &signature_text)] {
+        let io_err = |e: io::Error| Rejection::new(Reason::IoError, Some(path), format!("cannot write `{path}`: {e}"));
+        let mut out = sink.open(path, false).map_err(io_err)?;
+        out.write_all(bytes).and_then(|()| out.flush()).map_err(io_err)?;
+    }
+    let Streamed { files, kept } = stream_entries(&mut reader, &manifest, sink)?;
+    reader.finish()?;
+
+    let tools = validate_tools(&kept)?;
+    Ok(Verified {
+        manifest,
+        key_id: signature.key_id_hex(),
+        trusted_comment: signature.trusted_comment().to_owned(),
+        signature_checked,
+        files,
+        tools,
+        held: kept,
+        manifest_blake3,
+        manifest_bytes,
+        signers,
+    })
+}
+
+/// Entries 1 and 2 of a bundle, the signature checked and the manifest believed.
+pub(crate) struct Head {
+    pub manifest_bytes: Vec<u8>,
+    pub signature_text: Vec<u8>,
+    pub signature: Signature,
+    /// Whether the signature was checked against trusted keys.
+    pub signature_checked: bool,
+    pub signers: Option<SignersVerdict>,
+    pub manifest: Manifest,
+    pub manifest_blake3: blake3::Hash,
+}
+
+/// Reads entries 1 and 2, checks the signature, then the manifest and what `expect` asks; the
+/// signer and agent are noted as soon as known (for the rejection).
+pub(crate) fn head<R: BufRead>(
+    reader: &mut ArchiveReader<R>,
+    trust: Trust<'_>,
+    expect: &Expect<'_>,
+    signer: &mut Option<String>,
+    agent: &mut Option<(String, String)>,
+) -> Result<Head, Refused> {
+    let manifest_bytes = read_manifest_entry(reader)?;
+    let signature_text = read_signature_entry(reader)?;
     let signature = parse_signature(&signature_text)?;
     *signer = Some(signature.key_id_hex());
     // The signature, before anything in the manifest is believed.
@@ -188,28 +233,14 @@ fn run(
     };
     let manifest_blake3 = blake3::hash(&manifest_bytes);
     freshness(&manifest, &signature.key_id_hex(), &manifest_blake3, expect)?;
-
-    // The manifest and its signature go to the sink too (an unpacked agent keeps them).
-    for (path, bytes) in [(manifest::FILE_NAME, &manifest_bytes), (SIGNATURE_ENTRY, &signature_text)] {
-        let io_err = |e: io::Error| Rejection::new(Reason::IoError, Some(path), format!("cannot write `{path}`: {e}"));
-        let mut out = sink.open(path, false).map_err(io_err)?;
-        out.write_all(bytes).and_then(|()| out.flush()).map_err(io_err)?;
-    }
-    let Streamed { files, kept } = stream_entries(&mut reader, &manifest, sink)?;
-    reader.finish()?;
-
-    let tools = validate_tools(&kept)?;
-    Ok(Verified {
-        manifest,
-        key_id: signature.key_id_hex(),
-        trusted_comment: signature.trusted_comment().to_owned(),
-        signature_checked: verified_by.is_some(),
-        files,
-        tools,
-        held: kept,
-        manifest_blake3,
+    Ok(Head {
         manifest_bytes,
+        signature_text,
+        signature_checked: verified_by.is_some(),
+        signature,
         signers,
+        manifest,
+        manifest_blake3,
     })
 }
 

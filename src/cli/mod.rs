@@ -5,6 +5,7 @@ mod agentcard;
 mod args;
 mod attest;
 mod baseline;
+mod cat;
 mod check;
 mod completions;
 mod cosign;
@@ -109,6 +110,7 @@ enum Command {
     Diff(diff::Args),
     Baseline(baseline::Args),
     Unpack(unpack::Args),
+    Cat(cat::Args),
     Push(push::Args),
     Pull(pull::Args),
     Import(import::Args),
@@ -133,6 +135,7 @@ impl Command {
             Command::Verify(a) => a.format,
             Command::Inspect(a) => a.format,
             Command::Unpack(a) => a.format,
+            Command::Cat(a) => a.format,
             Command::Push(a) => a.format,
             Command::Pull(a) => a.format,
             Command::Import(a) => a.format,
@@ -319,6 +322,7 @@ pub fn main() -> ExitCode {
         Command::Diff(args) => diff::run(args, global),
         Command::Baseline(args) => baseline::run(args, global),
         Command::Unpack(args) => unpack::run(args, global),
+        Command::Cat(args) => cat::run(args, global),
         Command::Push(args) => push::run(args, global),
         Command::Pull(args) => pull::run(args, global),
         Command::Import(args) => import::run(args, global),

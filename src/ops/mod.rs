@@ -12,6 +12,7 @@
 pub mod agentcard;
 pub(crate) mod attest;
 pub(crate) mod baseline;
+pub(crate) mod cat;
 pub(crate) mod check;
 pub(crate) mod contracts;
 pub(crate) mod cosign;

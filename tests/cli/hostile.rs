@@ -135,7 +135,13 @@ const MEMORY_LIMIT_KIB: u32 = 96 * 1024;
 /// `bundle verify` under `ulimit -v` (address space), so that a case that made the reader
 /// buffer what it should stream fails with an allocation error instead of passing.
 fn verify_bounded(bundle: &str) -> crate::support::Run {
-    let script = format!("ulimit -v {MEMORY_LIMIT_KIB} && exec \"$0\" \"$@\"");
+    verify_bounded_on(bundle, false)
+}
+
+/// [`verify_bounded`], on the first CPU only (`taskset -c 0`) when `pinned`.
+fn verify_bounded_on(bundle: &str, pinned: bool) -> crate::support::Run {
+    let pin = if pinned { "taskset -c 0 " } else { "" };
+    let script = format!("ulimit -v {MEMORY_LIMIT_KIB} && exec {pin}\"$0\" \"$@\"");
     let mut cmd = std::process::Command::new("sh");
     cmd.current_dir(crate::support::repo()).args(["-c", &script, env!("CARGO_BIN_EXE_bundle")]);
     cmd.args(["verify", bundle, "--key", "testdata/keys/test.pub", "--format", "json"]);
@@ -159,6 +165,30 @@ fn verify_gives_each_case_its_code_in_bounded_memory() {
         }
     }
     assert!(failures.is_empty(), "{} cases differ:\n{}", failures.len(), failures.join("\n"));
+}
+
+/// Seekable bundles are decoded on every usable CPU: the corpus gives every case the same code
+/// on one CPU (`taskset -c 0`: one decoding thread) and on all of them, run after run (the
+/// corpus's seekable cases have several frames each, so with two CPUs they are decoded in
+/// parallel).
+#[test]
+fn verify_gives_each_case_the_same_code_on_one_cpu_and_on_all_repeatedly() {
+    if !crate::support::require_tool("taskset") {
+        return;
+    }
+    let mut failures = Vec::new();
+    for run in 0..3 {
+        for pinned in [true, false] {
+            for c in corpus() {
+                let out = verify_bounded_on(&bundle_arg(&c.name), pinned);
+                let code = out.json()["code"].as_str().unwrap_or("ok").to_owned();
+                if code != c.code {
+                    failures.push(format!("run {run}, pinned {pinned}: {}: {code} (want {})", c.name, c.code));
+                }
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{} runs differ:\n{}", failures.len(), failures.join("\n"));
 }
 
 /// verify compares a large entry's digest only after it has read on (the hash is computed on

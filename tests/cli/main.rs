@@ -11,6 +11,7 @@ mod attest;
 mod baseline;
 mod book;
 mod bundle;
+mod cat;
 mod check;
 mod commands;
 mod crash;

@@ -242,9 +242,53 @@ fn entries(manifest: &[u8], signature: &[u8], files: &[F]) -> Vec<F> {
     all
 }
 
-/// The canonical bundle of `entries`, in the given order, written by the library.
-fn write(entries: &[F]) -> Vec<u8> {
+/// The canonical bundle of `entries` as the library writes it today: frames cut at entry
+/// boundaries, then the seek table.
+fn write_seekable(entries: &[F]) -> Vec<u8> {
     let mut w = ArchiveWriter::new(Vec::new(), 3, 0).expect("writer");
+    for e in entries {
+        w.append(&e.path, e.data.len() as u64, e.exec, &mut &e.data[..]).expect("append");
+    }
+    w.finish().expect("finish")
+}
+
+/// The data frames of a seekable bundle and its seek table's (compressed, decompressed) sizes.
+fn seekable_parts(bundle: &[u8]) -> (Vec<Vec<u8>>, Vec<(u32, u32)>) {
+    let u32_at = |at: usize| u32::from_le_bytes(bundle[at..at + 4].try_into().expect("4 bytes"));
+    let count = u32_at(bundle.len() - 9) as usize;
+    let table_at = bundle.len() - 8 - 9 - count * 8;
+    let sizes: Vec<(u32, u32)> =
+        (0..count).map(|i| (u32_at(table_at + 8 + i * 8), u32_at(table_at + 12 + i * 8))).collect();
+    let mut frames = Vec::new();
+    let mut at = 0;
+    for (c, _) in &sizes {
+        frames.push(bundle[at..at + *c as usize].to_vec());
+        at += *c as usize;
+    }
+    assert_eq!(at, table_at, "the frames fill the file up to the seek table");
+    (frames, sizes)
+}
+
+/// A seek table frame (zstd seekable format, no checksums) for `sizes`, its footer counting
+/// `count` frames.
+fn seek_table(sizes: &[(u32, u32)], count: u32) -> Vec<u8> {
+    let mut t = Vec::new();
+    t.extend_from_slice(&0x184D_2A5Eu32.to_le_bytes());
+    t.extend_from_slice(&((sizes.len() * 8 + 9) as u32).to_le_bytes());
+    for (c, d) in sizes {
+        t.extend_from_slice(&c.to_le_bytes());
+        t.extend_from_slice(&d.to_le_bytes());
+    }
+    t.extend_from_slice(&count.to_le_bytes());
+    t.push(0);
+    t.extend_from_slice(&0x8F92_EAB1u32.to_le_bytes());
+    t
+}
+
+/// The canonical bundle of `entries`, in the given order, in the layout of earlier releases
+/// (one zstd frame, no seek table), written by the library.
+fn write(entries: &[F]) -> Vec<u8> {
+    let mut w = ArchiveWriter::one_frame(Vec::new(), 3, 0).expect("writer");
     for e in entries {
         w.append(&e.path, e.data.len() as u64, e.exec, &mut &e.data[..]).expect("append");
     }
@@ -861,7 +905,7 @@ pub fn generate() -> Vec<Case> {
         const BOMB: usize = 64 << 20;
         let listed = manifest_text(&plus_file(&files, f("data/zeros.bin", vec![1u8; BOMB], false)));
         let m = listed.as_bytes();
-        let mut w = ArchiveWriter::new(Vec::new(), 3, 0).expect("writer");
+        let mut w = ArchiveWriter::one_frame(Vec::new(), 3, 0).expect("writer");
         for e in entries(m, &keys.sign(m), &files) {
             if e.path == "policy.caps" {
                 w.append("data/zeros.bin", BOMB as u64, false, &mut std::io::repeat(0).take(BOMB as u64))
@@ -1886,6 +1930,124 @@ pub fn generate() -> Vec<Case> {
             "malformed_manifest",
             "A file Manifest.toml.minisig listed in [files] and stored: it collides with the signature entry once case is folded.",
             relocked(&plus_file(&files, f("Manifest.toml.minisig", "not a signature\n", false))),
+        );
+    }
+
+    // ---- seekable bundles (issue 39): frames cut at entry boundaries, and the seek table --------
+    {
+        // 9 MiB of text: the tar stream is three frames and more, a few KiB compressed.
+        let text: Vec<u8> = b"knowledge base line, compressible\n".iter().copied().cycle().take(9 << 20).collect();
+        let big = plus_file(&files, f("data/kb.txt", &text, false));
+        let m = manifest_text(&big);
+        let seekable = write_seekable(&entries(m.as_bytes(), &keys.sign(m.as_bytes()), &big));
+        let (frames, sizes) = seekable_parts(&seekable);
+        assert!(frames.len() >= 3, "{} frames", frames.len());
+        let data = frames.concat();
+        let n = sizes.len() as u32;
+        add(
+            "ok-seekable",
+            "ok",
+            "The base agent plus data/kb.txt (9 MiB of text) written by today's ArchiveWriter: independent zstd frames cut at entry boundaries, then the seek table.",
+            seekable.clone(),
+        );
+        add(
+            "ok-seekable-without-table",
+            "ok",
+            "ok-seekable's frames without the seek table (the table is an index, not part of the content).",
+            data.clone(),
+        );
+        let mut wrong = sizes.clone();
+        wrong[1].1 += 1;
+        add(
+            "seek_table_mismatch-wrong-size",
+            "seek_table_mismatch",
+            "ok-seekable with its seek table giving frame 2 one decompressed byte more than it holds.",
+            cat(&[&data, &seek_table(&wrong, n)]),
+        );
+        let mut overlapping = sizes.clone();
+        overlapping[0].0 += 64;
+        overlapping[1].0 -= 64;
+        add(
+            "seek_table_mismatch-overlapping",
+            "seek_table_mismatch",
+            "ok-seekable with its seek table moving 64 compressed bytes from frame 2 to frame 1 (frames that overlap what the frames themselves say).",
+            cat(&[&data, &seek_table(&overlapping, n)]),
+        );
+        let mut past = sizes.clone();
+        past[sizes.len() - 1].0 += 1 << 20;
+        add(
+            "seek_table_mismatch-past-the-end",
+            "seek_table_mismatch",
+            "ok-seekable with its seek table giving the last frame 1 MiB more compressed bytes than the file has.",
+            cat(&[&data, &seek_table(&past, n)]),
+        );
+        add(
+            "seek_table_mismatch-more-frames-than-bytes",
+            "seek_table_mismatch",
+            "ok-seekable with its seek table's footer counting 2^31 frames, more than the file has bytes.",
+            cat(&[&data, &seek_table(&sizes, 1 << 31)]),
+        );
+        add(
+            "seek_table_mismatch-fewer-frames",
+            "seek_table_mismatch",
+            "ok-seekable with its seek table listing one frame fewer than there are.",
+            cat(&[&data, &seek_table(&sizes[1..], n - 1)]),
+        );
+        let table = seek_table(&sizes, n);
+        add(
+            "seek_table_mismatch-truncated",
+            "seek_table_mismatch",
+            "ok-seekable cut 5 bytes before its end, inside the seek table's footer.",
+            seekable[..seekable.len() - 5].to_vec(),
+        );
+        add(
+            "trailing_data-after-seek-table",
+            "trailing_data",
+            "ok-seekable followed by the 9 bytes `#!garbage` after its seek table.",
+            cat(&[&seekable, b"#!garbage"]),
+        );
+        add(
+            "trailing_data-two-seek-tables",
+            "trailing_data",
+            "ok-seekable followed by a second copy of its seek table.",
+            cat(&[&seekable, &table]),
+        );
+        let mut no_checksum = frames[1].clone();
+        no_checksum[4] &= !0x04;
+        add(
+            "malformed_archive-later-frame-without-checksum",
+            "malformed_archive",
+            "ok-seekable with frame 2's header clearing its content-checksum flag: every frame must carry one.",
+            cat(&[&frames[0], &no_checksum, &frames[2..].concat(), &table]),
+        );
+        let mut flipped = frames.clone();
+        let last = flipped[1].len() - 1;
+        flipped[1][last] ^= 0x01;
+        add(
+            "malformed_archive-later-frame-checksum-flipped",
+            "malformed_archive",
+            "ok-seekable with frame 2's content checksum flipped.",
+            cat(&[&flipped.concat(), &table]),
+        );
+        let tar = zstd::stream::decode_all(&seekable[..]).expect("decode");
+        let first = sizes[0].1 as usize;
+        let mut e = encoder();
+        e.window_log(25).expect("window log");
+        e.long_distance_matching(true).expect("ldm");
+        e.write_all(&tar[first..]).expect("compress");
+        add(
+            "limit_exceeded-later-frame-window-log-25",
+            "limit_exceeded",
+            "ok-seekable's first frame, then the rest of its tar in one frame with window log 25 (32 MiB, over the 16 MiB limit).",
+            cat(&[&frames[0], &e.finish().expect("compress")]),
+        );
+        let mut skippable = frames[0].clone();
+        skippable.extend_from_slice(&[0x50, 0x2A, 0x4D, 0x18, 4, 0, 0, 0, 1, 2, 3, 4]);
+        add(
+            "malformed_archive-skippable-frame-between-frames",
+            "malformed_archive",
+            "ok-seekable's first frame, a 4-byte skippable frame (magic 0x184D2A50), then its other frames and table: the data frames end at the skippable frame, before the archive does.",
+            cat(&[&skippable, &frames[1..].concat(), &table]),
         );
     }
 

@@ -1,0 +1,490 @@
+//! The decompressed tar stream of a bundle: its zstd frames decoded in order, on every usable
+//! CPU when there is more than one, giving the same bytes and the same faults at the same
+//! places as on one.
+//!
+//! Why this file exists: a seekable bundle's frames are independent, so several can be decoded
+//! at once; but the verifier's verdict must not depend on how many were. The design makes that
+//! hold by construction:
+//! - Frame boundaries come from walking the frames' own block headers ([`Walker`]), on the
+//!   reading thread, never from the seek table.
+//! - Every frame is decoded by the same streaming decoder ([`Inline`]); a frame handed to
+//!   another thread is decoded in one call first, and if that call fails for any reason it is
+//!   decoded again by the streaming decoder, so that it yields exactly the bytes the streaming
+//!   decoder gives before the fault, then the fault. Bytes and faults are served strictly in
+//!   stream order, so the tar reader above sees one byte stream whatever the thread count.
+//! - Which frames go to other threads depends only on the frame (compressed size at most
+//!   [`MAX_BUFFERED_FRAME`], declared content size at most [`MAX_FRAME_CONTENT`]); any other
+//!   frame (the one frame of a bundle from an earlier release, a frame of unknown content size)
+//!   is decoded on the reading thread while it is read, in bounded memory.
+//!
+//! Memory: at most `threads + 2` frames in flight, each at most [`MAX_BUFFERED_FRAME`]
+//! compressed and [`MAX_FRAME_CONTENT`] decoded, plus one zstd context (window at most 16 MiB)
+//! per decoding thread.
+
+use std::cell::RefCell;
+use std::collections::VecDeque;
+use std::io::{self, BufRead};
+use std::sync::mpsc::{Receiver, sync_channel};
+
+use zstd::stream::raw::{Decoder, InBuffer, Operation, OutBuffer};
+
+use super::ArchiveError;
+use super::frames::{self, Fault, FrameHeader, Piece, Walker, ZSTD_MAGIC, le32};
+use super::seek_table::{SEEK_TABLE_MAGIC, Walked};
+
+/// A frame up to this many compressed bytes is read whole before it is decoded.
+pub const MAX_BUFFERED_FRAME: usize = 9 << 20;
+/// A frame that declares at most this much content may be decoded on another thread.
+pub const MAX_FRAME_CONTENT: u64 = 8 << 20;
+/// Compressed bytes given to the streaming decoder at once, for a frame read while decoded.
+const STREAM_PIECE: usize = 128 << 10;
+/// libzstd's message for `ZSTD_error_frameParameter_windowTooLarge`
+/// (`lib/common/error_private.c`); the `zstd` crate only passes on the text.
+const WINDOW_TOO_LARGE: &str = "Frame requires too much memory for decoding";
+
+/// What a frame decoded whole gives: its bytes, then its fault if any.
+pub(crate) struct Decoded {
+    pub data: Vec<u8>,
+    pub fault: Option<Fault>,
+}
+
+/// A frame's facts for the seek table check.
+#[derive(Clone, Copy)]
+struct Info {
+    compressed: u64,
+    checksum: [u8; 4],
+    produced: u64,
+}
+
+/// A frame read from the input and not yet served.
+enum Pending {
+    /// Decoding on another thread.
+    Job(Receiver<Decoded>, Info),
+    /// Read whole, of bounded content; decoded whole on this thread when reached.
+    Whole { bytes: Vec<u8>, header: FrameHeader, info: Info },
+    /// Read whole (or up to a fault of the walk); decoded on this thread when reached.
+    Buffered { bytes: Vec<u8>, header: FrameHeader, fault: Option<Fault>, info: Info },
+    /// Too large to read whole: the bytes so far; the rest is read from the input when reached.
+    Streaming { bytes: Vec<u8>, header: FrameHeader, walker: Walker },
+    /// A frame header that failed its checks.
+    Fault(Fault),
+}
+
+/// What the consumer is reading now.
+enum Current {
+    Idle,
+    Bytes { data: Vec<u8>, pos: usize, fault: Option<Fault>, info: Info },
+    Stream(Inline, Option<Walker>, Info),
+}
+
+/// Where the input stands.
+enum InputState {
+    /// The next thing is a frame's magic number, or the end.
+    Frames,
+    /// A frame is being read by the streaming decoder.
+    InFrame,
+    /// The data frames are over; the first bytes of what follows (up to 4, none at the end).
+    Ended(Vec<u8>),
+    /// A fault was queued; nothing more is read.
+    Failed,
+}
+
+/// The decompressed stream over the frames of `R`.
+pub(crate) struct FrameStream<R> {
+    input: R,
+    max_window_log: u32,
+    /// The first frame's header, checked by [`new`](Self::new).
+    first: Option<FrameHeader>,
+    state: InputState,
+    queue: VecDeque<Pending>,
+    current: Current,
+    /// Frames in flight at most; 1 when decoding on this thread only.
+    in_flight: usize,
+    threaded: bool,
+    dctx: Decoder<'static>,
+    walked: Walked,
+}
+
+impl<R: BufRead> FrameStream<R> {
+    /// Reads and checks the first frame's header (format reference §2.1), so that a file that
+    /// is not a bundle fails before anything is decoded.
+    pub fn new(mut input: R, max_window_log: u32, threaded: bool) -> Result<Self, ArchiveError> {
+        let io_err = |source| ArchiveError::Io { path: None, source };
+        let magic = frames::read_magic(&mut input).map_err(io_err)?.unwrap_or_default();
+        let header = frames::read_header(&magic, &mut input, 1u64 << max_window_log)?;
+        let mut dctx = Decoder::new().map_err(io_err)?;
+        dctx.set_parameter(zstd::zstd_safe::DParameter::WindowLogMax(max_window_log)).map_err(io_err)?;
+        let in_flight = if threaded { threads() + 2 } else { 1 };
+        Ok(FrameStream {
+            input,
+            max_window_log,
+            first: Some(header),
+            state: InputState::Frames,
+            queue: VecDeque::new(),
+            current: Current::Idle,
+            in_flight,
+            threaded,
+            dctx,
+            walked: Walked::default(),
+        })
+    }
+
+    /// Reads decompressed bytes: `Ok(0)` only once every data frame has been served whole.
+    pub fn read(&mut self, buf: &mut [u8]) -> Result<usize, Fault> {
+        loop {
+            match &mut self.current {
+                Current::Bytes { data, pos, fault, info } => {
+                    if *pos < data.len() {
+                        let n = buf.len().min(data.len() - *pos);
+                        buf[..n].copy_from_slice(&data[*pos..*pos + n]);
+                        *pos += n;
+                        return Ok(n);
+                    }
+                    if let Some(fault) = fault.take() {
+                        return Err(fault);
+                    }
+                    let info = Info { produced: data.len() as u64, ..*info };
+                    self.walked.add(info.compressed, info.produced, info.checksum);
+                    self.current = Current::Idle;
+                }
+                Current::Stream(inline, walker, info) => {
+                    let n = inline.read(&mut self.dctx, walker.as_mut(), &mut self.input, buf)?;
+                    if n > 0 {
+                        return Ok(n);
+                    }
+                    let mut info = *info;
+                    info.produced = inline.produced;
+                    if let Some(w) = walker {
+                        info.compressed = w.taken;
+                        info.checksum = w.checksum;
+                        self.state = InputState::Frames;
+                    }
+                    self.walked.add(info.compressed, info.produced, info.checksum);
+                    self.current = Current::Idle;
+                }
+                Current::Idle => {
+                    self.top_up();
+                    let Some(next) = self.queue.pop_front() else { return Ok(0) };
+                    self.current = self.start(next)?;
+                    self.top_up();
+                }
+            }
+        }
+    }
+
+    /// Turns the next pending frame into what the consumer reads.
+    fn start(&mut self, next: Pending) -> Result<Current, Fault> {
+        self.dctx.reinit().map_err(Fault::Io)?;
+        Ok(match next {
+            Pending::Fault(f) => return Err(f),
+            Pending::Job(rx, info) => {
+                let Decoded { data, fault } =
+                    rx.recv().map_err(|_| Fault::Io(io::Error::other("a decoding thread panicked")))?;
+                Current::Bytes { data, pos: 0, fault, info }
+            }
+            Pending::Whole { bytes, header, info } => {
+                let Decoded { data, fault } = decode_whole(&bytes, &header, self.max_window_log, MAX_FRAME_CONTENT);
+                Current::Bytes { data, pos: 0, fault, info }
+            }
+            Pending::Buffered { bytes, header, fault, info } => {
+                Current::Stream(Inline::new(bytes, &header, fault), None, info)
+            }
+            Pending::Streaming { bytes, header, walker } => {
+                let info = Info { compressed: 0, checksum: [0; 4], produced: 0 };
+                Current::Stream(Inline::new(bytes, &header, None), Some(walker), info)
+            }
+        })
+    }
+
+    /// Reads frames ahead while fewer than the frames in flight are queued.
+    fn top_up(&mut self) {
+        while self.queue.len() < self.in_flight && matches!(self.state, InputState::Frames) {
+            match self.read_frame() {
+                Some(pending) => self.queue.push_back(pending),
+                None => break,
+            }
+        }
+    }
+
+    /// Reads the next frame from the input (its header, then its blocks); `None` where the data
+    /// frames end.
+    fn read_frame(&mut self) -> Option<Pending> {
+        let header = match self.first.take() {
+            Some(h) => h,
+            None => match frames::read_magic(&mut self.input) {
+                Err(e) => return Some(self.failed(Fault::Io(e))),
+                Ok(None) => {
+                    self.state = InputState::Ended(Vec::new());
+                    return None;
+                }
+                Ok(Some(magic)) if magic.len() < 4 || le32(&magic) != ZSTD_MAGIC => {
+                    self.state = InputState::Ended(magic);
+                    return None;
+                }
+                Ok(Some(magic)) => match frames::read_header(&magic, &mut self.input, 1u64 << self.max_window_log) {
+                    Ok(h) => h,
+                    Err(e) => return Some(self.failed(Fault::Header(e))),
+                },
+            },
+        };
+        let mut walker = Walker::new(&header);
+        let mut bytes = Vec::new();
+        bytes.extend_from_slice(header.bytes());
+        let walk = walker.read_into(&mut self.input, &mut bytes, MAX_BUFFERED_FRAME - header.len);
+        if walk.is_ok() && !walker.done() {
+            self.state = InputState::InFrame;
+            return Some(Pending::Streaming { bytes, header, walker });
+        }
+        let info = Info { compressed: walker.taken, checksum: walker.checksum, produced: 0 };
+        let fault = walk.err();
+        if fault.is_some() {
+            self.state = InputState::Failed;
+        }
+        let bounded = header.content_size.is_some_and(|n| n <= MAX_FRAME_CONTENT);
+        if bounded && fault.is_none() && !self.threaded {
+            return Some(Pending::Whole { bytes, header, info });
+        }
+        if bounded && fault.is_none() {
+            let (tx, rx) = sync_channel(1);
+            let max_window_log = self.max_window_log;
+            rayon::spawn(move || {
+                let decoded = decode_whole(&bytes, &header, max_window_log, MAX_FRAME_CONTENT);
+                // The receiver is gone only when the reader was dropped midway.
+                let _ = tx.send(decoded);
+            });
+            return Some(Pending::Job(rx, info));
+        }
+        Some(Pending::Buffered { bytes, header, fault, info })
+    }
+
+    fn failed(&mut self, fault: Fault) -> Pending {
+        self.state = InputState::Failed;
+        Pending::Fault(fault)
+    }
+
+    /// After the last data frame was served: nothing more, or the seek table (checked against
+    /// the frames walked) and nothing after it; anything else is `trailing_data`.
+    pub fn finish(mut self) -> Result<(), ArchiveError> {
+        let io_err = |source| ArchiveError::Io { path: None, source };
+        let InputState::Ended(magic) = std::mem::replace(&mut self.state, InputState::Failed) else {
+            return Err(ArchiveError::malformed(None, "the zstd frames were not read to their end"));
+        };
+        if magic.is_empty() {
+            return Ok(());
+        }
+        if magic.len() == 4 && le32(&magic) == SEEK_TABLE_MAGIC {
+            return self.walked.check(&mut self.input);
+        }
+        let mut rest = magic;
+        if rest.len() < 4 {
+            let more = self.input.fill_buf().map_err(io_err)?;
+            rest.extend_from_slice(&more[..more.len().min(4)]);
+        }
+        Err(ArchiveError::TrailingData { reason: frames::describe_trailing(&rest) })
+    }
+}
+
+/// Usable CPUs (affinity mask or cgroup quota), without starting rayon's pool.
+pub(crate) fn threads() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
+/// Decodes a whole frame at once (on another thread): one call into libzstd when the frame is
+/// well formed, else the streaming decoder's bytes up to its fault, then the fault.
+///
+/// A frame without a content size (or declaring more than `limit`) is decoded by the streaming
+/// decoder only, and stops with a fault once it gives more than `limit` bytes.
+pub(crate) fn decode_whole(bytes: &[u8], header: &FrameHeader, max_window_log: u32, limit: u64) -> Decoded {
+    thread_local! {
+        static CONTEXTS: RefCell<Option<(zstd::bulk::Decompressor<'static>, Decoder<'static>)>> =
+            const { RefCell::new(None) };
+    }
+    CONTEXTS.with(|cell| {
+        let mut cell = cell.borrow_mut();
+        if cell.is_none() {
+            let setup = || -> io::Result<_> {
+                let window = zstd::zstd_safe::DParameter::WindowLogMax(max_window_log);
+                let mut bulk = zstd::bulk::Decompressor::new()?;
+                bulk.set_parameter(window)?;
+                let mut stream = Decoder::new()?;
+                stream.set_parameter(window)?;
+                Ok((bulk, stream))
+            };
+            match setup() {
+                Ok(c) => *cell = Some(c),
+                Err(e) => return Decoded { data: Vec::new(), fault: Some(Fault::Io(e)) },
+            }
+        }
+        let (bulk, stream) = cell.as_mut().expect("set above");
+        let size = header.content_size.filter(|&n| n <= limit).unwrap_or(0) as usize;
+        if header.content_size.is_some_and(|n| n <= limit)
+            && zstd::zstd_safe::find_frame_compressed_size(bytes) == Ok(bytes.len())
+        {
+            let mut data = Vec::with_capacity(size);
+            if bulk.decompress_to_buffer(bytes, &mut data).is_ok_and(|n| n == size) {
+                return Decoded { data, fault: None };
+            }
+        }
+        // The same streaming decoder as on the reading thread, for the same bytes and fault.
+        let mut data = Vec::new();
+        let mut inline = Inline::new(bytes.to_vec(), header, None);
+        let mut piece = vec![0u8; STREAM_PIECE];
+        data.reserve(size);
+        if let Err(e) = stream.reinit() {
+            return Decoded { data, fault: Some(Fault::Io(e)) };
+        }
+        loop {
+            match inline.read(stream, None, &mut io::empty(), &mut piece) {
+                Ok(0) => return Decoded { data, fault: None },
+                Ok(n) if (data.len() + n) as u64 > limit => {
+                    let reason = format!("the zstd frame decodes to more than {limit} bytes");
+                    return Decoded { data, fault: Some(Fault::Malformed(reason)) };
+                }
+                Ok(n) => data.extend_from_slice(&piece[..n]),
+                Err(fault) => return Decoded { data, fault: Some(fault) },
+            }
+        }
+    })
+}
+
+/// One frame through libzstd's streaming decoder: from bytes already read, then (for a frame
+/// too large to read whole) from the input through its walker.
+///
+/// The calls into libzstd depend only on the frame's bytes, never on the caller's buffer sizes
+/// or on how the input arrives: compressed bytes are offered one piece of the frame at a time
+/// (its header, each block with its block header, its checksum; [`frames::piece_end`]), and
+/// each call gets the whole of an empty output buffer of [`STREAM_PIECE`] bytes, as large as a
+/// block can decode to. That matters for a damaged frame: libzstd reports nothing of what a
+/// failing call wrote, so where a fault falls in the served bytes depends on where the calls
+/// fall, which must be the same on one thread and many; with one block per call, the bytes
+/// served are exactly those of the blocks before the damage, and a bad checksum comes after
+/// all of the frame's bytes.
+struct Inline {
+    in_buf: Vec<u8>,
+    in_pos: usize,
+    /// Where the piece of compressed bytes being offered ends.
+    in_end: usize,
+    /// The kind of the next piece of `in_buf` (while it holds the frame from its start).
+    piece: Piece,
+    header_len: usize,
+    /// No more compressed bytes will come.
+    src_done: bool,
+    /// Why the compressed bytes ended early, served once the bytes before it are.
+    src_fault: Option<Fault>,
+    out: Vec<u8>,
+    out_pos: usize,
+    out_len: usize,
+    content_size: Option<u64>,
+    window: u64,
+    produced: u64,
+    /// libzstd reported the frame's end (its checksum verified).
+    finished: bool,
+}
+
+impl Inline {
+    fn new(bytes: Vec<u8>, header: &FrameHeader, fault: Option<Fault>) -> Self {
+        Inline {
+            in_buf: bytes,
+            in_pos: 0,
+            in_end: 0,
+            piece: Piece::Header,
+            header_len: header.len,
+            src_done: false,
+            src_fault: fault,
+            out: vec![0; STREAM_PIECE],
+            out_pos: 0,
+            out_len: 0,
+            content_size: header.content_size,
+            window: header.window_size,
+            produced: 0,
+            finished: false,
+        }
+    }
+
+    /// Decoded bytes of the frame into `buf`; `Ok(0)` at its verified end.
+    fn read<R: BufRead>(
+        &mut self,
+        dctx: &mut Decoder<'static>,
+        walker: Option<&mut Walker>,
+        input: &mut R,
+        buf: &mut [u8],
+    ) -> Result<usize, Fault> {
+        if self.out_pos == self.out_len {
+            self.fill(dctx, walker, input)?;
+        }
+        let n = buf.len().min(self.out_len - self.out_pos);
+        buf[..n].copy_from_slice(&self.out[self.out_pos..self.out_pos + n]);
+        self.out_pos += n;
+        Ok(n)
+    }
+
+    /// Decodes into the empty output buffer: some bytes, or none at the frame's verified end.
+    fn fill<R: BufRead>(
+        &mut self,
+        dctx: &mut Decoder<'static>,
+        mut walker: Option<&mut Walker>,
+        input: &mut R,
+    ) -> Result<(), Fault> {
+        self.out_pos = 0;
+        self.out_len = 0;
+        loop {
+            if self.finished {
+                return Ok(());
+            }
+            if self.in_pos == self.in_end && !self.src_done {
+                if self.in_end < self.in_buf.len() {
+                    (self.in_end, self.piece) =
+                        frames::piece_end(&self.in_buf, self.in_pos, self.piece, self.header_len);
+                } else {
+                    match walker.as_deref_mut() {
+                        Some(w) if !w.done() && self.src_fault.is_none() => {
+                            self.in_buf.clear();
+                            self.in_pos = 0;
+                            if let Err(f) = w.read_piece(input, &mut self.in_buf) {
+                                self.src_fault = Some(f);
+                            }
+                            self.in_end = self.in_buf.len();
+                            self.piece = Piece::End;
+                        }
+                        _ => self.src_done = true,
+                    }
+                }
+            }
+            let mut inb = InBuffer::around(&self.in_buf[self.in_pos..self.in_end]);
+            let mut outb = OutBuffer::around(&mut self.out[..]);
+            let window = self.window;
+            let hint = dctx.run(&mut inb, &mut outb).map_err(|e| classify(e, window))?;
+            let (used, n) = (inb.pos(), outb.pos());
+            self.in_pos += used;
+            self.produced += n as u64;
+            if self.content_size.is_some_and(|size| self.produced > size) {
+                return Err(Fault::Malformed("the zstd frame holds more than its Frame_Content_Size".into()));
+            }
+            if hint == 0 {
+                let walked_all = walker.as_deref().is_none_or(Walker::done);
+                if self.in_pos < self.in_buf.len() || !walked_all || self.src_fault.is_some() {
+                    return Err(Fault::Malformed("the zstd frame ends before its last block".into()));
+                }
+                self.finished = true;
+            }
+            if n > 0 {
+                self.out_len = n;
+                return Ok(());
+            }
+            if used == 0 && self.in_pos == self.in_buf.len() && self.src_done {
+                return Err(self.src_fault.take().unwrap_or(Fault::Truncated));
+            }
+        }
+    }
+}
+
+/// The fault for an error of libzstd's decoder.
+fn classify(e: io::Error, window: u64) -> Fault {
+    if e.to_string() == WINDOW_TOO_LARGE {
+        return Fault::Window(window);
+    }
+    Fault::Malformed(format!("zstd decoding failed: {e}"))
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,115 @@
+//! The parallel decoder against the sequential one: on every damaged or hostile bundle, the
+//! same entries, then the same error (code and message), whatever the number of threads.
+
+use crate::archive::write::tests::{Sample, pseudo_random, split_frames, write_seekable};
+use crate::archive::{ArchiveError, ArchiveReader, Limits, seek_table};
+
+/// Each entry's path and hash, then `Ok` or the error's code and message.
+type Outcome = (Vec<(String, blake3::Hash)>, Result<(), (String, String)>);
+
+/// What reading a bundle gives.
+fn outcome(bundle: &[u8], threaded: bool) -> Outcome {
+    let mut seen = Vec::new();
+    let result = (|| -> Result<(), ArchiveError> {
+        let mut r = ArchiveReader::with_threads(bundle, Limits::default(), threaded)?;
+        while let Some(mut e) = r.next_entry()? {
+            let hash = e.hash()?;
+            seen.push((e.path.clone(), hash));
+        }
+        r.finish()
+    })();
+    (seen, result.map_err(|e| (e.code().to_owned(), e.to_string())))
+}
+
+/// A bundle of several frames: small entries grouped, two split across frames.
+fn multi_frame() -> Vec<u8> {
+    let s =
+        |path: &str, len: usize, seed| Sample { path: path.into(), data: pseudo_random(len, seed), executable: false };
+    let samples = [
+        s("a.txt", 1000, 1),
+        s("big/one.bin", 5 << 20, 2),
+        s("big/two.bin", 3 << 20, 3),
+        s("c.txt", 70_000, 4),
+        s("d/e.bin", 5 << 20, 5),
+        s("z.txt", 10, 6),
+    ];
+    write_seekable(&samples, false).0
+}
+
+#[track_caller]
+fn same_either_way(bundle: &[u8], what: &str) -> Result<(), (String, String)> {
+    let one = outcome(bundle, false);
+    for run in 0..3 {
+        let many = outcome(bundle, true);
+        assert!(many == one, "{what}, run {run}: threaded {:?} / one thread {:?}", many.1, one.1);
+    }
+    one.1
+}
+
+#[test]
+fn an_intact_multi_frame_bundle_reads_the_same_on_one_thread_and_many() {
+    let bundle = multi_frame();
+    assert!(split_frames(&bundle).0.len() >= 5);
+    assert_eq!(same_either_way(&bundle, "intact"), Ok(()));
+}
+
+#[test]
+fn damage_anywhere_gives_the_same_error_on_one_thread_and_many() {
+    let bundle = multi_frame();
+    let step = bundle.len() / 29;
+    for at in (0..bundle.len()).step_by(step).chain([bundle.len() - 1, bundle.len() - 10, bundle.len() - 30]) {
+        let mut flipped = bundle.clone();
+        flipped[at] ^= 0x40;
+        let result = same_either_way(&flipped, &format!("byte {at} flipped"));
+        assert!(result.is_err(), "byte {at} flipped was accepted");
+        let _ = same_either_way(&bundle[..at], &format!("cut at {at}"));
+    }
+}
+
+/// Replaces the seek table of `bundle` with `table` (a whole table frame).
+fn with_table(bundle: &[u8], table: &[u8]) -> Vec<u8> {
+    let data_end: usize = split_frames(bundle).0.iter().map(|f| f.len()).sum();
+    [&bundle[..data_end], table].concat()
+}
+
+#[test]
+fn a_hostile_seek_table_never_changes_what_is_read_only_adds_its_own_code() {
+    let bundle = multi_frame();
+    let (_, entries) = split_frames(&bundle);
+    let good = same_either_way(&bundle, "intact");
+    assert_eq!(good, Ok(()));
+    let mut cases: Vec<(&str, Vec<seek_table::FrameEntry>)> = Vec::new();
+    let mut wrong_size = entries.clone();
+    wrong_size[1].decompressed += 1;
+    cases.push(("a decompressed size off by one", wrong_size));
+    let mut overlapping = entries.clone();
+    overlapping[2].compressed += 100;
+    overlapping[3].compressed -= 100;
+    cases.push(("frames overlapping", overlapping));
+    let mut past_end = entries.clone();
+    past_end.last_mut().unwrap().compressed += 1 << 20;
+    cases.push(("past the end", past_end));
+    let mut more = entries.clone();
+    more.extend(std::iter::repeat_n(seek_table::FrameEntry { compressed: 0, decompressed: 0 }, 1000));
+    cases.push(("more frames than bytes", more));
+    cases.push(("fewer frames", entries[..entries.len() - 1].to_vec()));
+    let mut swapped = entries.clone();
+    swapped.swap(0, 1);
+    cases.push(("two frames swapped", swapped));
+    for (what, table) in cases {
+        let hostile = with_table(&bundle, &seek_table::encode(&table));
+        let (seen, result) = outcome(&hostile, false);
+        // Every entry read, and the same ones: the frames are the truth.
+        assert_eq!(seen, outcome(&bundle, false).0, "{what}");
+        let (code, _) = same_either_way(&hostile, what).unwrap_err();
+        assert_eq!(code, "seek_table_mismatch", "{what}: {result:?}");
+    }
+    // A table frame that claims more bytes than the file has, and one with reserved bits.
+    let mut huge = seek_table::encode(&entries);
+    huge[4..8].copy_from_slice(&u32::MAX.to_le_bytes());
+    assert_eq!(same_either_way(&with_table(&bundle, &huge), "huge").unwrap_err().0, "seek_table_mismatch");
+    let mut reserved = seek_table::encode(&entries);
+    let at = reserved.len() - 5;
+    reserved[at] = 0x04;
+    assert_eq!(same_either_way(&with_table(&bundle, &reserved), "reserved").unwrap_err().0, "seek_table_mismatch");
+}
