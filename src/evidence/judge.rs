@@ -171,7 +171,11 @@ pub fn judge_one(source: &str, bytes: &[u8], sha256: &str, keys: &TrustedKeys, p
     if kind == Kind::Provenance {
         judge_provenance(&mut judged, &statement.predicate, policy);
     }
-    judged.statement = Some(statement);
+    // Only a contract is judged again once the bundle is read (against its own tools); a
+    // provenance's statement is dropped here, so that hundreds of them are never held at once.
+    if kind == Kind::Contract {
+        judged.statement = Some(statement);
+    }
     judged
 }
 
@@ -209,7 +213,14 @@ pub fn judge(
     policy: &AttestPolicy,
 ) -> (Vec<Judged>, Option<Rejection>) {
     let judged: Vec<Judged> = attestations.iter().map(|(s, b)| judge_one(s, b, sha256, keys, policy)).collect();
-    let rejection = first_problem(&judged).or_else(|| {
+    let rejection = conclude(&judged, policy);
+    (judged, rejection)
+}
+
+/// The rejection of attestations judged one by one ([`judge_one`]): the first problem, in
+/// input order, or a missing provenance the policy requires.
+pub fn conclude(judged: &[Judged], policy: &AttestPolicy) -> Option<Rejection> {
+    first_problem(judged).or_else(|| {
         (policy.needs_provenance() && !judged.iter().any(|j| j.kind() == Some(Kind::Provenance))).then(|| {
             Rejection::new(
                 Reason::AttestationMissing,
@@ -217,8 +228,7 @@ pub fn judge(
                 "no SLSA provenance attestation about this bundle, and the gate requires one; pack with --attest, or give it with --attestation",
             )
         })
-    });
-    (judged, rejection)
+    })
 }
 
 /// The second step, once the bundle is verified: each signer must be trusted for this agent

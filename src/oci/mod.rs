@@ -110,7 +110,9 @@ pub struct Pending {
     /// The manifest's digest (what `@sha256:` pins).
     pub manifest_digest: String,
     pub artifact: Artifact,
-    pub referrers: Vec<referrers::Found>,
+    /// The referrers of the wanted types, as listed: each is fetched with
+    /// [`Pending::fetch_referrer`], one at a time.
+    pub referrers: Vec<referrers::Listed>,
     pub config: Option<artifact::Config>,
 }
 
@@ -126,6 +128,11 @@ impl Pending {
         let hex = self.artifact.layer_digest.strip_prefix("sha256:")?;
         let mut digest = [0u8; 32];
         hex::decode_to_slice(hex, &mut digest).ok().map(|()| digest)
+    }
+
+    /// One listed referrer's layer, fetched and checked against its descriptors.
+    pub fn fetch_referrer(&mut self, listed: &referrers::Listed) -> Result<referrers::Found, OciError> {
+        referrers::fetch_one(&mut self.client, &self.manifest_digest, listed)
     }
 
     /// Requests the layer, as a stream checked against its descriptor.
@@ -147,7 +154,7 @@ pub fn open_artifact(
     let mut client = Client::connect(reference, options, false, None)?;
     let (manifest_digest, artifact) = fetch_manifest(&mut client, reference)?;
     let referrers =
-        if wanted.is_empty() { Vec::new() } else { referrers::fetch(&mut client, &manifest_digest, wanted)? };
+        if wanted.is_empty() { Vec::new() } else { referrers::list(&mut client, &manifest_digest, wanted)? };
     let config = if with_config { Some(checked_config(&mut client, reference, &artifact)?) } else { None };
     Ok(Pending { client, manifest_digest, artifact, referrers, config })
 }

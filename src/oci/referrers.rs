@@ -256,10 +256,30 @@ pub struct Found {
     pub bytes: Vec<u8>,
 }
 
+/// A referrer of a wanted kind, as the index lists it: its manifest is not fetched yet.
+#[derive(Debug, Clone)]
+pub struct Listed {
+    /// The `artifactType` its index entry names (and its manifest must name too).
+    pub artifact_type: String,
+    /// The `dev.sigstore.bundle.predicateType` it must carry, for cosign's layout.
+    pub predicate_type: Option<String>,
+    /// The layer media type wanted of it.
+    pub media_type: String,
+    /// Its manifest's digest.
+    pub digest: String,
+}
+
 /// The referrers attached to `subject_digest` that `wanted` names: from the referrers API,
 /// else the fallback tag. Each manifest and layer is checked against its digest; a referrer
 /// of a wanted type without exactly one layer of the wanted media type is refused.
 pub fn fetch(client: &mut Client, subject_digest: &str, wanted: &[Wanted<'_>]) -> Result<Vec<Found>, OciError> {
+    list(client, subject_digest, wanted)?.iter().map(|l| fetch_one(client, subject_digest, l)).collect()
+}
+
+/// The referrers of `subject_digest` of the kinds `wanted` names, as its index lists them (at
+/// most [`MAX_REFERRERS`] entries; more is refused): their bytes are fetched one at a time
+/// with [`fetch_one`], so that a consumer holds one at a time.
+pub fn list(client: &mut Client, subject_digest: &str, wanted: &[Wanted<'_>]) -> Result<Vec<Listed>, OciError> {
     let index =
         match client.get_optional(&format!("referrers/{subject_digest}"), INDEX_MEDIA_TYPE, MAX_MANIFEST_BYTES)? {
             Some(bytes) => Some(bytes),
@@ -270,51 +290,80 @@ pub fn fetch(client: &mut Client, subject_digest: &str, wanted: &[Wanted<'_>]) -
             )?,
         };
     let Some(index) = index else { return Ok(Vec::new()) };
-    let mut found = Vec::new();
+    let mut listed = Vec::new();
     for entry in index_entries(&index)? {
         let Some(want) = wanted.iter().find(|w| w.matches(entry["artifactType"].as_str(), &entry["annotations"]))
         else {
             continue;
         };
-        let media_type = want.media_type();
         let Some(digest) = entry["digest"].as_str() else { continue };
-        let bytes =
-            client.get_optional(&format!("manifests/{digest}"), MANIFEST_MEDIA_TYPE, MAX_MANIFEST_BYTES)?.ok_or_else(
-                || malformed(format!("the referrers index names {digest}, which the registry does not have")),
-            )?;
-        if sha256_digest(&bytes) != digest {
-            return Err(OciError::Rejected(
-                Refusal::BlobMismatch,
-                format!("referrer {digest}: the registry served other bytes"),
-            ));
-        }
-        let manifest: Value =
-            serde_json::from_slice(&bytes).map_err(|e| malformed(format!("referrer {digest}: {e}")))?;
-        if manifest["subject"]["digest"].as_str() != Some(subject_digest)
-            || !want.matches(manifest["artifactType"].as_str(), &manifest["annotations"])
-        {
-            return Err(malformed(format!("referrer {digest} is not an attestation of {subject_digest}")));
-        }
-        let layers: Vec<&Value> = manifest["layers"]
-            .as_array()
-            .map(|l| l.iter().filter(|l| l["mediaType"].as_str() == Some(media_type)).collect())
-            .unwrap_or_default();
-        let layer = match layers.as_slice() {
-            [one] => one["digest"].as_str().unwrap_or_default().to_owned(),
-            _ => String::new(),
+        let (artifact_type, predicate_type) = match want {
+            Wanted::Typed { artifact_type, .. } => ((*artifact_type).to_owned(), None),
+            Wanted::Attestation { predicate_type } => {
+                (SIGSTORE_BUNDLE_MEDIA_TYPE.to_owned(), Some((*predicate_type).to_owned()))
+            }
         };
-        if !layer.starts_with("sha256:") {
-            return Err(malformed(format!("referrer {digest} does not hold one layer of type {media_type}")));
-        }
-        let blob = client.get_small_blob(&layer, MAX_ATTESTATION_BYTES + 1)?;
-        if sha256_digest(&blob) != layer {
-            return Err(OciError::Rejected(
-                Refusal::BlobMismatch,
-                format!("referrer layer {layer}: the registry served other bytes"),
-            ));
-        }
-        let artifact_type = manifest["artifactType"].as_str().unwrap_or_default().to_owned();
-        found.push(Found { artifact_type, source: format!("referrer {digest}"), bytes: blob });
+        listed.push(Listed {
+            artifact_type,
+            predicate_type,
+            media_type: want.media_type().to_owned(),
+            digest: digest.to_owned(),
+        });
     }
-    Ok(found)
+    Ok(listed)
+}
+
+/// One listed referrer's layer, fetched and checked: its manifest against its digest, subject
+/// and kind, its one layer of the wanted media type within the attestation cap (a descriptor
+/// that says more is refused before a byte moves, as a file that large is) and against its
+/// digest and size.
+pub fn fetch_one(client: &mut Client, subject_digest: &str, listed: &Listed) -> Result<Found, OciError> {
+    let (media_type, digest) = (listed.media_type.as_str(), &listed.digest);
+    let bytes = client
+        .get_optional(&format!("manifests/{digest}"), MANIFEST_MEDIA_TYPE, MAX_MANIFEST_BYTES)?
+        .ok_or_else(|| malformed(format!("the referrers index names {digest}, which the registry does not have")))?;
+    if sha256_digest(&bytes) != *digest {
+        return Err(OciError::Rejected(
+            Refusal::BlobMismatch,
+            format!("referrer {digest}: the registry served other bytes"),
+        ));
+    }
+    let manifest: Value = serde_json::from_slice(&bytes).map_err(|e| malformed(format!("referrer {digest}: {e}")))?;
+    let predicate_ok = listed
+        .predicate_type
+        .as_deref()
+        .is_none_or(|p| manifest["annotations"][PREDICATE_TYPE_ANNOTATION].as_str() == Some(p));
+    if manifest["subject"]["digest"].as_str() != Some(subject_digest)
+        || manifest["artifactType"].as_str() != Some(listed.artifact_type.as_str())
+        || !predicate_ok
+    {
+        return Err(malformed(format!("referrer {digest} is not an attestation of {subject_digest}")));
+    }
+    let layers: Vec<&Value> = manifest["layers"]
+        .as_array()
+        .map(|l| l.iter().filter(|l| l["mediaType"].as_str() == Some(media_type)).collect())
+        .unwrap_or_default();
+    let (layer, size) = match layers.as_slice() {
+        [one] => (one["digest"].as_str().unwrap_or_default().to_owned(), one["size"].as_u64()),
+        _ => (String::new(), None),
+    };
+    if !layer.starts_with("sha256:") {
+        return Err(malformed(format!("referrer {digest} does not hold one layer of type {media_type}")));
+    }
+    let Some(size) = size else {
+        return Err(malformed(format!("referrer {digest}: its layer descriptor names no size")));
+    };
+    if size > MAX_ATTESTATION_BYTES {
+        return Err(malformed(format!(
+            "referrer {digest}: its layer is {size} bytes, over the cap of {MAX_ATTESTATION_BYTES}"
+        )));
+    }
+    let blob = client.get_small_blob(&layer, MAX_ATTESTATION_BYTES + 1)?;
+    if sha256_digest(&blob) != layer || blob.len() as u64 != size {
+        return Err(OciError::Rejected(
+            Refusal::BlobMismatch,
+            format!("referrer layer {layer}: the registry served other bytes"),
+        ));
+    }
+    Ok(Found { artifact_type: listed.artifact_type.clone(), source: format!("referrer {digest}"), bytes: blob })
 }

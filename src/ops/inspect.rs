@@ -51,7 +51,14 @@ pub fn inspect(source: &BundleSource, keys: Option<&TrustedKeys>) -> Result<Insp
     };
     let evidence = input.take_evidence();
     let label = source.label();
-    let attached: Vec<(String, Vec<u8>)> = evidence.attestations.into_iter().map(|p| (p.source, p.bytes)).collect();
+    let mut attached: Vec<(String, Vec<u8>)> = evidence.attestations.into_iter().map(|p| (p.source, p.bytes)).collect();
+    // A registry's attestation referrers, fetched to be shown (inspect lists every one).
+    for listed in &evidence.referred {
+        match input.fetch_referred(listed)? {
+            Ok(piece) => attached.push((piece.source, piece.bytes)),
+            Err(rejection) => return Ok(Inspected::Refused(rejection)),
+        }
+    }
     let trust = keys.map_or(Trust::Unchecked, Trust::Keys);
     let hash = evidence.sha256.is_none() && !attached.is_empty();
     let judged = input.judge(|bytes| {

@@ -58,9 +58,10 @@ pub fn pull(source: &BundleSource, dest: &Path, gate: Gate) -> Result<(Pulled, V
     let temp = output.temp().map_err(Error::from)?;
     input.copy_into(temp.as_file().try_clone().map_err(|e| Error::io(dest, e))?)?;
     let verdict = gate.judge(input, &mut Discard)?;
-    if let Verdict::Passed { attestations: judged, .. } = &verdict {
+    if let Verdict::Passed { attestations: judged, referred, .. } = &verdict {
         output.commit(temp).map_err(Error::from)?;
-        pulled.evidence = keep_beside(dest, cosignatures.as_deref(), &attestations, judged)?;
+        let all: Vec<Piece> = attestations.into_iter().chain(referred.iter().cloned()).collect();
+        pulled.evidence = keep_beside(dest, cosignatures.as_deref(), &all, judged)?;
     }
     // Otherwise dropping the temp file removes it.
     Ok((pulled, verdict))

@@ -631,3 +631,67 @@ fn bundle_attest_of_an_existing_bundle_says_what_pack_attest_says_and_the_contra
     wrong["tools"][0]["transport"] = "carrier-pigeon".into();
     assert!(!validator.is_valid(&wrong));
 }
+
+/// Issue 35, defect 7, measured: the peak memory (GNU time's maximum resident set size) of
+/// `verify oci:// --require-provenance` over a release with 256 referrers of ~1 MiB of valid
+/// provenance each, against the security page's bound of 64 MiB. A measurement, not run by
+/// default (it pushes 256 MiB into a local registry):
+///
+///     cargo test --locked --test cli referrer_memory -- --ignored --nocapture
+#[test]
+#[ignore = "a measurement: pushes 256 MiB of referrers into a local registry"]
+fn referrer_memory_of_verify_with_256_provenance_referrers() {
+    use agent_bundle::evidence::files::Kind;
+    use agent_bundle::oci::{self, Reference, referrers};
+    let Some(reg) = crate::registry::start(crate::registry::Setup::Plain) else { return };
+    if !Path::new("/usr/bin/time").is_file() {
+        println!("SKIPPED: GNU time (/usr/bin/time) is not installed");
+        return;
+    }
+    let env = Env::new();
+    env.copy("agents/mailer", "mailer");
+    let dir = env.path();
+    let key_path = write_file_key(dir, &SEED);
+    let probe = SecretKey::from_seed(&SEED, [0; 8]);
+    let key = SecretKey::from_seed(&SEED, agent_bundle::keys::derived_key_id(&probe.public_key().ed25519_bytes()));
+    run(&mut cmd(dir), &["pubkey", &key_path, "-o", "release.pub"]).expect_code(0);
+    run(&mut cmd(dir), &["pack", "mailer", "--attest", "--key", &key_path, "-o", "agent.bundle"]).expect_code(0);
+    let reference = format!("oci://{}/mem/mailer:1", reg.host());
+    std::fs::rename(dir.join("agent.bundle"), dir.join("bare.bundle")).unwrap();
+    oci(&env, &["push", "bare.bundle", &reference, "--plain-http", "--key", "release.pub"]).expect_code(0);
+    let parsed = Reference::parse(&reference).unwrap();
+    let options = oci::Options { plain_http: true, ..Default::default() };
+    let mut client = oci::Client::connect(&parsed, &options, true, None).unwrap();
+    let (digest, artifact) = oci::fetch_manifest(&mut client, &parsed).unwrap();
+    let mut statement = SigstoreBundle::from_json(&read(dir, PROVENANCE)).unwrap().statement().unwrap();
+    statement.subject[0].name = "bare.bundle".into();
+    let mut pushed = Vec::new();
+    for i in 0..256 {
+        statement.predicate["buildDefinition"]["internalParameters"]["padding"] =
+            format!("{i:04}{}", "x".repeat(760_000)).into();
+        let bytes = SigstoreBundle::sign_statement(&statement, &key.key_id_hex(), |m| Ok::<_, ()>(key.sign_ed25519(m)))
+            .unwrap()
+            .to_json();
+        assert!(bytes.len() as u64 <= agent_bundle::attest::MAX_ATTESTATION_BYTES, "{}", bytes.len());
+        pushed.push((Kind::Provenance.artifact_type(), bytes));
+    }
+    let subject = referrers::Subject { digest: &digest, size: artifact.manifest_size };
+    referrers::push(&mut client, &subject, &pushed).unwrap();
+    drop(pushed);
+    let out = Command::new("/usr/bin/time")
+        .arg("-v")
+        .arg(env!("CARGO_BIN_EXE_bundle"))
+        .args(["verify", &reference, "--plain-http", "--key", "release.pub", "--require-provenance"])
+        .current_dir(dir)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let kib: u64 = stderr
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("Maximum resident set size (kbytes): "))
+        .and_then(|n| n.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no RSS in {stderr}"));
+    println!("verify oci:// --require-provenance, 256 referrers of ~1 MiB: peak RSS {} MiB", kib / 1024);
+    assert!(kib <= 64 * 1024, "peak RSS {kib} KiB over 64 MiB");
+}

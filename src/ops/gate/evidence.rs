@@ -10,10 +10,12 @@ use std::path::Path;
 use super::{Gate, GateError, Verdict};
 use crate::bundle::verify::{self, Refused, Rejection, Verified};
 use crate::contract::release;
+use crate::evidence::files::Kind;
 use crate::evidence::judge::{self, AttestPolicy, Judged};
 use crate::keyless::KeylessSigner;
 use crate::minisign::Signature;
-use crate::ops::input::{Evidence, Piece};
+use crate::oci::referrers::Listed;
+use crate::ops::input::{BundleInput, Evidence, Piece};
 use crate::rejection::Reason;
 use crate::trust_policy::judge::KeylessOffer;
 use crate::trust_policy::{self, bound, signatures};
@@ -29,6 +31,9 @@ pub(super) struct Gathered {
     pub judged: Option<Vec<Judged>>,
     /// The SHA-256 the bytes are bound to before they are read (a registry layer's).
     pub sha256: Option<[u8; 32]>,
+    /// Of a registry's attestation referrers, the first the gate accepted of each kind (what a
+    /// pull keeps beside its file); the others' bytes were dropped once judged.
+    pub kept: Vec<Piece>,
 }
 
 impl Gathered {
@@ -38,11 +43,50 @@ impl Gathered {
     }
 }
 
+/// The attestations judged before the bytes, and the bytes of the first accepted of each kind.
+type JudgedReferrers = (Vec<Judged>, Vec<Piece>);
+
+/// Judges a registry's attestation referrers one at a time against the layer's digest, and
+/// the named files beside them, keeping of each only its verdict (and of the first accepted
+/// of each kind its bytes, for a pull to keep).
+fn judge_referred(
+    gate: &Gate,
+    input: &mut BundleInput<'_>,
+    named: &[(String, Vec<u8>)],
+    referred: &[Listed],
+    sha256: &str,
+) -> Result<Result<JudgedReferrers, Verdict>, GateError> {
+    let (keys, policy) = (&gate.attest_keys, &gate.opts.attest.policy);
+    let mut judged: Vec<Judged> = named.iter().map(|(s, b)| judge::judge_one(s, b, sha256, keys, policy)).collect();
+    let mut kept: Vec<(Option<Kind>, Piece)> = Vec::new();
+    for listed in referred {
+        let piece = match input.fetch_referred(listed)? {
+            Ok(piece) => piece,
+            Err(rejection) => {
+                return Ok(Err(Verdict::Refused { rejection, baseline: None, signers: None, attestations: judged }));
+            }
+        };
+        let one = judge::judge_one(&piece.source, &piece.bytes, sha256, keys, policy);
+        if one.is_ok() && one.kind().is_some() && !kept.iter().any(|(k, _)| *k == one.kind()) {
+            kept.push((one.kind(), piece));
+        }
+        judged.push(one);
+    }
+    if let Some(rejection) = judge::conclude(&judged, policy) {
+        return Ok(Err(Verdict::Refused { rejection, baseline: None, signers: None, attestations: judged }));
+    }
+    Ok(Ok((judged, kept.into_iter().map(|(_, p)| p).collect())))
+}
+
 impl Gate {
     /// Reads `evidence` as what each piece claims to be, and judges what can be judged before
     /// the bundle's bytes: `Err` is the refusal (a registry's layer is then never requested).
-    pub(super) fn gather(&self, evidence: Evidence) -> Result<Result<Gathered, Verdict>, GateError> {
-        let Evidence { cosignatures, keyless, keyless_named, attestations, sha256, config } = evidence;
+    pub(super) fn gather(
+        &self,
+        evidence: Evidence,
+        input: &mut BundleInput<'_>,
+    ) -> Result<Result<Gathered, Verdict>, GateError> {
+        let Evidence { cosignatures, keyless, keyless_named, attestations, referred, sha256, config } = evidence;
         let cosignatures = match parse_cosignatures(&cosignatures) {
             Ok(c) => c,
             Err(rejection) => return Ok(Err(Verdict::refused(rejection))),
@@ -71,19 +115,21 @@ impl Gate {
             return Ok(Err(Verdict::refused(r)));
         }
         let attestations: Vec<(String, Vec<u8>)> = attestations.into_iter().map(|p| (p.source, p.bytes)).collect();
-        let mut gathered = Gathered { cosignatures, offers: Vec::new(), attestations, judged: None, sha256 };
+        let mut gathered =
+            Gathered { cosignatures, offers: Vec::new(), attestations, judged: None, sha256, kept: Vec::new() };
         // Bound before the bytes: a registry's attestations are judged against its layer digest
-        // now, so that a refusal stops the layer from moving.
+        // now, one at a time, so that a refusal stops the layer from moving.
         if let Some(sha256) = &sha256
-            && gathered.attesting(&self.opts.attest.policy)
+            && (gathered.attesting(&self.opts.attest.policy) || !referred.is_empty())
         {
-            let (judged, rejection) =
-                judge::judge(&gathered.attestations, &hex::encode(sha256), &self.attest_keys, &self.opts.attest.policy);
-            if let Some(rejection) = rejection {
-                return Ok(Err(Verdict::Refused { rejection, baseline: None, signers: None, attestations: judged }));
+            let named = std::mem::take(&mut gathered.attestations);
+            match judge_referred(self, input, &named, &referred, &hex::encode(sha256))? {
+                Ok((judged, kept)) => {
+                    gathered.judged = Some(judged);
+                    gathered.kept = kept;
+                }
+                Err(refused) => return Ok(Err(refused)),
             }
-            gathered.judged = Some(judged);
-            gathered.attestations = Vec::new();
         }
         gathered.offers = match self.keyless_offers(keyless, keyless_named)? {
             Ok(offers) => offers,

@@ -224,7 +224,7 @@ impl Gate {
     pub fn judge(self, mut input: BundleInput<'_>, sink: &mut dyn Sink) -> Result<Verdict, GateError> {
         let label = input.label().to_path_buf();
         let evidence: Evidence = input.take_evidence();
-        let gathered = match self.gather(evidence)? {
+        let gathered = match self.gather(evidence, &mut input)? {
             Ok(gathered) => gathered,
             Err(refused) => return Ok(refused),
         };
@@ -236,9 +236,10 @@ impl Gate {
         mut self,
         input: &mut dyn BufRead,
         origin: &Path,
-        gathered: Gathered,
+        mut gathered: Gathered,
         sink: &mut dyn Sink,
     ) -> Result<Verdict, GateError> {
+        let referred = std::mem::take(&mut gathered.kept);
         let expect = Expect {
             name: self.opts.name.as_deref(),
             now: Some(self.opts.now),
@@ -296,7 +297,7 @@ impl Gate {
                 .map_err(GateError::Record)?;
         }
         sink.commit()?;
-        Ok(Verdict::Passed { verified: Box::new(verified), baseline: report, keyless, attestations, sha256 })
+        Ok(Verdict::Passed { verified: Box::new(verified), baseline: report, keyless, attestations, sha256, referred })
     }
 
     /// Whether the policy's rules refuse a bundle that does not meet them (all but `cosign`).

@@ -39,6 +39,9 @@ pub enum Verdict {
         /// The SHA-256 of the bytes judged, when the gate computed it or a registry's
         /// descriptor bound them to it (what attestations and keyless signatures name).
         sha256: Option<[u8; 32]>,
+        /// Of a registry's attestation referrers, the first accepted of each kind, as fetched
+        /// (for a pull to keep beside its file; the others' bytes were dropped once judged).
+        referred: Vec<crate::ops::input::Piece>,
     },
     /// Refused with a stable reason code. `baseline` is set when the bundle itself verified
     /// and its contracts were compared: the drift that refused it is there.

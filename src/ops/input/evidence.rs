@@ -54,6 +54,10 @@ pub struct Evidence {
     pub keyless_named: bool,
     /// Attestations (Sigstore bundles holding in-toto statements about the file).
     pub attestations: Vec<Piece>,
+    /// A registry's attestation referrers, listed but not fetched: the judge fetches each with
+    /// [`super::BundleInput::fetch_referred`] and keeps only what its verdict needs, so that
+    /// hundreds of them never sit in memory together.
+    pub referred: Vec<oci::referrers::Listed>,
     /// The SHA-256 the bytes are bound to before they are read: a registry layer's descriptor
     /// digest (the stream fails unless its bytes have it). `None` for a file: its SHA-256 is
     /// computed in the pass that judges it.
@@ -90,20 +94,34 @@ impl Evidence {
             }
             Some(named) => (read_keyless(named)?, true),
         };
-        Ok(Evidence { cosignatures, keyless, keyless_named, attestations, sha256: None, config: None })
+        Ok(Evidence {
+            cosignatures,
+            keyless,
+            keyless_named,
+            attestations,
+            referred: Vec::new(),
+            sha256: None,
+            config: None,
+        })
     }
 
-    /// The evidence of a registry artifact: its referrers (attestations, and co-signatures when
-    /// wanted) and config, then the files named (nothing lies beside a reference).
-    pub fn of_artifact(pending: &mut oci::Pending, wanted: &Wanted) -> Result<Evidence, InputError> {
+    /// The evidence of a registry artifact: its referrers (attestations, listed to be fetched
+    /// one at a time; co-signatures, fetched now, when wanted) and config, then the files named
+    /// (nothing lies beside a reference). `Err` inside: a referrer is refused.
+    pub fn of_artifact(
+        pending: &mut oci::Pending,
+        wanted: &Wanted,
+    ) -> Result<Result<Evidence, oci::OciError>, InputError> {
         let mut evidence = Evidence::gather(None, wanted)?;
         let mut cosignatures = Vec::new();
-        for found in std::mem::take(&mut pending.referrers) {
-            let piece = Piece { source: found.source, bytes: found.bytes };
-            if found.artifact_type == signatures::COSIGNATURE_ARTIFACT_TYPE {
-                cosignatures.push(piece);
+        for listed in std::mem::take(&mut pending.referrers) {
+            if listed.artifact_type == signatures::COSIGNATURE_ARTIFACT_TYPE {
+                match pending.fetch_referrer(&listed) {
+                    Ok(found) => cosignatures.push(Piece { source: found.source, bytes: found.bytes }),
+                    Err(e) => return Ok(Err(e)),
+                }
             } else {
-                evidence.attestations.push(piece);
+                evidence.referred.push(listed);
             }
         }
         // The registry's co-signatures first, then the files named.
@@ -111,7 +129,7 @@ impl Evidence {
         evidence.cosignatures = cosignatures;
         evidence.sha256 = pending.layer_sha256();
         evidence.config = pending.config.take();
-        Ok(evidence)
+        Ok(Ok(evidence))
     }
 
     /// The referrers a registry is asked for: attestations always (they are judged whenever

@@ -130,7 +130,10 @@ impl BundleSource {
                     Ok(pending) => pending,
                     Err(e) => return refusal_or_error(e).map(Err),
                 };
-                let evidence = Evidence::of_artifact(&mut pending, wanted)?;
+                let evidence = match Evidence::of_artifact(&mut pending, wanted)? {
+                    Ok(evidence) => evidence,
+                    Err(e) => return refusal_or_error(e).map(Err),
+                };
                 let label = self.label();
                 Ok(Ok(BundleInput::new(
                     Stream::Pending(Box::new(pending)),

@@ -144,6 +144,21 @@ impl<'p> BundleInput<'p> {
         &self.evidence
     }
 
+    /// Fetches one of a registry's attestation referrers the evidence lists
+    /// ([`Evidence::referred`]); `Err` inside: the registry's referrer is refused.
+    pub fn fetch_referred(
+        &mut self,
+        listed: &oci::referrers::Listed,
+    ) -> Result<Result<super::Piece, Rejection>, InputError> {
+        let Stream::Pending(pending) = &mut self.stream else {
+            return Err(InputError::Usage(format!("{}: not a registry artifact", self.label.display())));
+        };
+        match pending.fetch_referrer(listed) {
+            Ok(found) => Ok(Ok(super::Piece { source: found.source, bytes: found.bytes })),
+            Err(e) => super::refusal_or_error(e).map(Err),
+        }
+    }
+
     /// The evidence, taken out to be judged (the input keeps an empty one).
     pub fn take_evidence(&mut self) -> Evidence {
         std::mem::take(&mut self.evidence)
