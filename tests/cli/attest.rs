@@ -673,10 +673,10 @@ fn referrer_memory_of_verify_with_256_provenance_referrers() {
             .unwrap()
             .to_json();
         assert!(bytes.len() as u64 <= agent_bundle::attest::MAX_ATTESTATION_BYTES, "{}", bytes.len());
-        pushed.push((Kind::Provenance.artifact_type(), bytes));
+        pushed.push(referrers::Attestation { predicate_type: Kind::Provenance.predicate_type(), bytes });
     }
     let subject = referrers::Subject { digest: &digest, size: artifact.manifest_size };
-    referrers::push(&mut client, &subject, &pushed).unwrap();
+    referrers::push(&mut client, &subject, &pushed, None).unwrap();
     drop(pushed);
     let out = Command::new("/usr/bin/time")
         .arg("-v")
