@@ -18,7 +18,7 @@ use crate::limits;
 use crate::manifest::{self, Manifest, McpStart, Pin, PinSource};
 use crate::regular_file::{self, Links};
 
-mod mcp;
+pub(crate) mod mcp;
 
 pub use mcp::{McpRefresh, pin_mcp};
 

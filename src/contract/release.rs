@@ -78,8 +78,8 @@ pub fn from_verified(v: &Verified, origin: &Path) -> Result<AgentContracts, Cont
         version: Some(v.manifest.version.to_string()),
         contracts,
         grants: grants(&policy),
-        // Read by the callers that compare them (`ops::contracts::pins_of`): a pin that cannot
-        // be read must not take the tools' contracts (and what attests them) with it.
+        // Read by the callers that compare them (`agent::pins::mcp::pins_of`): a pin that cannot be read must
+        // not take the tools' contracts (and what attests them) with it.
         pins: Vec::new(),
     })
 }

@@ -178,6 +178,10 @@ pub fn parse_blake3(text: &str) -> Option<blake3::Hash> {
     blake3::Hash::from_hex(text).ok()
 }
 
+mod parse;
+
+pub use parse::{join, over_item_limit, parse};
+
 /// Server names: 1 to 64 characters of `A-Z a-z 0-9 . _ -`, starting with a letter or digit.
 /// They name the pin file and are what `bundle guard --server` asks for.
 pub fn check_server_name(name: &str) -> Result<(), String> {
@@ -193,10 +197,6 @@ pub fn check_server_name(name: &str) -> Result<(), String> {
         ))
     }
 }
-
-mod parse;
-
-pub use parse::{join, over_item_limit, parse};
 
 #[cfg(test)]
 mod tests {

@@ -8,13 +8,9 @@ use std::io::BufReader;
 use std::path::Path;
 
 use crate::agent;
-use crate::bundle::verify::Verified;
 use crate::bundle::verify::{self, Discard, Expect, Trust};
 use crate::contract;
-use crate::contract::ContractError;
-use crate::contract::release::{self, AgentContracts, LoadError, PinnedServer};
-use crate::formats::mcp_pin;
-use crate::manifest::Manifest;
+use crate::contract::release::{self, AgentContracts, LoadError};
 use crate::tools;
 
 /// Reads a bundle (a file) or an agent folder. A bundle's signature is not checked (that is
@@ -53,7 +49,7 @@ fn load_folder(dir: &Path) -> Result<AgentContracts, LoadError> {
         crate::regular_file::read(&dir.join(f), crate::limits::MAX_IMPORT_BYTES, crate::regular_file::Links::Refuse)
             .ok()
     };
-    let pins = pinned_servers(&checked.manifest, read)
+    let pins = crate::agent::pins::mcp::pinned_servers(&checked.manifest, read)
         .map_err(|source| LoadError::Contract { path: shown.clone(), source })?;
     Ok(AgentContracts {
         origin: dir.to_path_buf(),
@@ -78,35 +74,7 @@ fn load_bundle(path: &Path) -> Result<AgentContracts, LoadError> {
     let shown = || path.display().to_string();
     let mut agent =
         release::from_verified(&verified, path).map_err(|source| LoadError::Contract { path: shown(), source })?;
-    agent.pins = pins_of(&verified).map_err(|source| LoadError::Contract { path: shown(), source })?;
+    agent.pins =
+        crate::agent::pins::mcp::pins_of(&verified).map_err(|source| LoadError::Contract { path: shown(), source })?;
     Ok(agent)
-}
-
-/// The pinned MCP servers of a bundle that has been read (from its held entries).
-pub fn pins_of(v: &Verified) -> Result<Vec<PinnedServer>, ContractError> {
-    pinned_servers(&v.manifest, |f| v.held.get(f).cloned())
-}
-
-/// The MCP pins `manifest` lists, each read by `read` (a bundle's held entries, a folder's
-/// files) and parsed; a pin that cannot be read or parsed is an error (nothing is judged
-/// without it).
-pub fn pinned_servers(
-    manifest: &Manifest,
-    read: impl Fn(&str) -> Option<Vec<u8>>,
-) -> Result<Vec<PinnedServer>, ContractError> {
-    let mut out = Vec::new();
-    for (file, pin) in &manifest.pins {
-        let Some(server) = pin.mcp_server() else { continue };
-        let err = |message: String| ContractError::Pin { file: file.clone(), message };
-        let bytes = read(file).ok_or_else(|| err("the pinned file is not in the release".to_owned()))?;
-        if blake3::hash(&bytes) != pin.blake3 {
-            return Err(err("the pinned file does not hold the digest manifest.toml pins".to_owned()));
-        }
-        let parsed = mcp_pin::parse(&bytes).map_err(|e| err(e.to_string()))?;
-        if parsed.server != server {
-            return Err(err(format!("the pin is of server {:?}, not {server:?}", parsed.server)));
-        }
-        out.push(PinnedServer { server: server.to_owned(), file: file.clone(), tools: parsed.tools });
-    }
-    Ok(out)
 }

@@ -168,7 +168,7 @@ fn pins(old: &[PinnedServer], new: &[PinnedServer]) -> Vec<PinDiff> {
     let mut out = Vec::new();
     for n in new {
         let o = find(old, &n.server).map(|i| &old[i]);
-        let mut changes = mcp_pin::list_drift(o.map_or(&[][..], |o| &o.tools), &n.tools);
+        let mut changes = crate::contract::list_drift(o.map_or(&[][..], |o| &o.tools), &n.tools);
         for c in &mut changes {
             c.tool = Some(format!("mcp:{}/{}", n.server, c.tool.as_deref().unwrap_or_default()));
         }
@@ -187,7 +187,7 @@ fn pins(old: &[PinnedServer], new: &[PinnedServer]) -> Vec<PinDiff> {
         });
     }
     for o in old.iter().filter(|o| find(new, &o.server).is_none()) {
-        let mut changes = mcp_pin::list_drift(&o.tools, &[]);
+        let mut changes = crate::contract::list_drift(&o.tools, &[]);
         for c in &mut changes {
             c.tool = Some(format!("mcp:{}/{}", o.server, c.tool.as_deref().unwrap_or_default()));
         }

@@ -9,7 +9,10 @@ use std::path::Path;
 use serde_json::Value;
 
 use super::{record, repin_command};
+use crate::bundle::verify::Verified;
 use crate::contract::Change;
+use crate::contract::ContractError;
+use crate::contract::release::PinnedServer;
 use crate::diagnostic::{Code, Diagnostic};
 use crate::error::{Error, Result};
 use crate::formats::mcp_pin::{self, McpPin};
@@ -128,7 +131,7 @@ pub fn drift(file: &str, server: &str, pinned: &McpPin, served: &[Value]) -> Vec
             );
         }
     }
-    let changes = mcp_pin::list_drift(&pinned.tools, served);
+    let changes = crate::contract::list_drift(&pinned.tools, served);
     let mut by_tool: BTreeMap<&str, Vec<&Change>> = BTreeMap::new();
     let mut order = Vec::new();
     for c in &changes {
@@ -152,6 +155,35 @@ pub fn drift(file: &str, server: &str, pinned: &McpPin, served: &[Value]) -> Vec
         );
     }
     out
+}
+
+/// The MCP pins `manifest` lists, each read by `read` (a bundle's held entries, a folder's
+/// files) and parsed; a pin that cannot be read or parsed is an error (nothing is judged
+/// without it).
+pub fn pinned_servers(
+    manifest: &Manifest,
+    read: impl Fn(&str) -> Option<Vec<u8>>,
+) -> Result<Vec<PinnedServer>, ContractError> {
+    let mut out = Vec::new();
+    for (file, pin) in &manifest.pins {
+        let Some(server) = pin.mcp_server() else { continue };
+        let err = |message: String| ContractError::Pin { file: file.clone(), message };
+        let bytes = read(file).ok_or_else(|| err("the pinned file is not in the release".to_owned()))?;
+        if blake3::hash(&bytes) != pin.blake3 {
+            return Err(err("the pinned file does not hold the digest manifest.toml pins".to_owned()));
+        }
+        let parsed = mcp_pin::parse(&bytes).map_err(|e| err(e.to_string()))?;
+        if parsed.server != server {
+            return Err(err(format!("the pin is of server {:?}, not {server:?}", parsed.server)));
+        }
+        out.push(PinnedServer { server: server.to_owned(), file: file.clone(), tools: parsed.tools });
+    }
+    Ok(out)
+}
+
+/// The pinned MCP servers of a bundle that has been read (from its held entries).
+pub fn pins_of(v: &Verified) -> Result<Vec<PinnedServer>, ContractError> {
+    pinned_servers(&v.manifest, |f| v.held.get(f).cloned())
 }
 
 #[cfg(test)]

@@ -142,6 +142,10 @@ impl Verdict {
 
 /// A fault of the stream a verdict was reached on overturns it ([`crate::ops::input`]).
 impl crate::ops::input::Judgement for Verdict {
+    fn refused(rejection: Rejection) -> Self {
+        Verdict::refused(rejection)
+    }
+
     fn refused_for(self, mut rejection: Rejection) -> Self {
         if let Verdict::Refused { rejection: earlier, .. } = self {
             rejection.agent = earlier.agent;
