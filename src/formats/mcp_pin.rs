@@ -13,8 +13,10 @@
 //! and number spelling never count as drift and everything else does.
 //!
 //! The pin is listed in manifest.toml as `[pins."pins/<server>.mcp.json"]` with `format =
-//! "mcp"`, `server`, `command = [...]` (stdio) or `url` (streamable HTTP), and `blake3` of the
-//! file (`manifest::PinSource::Mcp`); `bundle pack` signs it like any file of the agent.
+//! "mcp"`, `server`, `command = [...]` (stdio) or `url` (streamable HTTP), neither for a pin
+//! made from a `tools/list` file, and `blake3` of the file (`manifest::PinSource::Mcp {
+//! server, start: Option<McpStart> }`; `Manifest::mcp_pins(server)` finds a server's pins);
+//! `bundle pack` signs it like any file of the agent.
 //!
 //! Drift between a pinned and a served tool is classified by [`tool_drift`] and [`list_drift`]
 //! (re-exported from `contract`), in `bundle diff`'s words.
