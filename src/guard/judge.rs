@@ -189,11 +189,9 @@ impl Judge {
         let mut in_page = BTreeSet::new();
         for name in &names {
             if !in_page.insert(*name) || listing.seen.contains(*name) {
-                for n in [*name] {
-                    self.exposed.remove(n);
-                    listing.passed.remove(n);
-                    listing.blocked.insert(n.to_owned());
-                }
+                self.exposed.remove(*name);
+                listing.passed.remove(*name);
+                listing.blocked.insert((*name).to_owned());
                 return Err(Block::new(
                     GuardReason::DuplicateTool,
                     Some(name),
