@@ -99,20 +99,7 @@ pub struct Contract {
     pub risk: Risk,
 }
 
-/// The RFC 8785 canonical JSON of `value` and its fingerprint: BLAKE3 of those bytes, 64
-/// lowercase hex digits. The one canonicalisation every fingerprint uses (tool contracts,
-/// pinned MCP tools), so that two of them agree exactly when their canonical forms do.
-pub fn canonical_fingerprint<T: Serialize + ?Sized>(value: &T) -> Result<(String, String), serde_json::Error> {
-    let canonical = serde_jcs::to_string(value)?;
-    let fingerprint = blake3::hash(canonical.as_bytes()).to_hex().to_string();
-    Ok((canonical, fingerprint))
-}
-
-/// [`canonical_fingerprint`] of a JSON value. It cannot fail: serde_jcs refuses only
-/// non-finite numbers and non-string keys, which a `serde_json::Value` cannot hold.
-pub fn fingerprint_json(value: &Value) -> (String, String) {
-    canonical_fingerprint(value).unwrap_or_else(|e| unreachable!("a serde_json::Value is always canonicalisable: {e}"))
-}
+pub use crate::canonical::{canonical_fingerprint, fingerprint_json};
 
 impl Contract {
     pub fn from_doc(doc: ContractDoc) -> Result<Contract, ContractError> {
@@ -147,6 +134,8 @@ pub enum ContractError {
     TooLarge { tool: String },
     #[error("tool `{tool}`: cannot write canonical JSON: {message}")]
     Canonical { tool: String, message: String },
+    #[error("pinned MCP tools {file}: {message}")]
+    Pin { file: String, message: String },
 }
 
 /// The contracts of every tool in tools.json, in file order. `files` holds the agent's other

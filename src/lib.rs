@@ -23,6 +23,7 @@ pub(crate) mod atomic;
 pub mod attest;
 #[doc(hidden)]
 pub mod bundle;
+pub(crate) mod canonical;
 mod cli;
 mod codes;
 #[doc(hidden)]
@@ -74,6 +75,7 @@ pub mod regular_file;
 pub mod rejection;
 pub(crate) mod schemas;
 pub(crate) mod sha256_read;
+pub(crate) mod signed_json;
 pub(crate) mod state;
 #[doc(hidden)]
 pub mod timestamp;

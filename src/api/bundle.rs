@@ -7,7 +7,7 @@ use std::fs::File;
 use std::io::{self, BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use super::contracts::ContractGate;
 use super::error::Error;
@@ -246,6 +246,14 @@ impl VerifyOptions {
             keyless: self.keyless.as_ref().map(Keyless::requirement).transpose()?,
         })
     }
+}
+
+/// The time `seconds` after the Unix epoch (before it when negative), for a clock given as a
+/// number ([`VerifyOptions::now`] from Python's `now=`); `None` when it is not finite or no
+/// `SystemTime` can hold it. Never panics, whatever the number.
+pub fn time_from_unix_seconds(seconds: f64) -> Option<SystemTime> {
+    let span = Duration::try_from_secs_f64(seconds.abs()).ok()?;
+    if seconds >= 0.0 { UNIX_EPOCH.checked_add(span) } else { UNIX_EPOCH.checked_sub(span) }
 }
 
 fn timestamp(t: SystemTime) -> Timestamp {

@@ -62,10 +62,14 @@ pub fn run(args: Args, global: Global) -> anyhow::Result<Outcome> {
         doc["digest"] = pulled.manifest_digest.clone().into();
         doc["ref"] = reference.to_string().into();
         doc["output"] = args.output.display().to_string().into();
+        doc["evidence"] = pulled.evidence.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().into();
         output::print_json(&output::sanitize_json(doc))?;
         return Ok(Outcome::Ok);
     }
     let outcome = render(&label, &verdict, args.format, global)?;
     output::status(global, &format!("wrote {} ({})", args.output.display(), pulled.manifest_digest));
+    for kept in &pulled.evidence {
+        output::status(global, &format!("kept beside it: {}", kept.display()));
+    }
     Ok(outcome)
 }

@@ -64,7 +64,11 @@ pub fn tool_drift(pinned: &Value, served: &Value) -> Vec<Change> {
         out.push(
             Change::new(tool, ChangeKind::DescriptionChanged, Impact::Neutral, "description")
                 .values(text(o.get("description")), text(n.get("description")))
-                .message("description changed"),
+                .message(format!(
+                    "description changed: {} -> {}",
+                    excerpt(o.get("description")),
+                    excerpt(n.get("description"))
+                )),
         );
     }
     let (oa, na) = (annotations(o), annotations(n));
@@ -211,6 +215,18 @@ fn hints(tool: Option<&str>, old: &Map<String, Value>, new: &Map<String, Value>,
                 .message(format!("{at} {} -> {}", shown(o), shown(n))),
         );
     }
+}
+
+/// A value for a one-line message: quoted, cut to 100 characters (the whole value is in the
+/// change's `old`/`new`).
+fn excerpt(v: Option<&Value>) -> String {
+    let Some(v) = v else { return "(none)".to_owned() };
+    let text = show(v);
+    let mut cut: String = text.chars().take(100).collect();
+    if cut.len() < text.len() {
+        cut.push('…');
+    }
+    format!("{cut:?}")
 }
 
 fn show(v: &Value) -> String {

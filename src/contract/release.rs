@@ -20,6 +20,16 @@ pub struct AgentContracts {
     pub contracts: Vec<Contract>,
     /// policy.caps grants, in file order.
     pub grants: Vec<String>,
+    /// The MCP servers pinned in manifest.toml `[pins]` (`format = "mcp"`), by file.
+    pub pins: Vec<PinnedServer>,
+}
+
+/// One pinned MCP server: its name, the pin file, and every Tool object it served.
+#[derive(Debug, Clone)]
+pub struct PinnedServer {
+    pub server: String,
+    pub file: String,
+    pub tools: Vec<serde_json::Value>,
 }
 
 impl AgentContracts {
@@ -68,6 +78,9 @@ pub fn from_verified(v: &Verified, origin: &Path) -> Result<AgentContracts, Cont
         version: Some(v.manifest.version.to_string()),
         contracts,
         grants: grants(&policy),
+        // Read by the callers that compare them (`agent::pins::mcp::pins_of`): a pin that cannot be read must
+        // not take the tools' contracts (and what attests them) with it.
+        pins: Vec::new(),
     })
 }
 

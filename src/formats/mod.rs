@@ -6,8 +6,6 @@
 
 pub mod agentcli;
 pub mod mcp;
-// Until `import --pin` and `bundle guard` use all of it (they are built on it next).
-#[allow(dead_code, unused_imports)]
 pub mod mcp_pin;
 pub mod openai;
 pub mod rap;

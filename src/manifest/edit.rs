@@ -101,12 +101,13 @@ pub fn set_pins(text: &str, pins: &[(String, super::Pin)]) -> Result<String, tom
                 set(entry, "server", Value::from(server.as_str()));
                 keys.push("server");
                 match start {
-                    McpStart::Stdio { command } => {
+                    None => {}
+                    Some(McpStart::Stdio { command }) => {
                         let array: toml_edit::Array = command.iter().map(String::as_str).collect();
                         set_array(entry, "command", array);
                         keys.push("command");
                     }
-                    McpStart::Http { url } => {
+                    Some(McpStart::Http { url }) => {
                         set(entry, "url", Value::from(url.as_str()));
                         keys.push("url");
                     }

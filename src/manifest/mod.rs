@@ -68,8 +68,10 @@ pub enum PinSource {
     /// `format = "rap"`, `url = "…"`: a RAP toolset fetched over http(s).
     Rap { url: String },
     /// `format = "mcp"`, `server = "NAME"` and `command = [...]` or `url = "…"`: the tools an
-    /// MCP server listed. `server` is the name `bundle guard --server NAME` asks for.
-    Mcp { server: String, start: McpStart },
+    /// MCP server listed. `server` is the name `bundle guard --server NAME` asks for. `start`
+    /// is `None` for a pin made from a `tools/list` file (`import --from mcp FILE --pin`):
+    /// nothing says how to start that server again, so `check --refresh` cannot.
+    Mcp { server: String, start: Option<McpStart> },
 }
 
 /// How a pinned MCP server is reached again (`bundle check --refresh`). Never a secret: the
@@ -112,7 +114,8 @@ impl Pin {
     pub fn origin(&self) -> String {
         match &self.source {
             PinSource::Rap { url } => url.clone(),
-            PinSource::Mcp { start, .. } => start.display(),
+            PinSource::Mcp { start: Some(start), .. } => start.display(),
+            PinSource::Mcp { server, start: None } => format!("MCP server {server} (a tools/list file)"),
         }
     }
 }
@@ -179,6 +182,22 @@ mod parse;
 
 pub use parse::{join, over_item_limit, parse};
 
+/// Server names: 1 to 64 characters of `A-Z a-z 0-9 . _ -`, starting with a letter or digit.
+/// They name the pin file and are what `bundle guard --server` asks for.
+pub fn check_server_name(name: &str) -> Result<(), String> {
+    let ok = !name.is_empty()
+        && name.len() <= 64
+        && name.starts_with(|c: char| c.is_ascii_alphanumeric())
+        && name.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'));
+    if ok {
+        Ok(())
+    } else {
+        Err(format!(
+            "server name {name:?} must be 1 to 64 characters of A-Z, a-z, 0-9, `.`, `_` and `-`, starting with a letter or digit"
+        ))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -226,21 +245,5 @@ mod tests {
         assert!(codes.contains(&(Code::UnknownField, "agent.nmae".into())));
         assert!(codes.contains(&(Code::InvalidName, "agent.name".into())));
         assert!(codes.contains(&(Code::InvalidVersion, "agent.version".into())));
-    }
-}
-
-/// Server names: 1 to 64 characters of `A-Z a-z 0-9 . _ -`, starting with a letter or digit.
-/// They name the pin file and are what `bundle guard --server` asks for.
-pub fn check_server_name(name: &str) -> Result<(), String> {
-    let ok = !name.is_empty()
-        && name.len() <= 64
-        && name.starts_with(|c: char| c.is_ascii_alphanumeric())
-        && name.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'));
-    if ok {
-        Ok(())
-    } else {
-        Err(format!(
-            "server name {name:?} must be 1 to 64 characters of A-Z, a-z, 0-9, `.`, `_` and `-`, starting with a letter or digit"
-        ))
     }
 }

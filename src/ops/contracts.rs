@@ -45,12 +45,19 @@ fn load_folder(dir: &Path) -> Result<AgentContracts, LoadError> {
     };
     let contracts = contract::tool_contracts(&checked.tools, &dir.to_path_buf())
         .map_err(|source| LoadError::Contract { path: shown.clone(), source })?;
+    let read = |f: &str| {
+        crate::regular_file::read(&dir.join(f), crate::limits::MAX_IMPORT_BYTES, crate::regular_file::Links::Refuse)
+            .ok()
+    };
+    let pins = crate::agent::pins::mcp::pinned_servers(&checked.manifest, read)
+        .map_err(|source| LoadError::Contract { path: shown.clone(), source })?;
     Ok(AgentContracts {
         origin: dir.to_path_buf(),
         name: Some(checked.manifest.name),
         version: Some(checked.manifest.version.to_string()),
         contracts,
         grants: release::grants(&checked.policy),
+        pins,
     })
 }
 
@@ -64,6 +71,10 @@ fn load_bundle(path: &Path) -> Result<AgentContracts, LoadError> {
                 code: r.reason.as_str(),
                 message: r.message,
             })?;
-    release::from_verified(&verified, path)
-        .map_err(|source| LoadError::Contract { path: path.display().to_string(), source })
+    let shown = || path.display().to_string();
+    let mut agent =
+        release::from_verified(&verified, path).map_err(|source| LoadError::Contract { path: shown(), source })?;
+    agent.pins =
+        crate::agent::pins::mcp::pins_of(&verified).map_err(|source| LoadError::Contract { path: shown(), source })?;
+    Ok(agent)
 }

@@ -2,6 +2,7 @@
 //! Expiry is shown, not enforced: inspecting an expired bundle is how one finds out why.
 
 use crate::bundle::verify::{self, Discard, Expect, Refused, Rejection, Trust, Verified};
+use crate::contract::release::PinnedServer;
 use crate::contract::{Contract, ContractError, release};
 use crate::evidence;
 use crate::evidence::judge::{self, Judged};
@@ -17,6 +18,8 @@ pub enum Inspected {
     Bundle {
         verified: Box<Verified>,
         contracts: Result<Vec<Contract>, ContractError>,
+        /// The pinned MCP servers (manifest.toml `[pins]`, `format = "mcp"`).
+        pins: Result<Vec<PinnedServer>, ContractError>,
         /// The attestations beside the file, or a registry artifact's referrers, each judged.
         attestations: Vec<Judged>,
     },
@@ -69,7 +72,8 @@ pub fn inspect(source: &BundleSource, keys: Option<&TrustedKeys>) -> Result<Insp
                 Some((&verified.manifest.name, predicate.as_ref().map_err(Clone::clone))),
             );
             let contracts = agent.map(|a| a.contracts);
-            Inspected::Bundle { verified: Box::new(verified), contracts, attestations }
+            let pins = crate::agent::pins::mcp::pins_of(&verified);
+            Inspected::Bundle { verified: Box::new(verified), contracts, pins, attestations }
         }
         Err(rejection) => Inspected::Refused(rejection),
     })

@@ -28,6 +28,7 @@ mod keyless_signers;
 mod keys;
 mod lock;
 mod mcp;
+mod mcp_pin;
 mod monorepo;
 mod network;
 mod newcomer;

@@ -118,7 +118,7 @@ impl Parser<'_> {
         None
     }
 
-    /// `server`, and exactly one of `command` and `url`.
+    /// `server`, and at most one of `command` and `url` (neither: pinned from a file).
     fn mcp_source(&mut self, entry: &dyn TableLike, key: &str) -> Option<PinSource> {
         let server_key = join(key, "server");
         let server = self.required(entry, key, "server").and_then(|i| {
@@ -132,8 +132,8 @@ impl Parser<'_> {
             }
         });
         let start = match (entry.get("command"), entry.get("url")) {
-            (Some(c), None) => self.command(c, &join(key, "command")).map(|command| McpStart::Stdio { command }),
-            (None, Some(u)) => self.pin_url(u, key).map(|url| McpStart::Http { url }),
+            (Some(c), None) => self.command(c, &join(key, "command")).map(|command| Some(McpStart::Stdio { command })),
+            (None, Some(u)) => self.pin_url(u, key).map(|url| Some(McpStart::Http { url })),
             (Some(_), Some(u)) => {
                 self.error(
                     Code::WrongType,
@@ -144,16 +144,7 @@ impl Parser<'_> {
                 );
                 None
             }
-            (None, None) => {
-                self.error(
-                    Code::MissingField,
-                    &join(key, "command"),
-                    None,
-                    format!("manifest.toml has no `{key}.command` (or `url`): how the pinned server is started"),
-                    "pin again with `bundle import --from mcp --stdio --pin -- COMMAND …`",
-                );
-                None
-            }
+            (None, None) => Some(None),
         };
         Some(PinSource::Mcp { server: server?, start: start? })
     }
@@ -215,12 +206,12 @@ mod tests {
         assert_eq!(d, []);
         let want = PinSource::Mcp {
             server: "time".into(),
-            start: McpStart::Stdio { command: vec!["uvx".into(), "mcp-server-time".into()] },
+            start: Some(McpStart::Stdio { command: vec!["uvx".into(), "mcp-server-time".into()] }),
         };
         assert_eq!(p, [("pins/time.mcp.json".to_owned(), Pin { source: want, blake3: blake3::hash(b"x") })]);
         assert_eq!(p[0].1.format(), PinFormat::Mcp);
         let http = text.replace("command = [\"uvx\", \"mcp-server-time\"]", "url = \"http://127.0.0.1:9/mcp\"");
-        assert!(matches!(&pins(&http).0[0].1.source, PinSource::Mcp { start: McpStart::Http { .. }, .. }));
+        assert!(matches!(&pins(&http).0[0].1.source, PinSource::Mcp { start: Some(McpStart::Http { .. }), .. }));
     }
 
     #[test]
@@ -231,7 +222,9 @@ mod tests {
         );
         assert_eq!(pins(&both).1, [(Code::WrongType, "pins.\"pins/t.mcp.json\".url".to_owned())]);
         let neither = format!("[pins.\"pins/t.mcp.json\"]\nformat = \"mcp\"\nserver = \"t\"\nblake3 = \"{h}\"\n");
-        assert_eq!(pins(&neither).1, [(Code::MissingField, "pins.\"pins/t.mcp.json\".command".to_owned())]);
+        let (p, d) = pins(&neither);
+        assert_eq!(d, [], "pinned from a file");
+        assert!(matches!(&p[0].1.source, PinSource::Mcp { start: None, .. }));
         let rap_with_server = format!(
             "[pins.\"pins/a.rap.json\"]\nformat = \"rap\"\nurl = \"https://a/\"\nserver = \"t\"\nblake3 = \"{h}\"\n"
         );
@@ -249,7 +242,7 @@ mod tests {
         let mcp = Pin {
             source: PinSource::Mcp {
                 server: "s".into(),
-                start: McpStart::Stdio { command: vec!["python3".into(), "server.py".into()] },
+                start: Some(McpStart::Stdio { command: vec!["python3".into(), "server.py".into()] }),
             },
             blake3: blake3::hash(b"2"),
         };

@@ -138,7 +138,8 @@ impl Gate {
             return Ok(());
         }
         let Some(signers) = v.signers.as_mut() else { return Ok(()) };
-        trust_policy::judge::bind_file(policy, signers, &v.manifest.name, sha256);
+        let comment = crate::trust::trusted_comment(&v.manifest.name, &v.manifest.version.to_string());
+        trust_policy::judge::bind_file(policy, signers, &v.manifest.name, sha256, &comment, self.opts.now);
         // Even unenforced (`bundle cosign`), the manifest was believed on a signature that must
         // still stand.
         let enforce = self.enforce() || !signers.any_authenticated();

@@ -163,12 +163,19 @@ impl Gate {
             Some(dir) if dir.is_dir() => None,
             other => other.map(baseline::read).transpose()?,
         };
-        let state = opts.state.as_deref().map(StateFile::open).transpose()?;
+        let mut state = opts.state.as_deref().map(StateFile::open).transpose()?;
         // The policy chain is followed once, under the state file's lock.
         let policy = opts.policy.as_ref().map(|p| {
             let seen = state.as_ref().and_then(|s| s.state.policy_version(&p.pin.policy.id));
             chain::follow(p.pin.clone(), p.updates.clone(), opts.now, seen)
         });
+        // A version whose chain verifies is recorded at once, whatever becomes of the bundle
+        // (python-tuf persists every root it accepts): a host that followed v2, which revokes
+        // a stolen key, must not be offered v1 again and believe it, though it refused the
+        // release that taught it v2.
+        if let (Some(Ok((policy, _))), Some(state)) = (&policy, state.as_mut()) {
+            state.record_policy(&policy.id, policy.version)?;
+        }
         let attest_keys = match &policy {
             Some(Ok((p, _))) => crate::trust_policy::keys::with_policy(&opts.keys, p, opts.now),
             _ => opts.keys.clone(),
@@ -287,9 +294,6 @@ impl Gate {
             state
                 .record(&m.name, &verified.key_id, &m.version, &verified.manifest_blake3)
                 .map_err(GateError::Record)?;
-            if let Some(Ok((policy, _))) = &self.policy {
-                state.record_policy(&policy.id, policy.version).map_err(GateError::Record)?;
-            }
         }
         sink.commit()?;
         Ok(Verdict::Passed { verified: Box::new(verified), baseline: report, keyless, attestations, sha256 })
