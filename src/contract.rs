@@ -9,6 +9,7 @@
 
 pub mod baseline;
 mod changes;
+mod mcp_changes;
 pub mod release;
 mod schema_changes;
 
@@ -22,6 +23,7 @@ use crate::policy::Capability;
 use crate::tools::{AgentFiles, REF_PREFIX, Resolved, Resolver, Tool, ToolsFile, Transport};
 
 pub use changes::{Change, ChangeKind, Impact, compare, compare_grants, tool_added, tool_removed};
+pub use mcp_changes::{list_drift, mcp_read_only, tool_drift};
 
 /// At most this many nested levels in one inlined schema (serde_json reads stored contracts
 /// back with a recursion limit of 128; the contract document adds two levels).
@@ -97,11 +99,12 @@ pub struct Contract {
     pub risk: Risk,
 }
 
+pub use crate::canonical::{canonical_fingerprint, fingerprint_json};
+
 impl Contract {
     pub fn from_doc(doc: ContractDoc) -> Result<Contract, ContractError> {
-        let canonical = serde_jcs::to_string(&doc)
+        let (canonical, fingerprint) = canonical_fingerprint(&doc)
             .map_err(|e| ContractError::Canonical { tool: doc.id.clone(), message: e.to_string() })?;
-        let fingerprint = blake3::hash(canonical.as_bytes()).to_hex().to_string();
         let risk = Risk::of(&doc);
         Ok(Contract { doc, canonical, fingerprint, risk })
     }
@@ -131,6 +134,8 @@ pub enum ContractError {
     TooLarge { tool: String },
     #[error("tool `{tool}`: cannot write canonical JSON: {message}")]
     Canonical { tool: String, message: String },
+    #[error("pinned MCP tools {file}: {message}")]
+    Pin { file: String, message: String },
 }
 
 /// The contracts of every tool in tools.json, in file order. `files` holds the agent's other
@@ -325,6 +330,12 @@ impl fmt::Display for Risk {
 impl Serialize for Risk {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         self.names().serialize(s)
+    }
+}
+
+impl crate::error::Coded for ContractError {
+    fn code(&self) -> crate::error::ErrorCode {
+        crate::error::ErrorCode::Usage
     }
 }
 

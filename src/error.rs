@@ -3,9 +3,9 @@
 //! in an agent or bundle are diagnostics or rejections instead (exit code 1).
 //!
 //! Every exit-2 error has a stable [`ErrorCode`] (the `code` of the `--format json` error
-//! document). Each error type of the library says its own with [`Coded`], an exhaustive
-//! `match` the compiler checks; [`code_of`] is the one list of those types that the command
-//! line walks an error's chain with.
+//! document, [`crate::error_code`]). Each error type of the library says its own with
+//! [`Coded`], an exhaustive `match` the compiler checks, beside its definition; the command
+//! line keeps the one list of those types that it walks an error's chain with.
 
 use std::path::PathBuf;
 
@@ -30,41 +30,7 @@ impl Error {
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
-crate::codes::stable_codes! {
-    /// The stable code of a run that stopped with exit 2.
-    pub enum ErrorCode;
-    Usage => "usage": "A bad argument, option or combination of them (clap's own usage errors included); the message says which.",
-    IoError => "io_error": "A file could not be read or written, or a registry or server could not be reached or broke off the transfer.",
-    KeyError => "key_error": "A key file is malformed, not a minisign key, or not the kind the option takes (a secret key for --key).",
-    StateError => "state_error": "The --state file is not a bundle state file (restore it from a backup).",
-    TlsError => "tls_error": "A registry's or server's TLS certificate is not trusted (add its CA with --ca-cert), the handshake failed (a plain-http registry needs --plain-http), or https redirected to plain http.",
-    AuthFailed => "auth_failed": "The registry wants credentials that are missing or were refused, or the token service failed.",
-    Timeout => "timeout": "A registry operation took longer than --timeout, or the registry sent nothing for the idle timeout.",
-    KeyReference => "key_reference": "A malformed `ssh-agent:` or `pkcs11:` key reference.",
-    SshAgentUnavailable => "ssh_agent_unavailable": "No ssh-agent answers at `SSH_AUTH_SOCK`.",
-    SshAgentProtocol => "ssh_agent_protocol": "The ssh-agent sent something that is not the agent protocol.",
-    KeyNotFound => "key_not_found": "The agent or token has no (Ed25519) key of that name, id or fingerprint.",
-    AmbiguousKey => "ambiguous_key": "Several keys or tokens match; the message lists them and how to pick one.",
-    UnsupportedKey => "unsupported_key": "The key is not Ed25519, so it cannot make minisign signatures.",
-    SignRefused => "sign_refused": "The ssh-agent declined to sign (confirmation refused, hardware key not touched).",
-    Pkcs11Module => "pkcs11_module": "No PKCS#11 module named, or it is missing or cannot be loaded.",
-    TokenNotFound => "token_not_found": "No token matches the URI's token attributes.",
-    PinRequired => "pin_required": "The token needs a PIN and none was given.",
-    PinIncorrect => "pin_incorrect": "The token rejected the PIN.",
-    PinLocked => "pin_locked": "The token's user PIN is locked after too many wrong PINs.",
-    PinSource => "pin_source": "The `pin-source` file cannot be read.",
-    Pkcs11Error => "pkcs11_error": "The token or module failed otherwise; the message names the PKCS#11 call.",
-    SignerMismatch => "signer_mismatch": "The agent's or token's signature does not verify with its public key.",
-    Signature => "signature": "The signature cannot be made (a comment minisign cannot store).",
-    PolicyError => "policy_error": "A --trust-policy or policy update file is not a usable trust policy (the message says why), or `bundle trust` cannot do what was asked.",
-    TrustedRootError => "trusted_root_error": "A Sigstore trusted_root.json is not usable (not JSON, not a trusted root, keys that do not decode), or is not the one the trust policy names (its sha256 differs).",
-    Internal => "internal_error": "An error without a code of its own: a defect in `bundle`; please report it with the message.",
-}
-
-/// An error type that knows its exit-2 code.
-pub trait Coded {
-    fn code(&self) -> ErrorCode;
-}
+pub use crate::error_code::{Coded, ErrorCode};
 
 impl Coded for Error {
     fn code(&self) -> ErrorCode {
@@ -75,87 +41,4 @@ impl Coded for Error {
             Error::Signer(e) => e.code(),
         }
     }
-}
-
-impl Coded for std::io::Error {
-    fn code(&self) -> ErrorCode {
-        ErrorCode::IoError
-    }
-}
-
-impl Coded for crate::contract::release::LoadError {
-    fn code(&self) -> ErrorCode {
-        use crate::contract::release::LoadError;
-        match self {
-            LoadError::Io(e) => e.code(),
-            LoadError::Invalid { .. } | LoadError::Rejected { .. } | LoadError::Contract { .. } => ErrorCode::Usage,
-        }
-    }
-}
-
-/// Reading or writing an archive failed under a command (a bundle that is judged gets a
-/// rejection instead): the file system's fault, or a source that changed while packed.
-impl Coded for crate::archive::ArchiveError {
-    fn code(&self) -> ErrorCode {
-        ErrorCode::IoError
-    }
-}
-
-impl Coded for crate::mcp_client::McpError {
-    fn code(&self) -> ErrorCode {
-        ErrorCode::IoError
-    }
-}
-
-impl Coded for crate::regular_file::ReadError {
-    fn code(&self) -> ErrorCode {
-        ErrorCode::IoError
-    }
-}
-
-impl Coded for crate::contract::ContractError {
-    fn code(&self) -> ErrorCode {
-        ErrorCode::Usage
-    }
-}
-
-impl Coded for crate::minisign::SignatureError {
-    fn code(&self) -> ErrorCode {
-        ErrorCode::Signature
-    }
-}
-
-/// The code of `e` if it is one of the library's error types; `None` for anything else (a
-/// message of the command line's own, which is a usage error).
-///
-/// Every error type a library function returns to the command line is in this list; a type
-/// that wraps another transparently answers with the wrapped one's code.
-pub fn code_of(e: &(dyn std::error::Error + 'static)) -> Option<ErrorCode> {
-    macro_rules! first_of {
-        ($($t:ty),* $(,)?) => {
-            $(if let Some(e) = e.downcast_ref::<$t>() { return Some(Coded::code(e)); })*
-        };
-    }
-    first_of!(
-        Error,
-        crate::ops::gate::GateError,
-        crate::ops::trust::TrustError,
-        crate::keyless::RootError,
-        crate::ops::input::InputError,
-        crate::oci::OciError,
-        crate::keys::SignerError,
-        crate::minisign::KeyError,
-        crate::fetch::FetchError,
-        crate::state::StateError,
-        crate::contract::baseline::BaselineError,
-        crate::atomic::WriteError,
-        crate::contract::release::LoadError,
-        crate::archive::ArchiveError,
-        crate::mcp_client::McpError,
-        crate::regular_file::ReadError,
-        crate::contract::ContractError,
-        crate::minisign::SignatureError,
-        std::io::Error,
-    );
-    None
 }

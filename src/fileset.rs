@@ -37,7 +37,7 @@ pub const DEFAULT_IGNORES: &[&str] = &[
     "*.pyc",
     "*.agent.bundle",
     ".*.tmp",
-    crate::bundle::SIGNATURE_ENTRY,
+    crate::entries::SIGNATURE_ENTRY,
 ];
 
 /// Names that look like secrets: refused unless explicitly allowed.
@@ -182,7 +182,7 @@ pub fn collect(dir: &Path, prefix: &str, allowed_secrets: &[String], diags: &mut
     files.sort_by(|a, b| a.path.as_bytes().cmp(b.path.as_bytes()));
 
     let listed: Vec<&str> = files.iter().map(|f| f.path.as_str()).collect();
-    for clash in paths::clashes(&listed, crate::bundle::OWN_ENTRIES) {
+    for clash in paths::clashes(&listed, crate::entries::OWN_ENTRIES) {
         let (path, message) = match clash {
             paths::Clash::Case { path, first } => (path, format!("{path} and {first} differ only in case")),
             paths::Clash::FileAndFolder { path, folder } => {

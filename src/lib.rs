@@ -23,6 +23,7 @@ pub(crate) mod atomic;
 pub mod attest;
 #[doc(hidden)]
 pub mod bundle;
+pub(crate) mod canonical;
 mod cli;
 mod codes;
 #[doc(hidden)]
@@ -30,8 +31,10 @@ pub mod contract;
 #[doc(hidden)]
 pub mod diagnostic;
 pub(crate) mod digest;
+pub(crate) mod entries;
 #[doc(hidden)]
 pub mod error;
+pub(crate) mod error_code;
 #[doc(hidden)]
 pub mod evidence;
 pub(crate) mod fetch;
@@ -65,8 +68,11 @@ pub(crate) mod read_ahead;
 pub(crate) mod read_full;
 #[doc(hidden)]
 pub mod regular_file;
+#[doc(hidden)]
+pub mod rejection;
 pub(crate) mod schemas;
 pub(crate) mod sha256_read;
+pub(crate) mod signed_json;
 pub(crate) mod state;
 #[doc(hidden)]
 pub mod timestamp;

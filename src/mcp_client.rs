@@ -18,6 +18,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
+use crate::diagnostic::{Code, Diagnostic};
+
 /// The protocol version asked for; the server may answer with any of [`KNOWN_VERSIONS`].
 pub const PROTOCOL_VERSION: &str = "2025-11-25";
 /// The revisions whose `tools/list` this client understands (the Tool object only grew).
@@ -156,6 +158,35 @@ pub enum McpError {
 pub struct Failure {
     pub error: McpError,
     pub stderr: String,
+}
+
+impl Failure {
+    /// An `mcp_server_failed` error naming the server, with the end of its stderr and what to do.
+    pub fn diagnostic(&self, server: &Server) -> Diagnostic {
+        let failure = self;
+        let mut message = failure.error.to_string();
+        let tail: Vec<&str> = failure.stderr.lines().map(str::trim_end).filter(|l| !l.trim().is_empty()).collect();
+        if !tail.is_empty() {
+            let last = &tail[tail.len().saturating_sub(12)..];
+            let mut said = last.join(" ⏎ ");
+            if said.chars().count() > 1500 {
+                said = said.chars().rev().take(1500).collect::<Vec<_>>().into_iter().rev().collect();
+                said.insert(0, '…');
+            }
+            message.push_str(&format!("; its stderr ended with: {said}"));
+        }
+        let help = match &failure.error {
+        McpError::Spawn { .. } => "check the command after `--`: it must be a program on PATH or a path to one".to_owned(),
+        McpError::Timeout { .. } => {
+            "check that the command starts an MCP server on stdio (not the HTTP transport); a slow server needs a longer --timeout".to_owned()
+        }
+        _ => format!(
+            "check that `{}` is an MCP server speaking the stdio transport (JSON-RPC, one message per line, nothing else on stdout)",
+            server.display()
+        ),
+    };
+        Diagnostic::error(Code::McpServerFailed, server.display(), message).with_help(help)
+    }
 }
 
 /// Starts `server`, lists its tools and shuts it down.
@@ -603,5 +634,11 @@ fn group_alive(child: &Child) -> bool {
     {
         let _ = child;
         false
+    }
+}
+
+impl crate::error::Coded for McpError {
+    fn code(&self) -> crate::error::ErrorCode {
+        crate::error::ErrorCode::IoError
     }
 }

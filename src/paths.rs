@@ -106,7 +106,7 @@ mod tests {
     fn clashes_fold_case_and_see_files_that_are_folders() {
         let found = clashes(
             &["Manifest.toml.minisig", "Prompts", "prompts/system.md", "σ.md", "ς.md"],
-            crate::bundle::OWN_ENTRIES,
+            crate::entries::OWN_ENTRIES,
         );
         assert_eq!(
             found,
@@ -116,6 +116,6 @@ mod tests {
                 Clash::FileAndFolder { path: "prompts/system.md", folder: "Prompts" },
             ]
         );
-        assert!(clashes(&["tools.json", "a/b", "a/c"], crate::bundle::OWN_ENTRIES).is_empty());
+        assert!(clashes(&["tools.json", "a/b", "a/c"], crate::entries::OWN_ENTRIES).is_empty());
     }
 }

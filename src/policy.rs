@@ -8,7 +8,7 @@ use std::collections::HashMap;
 
 use crate::diagnostic::{Code, Diagnostic, MAX_REPORTED, Source};
 
-pub const FILE_NAME: &str = "policy.caps";
+pub const FILE_NAME: &str = crate::entries::POLICY;
 
 /// A capability string split into its family and scope, e.g. `net` and `api.mail.example`.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]

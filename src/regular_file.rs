@@ -163,6 +163,12 @@ pub fn read_to_string(path: &Path, limit: u64, links: Links) -> Result<String, R
     String::from_utf8(bytes).map_err(|_| ReadError::Io(io::Error::new(io::ErrorKind::InvalidData, "not UTF-8")))
 }
 
+impl crate::error_code::Coded for ReadError {
+    fn code(&self) -> crate::error_code::ErrorCode {
+        crate::error_code::ErrorCode::IoError
+    }
+}
+
 #[cfg(all(test, unix))]
 mod tests {
     use super::*;

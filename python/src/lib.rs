@@ -4,7 +4,7 @@
 //! (`agent_bundle/__init__.py`) re-exports everything, and `_native.pyi` types it.
 
 use std::path::PathBuf;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::SystemTime;
 
 use agent_bundle::api::{self, Bundle, Error, TrustedKeys as ApiKeys, VerifyOptions};
 use pyo3::create_exception;
@@ -109,12 +109,8 @@ fn time_of(value: &Bound<'_, PyAny>) -> PyResult<SystemTime> {
     if !seconds.is_finite() {
         return Err(PyValueError::new_err("now must be a finite time"));
     }
-    let at = if seconds >= 0.0 {
-        UNIX_EPOCH.checked_add(Duration::from_secs_f64(seconds))
-    } else {
-        UNIX_EPOCH.checked_sub(Duration::from_secs_f64(-seconds))
-    };
-    at.ok_or_else(|| PyValueError::new_err("now is out of range"))
+    // The checked conversion: `now=1e20` is out of range, not a panic inside the extension.
+    api::time_from_unix_seconds(seconds).ok_or_else(|| PyValueError::new_err("now is out of range"))
 }
 
 /// A signed trust policy (`bundle verify --trust-policy`).

@@ -201,6 +201,34 @@ def test_expired_and_the_injected_clock():
     assert agent_bundle.verify(path, trusted_keys=TEST_PUB, now=1577836800).code == "expired"
 
 
+@pytest.mark.parametrize("now", [1e20, 1e300, -1e300, 2**70, -(2**70), float("nan"), float("inf")])
+def test_a_clock_out_of_range_is_a_value_error_not_a_panic(now):
+    # Issue 35, defect 6: pyo3_runtime.PanicException is not an Exception; a ValueError is.
+    with pytest.raises(ValueError):
+        agent_bundle.verify(HOSTILE / "ok.agent.bundle", trusted_keys=TEST_PUB, now=now)
+
+
+@pytest.mark.parametrize(
+    "options",
+    [
+        {"min_version": "9" * 400},
+        {"min_version": "1.0.0-\x00"},
+        {"name": "\u202emailer"},
+        {"state": "st\x00ate.json"},
+        {"baseline": "b\x00.toml"},
+        {"attestations": ["a\x00.json"]},
+        {"now": -(2**62)},
+    ],
+)
+def test_no_argument_reaches_a_panic(options):
+    # Each kind of argument, hostile: an answer or an exception, never a PanicException (which
+    # `except Exception` does not catch, so it fails this test).
+    try:
+        agent_bundle.verify(HOSTILE / "ok.agent.bundle", trusted_keys=TEST_PUB, **options)
+    except Exception:
+        pass
+
+
 def test_rolled_back_with_state_and_min_version(work, notes_v1):
     newer = pack_agent(work, "notes", "1.1.0", TOOLS)
     state = work / "state.json"

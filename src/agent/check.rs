@@ -6,7 +6,6 @@ use std::sync::Arc;
 
 use super::{Hashing, current_digests, display_prefix, pins, read_source, stale_entries};
 use crate::diagnostic::{Code, Diagnostic, Report};
-use crate::fetch::Fetcher;
 use crate::manifest::{self, Manifest};
 use crate::policy::{self, Policy};
 use crate::tools::{self, ToolsFile};
@@ -55,9 +54,9 @@ pub struct Options<'a> {
     /// Hash the files and compare them with the manifest (`pack` without `--locked` skips
     /// it, because it locks right after).
     pub digests: bool,
-    /// Fetch every pinned URL with this client and report drift (`bundle check --refresh`;
-    /// network).
-    pub refresh: Option<&'a Fetcher>,
+    /// Fetch every pinned URL and start every pinned stdio MCP server, and report drift
+    /// (`bundle check --refresh`; network, other programs).
+    pub refresh: Option<&'a pins::Refresh>,
 }
 
 impl Default for Options<'_> {
@@ -100,8 +99,8 @@ pub fn check_agent_with(dir: &Path, opts: Options<'_>) -> AgentCheck {
     }
     if let Some((m, src)) = manifest.as_ref() {
         pins::check(dir, &prefix, m, &src.name, &mut diags);
-        if let Some(fetcher) = opts.refresh {
-            pins::refresh(fetcher, dir, &prefix, m, &src.name, &mut diags);
+        if let Some(with) = opts.refresh {
+            pins::refresh(with, dir, &prefix, m, &src.name, &mut diags);
         }
     }
     let manifest = manifest.map(|(m, _)| m);

@@ -13,10 +13,22 @@ use crate::atomic;
 use crate::diagnostic::{Code, Diagnostic, Source};
 use crate::error::{Error, Result};
 use crate::fetch::{Fetched, Fetcher};
-use crate::formats::rap;
+use crate::formats::{mcp_pin, rap};
 use crate::limits;
-use crate::manifest::{self, Manifest, Pin, PinFormat};
+use crate::manifest::{self, Manifest, McpStart, Pin, PinSource};
 use crate::regular_file::{self, Links};
+
+pub(crate) mod mcp;
+
+pub use mcp::{McpRefresh, pin_mcp};
+
+/// What `bundle check --refresh` reaches pinned definitions with: the http(s) client for RAP
+/// URLs, and how MCP servers are started.
+#[derive(Debug)]
+pub struct Refresh {
+    pub fetcher: Fetcher,
+    pub mcp: McpRefresh,
+}
 
 /// The folder pinned files go in, inside the agent folder.
 pub const DIR: &str = "pins";
@@ -41,6 +53,25 @@ pub fn file_for(url: &str) -> String {
 /// manifest.toml; returns the files written. The manifest must exist and parse. Pinning a
 /// URL again replaces its file and pin.
 pub fn pin(agent_dir: &Path, fetched: &[Fetched]) -> Result<Vec<String>> {
+    let mut pins: Vec<(String, Pin, Vec<u8>)> = Vec::new();
+    for f in fetched {
+        let mut file = file_for(&f.url);
+        let mut n = 2;
+        while pins.iter().any(|(p, ..)| *p == file) {
+            file = format!("{}-{n}.rap.json", file_for(&f.url).trim_end_matches(".rap.json"));
+            n += 1;
+        }
+        let pin = Pin { source: PinSource::Rap { url: f.url.clone() }, blake3: blake3::hash(f.text.as_bytes()) };
+        pins.push((file, pin, f.text.clone().into_bytes()));
+    }
+    record(agent_dir, pins)
+}
+
+/// Writes each pinned file into the agent folder and its `[pins]` entry into manifest.toml
+/// (which must exist and parse: checked before anything is written); returns the files.
+/// Each write is atomic; the pinned files go first, so that the manifest never names a pin
+/// whose file was not written.
+fn record(agent_dir: &Path, pins: Vec<(String, Pin, Vec<u8>)>) -> Result<Vec<String>> {
     let manifest_path = agent_dir.join(manifest::FILE_NAME);
     let text =
         regular_file::read_to_string(&manifest_path, limits::MAX_MANIFEST_BYTES, Links::Refuse).map_err(|e| {
@@ -58,44 +89,51 @@ pub fn pin(agent_dir: &Path, fetched: &[Fetched]) -> Result<Vec<String>> {
             manifest_path.display()
         )));
     }
-    let mut pins: Vec<(String, Pin)> = Vec::new();
-    for f in fetched {
-        let mut file = file_for(&f.url);
-        let mut n = 2;
-        while pins.iter().any(|(p, _)| *p == file) {
-            file = format!("{}-{n}.rap.json", file_for(&f.url).trim_end_matches(".rap.json"));
-            n += 1;
-        }
-        let pin = Pin { url: f.url.clone(), format: PinFormat::Rap, blake3: blake3::hash(f.text.as_bytes()) };
-        pins.push((file, pin));
-    }
-    for ((file, _), f) in pins.iter().zip(fetched) {
+    let entries: Vec<(String, Pin)> = pins.iter().map(|(f, p, _)| (f.clone(), p.clone())).collect();
+    // Computed before anything is written: a manifest that cannot take the pins changes nothing.
+    let edited = manifest::edit::set_pins(&text, &entries).map_err(|e| Error::Usage(e.to_string()))?;
+    for (file, _, bytes) in &pins {
         // Never through a symlinked pins/: nothing is written outside the agent folder.
-        atomic::write_inside(agent_dir, file, f.text.as_bytes(), true)
-            .map_err(|e| Error::io(agent_dir.join(file), e))?;
+        atomic::write_inside(agent_dir, file, bytes, true).map_err(|e| Error::io(agent_dir.join(file), e))?;
     }
-    let edited = manifest::edit::set_pins(&text, &pins).map_err(|e| Error::Usage(e.to_string()))?;
     if edited != text {
         atomic::write(&manifest_path, edited.as_bytes(), true).map_err(|e| Error::io(&manifest_path, e))?;
     }
-    Ok(pins.into_iter().map(|(f, _)| f).collect())
+    Ok(entries.into_iter().map(|(f, _)| f).collect())
 }
 
-/// Offline: every pinned file exists and still holds the bytes that were pinned.
+/// How to pin `pin` again, for help texts.
+pub fn repin_command(pin: &Pin, prefix: &str) -> String {
+    match &pin.source {
+        PinSource::Rap { url } => format!("bundle import --from rap {url} --pin -o {prefix}tools.json --force"),
+        PinSource::Mcp { server, start: Some(McpStart::Stdio { command }) } => format!(
+            "bundle import --from mcp --stdio --pin --server {server} -o {prefix}tools.json --force -- {}",
+            command.join(" ")
+        ),
+        PinSource::Mcp { server, start: _ } => {
+            format!("bundle import --from mcp FILE --pin --server {server} -o {prefix}tools.json --force")
+        }
+    }
+}
+
+/// Offline: every pinned file exists and still holds the bytes that were pinned, and an MCP
+/// pin is a pin document (`invalid_pin`) of the server its entry names.
 pub fn check(dir: &Path, prefix: &str, m: &Manifest, manifest_name: &str, diags: &mut Vec<Diagnostic>) {
     for (file, pin) in &m.pins {
         let key = manifest::join("pins", file);
-        let repin = format!(
-            "restore {file}, or pin again: bundle import --from rap {} --pin -o {prefix}tools.json --force",
-            pin.url
-        );
+        let origin = pin.origin();
+        let repin = format!("restore {file}, or pin again: {}", repin_command(pin, prefix));
         match regular_file::read(&dir.join(file), limits::MAX_IMPORT_BYTES, Links::Refuse) {
-            Ok(bytes) if blake3::hash(&bytes) == pin.blake3 => {}
+            Ok(bytes) if blake3::hash(&bytes) == pin.blake3 => {
+                if let Some(server) = pin.mcp_server() {
+                    check_mcp_pin(&format!("{prefix}{file}"), &bytes, server, diags);
+                }
+            }
             Ok(_) => diags.push(
                 Diagnostic::error(
                     Code::PinMismatch,
                     manifest_name,
-                    format!("{prefix}{file} no longer holds the toolset pinned from {} (its digest differs)", pin.url),
+                    format!("{prefix}{file} no longer holds the definition pinned from {origin} (its digest differs)"),
                 )
                 .at_path(format!("{key}.blake3"))
                 .with_help(repin),
@@ -104,7 +142,7 @@ pub fn check(dir: &Path, prefix: &str, m: &Manifest, manifest_name: &str, diags:
                 Diagnostic::error(
                     Code::PinMismatch,
                     manifest_name,
-                    format!("{prefix}{file}, pinned from {}, does not exist", pin.url),
+                    format!("{prefix}{file}, pinned from {origin}, does not exist"),
                 )
                 .at_path(key)
                 .with_help(repin),
@@ -117,11 +155,42 @@ pub fn check(dir: &Path, prefix: &str, m: &Manifest, manifest_name: &str, diags:
     }
 }
 
-/// Online: fetches every pinned URL and reports drift from the pinned file: an error when the
+/// A pinned MCP file is a pin document of the server its manifest entry names.
+fn check_mcp_pin(file: &str, bytes: &[u8], server: &str, diags: &mut Vec<Diagnostic>) {
+    match mcp_pin::parse_named(file, bytes) {
+        Ok(pin) if pin.server == server => {}
+        Ok(pin) => diags.push(
+            Diagnostic::error(
+                Code::InvalidPin,
+                file,
+                format!("the pin is of server {:?}, but manifest.toml pins it as server {server:?}", pin.server),
+            )
+            .at_path("server")
+            .with_help("pin the server again with the name it should have"),
+        ),
+        Err(problems) => diags.extend(problems),
+    }
+}
+
+/// Online: every pin's source again; RAP pins by [`refresh_rap`], MCP pins by
+/// [`mcp::refresh_mcp`].
+pub fn refresh(
+    with: &Refresh,
+    dir: &Path,
+    prefix: &str,
+    m: &Manifest,
+    manifest_name: &str,
+    diags: &mut Vec<Diagnostic>,
+) {
+    refresh_rap(&with.fetcher, dir, prefix, m, manifest_name, diags);
+    mcp::refresh_mcp(&with.mcp, dir, prefix, m, manifest_name, diags);
+}
+
+/// Fetches every pinned URL and reports drift from the pinned file: an error when the
 /// definition changed (tools added, removed or changed, or no longer valid RAP), a warning when
 /// only the formatting did. A URL that cannot be fetched is an `io_error` (`tls_error` when the
 /// server's certificate is not trusted).
-pub fn refresh(
+fn refresh_rap(
     fetcher: &Fetcher,
     dir: &Path,
     prefix: &str,
@@ -130,8 +199,9 @@ pub fn refresh(
     diags: &mut Vec<Diagnostic>,
 ) {
     for (file, pin) in &m.pins {
+        let PinSource::Rap { url } = &pin.source else { continue };
         let key = format!("{}.url", manifest::join("pins", file));
-        let served = match fetcher.get(&pin.url) {
+        let served = match fetcher.get(url) {
             Ok(text) => text,
             Err(e) => {
                 let d = e.diagnostic(manifest_name, "`bundle check --refresh --ca-cert FILE.pem`");
@@ -145,20 +215,17 @@ pub fn refresh(
         // The pinned file itself was checked offline; compare with what it holds if readable.
         let pinned =
             regular_file::read_to_string(&dir.join(file), limits::MAX_IMPORT_BYTES, Links::Refuse).unwrap_or_default();
-        let help = format!(
-            "review the change; to accept it: bundle import --from rap {} --pin -o {prefix}tools.json --force, then bundle lock",
-            pin.url
-        );
+        let help = format!("review the change; to accept it: {}, then bundle lock", repin_command(pin, prefix));
         let d = match drift(&pinned, &served) {
             Drift::Formatting => Diagnostic::warning(
                 Code::PinDrift,
                 manifest_name,
-                format!("{} now serves the pinned toolset with different formatting (same JSON)", pin.url),
+                format!("{url} now serves the pinned toolset with different formatting (same JSON)"),
             ),
             Drift::Changed(what) => Diagnostic::error(
                 Code::PinDrift,
                 manifest_name,
-                format!("the toolset at {} changed since it was pinned in {file}: {what}", pin.url),
+                format!("the toolset at {url} changed since it was pinned in {file}: {what}"),
             ),
         };
         diags.push(d.at_path(key).with_help(help));

@@ -4,10 +4,10 @@
 
 use std::collections::HashMap;
 use std::fs::File;
-use std::io::{self, BufReader, Read, Write};
+use std::io::{self, BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use super::contracts::ContractGate;
 use super::error::Error;
@@ -17,6 +17,7 @@ use super::verdict::Verdict;
 use crate::bundle::verify::{self, Discard, Sink};
 use crate::evidence::judge::AttestPolicy;
 use crate::ops::gate::{self, AttestOptions, Gate, GateOptions, PolicyOptions};
+use crate::ops::input::{BundleInput, Evidence};
 use crate::timestamp::Timestamp;
 
 /// The largest trusted-keys or public key file [`TrustedKeys::read`] reads (the command line's
@@ -250,6 +251,14 @@ impl VerifyOptions {
     }
 }
 
+/// The time `seconds` after the Unix epoch (before it when negative), for a clock given as a
+/// number ([`VerifyOptions::now`] from Python's `now=`); `None` when it is not finite or no
+/// `SystemTime` can hold it. Never panics, whatever the number.
+pub fn time_from_unix_seconds(seconds: f64) -> Option<SystemTime> {
+    let span = Duration::try_from_secs_f64(seconds.abs()).ok()?;
+    if seconds >= 0.0 { UNIX_EPOCH.checked_add(span) } else { UNIX_EPOCH.checked_sub(span) }
+}
+
 fn timestamp(t: SystemTime) -> Timestamp {
     match t.duration_since(UNIX_EPOCH) {
         Ok(d) => Timestamp::from_unix(d.as_secs() as i64, d.subsec_nanos()),
@@ -338,18 +347,22 @@ impl Bundle {
 
     fn run(self, gate: Gate, sink: &mut dyn Sink) -> Result<gate::Verdict, Error> {
         let origin = self.origin;
-        let verdict = match self.source {
+        // The evidence beside a file of the origin's name, as `bundle verify` gathers it.
+        let beside = Some(origin.as_path()).filter(|p| p.is_file());
+        let evidence = Evidence::gather(beside, &gate.wanted()).map_err(|e| Error::from_gate(e.into()))?;
+        let reader: Box<dyn BufRead> = match self.source {
             Source::File(file) => {
                 let size = file.metadata().map_or(0, |m| m.len());
                 // As `bundle verify` reads: ahead on a thread of its own when large.
-                let input = crate::read_ahead::sequential(file, size)
-                    .map_err(|e| Error::failed("io_error", format!("cannot read {}: {e}", origin.display())))?;
-                gate.run(input, &origin, sink)
+                Box::new(
+                    crate::read_ahead::sequential(file, size)
+                        .map_err(|e| Error::failed("io_error", format!("cannot read {}: {e}", origin.display())))?,
+                )
             }
-            Source::Bytes(bytes) => gate.run(&bytes[..], &origin, sink),
-            Source::Reader(reader) => gate.run(BufReader::with_capacity(1 << 20, reader), &origin, sink),
+            Source::Bytes(bytes) => Box::new(std::io::Cursor::new(bytes)),
+            Source::Reader(reader) => Box::new(BufReader::with_capacity(1 << 20, reader)),
         };
-        verdict.map_err(Error::from_gate)
+        gate.judge(BundleInput::from_reader(reader, &origin, evidence), sink).map_err(Error::from_gate)
     }
 }
 

@@ -230,6 +230,7 @@ impl ContractGate {
             version: None,
             contracts,
             grants: Vec::new(),
+            pins: Vec::new(),
         };
         let findings =
             baseline::judge(&self.reference, &live, &self.label).map_err(|e| Error::failed("usage", e.to_string()))?;

@@ -41,7 +41,9 @@ mod keyless;
 mod policy;
 mod verdict;
 
-pub use bundle::{Bundle, DEFAULT_MAX_LOADED_BYTES, TrustedKeys, VerifiedAgent, VerifiedFile, VerifyOptions};
+pub use bundle::{
+    Bundle, DEFAULT_MAX_LOADED_BYTES, TrustedKeys, VerifiedAgent, VerifiedFile, VerifyOptions, time_from_unix_seconds,
+};
 pub use contracts::{ContractGate, DriftReport, Risk, ToolContract, ToolDrift, contract_fingerprint};
 pub use diff::{ReleaseDiff, ToolChange, ToolChangeStatus, diff};
 pub use error::Error;

@@ -81,6 +81,23 @@ fn the_clock_and_the_version_floor_are_options() {
     assert_eq!(Bundle::open("testdata/hostile/absent.agent.bundle").expect_err("no file").code(), "io_error");
 }
 
+/// Issue 35, defect 6: a clock given as a number (Python's `now=1e20`) never panics: a number
+/// no `SystemTime` can hold, or not finite, is `None` (the binding raises `ValueError`).
+#[test]
+fn a_clock_of_any_number_is_a_time_or_none_and_never_a_panic() {
+    use super::time_from_unix_seconds as at;
+    assert_eq!(at(1_500_000_000.0), Some(UNIX_EPOCH + Duration::from_secs(1_500_000_000)));
+    assert_eq!(at(-1.5), UNIX_EPOCH.checked_sub(Duration::from_millis(1500)));
+    for far in [1e20, 1e300, -1e300, 2f64.powi(70), -(2f64.powi(70)), f64::MAX, f64::MIN, f64::NAN, f64::INFINITY] {
+        let found = std::panic::catch_unwind(|| at(far));
+        assert!(found.is_ok(), "{far} panicked");
+        // Whatever a platform's SystemTime holds, an impossible time is never returned.
+        if let Ok(Some(t)) = found {
+            assert!(far.is_finite() && far.abs() < 1e20, "{far} gave {t:?}");
+        }
+    }
+}
+
 #[test]
 fn contract_fingerprint_is_the_fingerprint_of_the_verified_tools() {
     let text = std::fs::read_to_string("testdata/agents/mailer/tools.json").expect("mailer");

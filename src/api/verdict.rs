@@ -115,7 +115,7 @@ impl Verdict {
                     json,
                 }
             }
-            gate::Verdict::Refused { rejection, baseline } => {
+            gate::Verdict::Refused { rejection, baseline, .. } => {
                 let code = ReasonCode(rejection.reason);
                 let mut reasons = vec![Finding {
                     code,

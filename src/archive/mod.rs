@@ -352,6 +352,14 @@ impl From<io::Error> for ArchiveError {
     }
 }
 
+/// Reading or writing an archive failed under a command (a bundle that is judged gets a
+/// rejection instead): the file system's fault, or a source that changed while packed.
+impl crate::error_code::Coded for ArchiveError {
+    fn code(&self) -> crate::error_code::ErrorCode {
+        crate::error_code::ErrorCode::IoError
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -86,19 +86,23 @@ impl Envelope {
     }
 
     /// Checks every signature against the trusted keys (matched by key id, then verified with
-    /// strict Ed25519 over the PAE); one result per signature, in envelope order.
+    /// strict Ed25519 over the PAE); one result per signature, in envelope order. Minisign key
+    /// ids are 8 bytes, so two trusted keys may share one: a signature is tried against every
+    /// trusted key with its id (as securesystemslib does), and is invalid only if none made it.
     pub fn check_signatures(&self, trusted: &[PublicKey]) -> Vec<SignatureCheck> {
         let pae = self.pae();
         self.signatures
             .iter()
             .map(|signature| {
                 let key_id = signature.keyid.clone();
-                let Some(key) = trusted.iter().find(|k| k.key_id_hex() == signature.keyid) else {
+                let mut keys = trusted.iter().filter(|k| k.key_id_hex() == signature.keyid).peekable();
+                if keys.peek().is_none() {
                     return SignatureCheck::UntrustedKey { key_id };
-                };
-                match <&[u8; 64]>::try_from(signature.sig.as_slice()) {
-                    Ok(sig) if key.verify_ed25519(&pae, sig) => SignatureCheck::Verified { key_id },
-                    _ => SignatureCheck::Invalid { key_id },
+                }
+                let sig = <&[u8; 64]>::try_from(signature.sig.as_slice()).ok();
+                match sig.filter(|sig| keys.any(|k| k.verify_ed25519(&pae, sig))) {
+                    Some(_) => SignatureCheck::Verified { key_id },
+                    None => SignatureCheck::Invalid { key_id },
                 }
             })
             .collect()
@@ -178,5 +182,21 @@ mod tests {
         let mut lying = envelope.clone();
         lying.signatures[2].keyid = a.key_id_hex();
         assert_eq!(lying.check_signatures(&trusted)[2], SignatureCheck::Invalid { key_id: a.key_id_hex() });
+    }
+
+    /// Issue 35, defect 5: two trusted keys may share an 8-byte minisign key id; a signature
+    /// by the second is tried against it too (securesystemslib tries every key with the id).
+    #[test]
+    fn a_signature_is_tried_against_every_trusted_key_with_its_key_id() {
+        let first = SecretKey::from_seed(&[1; 32], [9; 8]);
+        let second = SecretKey::from_seed(&[2; 32], [9; 8]);
+        let mut envelope = Envelope::new(PAYLOAD_TYPE_IN_TOTO, b"{}".to_vec());
+        envelope.sign(&second.key_id_hex(), |m| Ok::<_, ()>(second.sign_ed25519(m))).unwrap();
+        let trusted = [first.public_key(), second.public_key()];
+        assert_eq!(envelope.check_signatures(&trusted), [SignatureCheck::Verified { key_id: second.key_id_hex() }]);
+        // Neither key made it: invalid, whichever key is listed first.
+        let mut forged = envelope.clone();
+        forged.signatures[0].sig = vec![7; 64];
+        assert_eq!(forged.check_signatures(&trusted), [SignatureCheck::Invalid { key_id: second.key_id_hex() }]);
     }
 }

@@ -71,7 +71,7 @@ pub(crate) fn parse_json<T: serde::de::DeserializeOwned>(bytes: &[u8], what: &st
     if nesting_depth(bytes) > MAX_ATTESTATION_DEPTH {
         return Err(FormatError::TooDeep);
     }
-    serde_json::from_slice(bytes).map_err(|e| FormatError::Malformed(format!("{what}: {e}")))
+    crate::signed_json::from_slice(bytes).map_err(|e| FormatError::Malformed(format!("{what}: {e}")))
 }
 
 /// The deepest nesting of `[` and `{` outside JSON strings.

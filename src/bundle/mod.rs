@@ -4,18 +4,12 @@
 //! here.
 
 pub mod file;
-mod rejection;
+mod refused;
+mod signature;
 pub mod verify;
 
-/// The name of the signature entry, the bundle's second.
-pub const SIGNATURE_ENTRY: &str = "manifest.toml.minisig";
-/// The bundle's own entries besides `[files]`: no listed path may collide with them.
-pub const OWN_ENTRIES: &[&str] =
-    &[crate::manifest::FILE_NAME, SIGNATURE_ENTRY, crate::tools::FILE_NAME, crate::policy::FILE_NAME];
-/// The untrusted comment of every signature `bundle` writes (fixed, so packs are reproducible).
-pub const UNTRUSTED_COMMENT: &str = "signature from agent-bundle";
-/// The file name extension of a bundle; the packer's file-set leaves such files out.
-pub const EXTENSION: &str = ".agent.bundle";
+/// The format's names live in a low module of their own ([`crate::entries`]).
+pub use crate::entries::{EXTENSION, OWN_ENTRIES, SIGNATURE_ENTRY, UNTRUSTED_COMMENT};
 
 /// Largest JSON file (tools.json, schemas) held in memory for re-validation, and the total.
 pub use crate::limits::MAX_JSON_BYTES;

@@ -13,20 +13,22 @@ use std::io::{self, BufRead, Read, Write};
 
 use serde::Serialize;
 
-pub use super::rejection::{Reason, Rejection};
+pub use super::refused::Refused;
+use super::signature::{authenticate, check_signature, check_signed_for, judge_signers, parse_signature};
+pub use super::signature::{policy_rejection, reason_of};
 use super::{MAX_JSON_BYTES, MAX_MANIFEST_BYTES, MAX_SIGNATURE_BYTES, SIGNATURE_ENTRY, is_held};
 use crate::archive::{ArchiveError, ArchiveReader, Entry, Limits};
 use crate::diagnostic::{Code, Source};
 use crate::hasher::EntryHasher;
 use crate::manifest::{self, Manifest};
-use crate::minisign::{Signature, SignatureError};
+use crate::minisign::Signature;
 use crate::policy::{self, Policy};
+pub use crate::rejection::{Reason, Rejection};
 use crate::state::State;
 use crate::timestamp::Timestamp;
 use crate::tools::{self, ToolsFile};
-use crate::trust::{self, TrustedKey, TrustedKeys};
-use crate::trust_policy::judge::Authenticated;
-use crate::trust_policy::{self, Refusal, SignatureStatus, SignersVerdict, TrustPolicy};
+use crate::trust::TrustedKeys;
+use crate::trust_policy::{self, SignersVerdict, TrustPolicy};
 
 /// How signatures are treated.
 #[derive(Clone, Copy)]
@@ -98,8 +100,6 @@ pub struct Verified {
     pub held: HashMap<String, Vec<u8>>,
     /// The BLAKE3 of the signed manifest's bytes: what a state file records.
     pub manifest_blake3: blake3::Hash,
-    /// The attestations the gate judged and accepted (none when it was given none).
-    pub attestations: Vec<crate::evidence::judge::Judged>,
     /// The signed manifest's bytes (what co-signatures sign).
     pub manifest_bytes: Vec<u8>,
     /// With a trust policy: what became of each signature, and each rule's tally.
@@ -135,7 +135,7 @@ pub fn verify(
     trust: Trust<'_>,
     expect: &Expect<'_>,
     sink: &mut dyn Sink,
-) -> Result<Verified, Rejection> {
+) -> Result<Verified, Refused> {
     let mut signer = None;
     let mut agent = None;
     let result = run(input, trust, expect, sink, &mut signer, &mut agent);
@@ -159,7 +159,7 @@ fn run(
     sink: &mut dyn Sink,
     signer: &mut Option<String>,
     agent: &mut Option<(String, String)>,
-) -> Result<Verified, Rejection> {
+) -> Result<Verified, Refused> {
     let limits = Limits {
         max_window_log: 24,
         max_entry_size: u64::MAX >> 1,
@@ -208,60 +208,9 @@ fn run(
         tools,
         held: kept,
         manifest_blake3,
-        attestations: Vec::new(),
         manifest_bytes,
         signers,
     })
-}
-
-/// With a trust policy: the pack signature and the co-signatures over the manifest's bytes.
-/// At least one must verify with a key of the policy before the manifest is believed.
-fn authenticate(p: &PolicyTrust<'_>, pack: &Signature, manifest_bytes: &[u8]) -> Result<Authenticated, Rejection> {
-    let mut all = vec![(SIGNATURE_ENTRY.to_owned(), pack)];
-    all.extend(p.cosignatures.iter().enumerate().map(|(i, s)| (format!("cosig:{}", i + 1), s)));
-    let auth = trust_policy::judge::authenticate(p.policy, &all, manifest_bytes, p.keyless);
-    if auth.any_verified() {
-        return Ok(auth);
-    }
-    let bad = auth.verdicts().iter().any(|v| v.status == SignatureStatus::BadSignature);
-    let ids: Vec<&str> = auth.verdicts().iter().map(|v| v.identity.as_deref().unwrap_or(v.key_id.as_str())).collect();
-    Err(Rejection::new(
-        if bad { Reason::BadSignature } else { Reason::UntrustedKey },
-        Some(SIGNATURE_ENTRY),
-        format!(
-            "no signature verifies as a signer of trust policy `{}` version {} (signed by {})",
-            p.policy.id,
-            p.policy.version,
-            ids.join(", ")
-        ),
-    ))
-}
-
-/// With a trust policy: what counts for this agent, and (when enforced) the rules met.
-fn judge_signers(p: &PolicyTrust<'_>, auth: Authenticated, m: &Manifest) -> Result<SignersVerdict, Rejection> {
-    let comment = trust::trusted_comment(&m.name, &m.version.to_string());
-    let verdict = trust_policy::judge::judge(p.policy, auth, &m.name, &comment, p.now);
-    let Some((refusal, message)) = verdict.refusal().filter(|_| p.enforce) else { return Ok(verdict) };
-    Err(policy_rejection(refusal, message, verdict))
-}
-
-/// The gate's refusal of a bundle whose signatures do not meet the trust policy.
-pub fn policy_rejection(refusal: Refusal, message: String, verdict: SignersVerdict) -> Rejection {
-    let mut r = Rejection::new(reason_of(refusal), None, message);
-    r.signers = Some(Box::new(verdict));
-    r
-}
-
-/// The reason code of a trust policy's refusal.
-pub fn reason_of(refusal: Refusal) -> Reason {
-    match refusal {
-        Refusal::ThresholdNotMet => Reason::ThresholdNotMet,
-        Refusal::RevokedKey => Reason::RevokedKey,
-        Refusal::OutsideWindow => Reason::KeyOutsideWindow,
-        Refusal::NotForAgent => Reason::UntrustedKey,
-        Refusal::NoRule => Reason::NoPolicyRule,
-        Refusal::Keyless(reason) => reason,
-    }
 }
 
 /// Entry 1: the manifest, under a small cap.
@@ -316,104 +265,6 @@ fn read_signature_entry<R: BufRead>(reader: &mut ArchiveReader<R>) -> Result<Vec
     }
     let size = entry.size;
     read_small(&mut entry, size)
-}
-
-fn parse_signature(text: &[u8]) -> Result<Signature, Rejection> {
-    std::str::from_utf8(text)
-        .map_err(|_| "the signature file is not UTF-8".to_owned())
-        .and_then(|t| Signature::from_text(t).map_err(|e| e.to_string()))
-        .map_err(|why| {
-            Rejection::new(Reason::BadSignature, Some(SIGNATURE_ENTRY), format!("malformed signature: {why}"))
-        })
-}
-
-/// The trusted keys that verify the signature. A key may appear on several lines of a
-/// trusted-keys file (with different scopes): every line that verifies is kept.
-fn check_signature<'k>(
-    keys: &'k TrustedKeys,
-    signature: &Signature,
-    manifest_bytes: &[u8],
-) -> Result<Vec<&'k TrustedKey>, Rejection> {
-    let candidates: Vec<_> = keys.with_id(signature.key_id()).collect();
-    if candidates.is_empty() {
-        return Err(Rejection::new(
-            Reason::UntrustedKey,
-            Some(SIGNATURE_ENTRY),
-            format!("signed by key {}, which is not among the trusted keys", signature.key_id_hex()),
-        ));
-    }
-    let mut good = Vec::new();
-    let mut failure = None;
-    for k in candidates {
-        match signature.verify(&k.key, manifest_bytes) {
-            Ok(()) => good.push(k),
-            Err(e) => failure = Some(e),
-        }
-    }
-    if good.is_empty() {
-        let what = match failure {
-            Some(SignatureError::BadTrustedComment) => {
-                "the trusted comment was altered (its signature does not verify)".to_owned()
-            }
-            Some(other) => format!("the manifest's signature does not verify: {other}"),
-            None => "the manifest's signature does not verify".to_owned(),
-        };
-        return Err(Rejection::new(Reason::BadSignature, Some(SIGNATURE_ENTRY), what));
-    }
-    Ok(good)
-}
-
-/// The signature is for this agent and version, by a key trusted for this agent name, and the
-/// agent is the one the caller expects.
-fn check_signed_for(
-    signature: &Signature,
-    verified_by: Option<&[&TrustedKey]>,
-    manifest: &Manifest,
-    expect: &Expect<'_>,
-) -> Result<(), Rejection> {
-    let expected_comment = trust::trusted_comment(&manifest.name, &manifest.version.to_string());
-    // FORMAT §5.2: the two fields in either order, each exactly once, values byte for byte.
-    let signed_for = trust::parse_trusted_comment(signature.trusted_comment());
-    let matches = signed_for.as_ref().is_ok_and(|(n, v)| *n == manifest.name && *v == manifest.version.to_string());
-    if !matches {
-        let signed_for = match signed_for {
-            Ok((n, v)) => format!("the signature is for {n} {v}"),
-            Err(why) => why,
-        };
-        return Err(Rejection::new(
-            Reason::NameMismatch,
-            Some(SIGNATURE_ENTRY),
-            format!(
-                "{signed_for}; the manifest says {} {} (expected the trusted comment `{expected_comment}`)",
-                manifest.name, manifest.version
-            ),
-        ));
-    }
-    if let Some(lines) = verified_by
-        && !lines.iter().any(|k| k.may_sign(&manifest.name))
-    {
-        let scopes: Vec<String> = lines.iter().flat_map(|k| k.scopes.iter().cloned()).collect();
-        return Err(Rejection::new(
-            Reason::UntrustedKey,
-            Some(SIGNATURE_ENTRY),
-            format!(
-                "key {} is trusted only for agents matching {}, not `{}`",
-                signature.key_id_hex(),
-                scopes.join(", "),
-                manifest.name
-            ),
-        ));
-    }
-    if let Some(want) = expect.name
-        && want != manifest.name
-    {
-        return Err(Rejection::new(
-            Reason::NameMismatch,
-            None,
-            format!("the bundle is agent `{}`, expected `{want}`", manifest.name),
-        ));
-    }
-    Ok(())
 }
 
 /// The entries after the signature, as streamed: the files, and the ones held in memory.

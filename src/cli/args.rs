@@ -126,6 +126,14 @@ impl AttestArgs {
 impl GateArgs {
     /// The gate's options, with the trusted `keys` (or `policy`) and the clock of `global`.
     pub fn options(self, keys: TrustedKeys, policy: Option<PolicyOptions>, global: Global) -> GateOptions {
+        // A deployment gate under a policy remembers the newest version it followed only in a
+        // state file: without one, an older version offered later is believed again.
+        if policy.as_ref().is_some_and(|p| p.require_threshold) && self.state.is_none() {
+            super::output::status(
+                global,
+                "warning: --trust-policy without --state: the newest policy version followed is not remembered, so an older one (before a revocation) would be believed next time; add --state FILE",
+            );
+        }
         GateOptions {
             keys,
             name: self.name,

@@ -54,12 +54,18 @@ pub fn run(args: Args, global: Global) -> anyhow::Result<Outcome> {
                     "sha256": a.sha256,
                     "attestations": a.files.iter().map(|f| f.display().to_string()).collect::<Vec<_>>(),
                     "signatures": a.signatures,
+                    "signed_existing_statement": a.adopted,
                 }))?,
                 _ => {
-                    for (f, n) in a.files.iter().zip(&a.signatures) {
+                    for ((f, n), adopted) in a.files.iter().zip(&a.signatures).zip(&a.adopted) {
                         let others = match n {
                             0 | 1 => String::new(),
                             n => format!("; it holds {n} signatures"),
+                        };
+                        let others = match adopted {
+                            // Said, because this key vouches for a statement it did not make.
+                            true => format!("{others}; signed the statement already there, which another key made"),
+                            false => others,
                         };
                         output::status(
                             global,

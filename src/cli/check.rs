@@ -1,8 +1,10 @@
 //! `bundle check [PATH]...`: validate agent folders; the pre-commit hook.
 
 use agent_bundle::agent::display_prefix;
+use agent_bundle::agent::pins::{McpRefresh, Refresh};
 use agent_bundle::diagnostic::{Code, Report};
 use agent_bundle::fetch::Fetcher;
+use agent_bundle::mcp_client::Limits;
 use agent_bundle::ops::check;
 
 use serde::Serialize;
@@ -17,16 +19,30 @@ use super::{Format, Global, Outcome, output};
 /// Exit status: 0 clean (warnings allowed), 1 problems found, 2 usage or I/O error.
 #[derive(Debug, clap::Args)]
 #[command(
-    after_help = "Examples:\n  bundle check                 # the agent in ., or every agent in agents/\n  bundle check agents/mailer\n  bundle check agents/team-a      # every agent below it\n  bundle check --refresh agents/github   # also fetch pinned toolsets\n  bundle check --refresh --ca-cert corp-root.pem agents/internal\n  bundle check --format json . | jq '.diagnostics[].code'"
+    after_help = "Examples:\n  bundle check                 # the agent in ., or every agent in agents/\n  bundle check agents/mailer\n  bundle check agents/team-a      # every agent below it\n  bundle check --refresh agents/github   # also fetch pinned toolsets\n  bundle check --refresh --ca-cert corp-root.pem agents/internal\n  bundle check --refresh --env TZ agents/clock   # also start pinned MCP servers\n  bundle check --format json . | jq '.diagnostics[].code'"
 )]
 pub struct Args {
     #[command(flatten)]
     pub(super) targets: super::args::Targets,
 
-    /// Also fetch every URL pinned in manifest.toml `[pins]` and report drift from the pinned
-    /// copy (`pin_drift`). Uses the network; without it check never does.
+    /// Also fetch every URL pinned in manifest.toml `[pins]`, and start every pinned MCP server
+    /// (stdio, as `import --stdio` does), and report drift from the pinned copy (`pin_drift`,
+    /// per MCP tool with the change classes of `bundle diff`). Uses the network and runs the
+    /// pinned commands; without it check does neither.
     #[arg(long)]
     refresh: bool,
+
+    /// With --refresh, MCP servers: pass this variable of the environment to the server (NAME),
+    /// or set it (NAME=VALUE); repeatable. A server otherwise gets only HOME, LOGNAME, PATH,
+    /// SHELL, TERM and USER. Never recorded in the manifest.
+    #[arg(long = "env", value_name = "NAME[=VALUE]", requires = "refresh")]
+    env: Vec<agent_bundle::mcp_client::EnvVar>,
+
+    /// With --refresh, MCP servers: give up on a server that has not listed its tools after
+    /// this many seconds.
+    #[arg(long, value_name = "SECS", default_value_t = 30, requires = "refresh",
+          value_parser = clap::value_parser!(u64).range(1..=3600))]
+    timeout: u64,
 
     /// With --refresh: also trust the root certificates in this PEM file (a private CA's), in
     /// addition to the public (Mozilla) roots. Repeatable.
@@ -36,8 +52,13 @@ pub struct Args {
 
 pub fn run(args: Args, global: Global) -> anyhow::Result<Outcome> {
     let paths = args.targets.paths();
-    let fetcher = if args.refresh { Some(Fetcher::new(&args.ca_cert)?) } else { None };
-    let opts = agent_bundle::agent::CheckOptions { digests: true, refresh: fetcher.as_ref() };
+    let refresh = if args.refresh {
+        let limits = Limits { timeout: std::time::Duration::from_secs(args.timeout), ..Limits::default() };
+        Some(Refresh { fetcher: Fetcher::new(&args.ca_cert)?, mcp: McpRefresh { env: args.env, limits } })
+    } else {
+        None
+    };
+    let opts = agent_bundle::agent::CheckOptions { digests: true, refresh: refresh.as_ref() };
     let mut all = Report::default();
     let mut agents = Vec::new();
     // Only the summaries and the problems stay, taken from each result on its checking thread.

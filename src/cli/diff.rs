@@ -8,7 +8,7 @@ use agent_bundle::contract::{Change, Impact};
 use agent_bundle::diagnostic::sanitize;
 use agent_bundle::ops::diff::{self, AgentDiff, FailOn, Status};
 
-use super::json::{Clean, DiffReport, DiffSummary, DiffTool, Release};
+use super::json::{Clean, DiffPin, DiffReport, DiffSummary, DiffTool, PinnedTool, Release};
 use super::{Format, Global, Outcome, output};
 
 /// Compare the tool contracts and policy.caps grants of two releases of an agent.
@@ -74,7 +74,7 @@ pub fn run(args: Args, global: Global) -> anyhow::Result<Outcome> {
     let names: Vec<&str> = args.fail_on.iter().map(|f| f.name()).collect();
     match args.format {
         Format::Json => output::print_json(&json(&d, &names, matched))?,
-        Format::Github => github(&d, &fail_on, &Places::of(&args.new))?,
+        Format::Github => github(&d, &fail_on, &Places::of(&args.new, &d))?,
         Format::Human => human(&d, global)?,
     }
     if matched > 0 {
@@ -157,6 +157,24 @@ fn human(d: &AgentDiff, global: Global) -> std::io::Result<()> {
         writeln!(out, "\n  {mark} {}{risk}", sanitize(&t.id))?;
         output::write_changes(&mut out, &t.changes.iter().collect::<Vec<_>>(), "    ")?;
     }
+    for p in d.pins.iter().filter(|p| p.status != Status::Unchanged) {
+        let mark = match p.status {
+            Status::Added => '+',
+            Status::Removed => '-',
+            _ => '~',
+        };
+        writeln!(out, "\n  {mark} MCP server {} ({})", sanitize(&p.server), sanitize(&p.file))?;
+        // Each change says which of the server's tools it is about.
+        let shown: Vec<Change> = p
+            .changes
+            .iter()
+            .map(|c| {
+                let tool = c.tool.as_deref().and_then(|t| t.split_once('/')).map_or("", |(_, t)| t);
+                Change { message: format!("{tool}: {}", c.message), ..c.clone() }
+            })
+            .collect();
+        output::write_changes(&mut out, &shown.iter().collect::<Vec<_>>(), "    ")?;
+    }
     writeln!(out, "\n{}", summary(d))?;
     out.flush()
 }
@@ -195,6 +213,18 @@ fn json<'a>(d: &'a AgentDiff, fail_on: &'a [&'a str], matched: usize) -> DiffRep
                 changes: t.changes.iter().map(Clean).collect(),
             })
             .collect(),
+        pins: d
+            .pins
+            .iter()
+            .map(|p| DiffPin {
+                server: &p.server,
+                file: &p.file,
+                status: p.status,
+                old: PinnedTool::list(&p.old),
+                new: PinnedTool::list(&p.new),
+                changes: p.changes.iter().map(Clean).collect(),
+            })
+            .collect(),
         changes: d.changes().map(Clean).collect(),
     }
 }
@@ -205,23 +235,37 @@ fn json<'a>(d: &'a AgentDiff, fail_on: &'a [&'a str], matched: usize) -> DiffRep
 struct Places {
     tools: Option<(String, String)>,
     policy: Option<(String, String)>,
+    /// `mcp:<server>` and the server's pin file in NEW.
+    pins: Vec<(String, String)>,
 }
 
 impl Places {
-    fn of(new: &Path) -> Places {
+    fn of(new: &Path, d: &AgentDiff) -> Places {
         let read = |name: &str| {
             let path = new.join(name);
             let text = std::fs::read_to_string(&path).ok()?;
             Some((path.display().to_string(), text))
         };
         if !new.is_dir() {
-            return Places { tools: None, policy: None };
+            return Places { tools: None, policy: None, pins: Vec::new() };
         }
-        Places { tools: read("tools.json"), policy: read("policy.caps") }
+        let pins = d
+            .pins
+            .iter()
+            .filter(|p| p.status != Status::Removed)
+            .map(|p| (format!("mcp:{}/", p.server), new.join(&p.file).display().to_string()))
+            .collect();
+        Places { tools: read("tools.json"), policy: read("policy.caps"), pins }
     }
 
     /// `file=` and, when found, `line=` for a change.
     fn of_change(&self, c: &Change) -> Vec<String> {
+        if let Some(tool) = c.tool.as_deref().filter(|t| t.starts_with("mcp:")) {
+            return match self.pins.iter().find(|(prefix, _)| tool.starts_with(prefix.as_str())) {
+                Some((_, file)) => vec![format!("file={}", output::escape_property(&sanitize(file)))],
+                None => Vec::new(),
+            };
+        }
         let (file, line) = match (&c.tool, &self.tools, &self.policy) {
             (Some(id), Some((file, text)), _) => (file, line_of(text, |l| declares_id(l, id))),
             (None, _, Some((file, text))) => {

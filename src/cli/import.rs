@@ -44,7 +44,12 @@ enum Source {
   bundle import --from openai fns.json --http POST https://fn.example/{tool}
   bundle import --from mcp tools-list.json --exec /opt/bin/call --arg {tool}
   bundle import --from mcp --stdio --exec /opt/bin/mcp-call --arg {tool} \\
-      -o agents/clock/tools.json --force --grant -- mcp-server-time")]
+      -o agents/clock/tools.json --force --grant -- mcp-server-time
+  bundle import --from mcp --stdio --pin --server time \\
+      --exec /opt/bin/mcp-call --arg {tool} -o agents/clock/tools.json \\
+      --force -- mcp-server-time
+  bundle import --from mcp tools-list.json --pin --server time \\
+      --exec /opt/bin/mcp-call --arg {tool} -o agents/clock/tools.json")]
 pub struct Args {
     /// The input format.
     #[arg(long, value_enum)]
@@ -98,10 +103,18 @@ pub struct Args {
     force: bool,
 
     /// RAP from URLs: keep each fetched toolset in the agent folder (pins/<host>.rap.json) and
-    /// record its URL and BLAKE3 digest in manifest.toml [pins]; `bundle check --refresh` then
-    /// reports when the server's toolset drifts. Needs -o inside an agent folder.
+    /// record its URL and BLAKE3 digest in manifest.toml [pins]. MCP: keep every Tool object
+    /// the server listed, exactly as served, in pins/<server>.mcp.json and record the server's
+    /// name, its command (never --env values) and the file's BLAKE3. `bundle check --refresh`
+    /// then reports drift, and `bundle guard` holds the server to the signed pin. Needs -o
+    /// inside an agent folder.
     #[arg(long, requires = "output")]
     pin: bool,
+
+    /// MCP --pin: the server's name in this agent (the pin file's name, what `bundle guard
+    /// --server` asks for); default, the name the server gives itself. Required for a file.
+    #[arg(long, value_name = "NAME", requires = "pin")]
+    server: Option<String>,
 
     /// RAP from https URLs: also trust the root certificates in this PEM file (a private CA's),
     /// in addition to the public (Mozilla) roots. Repeatable.
@@ -130,8 +143,20 @@ pub fn run(args: Args, global: Global) -> anyhow::Result<Outcome> {
     if !args.ca_cert.is_empty() && !args.inputs.iter().any(|i| import::is_url(i)) {
         anyhow::bail!("--ca-cert trusts a root for https servers: use it with --from rap and an https:// input");
     }
-    if args.pin && (!matches!(args.from, Source::Rap) || !args.inputs.iter().all(|i| import::is_url(i))) {
-        anyhow::bail!("--pin pins RAP toolsets fetched from URLs: use --from rap with http:// or https:// inputs");
+    let pins_rap = matches!(args.from, Source::Rap) && args.inputs.iter().all(|i| import::is_url(i));
+    if args.pin && !pins_rap && !matches!(args.from, Source::Mcp) {
+        anyhow::bail!(
+            "--pin pins RAP toolsets fetched from URLs and MCP servers' tools: use --from rap with http:// or https:// inputs, or --from mcp"
+        );
+    }
+    if args.pin && matches!(args.from, Source::Mcp) && !args.stdio && args.server.is_none() {
+        anyhow::bail!("--pin of a tools/list file needs --server NAME: the file does not say which server listed it");
+    }
+    if args.server.is_some() && !matches!(args.from, Source::Mcp) {
+        anyhow::bail!("--server names a pinned MCP server: use it with --from mcp --pin");
+    }
+    if let Some(name) = &args.server {
+        agent_bundle::formats::mcp_pin::check_server_name(name).map_err(|why| anyhow::anyhow!("--server: {why}"))?;
     }
     if args.stdio && !matches!(args.from, Source::Mcp) {
         anyhow::bail!("--stdio starts an MCP server: use it with --from mcp");
@@ -165,7 +190,13 @@ pub fn run(args: Args, global: Global) -> anyhow::Result<Outcome> {
         reach,
         server,
         limits: Limits { timeout: Duration::from_secs(args.timeout), ..Limits::default() },
-        output: args.output.clone().map(|path| Output { path, force: args.force, pin: args.pin, grant: args.grant }),
+        output: args.output.clone().map(|path| Output {
+            path,
+            force: args.force,
+            pin: args.pin,
+            server_name: args.server.clone(),
+            grant: args.grant,
+        }),
         ..Options::new(from, args.inputs)
     };
     let result = import::import(&opts)?;

@@ -4,8 +4,11 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use agent_bundle::bundle::verify::Verified;
+use agent_bundle::contract::release::PinnedServer;
 use agent_bundle::contract::{Contract, ContractError};
 use agent_bundle::diagnostic::sanitize;
+use agent_bundle::formats::mcp_pin;
+use agent_bundle::manifest::{McpStart, PinSource};
 use agent_bundle::ops::gate::Verdict;
 use agent_bundle::ops::input::RegistryConfig;
 use agent_bundle::ops::inspect::{self, Inspected};
@@ -13,7 +16,7 @@ use agent_bundle::timestamp::Timestamp;
 use agent_bundle::tools::Transport;
 use agent_bundle::trust::TrustedKeys;
 
-use super::json::{self, AgentJson, InspectReport, InspectTool, OciInspectReport, OciLayer, Results};
+use super::json::{self, AgentJson, InspectPin, InspectReport, InspectTool, OciInspectReport, OciLayer, Results};
 use super::keys::{load_public_key, load_trust};
 use super::{Format, Global, Outcome};
 
@@ -100,11 +103,11 @@ fn inspect_one(
     collect: bool,
 ) -> anyhow::Result<(Outcome, Option<serde_json::Value>)> {
     let source = registry.source(bundle)?;
-    let (v, contracts, attestations) = match inspect::inspect(&source, keys)? {
-        Inspected::Bundle { verified, contracts, attestations } => (verified, contracts, attestations),
+    let (v, contracts, pins, attestations) = match inspect::inspect(&source, keys)? {
+        Inspected::Bundle { verified, contracts, pins, attestations } => (verified, contracts, pins, attestations),
         Inspected::Config(found) => return config_view(&source.label(), &found, format, collect),
         Inspected::Refused(rejection) if collect && format == Format::Json => {
-            let verdict = Verdict::Refused { rejection, baseline: None };
+            let verdict = Verdict::refused(rejection);
             return Ok((super::verify::outcome_of(&verdict), Some(super::verify::verdict_json(&verdict)?)));
         }
         Inspected::Refused(r) => return Ok((super::verify::render_rejection(bundle, r, format, global)?, None)),
@@ -120,8 +123,10 @@ fn inspect_one(
         doc
     };
     match format {
-        Format::Json if collect => return Ok((Outcome::Ok, Some(with_attestations(json(&v, &contracts, now))))),
-        Format::Json => super::output::print_json(&with_attestations(json(&v, &contracts, now)))?,
+        Format::Json if collect => {
+            return Ok((Outcome::Ok, Some(with_attestations(json(&v, &contracts, &pins, now)))));
+        }
+        Format::Json => super::output::print_json(&with_attestations(json(&v, &contracts, &pins, now)))?,
         Format::Github => super::output::notice(
             Some(&bundle.display().to_string()),
             "inspected",
@@ -135,6 +140,7 @@ fn inspect_one(
         )?,
         Format::Human => {
             human(&v, &contracts, now)?;
+            human_pins(&v, &pins)?;
             for a in &attestations {
                 super::output::print_line(&super::verify::attestation_line(a))?;
             }
@@ -148,7 +154,12 @@ fn contract(contracts: &Result<Vec<Contract>, ContractError>, index: usize) -> O
     contracts.as_ref().ok().and_then(|c| c.get(index))
 }
 
-fn json(v: &Verified, contracts: &Result<Vec<Contract>, ContractError>, now: Timestamp) -> serde_json::Value {
+fn json(
+    v: &Verified,
+    contracts: &Result<Vec<Contract>, ContractError>,
+    pins: &Result<Vec<PinnedServer>, ContractError>,
+    now: Timestamp,
+) -> serde_json::Value {
     let targets: Vec<String> = v.tools.iter().flat_map(|t| &t.tools).map(|tool| tool.transport.summary()).collect();
     json::value(InspectReport {
         agent: AgentJson { name: &v.manifest.name, version: v.manifest.version.to_string() },
@@ -167,7 +178,57 @@ fn json(v: &Verified, contracts: &Result<Vec<Contract>, ContractError>, now: Tim
                 .collect()
         }),
         contract_error: contracts.as_ref().err().map(|e| e.to_string()),
+        pins: pins.as_ref().map(|p| p.iter().map(|s| inspect_pin(v, s)).collect()).unwrap_or_default(),
+        pin_error: pins.as_ref().err().map(|e| e.to_string()),
     })
+}
+
+fn inspect_pin<'a>(v: &'a Verified, s: &'a PinnedServer) -> InspectPin<'a> {
+    let start = v.manifest.pins.get(&s.file).and_then(|p| match &p.source {
+        PinSource::Mcp { start, .. } => start.as_ref(),
+        PinSource::Rap { .. } => None,
+    });
+    InspectPin {
+        server: &s.server,
+        file: &s.file,
+        command: start.and_then(|s| match s {
+            McpStart::Stdio { command } => Some(command.as_slice()),
+            McpStart::Http { .. } => None,
+        }),
+        url: start.and_then(|s| match s {
+            McpStart::Http { url } => Some(url.as_str()),
+            McpStart::Stdio { .. } => None,
+        }),
+        tools: fingerprints(s),
+    }
+}
+
+/// `(name, fingerprint)` of each pinned tool, in served order.
+fn fingerprints(s: &PinnedServer) -> Vec<(String, String)> {
+    s.tools.iter().map(|t| (mcp_pin::tool_name(t).unwrap_or_default().to_owned(), mcp_pin::fingerprint(t))).collect()
+}
+
+/// Each pinned MCP server, how it is started, and its tools' fingerprints.
+fn human_pins(v: &Verified, pins: &Result<Vec<PinnedServer>, ContractError>) -> std::io::Result<()> {
+    let mut out = std::io::stdout().lock();
+    let servers = match pins {
+        Ok(p) if p.is_empty() => return Ok(()),
+        Ok(p) => p,
+        Err(e) => return writeln!(out, "\npinned MCP servers: cannot be read: {}", sanitize(&e.to_string())),
+    };
+    writeln!(out, "\npinned MCP servers ({}):", servers.len())?;
+    for s in servers {
+        let origin = v.manifest.pins.get(&s.file).map(|p| p.origin()).unwrap_or_default();
+        writeln!(out, "  {}  {}  {}", sanitize(&s.server), sanitize(&s.file), sanitize(&origin))?;
+        let rows = fingerprints(s);
+        let width = rows.iter().map(|(n, _)| sanitize(n).chars().count()).max().unwrap_or(0).min(64);
+        for (name, fp) in rows {
+            let name = sanitize(&name);
+            let pad = " ".repeat(width.saturating_sub(name.chars().count()));
+            writeln!(out, "    {name}{pad}  {}", &fp[..16])?;
+        }
+    }
+    out.flush()
 }
 
 fn human(v: &Verified, contracts: &Result<Vec<Contract>, ContractError>, now: Timestamp) -> std::io::Result<()> {

@@ -144,6 +144,33 @@ pub struct InspectReport<'a> {
     pub tools: Option<Vec<InspectTool<'a>>>,
     #[serde(serialize_with = "clean_opt")]
     pub contract_error: Option<String>,
+    /// The pinned MCP servers, when the bundle has any.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub pins: Vec<InspectPin<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none", serialize_with = "clean_opt")]
+    pub pin_error: Option<String>,
+}
+
+/// One pinned MCP server of an inspected bundle.
+#[derive(Debug, Serialize)]
+pub struct InspectPin<'a> {
+    #[serde(serialize_with = "clean")]
+    pub server: &'a str,
+    #[serde(serialize_with = "clean")]
+    pub file: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub command: Option<&'a [String]>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub url: Option<&'a str>,
+    /// `(name, fingerprint)` in served order, shown as objects.
+    #[serde(serialize_with = "pinned_tools")]
+    pub tools: Vec<(String, String)>,
+}
+
+fn pinned_tools<S: Serializer>(tools: &[(String, String)], s: S) -> Result<S::Ok, S::Error> {
+    let owned = Some(tools.to_vec());
+    let list = PinnedTool::list(&owned).unwrap_or_default();
+    list.serialize(s)
 }
 
 /// One tool of an inspected bundle.
@@ -260,7 +287,38 @@ pub struct DiffReport<'a> {
     pub summary: DiffSummary,
     pub grants: Vec<Clean<&'a Change>>,
     pub tools: Vec<DiffTool<'a>>,
+    /// The pinned MCP servers (manifest.toml `[pins]`, `format = "mcp"`), when either side has any.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub pins: Vec<DiffPin<'a>>,
     pub changes: Vec<Clean<&'a Change>>,
+}
+
+/// One pinned MCP server in `diff`: its tools' fingerprints (in served order) on each side
+/// and the changes.
+#[derive(Debug, Serialize)]
+pub struct DiffPin<'a> {
+    #[serde(serialize_with = "clean")]
+    pub server: &'a str,
+    #[serde(serialize_with = "clean")]
+    pub file: &'a str,
+    pub status: Status,
+    pub old: Option<Vec<PinnedTool<'a>>>,
+    pub new: Option<Vec<PinnedTool<'a>>>,
+    pub changes: Vec<Clean<&'a Change>>,
+}
+
+/// A pinned MCP tool: its name and fingerprint (BLAKE3 of its RFC 8785 canonical form).
+#[derive(Debug, Serialize)]
+pub struct PinnedTool<'a> {
+    #[serde(serialize_with = "clean")]
+    pub name: &'a str,
+    pub fingerprint: &'a str,
+}
+
+impl<'a> PinnedTool<'a> {
+    pub fn list(tools: &'a Option<Vec<(String, String)>>) -> Option<Vec<PinnedTool<'a>>> {
+        tools.as_ref().map(|t| t.iter().map(|(name, fingerprint)| PinnedTool { name, fingerprint }).collect())
+    }
 }
 
 /// The counts of a diff: all changes, changes by impact, tools by status.

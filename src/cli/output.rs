@@ -277,7 +277,7 @@ pub fn github_error(e: &anyhow::Error) {
 pub fn error_code(e: &anyhow::Error) -> agent_bundle::ErrorCode {
     use agent_bundle::ErrorCode;
     for cause in e.chain() {
-        if let Some(code) = agent_bundle::error::code_of(cause) {
+        if let Some(code) = code_of(cause) {
             return code;
         }
     }
@@ -285,6 +285,43 @@ pub fn error_code(e: &anyhow::Error) -> agent_bundle::ErrorCode {
     // of any other type has no code of its own, which is a defect, reported as one.
     let message = e.downcast_ref::<String>().is_some() || e.downcast_ref::<&'static str>().is_some();
     if message || e.downcast_ref::<clap::Error>().is_some() { ErrorCode::Usage } else { ErrorCode::Internal }
+}
+
+/// The code of `e` if it is one of the library's error types; `None` for anything else (a
+/// message of the command line's own, which is a usage error).
+///
+/// Every error type a library function returns to the command line is in this list; a type
+/// that wraps another transparently answers with the wrapped one's code. It lives here, in
+/// the command line, because it names the error types of every layer, the highest included.
+fn code_of(e: &(dyn std::error::Error + 'static)) -> Option<agent_bundle::ErrorCode> {
+    use agent_bundle::error::Coded;
+    macro_rules! first_of {
+        ($($t:ty),* $(,)?) => {
+            $(if let Some(e) = e.downcast_ref::<$t>() { return Some(Coded::code(e)); })*
+        };
+    }
+    first_of!(
+        agent_bundle::Error,
+        agent_bundle::ops::gate::GateError,
+        agent_bundle::ops::trust::TrustError,
+        agent_bundle::keyless::RootError,
+        agent_bundle::ops::input::InputError,
+        agent_bundle::oci::OciError,
+        agent_bundle::keys::SignerError,
+        agent_bundle::minisign::KeyError,
+        agent_bundle::fetch::FetchError,
+        agent_bundle::state::StateError,
+        agent_bundle::contract::baseline::BaselineError,
+        agent_bundle::atomic::WriteError,
+        agent_bundle::contract::release::LoadError,
+        agent_bundle::archive::ArchiveError,
+        agent_bundle::mcp_client::McpError,
+        agent_bundle::regular_file::ReadError,
+        agent_bundle::contract::ContractError,
+        agent_bundle::minisign::SignatureError,
+        std::io::Error,
+    );
+    None
 }
 
 /// The one JSON document of a run that stopped with an error (exit 2).

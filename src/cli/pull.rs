@@ -2,7 +2,6 @@
 
 use std::path::{Path, PathBuf};
 
-use agent_bundle::bundle::verify::Discard;
 use agent_bundle::oci::Reference;
 use agent_bundle::ops::gate::{Gate, Verdict};
 use agent_bundle::ops::pull;
@@ -51,31 +50,26 @@ pub fn run(args: Args, global: Global) -> anyhow::Result<Outcome> {
     // A baseline or state file that cannot be read stops the run before anything is fetched.
     let mut opts = args.gate.options(keys, super::keys::load_policy(&args.trust)?, global);
     args.keyless.apply(&mut opts)?;
-    let gate = std::cell::RefCell::new(Some(Gate::open(opts)?));
+    let gate = Gate::open(opts)?;
     let label = PathBuf::from(reference.to_string());
-    let with_config = gate.borrow().as_ref().is_some_and(Gate::needs_config);
-    let before = |found| gate.borrow_mut().as_mut().expect("the gate").before_layer(found);
-    let result = pull::pull(&source, &args.output, with_config, before, |input| {
-        let gate = gate.borrow_mut().take().expect("the gate runs once");
-        anyhow::Ok(match gate.run(input, &label, &mut Discard)? {
-            passed @ Verdict::Passed { .. } => Ok(passed),
-            Verdict::Refused { rejection, .. } => Err(rejection),
-        })
-    })?;
-    let (pulled, verdict) = match result {
-        Ok(done) => done,
-        Err(rejection) => return render(&label, &Verdict::Refused { rejection, baseline: None }, args.format, global),
-    };
+    let (pulled, verdict) = pull::pull(&source, &args.output, gate)?;
+    if matches!(verdict, Verdict::Refused { .. }) {
+        return render(&label, &verdict, args.format, global);
+    }
     if args.format == Format::Json {
         // One document: the verdict's report, with where the bundle went.
         let mut doc = serde_json::to_value(verdict.report())?;
         doc["digest"] = pulled.manifest_digest.clone().into();
         doc["ref"] = reference.to_string().into();
         doc["output"] = args.output.display().to_string().into();
+        doc["evidence"] = pulled.evidence.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().into();
         output::print_json(&output::sanitize_json(doc))?;
         return Ok(Outcome::Ok);
     }
     let outcome = render(&label, &verdict, args.format, global)?;
     output::status(global, &format!("wrote {} ({})", args.output.display(), pulled.manifest_digest));
+    for kept in &pulled.evidence {
+        output::status(global, &format!("kept beside it: {}", kept.display()));
+    }
     Ok(outcome)
 }

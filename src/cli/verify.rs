@@ -133,14 +133,16 @@ pub fn render_rejection(
     format: Format,
     global: Global,
 ) -> anyhow::Result<Outcome> {
-    render(bundle, &Verdict::Refused { rejection, baseline: None }, format, global)
+    render(bundle, &Verdict::refused(rejection), format, global)
 }
 
 /// Prints the gate's verdict in `format`; returns the outcome it means.
 pub fn render(bundle: &Path, verdict: &Verdict, format: Format, global: Global) -> anyhow::Result<Outcome> {
     let (result, baseline) = match verdict {
-        Verdict::Passed { verified, baseline, .. } => (Ok(&**verified), baseline.as_ref()),
-        Verdict::Refused { rejection, baseline } => (Err(rejection), baseline.as_ref()),
+        Verdict::Passed { verified, baseline, attestations, .. } => {
+            (Ok((&**verified, attestations)), baseline.as_ref())
+        }
+        Verdict::Refused { rejection, baseline, signers, .. } => (Err((rejection, signers)), baseline.as_ref()),
     };
     let outcome = outcome_of(verdict);
     match format {
@@ -162,13 +164,13 @@ pub fn render(bundle: &Path, verdict: &Verdict, format: Format, global: Global) 
             }
             let file = bundle.display().to_string();
             match result {
-                Ok(v) => output::print_line(&output::github_annotation(
+                Ok((v, _)) => output::print_line(&output::github_annotation(
                     "notice",
                     Some(&file),
                     "verified",
                     &format!("{} {} verified (key {})", v.manifest.name, v.manifest.version, v.key_id),
                 ))?,
-                Err(r) => {
+                Err((r, _)) => {
                     let at = r.path.as_deref().map(|p| format!(" (entry {p})")).unwrap_or_default();
                     output::print_line(&output::github_annotation(
                         "error",
@@ -180,7 +182,7 @@ pub fn render(bundle: &Path, verdict: &Verdict, format: Format, global: Global) 
             }
         }
         Format::Human => match result {
-            Ok(v) => {
+            Ok((v, attestations)) => {
                 if let Some(s) = &v.signers {
                     for line in signers_lines(s) {
                         output::status(global, &line);
@@ -204,17 +206,17 @@ pub fn render(bundle: &Path, verdict: &Verdict, format: Format, global: Global) 
                         v.files.len()
                     ),
                 );
-                for a in &v.attestations {
+                for a in attestations {
                     output::status(global, &format!("  {}", attestation_line(a)));
                 }
             }
-            Err(r) => {
+            Err((r, signers)) => {
                 let at = r.path.as_deref().map(|p| format!("\n  entry: {}", sanitize(p))).unwrap_or_default();
                 output::print_error_line(
                     global,
                     &format!("rejected {}: {} [{}]{at}", bundle.display(), sanitize(&r.message), r.reason.as_str()),
                 );
-                if let Some(s) = &r.signers {
+                if let Some(s) = signers {
                     for line in signers_lines(s) {
                         output::status(global, &line);
                     }

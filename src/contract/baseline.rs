@@ -14,10 +14,10 @@ use serde::Serialize;
 use toml_edit::{Array, DocumentMut, Item, Table, value};
 
 use super::release::{AgentContracts, LoadError};
-use crate::bundle::verify::{Reason, Rejection};
 use crate::contract::{self, Change, Contract, Risk};
 use crate::limits::{MAX_BASELINE_BYTES, MAX_TOML_ITEMS};
 use crate::regular_file::{self, Links};
+use crate::rejection::{Reason, Rejection};
 
 /// The only baseline file format this build reads and writes.
 pub const FORMAT: i64 = 1;

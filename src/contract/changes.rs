@@ -51,6 +51,10 @@ crate::codes::stable_codes! {
     AnnotationChanged => "annotation_changed": "A schema annotation changed: title, description, examples, default, ... (neutral).",
     GrantAdded => "grant_added": "policy.caps grants a capability it did not cover before (widening; neutral when an old grant already covers it).",
     GrantRemoved => "grant_removed": "policy.caps no longer grants a capability (narrowing).",
+    TitleChanged => "title_changed": "An MCP tool's `title` or `annotations.title` changed (neutral).",
+    HintChanged => "hint_changed": "An MCP tool annotation hint changed, absent hints read as the specification's defaults (readOnlyHint false, destructiveHint true, idempotentHint false, openWorldHint true): readOnlyHint true→false, destructiveHint false→true, idempotentHint true→false and openWorldHint false→true are widening (risky), the reverse narrowing.",
+    ToolRenamed => "tool_renamed": "An MCP tool is served under another name, its definition otherwise unchanged (breaking: calls by the old name fail, and the new name was never pinned).",
+    FieldChanged => "field_changed": "Another field of an MCP tool changed: `icons`, `execution`, `_meta`, or a field no specification defines (widening: what is not understood fails closed).",
     ContractChanged => "contract_changed": "The fingerprint changed in a way none of the other kinds describes (widening).",
 }
 

@@ -20,6 +20,16 @@ pub struct AgentContracts {
     pub contracts: Vec<Contract>,
     /// policy.caps grants, in file order.
     pub grants: Vec<String>,
+    /// The MCP servers pinned in manifest.toml `[pins]` (`format = "mcp"`), by file.
+    pub pins: Vec<PinnedServer>,
+}
+
+/// One pinned MCP server: its name, the pin file, and every Tool object it served.
+#[derive(Debug, Clone)]
+pub struct PinnedServer {
+    pub server: String,
+    pub file: String,
+    pub tools: Vec<serde_json::Value>,
 }
 
 impl AgentContracts {
@@ -73,9 +83,22 @@ pub fn from_verified(v: &Verified, origin: &Path) -> Result<AgentContracts, Cont
         version: Some(v.manifest.version.to_string()),
         contracts,
         grants: grants(&policy),
+        // Read by the callers that compare them (`agent::pins::mcp::pins_of`): a pin that cannot be read must
+        // not take the tools' contracts (and what attests them) with it.
+        pins: Vec::new(),
     })
 }
 
 pub(crate) fn grants(policy: &Policy) -> Vec<String> {
     policy.grants.iter().map(|g| g.capability.to_string()).collect()
+}
+
+impl crate::error::Coded for LoadError {
+    fn code(&self) -> crate::error::ErrorCode {
+        use crate::error::ErrorCode;
+        match self {
+            LoadError::Io(e) => e.code(),
+            LoadError::Invalid { .. } | LoadError::Rejected { .. } | LoadError::Contract { .. } => ErrorCode::Usage,
+        }
+    }
 }

@@ -63,7 +63,12 @@ const SUBSCHEMA_MAPS: &[&str] = &["patternProperties", "dependentSchemas", "$def
 
 /// Appends the changes from `old` to `new`, one schema of tool `tool`.
 pub fn compare(tool: &str, side: Side, old: &Value, new: &Value, out: &mut Vec<Change>) {
-    Walk { tool, side, out }.schema(side.name(), old, new);
+    compare_at(tool, side, side.name(), old, new, out);
+}
+
+/// [`compare`], the changes' paths starting at `root` (an MCP tool's `inputSchema`).
+pub fn compare_at(tool: &str, side: Side, root: &str, old: &Value, new: &Value, out: &mut Vec<Change>) {
+    Walk { tool, side, out }.schema(root, old, new);
 }
 
 struct Walk<'a> {

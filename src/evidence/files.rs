@@ -93,36 +93,3 @@ pub fn replace_beside(
     }
     Ok(written)
 }
-
-/// An attestation's origin (a file, a referrer digest) and its bytes.
-pub type Attestation = (String, Vec<u8>);
-
-/// The attestations beside `bundle` as `(file, bytes)`, each read no further than one byte
-/// over the cap (the judgement refuses a larger one), and the bundle file's SHA-256 (hex).
-/// For `inspect`, which shows them; the gate hashes the bundle in its own single pass.
-pub fn read_beside(bundle: &Path) -> std::io::Result<(Vec<Attestation>, String)> {
-    use sha2::{Digest as _, Sha256};
-    use std::io::Read as _;
-    let mut found = Vec::new();
-    for path in discover(bundle) {
-        let mut bytes = Vec::new();
-        crate::regular_file::open(&path, crate::regular_file::Links::Follow)
-            .map_err(crate::regular_file::ReadError::into_io)?
-            .take(crate::attest::MAX_ATTESTATION_BYTES + 1)
-            .read_to_end(&mut bytes)?;
-        found.push((path.display().to_string(), bytes));
-    }
-    if found.is_empty() {
-        return Ok((found, String::new()));
-    }
-    let mut hasher = Sha256::new();
-    let mut file = std::fs::File::open(bundle)?;
-    let mut buf = vec![0u8; 1 << 20];
-    loop {
-        match file.read(&mut buf)? {
-            0 => break,
-            n => hasher.update(&buf[..n]),
-        }
-    }
-    Ok((found, super::hex(&hasher.finalize())))
-}

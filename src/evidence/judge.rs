@@ -14,7 +14,7 @@ use serde_json::Value;
 use super::files::Kind;
 use super::provenance::split_source_uri;
 use crate::attest::{FormatError, SignatureCheck, SigstoreBundle, Statement};
-use crate::bundle::verify::{Reason, Rejection};
+use crate::rejection::{Reason, Rejection};
 use crate::trust::TrustedKeys;
 
 /// What the gate requires of attestations (each an exact match).

@@ -107,6 +107,18 @@ pub fn parse(source: &Source) -> Result<(Vec<McpTool>, Vec<Note>), Vec<Diagnosti
     input.finish(tools).map(|(t, _)| (t, notes))
 }
 
+/// The Tool objects of a document [`parse`] accepted, exactly as written (what `--pin` keeps).
+pub fn tool_objects(doc: &Value) -> Vec<Value> {
+    let result = match doc.get("result") {
+        Some(r) if doc.get("jsonrpc").is_some() => r,
+        _ => doc,
+    };
+    match result {
+        Value::Array(items) => items.clone(),
+        other => other.get("tools").and_then(Value::as_array).cloned().unwrap_or_default(),
+    }
+}
+
 fn tool(
     input: &mut JsonInput<'_>,
     item: &Value,

@@ -6,6 +6,7 @@
 
 pub mod agentcli;
 pub mod mcp;
+pub mod mcp_pin;
 pub mod openai;
 pub mod rap;
 pub mod rune;

@@ -21,7 +21,7 @@ pub use verdict::reason_of;
 
 use sigstore_verify::crypto::FulcioCiClaims;
 
-use crate::bundle::verify::{Reason, Rejection};
+use crate::rejection::{Reason, Rejection};
 
 /// The largest Sigstore bundle read (a real one is 2-12 KiB; a DSSE one carries its statement).
 pub const MAX_SIGSTORE_BUNDLE_BYTES: u64 = 4 << 20;
@@ -115,6 +115,10 @@ pub fn verify_claimed(root: &TrustedRoot, bundle: &SigstoreBundle) -> Result<Cla
 
 fn parse(bundle: &SigstoreBundle) -> Result<sigstore_verify::types::Bundle, Rejection> {
     let file = &bundle.file;
+    if let Some(path) = crate::signed_json::repeated_key(bundle.text.as_bytes()) {
+        let why = format!("the key {path} appears twice (signed JSON has one value per key)");
+        return Err(Rejection::new(Reason::KeylessMalformed, None, format!("{file}: {why}")));
+    }
     let parsed = sigstore_verify::types::Bundle::from_json(&bundle.text)
         .map_err(|e| Rejection::new(verdict::parse_reason(&e.to_string()), None, format!("{file}: {e}")))?;
     if parsed.verification_material.tlog_entries.is_empty() {
@@ -145,7 +149,8 @@ fn claimed_subjects(bundle: &sigstore_verify::types::Bundle) -> Vec<[u8; 32]> {
                 #[serde(default)]
                 digest: std::collections::BTreeMap<String, String>,
             }
-            let statement: Option<Statement> = serde_json::from_slice(e.payload.as_bytes()).ok();
+            // A statement that repeats a key names nothing (and is refused as malformed).
+            let statement: Option<Statement> = crate::signed_json::from_slice(e.payload.as_bytes()).ok();
             statement
                 .into_iter()
                 .flat_map(|s| s.subject)

@@ -73,6 +73,9 @@ impl TrustedRoot {
     pub fn parse(path: &Path, text: &str) -> Result<TrustedRoot, RootError> {
         let invalid = |message: String| RootError::Invalid { path: path.to_owned(), message };
         super::crypto::install();
+        if let Some(key) = crate::signed_json::repeated_key(text.as_bytes()) {
+            return Err(invalid(format!("the key {key} appears twice (a trusted root has one value per key)")));
+        }
         let root = sigstore_verify::trust_root::TrustedRoot::from_json(text).map_err(|e| invalid(e.to_string()))?;
         let verifier = sigstore_verify::Verifier::new(&root).map_err(|e| invalid(e.to_string()))?;
         Ok(TrustedRoot { path: path.to_owned(), root, verifier })

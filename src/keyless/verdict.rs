@@ -6,7 +6,7 @@ use sigstore_verify::CertificateError;
 use sigstore_verify::Error;
 use sigstore_verify::bundle::Error as BundleError;
 
-use crate::bundle::verify::Reason;
+use crate::rejection::Reason;
 
 /// The reason a Sigstore bundle that could not be parsed is refused: an unknown media type is
 /// a version this verifier does not support, anything else a malformed bundle.

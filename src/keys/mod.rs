@@ -18,7 +18,7 @@ use std::path::PathBuf;
 
 use blake2::{Blake2b512, Digest as _};
 
-use crate::error::ErrorCode;
+use crate::error_code::ErrorCode;
 use crate::minisign::{PublicKey, SecretKey, Signature, SignatureError};
 pub use reference::{KeyRef, Pkcs11Uri};
 
@@ -144,7 +144,7 @@ pub enum SignerError {
     Signature(#[from] SignatureError),
 }
 
-impl crate::error::Coded for SignerError {
+impl crate::error_code::Coded for SignerError {
     fn code(&self) -> ErrorCode {
         SignerError::code(self)
     }

@@ -81,18 +81,59 @@ pub fn set_expires(text: &str, expires: crate::timestamp::Timestamp) -> Result<S
     Ok(doc.to_string())
 }
 
-/// Records pins (`[pins."<file>"]` with url, format and blake3), replacing any pin of the
-/// same file and leaving everything else as written.
+/// Records pins (`[pins."<file>"]` with format, where the definition is served from, and
+/// blake3), replacing any pin of the same file (keys the new pin does not have are removed) and
+/// leaving everything else as written.
 pub fn set_pins(text: &str, pins: &[(String, super::Pin)]) -> Result<String, toml_edit::TomlError> {
+    use super::{McpStart, PinSource};
     let mut doc: DocumentMut = text.parse()?;
     let table = table_entry(doc.as_table_mut(), "pins", true);
     for (file, pin) in pins {
         let entry = table_entry(table, file, false);
-        set(entry, "url", Value::from(pin.url.as_str()));
-        set(entry, "format", Value::from(pin.format.as_str()));
+        let mut keys = vec!["format"];
+        set(entry, "format", Value::from(pin.format().as_str()));
+        match &pin.source {
+            PinSource::Rap { url } => {
+                set(entry, "url", Value::from(url.as_str()));
+                keys.push("url");
+            }
+            PinSource::Mcp { server, start } => {
+                set(entry, "server", Value::from(server.as_str()));
+                keys.push("server");
+                match start {
+                    None => {}
+                    Some(McpStart::Stdio { command }) => {
+                        let array: toml_edit::Array = command.iter().map(String::as_str).collect();
+                        set_array(entry, "command", array);
+                        keys.push("command");
+                    }
+                    Some(McpStart::Http { url }) => {
+                        set(entry, "url", Value::from(url.as_str()));
+                        keys.push("url");
+                    }
+                }
+            }
+        }
         set(entry, "blake3", Value::from(pin.blake3.to_hex().as_str()));
+        keys.push("blake3");
+        let stale: Vec<String> =
+            entry.iter().map(|(k, _)| k.to_owned()).filter(|k| !keys.contains(&k.as_str())).collect();
+        for k in stale {
+            entry.remove(&k);
+        }
     }
     Ok(doc.to_string())
+}
+
+/// Sets an array value unless it already holds the same strings.
+fn set_array(table: &mut Table, key: &str, array: toml_edit::Array) {
+    let same_strings = table.get(key).and_then(Item::as_array).is_some_and(|old| {
+        old.len() == array.len()
+            && old.iter().zip(array.iter()).all(|(a, b)| a.as_str().is_some() && a.as_str() == b.as_str())
+    });
+    if !same_strings {
+        table.insert(key, Item::Value(Value::Array(array)));
+    }
 }
 
 fn files(doc: &mut DocumentMut, wanted: &BTreeMap<String, Digest>, changes: &mut Changes) {

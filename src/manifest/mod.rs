@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 
 use crate::timestamp::Timestamp;
 
-pub const FILE_NAME: &str = "manifest.toml";
+pub const FILE_NAME: &str = crate::entries::MANIFEST;
 /// The only bundle format this build understands.
 pub const FORMAT: i64 = 1;
 
@@ -48,32 +48,92 @@ pub struct Manifest {
     /// `[bundle] expires`: after this instant `bundle verify` rejects the bundle (`expired`),
     /// so a stale release cannot be replayed forever (a freeze attack).
     pub expires: Option<Timestamp>,
-    /// `[pins."<file>"]`: remote toolsets fetched by `bundle import --pin`, by the agent file
-    /// that holds the fetched copy.
+    /// `[pins."<file>"]`: remote tool definitions kept by `bundle import --pin` (RAP toolsets,
+    /// MCP servers' tool lists), by the agent file that holds the pinned copy.
     pub pins: BTreeMap<String, Pin>,
 }
 
 /// A remote tool definition pinned at import: where it came from and the BLAKE3 digest of the
-/// bytes the server sent then (which the pinned file holds).
+/// bytes the pinned file holds (for RAP, the bytes the server sent; for MCP, the pin document
+/// of `formats::mcp_pin` holding every Tool object the server listed).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Pin {
-    pub url: String,
-    pub format: PinFormat,
+    pub source: PinSource,
     pub blake3: blake3::Hash,
 }
 
-/// The formats a pin can hold (`format = "rap"`).
+/// Where a pinned definition is served from; its variant is the pin's `format`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PinSource {
+    /// `format = "rap"`, `url = "…"`: a RAP toolset fetched over http(s).
+    Rap { url: String },
+    /// `format = "mcp"`, `server = "NAME"` and `command = [...]` or `url = "…"`: the tools an
+    /// MCP server listed. `server` is the name `bundle guard --server NAME` asks for. `start`
+    /// is `None` for a pin made from a `tools/list` file (`import --from mcp FILE --pin`):
+    /// nothing says how to start that server again, so `check --refresh` cannot.
+    Mcp { server: String, start: Option<McpStart> },
+}
+
+/// How a pinned MCP server is reached again (`bundle check --refresh`). Never a secret: the
+/// environment (`--env`) is given again on each run, not recorded.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum McpStart {
+    /// `command = ["program", "arg", …]`: the stdio transport.
+    Stdio { command: Vec<String> },
+    /// `url = "…"`: the streamable HTTP transport.
+    Http { url: String },
+}
+
+impl McpStart {
+    /// The command line or URL, for messages.
+    pub fn display(&self) -> String {
+        match self {
+            McpStart::Stdio { command } => command.join(" "),
+            McpStart::Http { url } => url.clone(),
+        }
+    }
+}
+
+impl Pin {
+    pub fn format(&self) -> PinFormat {
+        match self.source {
+            PinSource::Rap { .. } => PinFormat::Rap,
+            PinSource::Mcp { .. } => PinFormat::Mcp,
+        }
+    }
+
+    /// The MCP server name, for an MCP pin.
+    pub fn mcp_server(&self) -> Option<&str> {
+        match &self.source {
+            PinSource::Mcp { server, .. } => Some(server),
+            PinSource::Rap { .. } => None,
+        }
+    }
+
+    /// Where the definition is served from, for messages: the URL or the server's command line.
+    pub fn origin(&self) -> String {
+        match &self.source {
+            PinSource::Rap { url } => url.clone(),
+            PinSource::Mcp { start: Some(start), .. } => start.display(),
+            PinSource::Mcp { server, start: None } => format!("MCP server {server} (a tools/list file)"),
+        }
+    }
+}
+
+/// The formats a pin can hold (`format = "rap"`, `format = "mcp"`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum PinFormat {
     Rap,
+    Mcp,
 }
 
 impl PinFormat {
-    pub const ALL: &[&str] = &["rap"];
+    pub const ALL: &[&str] = &["rap", "mcp"];
 
     pub fn as_str(self) -> &'static str {
         match self {
             PinFormat::Rap => "rap",
+            PinFormat::Mcp => "mcp",
         }
     }
 }
@@ -88,6 +148,11 @@ impl Manifest {
             all.insert(a.path.as_str(), a.digest.as_ref());
         }
         all
+    }
+
+    /// The MCP pins of server `server` (`bundle guard --server NAME`), by pinned file.
+    pub fn mcp_pins<'a>(&'a self, server: &'a str) -> impl Iterator<Item = (&'a str, &'a Pin)> + 'a {
+        self.pins.iter().filter(move |(_, p)| p.mcp_server() == Some(server)).map(|(f, p)| (f.as_str(), p))
     }
 }
 
@@ -116,6 +181,22 @@ pub fn parse_blake3(text: &str) -> Option<blake3::Hash> {
 mod parse;
 
 pub use parse::{join, over_item_limit, parse};
+
+/// Server names: 1 to 64 characters of `A-Z a-z 0-9 . _ -`, starting with a letter or digit.
+/// They name the pin file and are what `bundle guard --server` asks for.
+pub fn check_server_name(name: &str) -> Result<(), String> {
+    let ok = !name.is_empty()
+        && name.len() <= 64
+        && name.starts_with(|c: char| c.is_ascii_alphanumeric())
+        && name.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'));
+    if ok {
+        Ok(())
+    } else {
+        Err(format!(
+            "server name {name:?} must be 1 to 64 characters of A-Z, a-z, 0-9, `.`, `_` and `-`, starting with a letter or digit"
+        ))
+    }
+}
 
 #[cfg(test)]
 mod tests {

@@ -6,13 +6,15 @@ use std::ops::Range;
 
 use toml_edit::{Item, TableLike};
 
-use super::{Artifact, Digest, FORMAT, Manifest, Pin, PinFormat, check_agent_name, parse_blake3};
+use super::{Artifact, Digest, FORMAT, Manifest, check_agent_name, parse_blake3};
 use crate::diagnostic::MAX_REPORTED;
 use crate::diagnostic::did_you_mean;
 use crate::diagnostic::{Code, Diagnostic, Severity, Source};
 use crate::limits::MAX_TOML_ITEMS;
 use crate::paths;
 use crate::timestamp::Timestamp;
+
+mod pins;
 
 const TOP_KEYS: &[&str] = &["bundle", "agent", "artifacts", "files", "pins"];
 const BUNDLE_KEYS: &[&str] = &["format", "allow_secret_files", "expires"];
@@ -21,7 +23,6 @@ const ARTIFACT_KINDS: &[&str] = &["tools", "policy"];
 const TOOLS_KEYS: &[&str] = &["path", "blake3", "size", "version"];
 const POLICY_KEYS: &[&str] = &["path", "blake3", "size"];
 const FILE_KEYS: &[&str] = &["blake3", "size", "executable"];
-const PIN_KEYS: &[&str] = &["url", "format", "blake3"];
 
 /// Parses and checks manifest.toml, reporting every problem; returns the manifest when its
 /// required parts are readable (digest problems are reported but still yield a manifest).
@@ -278,7 +279,7 @@ impl Parser<'_> {
                     "rename the file",
                 );
             }
-            if crate::bundle::OWN_ENTRIES.contains(&path) {
+            if crate::entries::OWN_ENTRIES.contains(&path) {
                 self.error(
                     Code::UnsafePath,
                     &key,
@@ -320,7 +321,7 @@ impl Parser<'_> {
     /// are a file and (folded) a folder of another path.
     fn clashes(&mut self, table: &dyn TableLike) {
         let listed: Vec<&str> = table.iter().map(|(p, _)| p).collect();
-        for clash in paths::clashes(&listed, crate::bundle::OWN_ENTRIES) {
+        for clash in paths::clashes(&listed, crate::entries::OWN_ENTRIES) {
             let (path, message, help) = match clash {
                 paths::Clash::Case { path, first } => (
                     path,
@@ -534,87 +535,6 @@ impl Parser<'_> {
             }
         }
         Some(Digest { blake3: hash?, size: size?, executable })
-    }
-
-    /// `[pins."<file>"]` tables: `url` (http or https), `format` ("rap"), `blake3`.
-    fn pins(&mut self, root: &dyn TableLike) -> BTreeMap<String, Pin> {
-        let mut pins = BTreeMap::new();
-        let Some(table) = self.table(root, "", "pins", false) else { return pins };
-        for (path, item) in table.iter() {
-            let key = join("pins", path);
-            if let Err(why) = paths::check(path) {
-                let span = table.get_key_value(path).and_then(|(k, _)| k.span());
-                self.error(
-                    Code::UnsafePath,
-                    &key,
-                    span,
-                    format!("pinned file path `{path}` is not a safe relative path: {why}"),
-                    "pins name a file inside the agent folder, e.g. `pins/example.com.rap.json`",
-                );
-                continue;
-            }
-            let Some(entry) = item.as_table_like() else {
-                self.error(
-                    Code::WrongType,
-                    &key,
-                    item.span(),
-                    format!("`{key}` must be a table with url, format and blake3"),
-                    "let `bundle import --from rap URL --pin` write it",
-                );
-                continue;
-            };
-            self.known_keys(entry, &key, PIN_KEYS, "a [pins] entry");
-            let url_key = join(&key, "url");
-            let url = self.required(entry, &key, "url").and_then(|i| self.string(i, &url_key).map(|s| (s, i.span())));
-            let url = match url {
-                Some((u, _)) if crate::tools::validate::check_url(u).is_ok_and(|t| t.is_empty()) => Some(u.to_owned()),
-                Some((u, span)) => {
-                    self.error(
-                        Code::InvalidUrl,
-                        &url_key,
-                        span,
-                        format!("`{url_key}` = \"{u}\" is not an absolute http or https URL"),
-                        "pin the URL the toolset is served from",
-                    );
-                    None
-                }
-                None => None,
-            };
-            let format_key = join(&key, "format");
-            let format = self.required(entry, &key, "format").and_then(|i| {
-                let s = self.string(i, &format_key)?;
-                if s == PinFormat::Rap.as_str() {
-                    return Some(PinFormat::Rap);
-                }
-                self.error(
-                    Code::UnsupportedVersion,
-                    &format_key,
-                    i.span(),
-                    format!("pinned format `{s}` is not supported"),
-                    &format!("supported: {}", PinFormat::ALL.join(", ")),
-                );
-                None
-            });
-            let hash_key = join(&key, "blake3");
-            let hash = self.required(entry, &key, "blake3").and_then(|i| {
-                let s = self.string(i, &hash_key)?;
-                let h = parse_blake3(s);
-                if h.is_none() {
-                    self.error(
-                        Code::InvalidDigest,
-                        &hash_key,
-                        i.span(),
-                        format!("`{hash_key}` must be 64 lowercase hex digits"),
-                        "pin again with `bundle import --from rap URL --pin`",
-                    );
-                }
-                h
-            });
-            if let (Some(url), Some(format), Some(blake3)) = (url, format, hash) {
-                pins.insert(path.to_owned(), Pin { url, format, blake3 });
-            }
-        }
-        pins
     }
 
     fn artifact(&mut self, artifacts: &dyn TableLike, kind: &str, expected_path: &str) -> Option<Artifact> {

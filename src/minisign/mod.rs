@@ -129,9 +129,9 @@ pub enum KeyError {
     Randomness(String),
 }
 
-impl crate::error::Coded for KeyError {
-    fn code(&self) -> crate::error::ErrorCode {
-        crate::error::ErrorCode::KeyError
+impl crate::error_code::Coded for KeyError {
+    fn code(&self) -> crate::error_code::ErrorCode {
+        crate::error_code::ErrorCode::KeyError
     }
 }
 
@@ -231,4 +231,10 @@ fn take_array<const N: usize>(bytes: &[u8]) -> [u8; N] {
     let mut out = [0u8; N];
     out.copy_from_slice(&bytes[..N]);
     out
+}
+
+impl crate::error_code::Coded for SignatureError {
+    fn code(&self) -> crate::error_code::ErrorCode {
+        crate::error_code::ErrorCode::Signature
+    }
 }

@@ -5,6 +5,7 @@
 pub mod artifact;
 pub mod auth;
 pub mod client;
+mod http;
 pub(crate) mod prefetch;
 pub mod reference;
 pub mod referrers;
@@ -100,46 +101,55 @@ pub fn fetch_manifest(client: &mut Client, reference: &Reference) -> Result<(Str
     Ok((digest, artifact))
 }
 
-/// What a registry says of a bundle artifact before its layer is fetched: the layer's SHA-256
-/// (hex; the bytes will be held to it), the referrers asked for, and (when asked for) the
-/// artifact's config, whose fields are unsigned claims.
-#[derive(Debug, Clone, Default)]
-pub struct BeforeLayer {
-    pub sha256: String,
+/// A bundle artifact whose manifest was fetched and checked, with what the registry says of it
+/// before its layer is fetched: the referrers asked for and (when asked for) the artifact's
+/// config, whose fields are unsigned claims. The layer's bytes move only on
+/// [`Pending::open_layer`], so that a judgement of what came first can stop them.
+pub struct Pending {
+    client: Client,
+    /// The manifest's digest (what `@sha256:` pins).
+    pub manifest_digest: String,
+    pub artifact: Artifact,
     pub referrers: Vec<referrers::Found>,
     pub config: Option<artifact::Config>,
 }
 
+impl std::fmt::Debug for Pending {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Pending").field("manifest_digest", &self.manifest_digest).finish_non_exhaustive()
+    }
+}
+
+impl Pending {
+    /// The layer's SHA-256 as the manifest names it (the bytes will be held to it).
+    pub fn layer_sha256(&self) -> Option<[u8; 32]> {
+        let hex = self.artifact.layer_digest.strip_prefix("sha256:")?;
+        let mut digest = [0u8; 32];
+        hex::decode_to_slice(hex, &mut digest).ok().map(|()| digest)
+    }
+
+    /// Requests the layer, as a stream checked against its descriptor.
+    pub fn open_layer(mut self) -> Result<Layer, OciError> {
+        let body = self.client.get_blob(&self.artifact.layer_digest)?;
+        let reader = CheckedReader::new(body, &self.artifact.layer_digest, self.artifact.layer_size);
+        Ok(Layer { manifest_digest: self.manifest_digest, artifact: self.artifact, reader })
+    }
+}
+
 /// Connects, fetches the manifest, then the referrers `wanted` names (and the config, with
-/// `with_config`), which `judge` sees BEFORE the layer is requested: an `Err` from `judge`
-/// stops there, and the layer's bytes never move.
-pub fn open_layer_judged<R>(
+/// `with_config`); the layer is not requested yet.
+pub fn open_artifact(
     reference: &Reference,
     options: &Options,
     wanted: &referrers::Wanted<'_>,
     with_config: bool,
-    judge: impl FnOnce(BeforeLayer) -> Result<(), R>,
-) -> Result<Result<Layer, R>, OciError> {
+) -> Result<Pending, OciError> {
     let mut client = Client::connect(reference, options, false, None)?;
     let (manifest_digest, artifact) = fetch_manifest(&mut client, reference)?;
-    let found = referrers::fetch(&mut client, &manifest_digest, wanted)?;
+    let referrers =
+        if wanted.is_empty() { Vec::new() } else { referrers::fetch(&mut client, &manifest_digest, wanted)? };
     let config = if with_config { Some(checked_config(&mut client, reference, &artifact)?) } else { None };
-    let sha256 = artifact.layer_digest.strip_prefix("sha256:").unwrap_or_default().to_owned();
-    if let Err(r) = judge(BeforeLayer { sha256, referrers: found, config }) {
-        return Ok(Err(r));
-    }
-    let body = client.get_blob(&artifact.layer_digest)?;
-    let reader = CheckedReader::new(body, &artifact.layer_digest, artifact.layer_size);
-    Ok(Ok(Layer { manifest_digest, artifact, reader }))
-}
-
-/// Connects, fetches the manifest, and opens the layer as a checked stream.
-pub fn open_layer(reference: &Reference, options: &Options) -> Result<Layer, OciError> {
-    let mut client = Client::connect(reference, options, false, None)?;
-    let (manifest_digest, artifact) = fetch_manifest(&mut client, reference)?;
-    let body = client.get_blob(&artifact.layer_digest)?;
-    let reader = CheckedReader::new(body, &artifact.layer_digest, artifact.layer_size);
-    Ok(Layer { manifest_digest, artifact, reader })
+    Ok(Pending { client, manifest_digest, artifact, referrers, config })
 }
 
 /// The artifact's config, parsed leniently (another client's config has none of our fields).

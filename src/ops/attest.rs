@@ -43,6 +43,10 @@ pub struct Attested {
     /// How many signatures each file's envelope holds now (this key's, and those of other
     /// keys over the same statement that were there before).
     pub signatures: Vec<usize>,
+    /// For each file, whether this key signed the statement already there (about this very
+    /// file, made by another key, another way: `pack --attest` records how it compressed)
+    /// rather than its own: adding a signer never removes one.
+    pub adopted: Vec<bool>,
 }
 
 /// Why nothing was written.
@@ -68,7 +72,7 @@ pub fn attest(bundle: &Path, signer: &mut Signer, opts: &AttestOptions) -> Resul
         &Expect::default(),
         &mut Discard,
     )
-    .map_err(AttestFailure::Rejected)?;
+    .map_err(|r| AttestFailure::Rejected(r.into_rejection()))?;
     std::io::copy(&mut hashing, &mut std::io::sink()).map_err(|e| Error::io(bundle, e))?;
     let sha256: [u8; 32] = hashing.sha256.finalize().into();
     let contracts = release::from_verified(&verified, bundle)
@@ -86,8 +90,9 @@ pub fn attest(bundle: &Path, signer: &mut Signer, opts: &AttestOptions) -> Resul
     let provenance = provenance::predicate(&facts, &|k| std::env::var(k).ok());
     let name = bundle.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
     let mut signed = evidence::sign_all(&name, &sha256, provenance, contract, signer).map_err(Error::Signer)?;
+    let mut adopted = Vec::with_capacity(signed.len());
     for (kind, sigstore) in &mut signed {
-        add_earlier_signatures(&files::beside(bundle, *kind), sigstore)?;
+        adopted.push(add_earlier_signatures(&files::beside(bundle, *kind), sigstore, &sha256, signer)?);
     }
     let signatures = signed.iter().map(|(_, s)| s.dsse_envelope.signatures.len()).collect();
     let written = files::replace_beside(bundle, &signed)?;
@@ -98,25 +103,55 @@ pub fn attest(bundle: &Path, signer: &mut Signer, opts: &AttestOptions) -> Resul
         sha256: evidence::hex(&sha256),
         files: written,
         signatures,
+        adopted,
     })
 }
 
 /// A second key attests: when the file at `path` is a Sigstore bundle over the very statement
 /// `sigstore` signs, its signatures by other keys are kept beside the new one (a signature by
 /// the same key is replaced), so that the envelope gathers one signature per key, as
-/// `Envelope.verify(keys, threshold)` counts them. An envelope over another statement (another
-/// bundle, or a provenance made at another time) is replaced, as before.
-fn add_earlier_signatures(path: &Path, sigstore: &mut SigstoreBundle) -> Result<(), Error> {
+/// `Envelope.verify(keys, threshold)` counts them. When it holds another statement of the same
+/// kind about this very file (`sha256`; `pack --attest` records what `attest` cannot know),
+/// `signer` signs that statement instead of replacing it, and `true` says so: adding a signer
+/// never removes one. An envelope about another file (an earlier bundle of that name), or one
+/// that cannot be read as an attestation, is replaced.
+fn add_earlier_signatures(
+    path: &Path,
+    sigstore: &mut SigstoreBundle,
+    sha256: &[u8; 32],
+    signer: &mut Signer,
+) -> Result<bool, Error> {
     let bytes = match regular_file::read(path, crate::attest::MAX_ATTESTATION_BYTES, Links::Follow) {
         Ok(bytes) => bytes,
-        Err(ReadError::NotFound) => return Ok(()),
+        Err(ReadError::NotFound) => return Ok(false),
         Err(e) => return Err(Error::io(path, e.into_io())),
     };
-    let Ok(earlier) = SigstoreBundle::from_json(&bytes) else { return Ok(()) };
-    let (old, new) = (&earlier.dsse_envelope, &sigstore.dsse_envelope);
-    if old.payload != new.payload || old.payload_type != new.payload_type {
-        return Ok(());
+    let Ok(mut earlier) = SigstoreBundle::from_json(&bytes) else { return Ok(false) };
+    let mut adopted = false;
+    if earlier.dsse_envelope.payload != sigstore.dsse_envelope.payload
+        || earlier.dsse_envelope.payload_type != sigstore.dsse_envelope.payload_type
+    {
+        let ours = sigstore.statement().ok();
+        let theirs = earlier.statement().ok();
+        let about_this_file = |s: &crate::attest::Statement| {
+            s.subject.iter().any(|subject| subject.digest.get("sha256") == Some(&evidence::hex(sha256)))
+        };
+        let same_kind = match (&ours, &theirs) {
+            (Some(o), Some(t)) => o.predicate_type == t.predicate_type && about_this_file(t),
+            _ => false,
+        };
+        if !same_kind || earlier.dsse_envelope.signatures.is_empty() {
+            return Ok(false);
+        }
+        // Sign the statement already there: this key's signature over it joins the others.
+        let key_id = signer.public_key().key_id_hex();
+        let mut mine = earlier.dsse_envelope.clone();
+        mine.signatures.clear();
+        mine.sign(&key_id, |pae| signer.sign_ed25519(pae)).map_err(Error::Signer)?;
+        sigstore.dsse_envelope = mine;
+        adopted = true;
     }
+    let (old, new) = (&earlier.dsse_envelope, &sigstore.dsse_envelope);
     let mine: Vec<&str> = new.signatures.iter().map(|s| s.keyid.as_str()).collect();
     let kept: Vec<_> = old.signatures.iter().filter(|s| !mine.contains(&s.keyid.as_str())).cloned().collect();
     if kept.len() + new.signatures.len() > crate::attest::MAX_SIGNATURES {
@@ -126,11 +161,10 @@ fn add_earlier_signatures(path: &Path, sigstore: &mut SigstoreBundle) -> Result<
             old.signatures.len()
         )));
     }
-    let mut merged = earlier.clone();
-    merged.dsse_envelope.signatures = kept;
-    merged.dsse_envelope.signatures.extend(new.signatures.iter().cloned());
-    *sigstore = merged;
-    Ok(())
+    let signatures: Vec<_> = kept.into_iter().chain(new.signatures.iter().cloned()).collect();
+    earlier.dsse_envelope.signatures = signatures;
+    *sigstore = earlier;
+    Ok(adopted)
 }
 
 struct Hashing<R> {

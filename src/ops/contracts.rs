@@ -46,12 +46,19 @@ fn load_folder(dir: &Path) -> Result<AgentContracts, LoadError> {
     };
     let contracts = contract::tool_contracts(&checked.tools, &dir.to_path_buf())
         .map_err(|source| LoadError::Contract { path: shown.clone(), source })?;
+    let read = |f: &str| {
+        crate::regular_file::read(&dir.join(f), crate::limits::MAX_IMPORT_BYTES, crate::regular_file::Links::Refuse)
+            .ok()
+    };
+    let pins = crate::agent::pins::mcp::pinned_servers(&checked.manifest, read)
+        .map_err(|source| LoadError::Contract { path: shown.clone(), source })?;
     Ok(AgentContracts {
         origin: dir.to_path_buf(),
         name: Some(checked.manifest.name),
         version: Some(checked.manifest.version.to_string()),
         contracts,
         grants: release::grants(&checked.policy),
+        pins,
     })
 }
 
@@ -59,11 +66,16 @@ fn load_bundle(path: &Path) -> Result<AgentContracts, LoadError> {
     let file = File::open(path).map_err(|e| crate::Error::io(path, e))?;
     let verified =
         verify::verify(BufReader::with_capacity(1 << 20, file), Trust::Unchecked, &Expect::default(), &mut Discard)
+            .map_err(|r| r.into_rejection())
             .map_err(|r| LoadError::Rejected {
                 path: path.display().to_string(),
                 code: r.reason.as_str(),
                 message: r.message,
             })?;
-    release::from_verified(&verified, path)
-        .map_err(|source| LoadError::Contract { path: path.display().to_string(), source })
+    let shown = || path.display().to_string();
+    let mut agent =
+        release::from_verified(&verified, path).map_err(|source| LoadError::Contract { path: shown(), source })?;
+    agent.pins =
+        crate::agent::pins::mcp::pins_of(&verified).map_err(|source| LoadError::Contract { path: shown(), source })?;
+    Ok(agent)
 }

@@ -18,8 +18,6 @@
 //! (securesystemslib's `Envelope.verify(keys, threshold)` counts them). The gate counts the
 //! minisign co-signatures; the envelope is the same approval in the standard form.
 
-use std::fs::File;
-use std::io::BufReader;
 use std::path::{Path, PathBuf};
 
 use serde::Serialize;
@@ -30,7 +28,7 @@ use crate::attest::{Envelope, SigstoreBundle, Statement, Subject, dsse::PAYLOAD_
 use crate::bundle::verify::{Discard, Verified};
 use crate::contract::release;
 use crate::keys::Signer;
-use crate::oci::{self, referrers, referrers::Referrer};
+use crate::oci::{self, Artifact, referrers, referrers::Referrer};
 use crate::ops::gate::{BaselineReport, Gate, GateError, GateOptions, Verdict};
 use crate::ops::input::{BundleSource, InputError};
 use crate::progress::Silent;
@@ -134,14 +132,10 @@ pub fn cosign(
     signer: &mut Signer,
     review: &mut dyn FnMut(&Approval) -> bool,
 ) -> Result<Outcome, GateError> {
-    let gate = Gate::open(opts)?;
-    let file = File::open(bundle).map_err(|e| Error::io(bundle, e))?;
-    let verdict = gate.run(BufReader::with_capacity(1 << 20, file), bundle, &mut Discard)?;
-    let (verified, baseline) = match verdict {
-        Verdict::Passed { verified, baseline, .. } => (verified, baseline),
-        refused @ Verdict::Refused { .. } => return Ok(Outcome::Refused(Box::new(refused))),
+    let Approved { verified, baseline, sha256, .. } = match judge(&BundleSource::File(bundle.to_path_buf()), opts)? {
+        Ok(approved) => approved,
+        Err(refused) => return Ok(Outcome::Refused(Box::new(refused))),
     };
-    let sha256 = file_sha256(bundle)?;
     let approval = approval(&verified, baseline, bundle, &sha256, signer)?;
     if !review(&approval) {
         return Ok(Outcome::Declined);
@@ -190,21 +184,14 @@ pub fn cosign_registry(
     let BundleSource::Registry { reference, options } = source else {
         return Err(Error::Usage(format!("{}: not a registry reference", source.label().display())).into());
     };
-    let mut gate = Gate::open(opts)?;
-    let input = match source.open_judged(&Silent, false, |before| gate.before_layer(before))? {
-        Ok(input) => input,
-        Err(rejection) => return Ok(Outcome::Refused(Box::new(Verdict::Refused { rejection, baseline: None }))),
+    let Approved { verified, baseline, sha256, artifact } = match judge(source, opts)? {
+        Ok(approved) => approved,
+        Err(refused) => return Ok(Outcome::Refused(Box::new(refused))),
     };
-    let Some((subject, artifact)) = input.registry_artifact() else {
+    let Some((subject, artifact)) = artifact else {
         return Err(Error::Usage(format!("{reference}: not a registry artifact")).into());
     };
-    let (subject, artifact) = (subject.to_owned(), artifact.clone());
     let label = source.label();
-    let (verified, baseline) = match input.judge(|bytes| gate.run(bytes, &label, &mut Discard))? {
-        Verdict::Passed { verified, baseline, .. } => (verified, baseline),
-        refused @ Verdict::Refused { .. } => return Ok(Outcome::Refused(Box::new(refused))),
-    };
-    let sha256 = layer_sha256(&artifact.layer_digest)?;
     let approval = approval(&verified, baseline, &label, &sha256, signer)?;
     if !review(&approval) {
         return Ok(Outcome::Declined);
@@ -244,18 +231,31 @@ pub fn cosign_registry(
     })))
 }
 
-/// The SHA-256 a registry's layer digest names, as bytes.
-fn layer_sha256(digest: &str) -> Result<[u8; 32], Error> {
-    let hex = digest.strip_prefix("sha256:").unwrap_or_default();
-    let mut out = [0u8; 32];
-    if hex.len() != 64 {
-        return Err(Error::Usage(format!("the layer digest {digest} is not a sha256 digest")));
+/// A bundle the gate passed, with what an approval is about: the SHA-256 of the bytes that
+/// were judged (not of a second read), and a registry artifact's manifest digest and manifest.
+struct Approved {
+    verified: Box<Verified>,
+    baseline: Option<BaselineReport>,
+    sha256: [u8; 32],
+    artifact: Option<(String, Artifact)>,
+}
+
+/// Judges the bundle `source` names through the one way in, with a gate made of `opts` that
+/// names the SHA-256 of the bytes it judged: `Err` is the refusal.
+fn judge(source: &BundleSource, opts: GateOptions) -> Result<Result<Approved, Verdict>, GateError> {
+    let gate = Gate::open(opts)?.with_digest();
+    let input = match source.open(&Silent, &gate.wanted())? {
+        Ok(input) => input,
+        Err(rejection) => return Ok(Err(Verdict::refused(rejection))),
+    };
+    let artifact = input.registry_artifact().map(|(digest, a)| (digest.to_owned(), a.clone()));
+    match gate.judge(input, &mut Discard)? {
+        Verdict::Passed { verified, baseline, sha256: Some(sha256), .. } => {
+            Ok(Ok(Approved { verified, baseline, sha256, artifact }))
+        }
+        Verdict::Passed { .. } => Err(Error::Usage("the gate named no SHA-256 of the bundle it judged".into()).into()),
+        refused @ Verdict::Refused { .. } => Ok(Err(refused)),
     }
-    for (i, byte) in out.iter_mut().enumerate() {
-        *byte = u8::from_str_radix(&hex[2 * i..2 * i + 2], 16)
-            .map_err(|_| Error::Usage(format!("the layer digest {digest} is not a sha256 digest")))?;
-    }
-    Ok(out)
 }
 
 /// What `signer` is about to approve of a verified bundle whose file has `sha256`.
@@ -275,7 +275,7 @@ fn approval(
         version: m.version.to_string(),
         key_id: public.key_id_hex(),
         manifest_blake3: verified.manifest_blake3.to_hex().to_string(),
-        sha256: hex(sha256),
+        sha256: hex::encode(sha256),
         tools: contracts
             .contracts
             .iter()
@@ -285,25 +285,6 @@ fn approval(
         baseline,
         signers: verified.signers.clone(),
     })
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
-
-fn file_sha256(path: &Path) -> Result<[u8; 32], Error> {
-    use sha2::Digest as _;
-    let mut file = File::open(path).map_err(|e| Error::io(path, e))?;
-    let mut hasher = sha2::Sha256::new();
-    let mut buf = vec![0u8; 1 << 16];
-    loop {
-        let n = std::io::Read::read(&mut file, &mut buf).map_err(|e| Error::io(path, e))?;
-        if n == 0 {
-            break;
-        }
-        hasher.update(&buf[..n]);
-    }
-    Ok(hasher.finalize().into())
 }
 
 /// The approval statement about the bundle file `name`: the same for every approver of it.

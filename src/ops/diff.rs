@@ -5,8 +5,9 @@ use std::path::Path;
 
 use serde::Serialize;
 
-use crate::contract::release::{AgentContracts, LoadError};
+use crate::contract::release::{AgentContracts, LoadError, PinnedServer};
 use crate::contract::{self, Change, Contract, Impact, Risk};
+use crate::formats::mcp_pin;
 use crate::ops::contracts;
 
 /// What happened to one tool.
@@ -50,6 +51,23 @@ pub struct AgentDiff {
     pub tools: Vec<ToolDiff>,
     /// policy.caps grants added and removed.
     pub grants: Vec<Change>,
+    /// The pinned MCP servers of either side, by name (new side's order, then removed ones).
+    pub pins: Vec<PinDiff>,
+}
+
+/// What happened to one pinned MCP server's tools: the changes of `contract::list_drift`,
+/// each naming its tool as `mcp:<server>/<tool>` (so that it cannot be taken for a
+/// tools.json id).
+#[derive(Debug, Clone, Serialize)]
+pub struct PinDiff {
+    pub server: String,
+    /// The pin file on the new side (on the old side when the server is no longer pinned).
+    pub file: String,
+    pub status: Status,
+    /// The pinned tools' fingerprints on each side, by name in served order.
+    pub old: Option<Vec<(String, String)>>,
+    pub new: Option<Vec<(String, String)>>,
+    pub changes: Vec<Change>,
 }
 
 /// Which changes make `bundle diff --fail-on` exit 1.
@@ -80,9 +98,12 @@ impl AgentDiff {
         }
     }
 
-    /// Every change: policy.caps first, then tool by tool.
+    /// Every change: policy.caps first, then tool by tool, then the pinned MCP servers'.
     pub fn changes(&self) -> impl Iterator<Item = &Change> {
-        self.grants.iter().chain(self.tools.iter().flat_map(|t| t.changes.iter()))
+        self.grants
+            .iter()
+            .chain(self.tools.iter().flat_map(|t| t.changes.iter()))
+            .chain(self.pins.iter().flat_map(|p| p.changes.iter()))
     }
 
     /// How many changes of each impact.
@@ -131,5 +152,53 @@ pub fn diff(old: AgentContracts, new: AgentContracts) -> AgentDiff {
         });
     }
     let grants = contract::compare_grants(&old.grants, &new.grants);
-    AgentDiff { old, new, tools, grants }
+    let pins = pins(&old.pins, &new.pins);
+    AgentDiff { old, new, tools, grants, pins }
+}
+
+/// Each pinned server of either side compared by name with `contract::list_drift`.
+fn pins(old: &[PinnedServer], new: &[PinnedServer]) -> Vec<PinDiff> {
+    let fingerprints = |p: &PinnedServer| {
+        p.tools
+            .iter()
+            .map(|t| (mcp_pin::tool_name(t).unwrap_or_default().to_owned(), mcp_pin::fingerprint(t)))
+            .collect::<Vec<_>>()
+    };
+    let find = |list: &'_ [PinnedServer], server: &str| list.iter().position(|p| p.server == server);
+    let mut out = Vec::new();
+    for n in new {
+        let o = find(old, &n.server).map(|i| &old[i]);
+        let mut changes = crate::contract::list_drift(o.map_or(&[][..], |o| &o.tools), &n.tools);
+        for c in &mut changes {
+            c.tool = Some(format!("mcp:{}/{}", n.server, c.tool.as_deref().unwrap_or_default()));
+        }
+        let status = match (o, changes.is_empty()) {
+            (None, _) => Status::Added,
+            (Some(_), true) => Status::Unchanged,
+            (Some(_), false) => Status::Changed,
+        };
+        out.push(PinDiff {
+            server: n.server.clone(),
+            file: n.file.clone(),
+            status,
+            old: o.map(fingerprints),
+            new: Some(fingerprints(n)),
+            changes,
+        });
+    }
+    for o in old.iter().filter(|o| find(new, &o.server).is_none()) {
+        let mut changes = crate::contract::list_drift(&o.tools, &[]);
+        for c in &mut changes {
+            c.tool = Some(format!("mcp:{}/{}", o.server, c.tool.as_deref().unwrap_or_default()));
+        }
+        out.push(PinDiff {
+            server: o.server.clone(),
+            file: o.file.clone(),
+            status: Status::Removed,
+            old: Some(fingerprints(o)),
+            new: None,
+            changes,
+        });
+    }
+    out
 }

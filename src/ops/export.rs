@@ -90,7 +90,7 @@ pub fn export(opts: &Options, trust: &BundleTrust<'_>) -> Result<Export> {
         let v = match verified {
             Ok(v) => v,
             Err(r) => {
-                out.rejection = Some(r);
+                out.rejection = Some(r.into_rejection());
                 return Ok(out);
             }
         };

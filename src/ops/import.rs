@@ -5,6 +5,7 @@
 mod foreign;
 mod install;
 
+pub use foreign::Served;
 pub use install::Installed;
 
 use std::collections::HashMap;
@@ -54,8 +55,11 @@ pub struct Output {
     pub path: PathBuf,
     /// Replace an existing file (`--force`).
     pub force: bool,
-    /// Keep the fetched RAP toolsets in the agent folder and record them in `[pins]` (`--pin`).
+    /// Keep the fetched RAP toolsets, or the MCP server's Tool objects, in the agent folder and
+    /// record them in `[pins]` (`--pin`).
     pub pin: bool,
+    /// MCP `--pin`: the server's name (`--server`); default, the name it gives itself.
+    pub server_name: Option<String>,
     /// Add the capabilities the tools need to policy.caps (`--grant`).
     pub grant: bool,
 }
@@ -84,6 +88,8 @@ pub struct Import {
     pub tools: Option<ToolsFile>,
     /// RAP toolsets fetched over the network, as sent (what `--pin` keeps).
     pub fetched: Vec<Fetched>,
+    /// MCP: the Tool objects read, as served (what `--pin` keeps).
+    pub served: Option<Served>,
     /// The files `--pin` kept in the agent folder.
     pub pinned: Vec<String>,
     /// What writing to `-o` did (when the import succeeded and there was an `-o`).
@@ -99,6 +105,17 @@ pub fn import(opts: &Options) -> Result<Import> {
     {
         return Err(Error::Usage(format!("{} exists; add --force to overwrite it", o.path.display())));
     }
+    if let (Some(o), Some(s)) = (&opts.output, &opts.server)
+        && o.pin
+    {
+        // Refused before the server starts: its command line would be signed.
+        let command: Vec<String> = std::iter::once(s.program.clone()).chain(s.args.iter().cloned()).collect();
+        if let Some(why) = crate::tools::credentials::literal_credential_in_command(&command) {
+            return Err(Error::Usage(format!(
+                "--pin records the server's command in manifest.toml, which is signed, but {why}; pass secrets with --env NAME (the server reads them from its environment)"
+            )));
+        }
+    }
     let mut out = convert(opts)?;
     let (Some(text), Some(tools), Some(o)) = (&out.text, &out.tools, &opts.output) else { return Ok(out) };
     if o.pin {
@@ -106,10 +123,32 @@ pub fn import(opts: &Options) -> Result<Import> {
             Some(p) if !p.as_os_str().is_empty() => p,
             _ => Path::new("."),
         };
-        out.pinned = crate::agent::pins::pin(agent_dir, &out.fetched)?;
+        out.pinned = match &out.served {
+            Some(served) => vec![pin_mcp(opts, o, agent_dir, served)?],
+            None => crate::agent::pins::pin(agent_dir, &out.fetched)?,
+        };
     }
     out.installed = Some(install::install(&o.path, text, tools, o.grant)?);
     Ok(out)
+}
+
+/// Keeps the server's tools as its pin: named by `--server`, else by what the server calls
+/// itself, else by its program's file name; started again by the same command (a file gives
+/// none).
+fn pin_mcp(opts: &Options, o: &Output, agent_dir: &Path, served: &Served) -> Result<String> {
+    use crate::formats::mcp_pin::server_name_from;
+    let name = match (&o.server_name, &served.server_name, &opts.server) {
+        (Some(n), ..) => n.clone(),
+        (None, Some(n), _) => server_name_from(n),
+        (None, None, Some(s)) => {
+            server_name_from(Path::new(&s.program).file_name().and_then(|f| f.to_str()).unwrap_or(""))
+        }
+        (None, None, None) => return Err(Error::Usage("--pin of a tools/list file needs --server NAME".to_owned())),
+    };
+    let start = opts.server.as_ref().map(|s| crate::manifest::McpStart::Stdio {
+        command: std::iter::once(s.program.clone()).chain(s.args.iter().cloned()).collect(),
+    });
+    crate::agent::pins::pin_mcp(agent_dir, &name, start, served.tools.clone())
 }
 
 /// Reads the input and converts it (nothing is written).
@@ -120,7 +159,7 @@ fn convert(opts: &Options) -> Result<Import> {
         From::Rap => import_rap(opts, &mut out.fetched, &mut out.report)?,
         From::Rune => import_rune(Path::new(single(opts)?), opts.exec_root.as_deref(), &mut out.report)?,
         From::Openai => foreign::import_openai(opts, &mut out.report)?,
-        From::Mcp => foreign::import_mcp(opts, &mut out.report)?,
+        From::Mcp => foreign::import_mcp(opts, &mut out.served, &mut out.report)?,
     };
     let Some(imported) = converted else {
         return Ok(out);

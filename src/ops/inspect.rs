@@ -1,12 +1,14 @@
 //! `bundle inspect`: what a bundle holds, read through the one way in ([`super::input`]).
 //! Expiry is shown, not enforced: inspecting an expired bundle is how one finds out why.
 
-use crate::bundle::verify::{self, Discard, Expect, Rejection, Trust, Verified};
+use crate::bundle::verify::{self, Discard, Expect, Refused, Rejection, Trust, Verified};
+use crate::contract::release::PinnedServer;
 use crate::contract::{Contract, ContractError, release};
+use crate::evidence;
 use crate::evidence::judge::{self, Judged};
-use crate::evidence::{self, files};
-use crate::ops::input::{BundleSource, InputError, RegistryConfig};
+use crate::ops::input::{BundleSource, InputError, RegistryConfig, Wanted};
 use crate::progress::Silent;
+use crate::sha256_read::Sha256Read;
 use crate::trust::TrustedKeys;
 
 /// What `inspect` found.
@@ -16,6 +18,8 @@ pub enum Inspected {
     Bundle {
         verified: Box<Verified>,
         contracts: Result<Vec<Contract>, ContractError>,
+        /// The pinned MCP servers (manifest.toml `[pins]`, `format = "mcp"`).
+        pins: Result<Vec<PinnedServer>, ContractError>,
         /// The attestations beside the file, or a registry artifact's referrers, each judged.
         attestations: Vec<Judged>,
     },
@@ -35,44 +39,41 @@ pub fn inspect(source: &BundleSource, keys: Option<&TrustedKeys>) -> Result<Insp
             Err(rejection) => Inspected::Refused(rejection),
         });
     }
-    // The attestations: beside a file, or the referrers of a registry artifact (with the
-    // layer's SHA-256), fetched before its layer.
-    let mut attached: (Vec<(String, Vec<u8>)>, String) = (Vec::new(), String::new());
-    if let BundleSource::File(path) = source {
-        attached = files::read_beside(path).map_err(|e| InputError::File { path: path.clone(), source: e })?;
-    }
-    let keep = |before: crate::oci::BeforeLayer| {
-        let attestations = before
-            .referrers
-            .into_iter()
-            .filter(|f| files::ARTIFACT_TYPES.contains(&f.artifact_type.as_str()))
-            .map(|f| (f.source, f.bytes))
-            .collect();
-        attached = (attestations, before.sha256);
-        Ok(())
-    };
-    let input = match source.open_judged(&Silent, false, keep)? {
+    // The attestations: beside a file, or the referrers of a registry artifact, gathered with
+    // the bundle; judged against the SHA-256 of the bytes read (a registry layer's is bound to
+    // its descriptor's digest before they are).
+    let wanted = Wanted { discover_attestations: true, ..Wanted::default() };
+    let mut input = match source.open(&Silent, &wanted)? {
         Ok(input) => input,
         Err(rejection) => return Ok(Inspected::Refused(rejection)),
     };
+    let evidence = input.take_evidence();
+    let label = source.label();
+    let attached: Vec<(String, Vec<u8>)> = evidence.attestations.into_iter().map(|p| (p.source, p.bytes)).collect();
     let trust = keys.map_or(Trust::Unchecked, Trust::Keys);
-    let judged =
-        input.judge(|bytes| Ok::<_, InputError>(verify::verify(bytes, trust, &Expect::default(), &mut Discard)))?;
+    let hash = evidence.sha256.is_none() && !attached.is_empty();
+    let judged = input.judge(|bytes| {
+        let mut bytes = Sha256Read::new(bytes, hash);
+        let verified = verify::verify(&mut bytes, trust, &Expect::default(), &mut Discard);
+        let sha256 = bytes.finish().map_err(|e| InputError::File { path: label.clone(), source: e })?;
+        Ok::<_, InputError>(verified.map(|v| (v, sha256.or(evidence.sha256))).map_err(Refused::into_rejection))
+    })?;
     Ok(match judged {
-        Ok(verified) => {
+        Ok((verified, sha256)) => {
             let agent = release::from_verified(&verified, &source.label());
             let predicate = agent
                 .as_ref()
                 .map(|a| evidence::contract::predicate(a, &verified.manifest_blake3))
                 .map_err(|e| e.to_string());
             let attestations = judge::describe(
-                &attached.0,
-                &attached.1,
+                &attached,
+                &sha256.map(hex::encode).unwrap_or_default(),
                 keys,
                 Some((&verified.manifest.name, predicate.as_ref().map_err(Clone::clone))),
             );
             let contracts = agent.map(|a| a.contracts);
-            Inspected::Bundle { verified: Box::new(verified), contracts, attestations }
+            let pins = crate::agent::pins::mcp::pins_of(&verified);
+            Inspected::Bundle { verified: Box::new(verified), contracts, pins, attestations }
         }
         Err(rejection) => Inspected::Refused(rejection),
     })

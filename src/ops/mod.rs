@@ -2,10 +2,12 @@
 //! CLI to render. They never print and never exit.
 //!
 //! Operations build on the layers below them (`agent`, `bundle`, `contract`, the formats and
-//! mechanisms), never on each other, with one exception by design: [`gate`] is the deployment
-//! gate that every consumer of a bundle (`verify`, `unpack`, a registry pull) must run, so
-//! those call it rather than repeat it. `contracts` is not an operation but a step two of
-//! them (`diff`, `baseline`) share: reading a release's contracts from a file or folder.
+//! mechanisms) and on three shared steps, never on each other (tests/cli/architecture.rs keeps
+//! the graph of these modules without a cycle): [`input`] is the one way in for a bundle and
+//! its evidence (a file or a registry artifact), [`gate`] the deployment gate that every
+//! consumer of a bundle (`verify`, `unpack`, `pull`, `cosign`, the API) runs on it, so those
+//! call it rather than repeat it; `contracts` reads a release's contracts from a file or
+//! folder for `diff` and `baseline`.
 
 pub(crate) mod attest;
 pub(crate) mod baseline;

@@ -85,7 +85,8 @@ pub fn push(opts: &Options<'_>) -> Result<Pushed, PushError> {
     let mut input = read_ahead::sequential(hashing, size).map_err(io)?;
     let trust = opts.keys.map_or(Trust::Unchecked, Trust::Keys);
     let expect = Expect { now: Some(opts.now), ..Expect::default() };
-    let verified = verify::verify(&mut input, trust, &expect, &mut Discard).map_err(PushError::Rejected)?;
+    let verified = verify::verify(&mut input, trust, &expect, &mut Discard)
+        .map_err(|r| PushError::Rejected(r.into_rejection()))?;
     // The end of the input is reached only after every byte was hashed (on the reading thread).
     std::io::copy(&mut input, &mut std::io::sink()).map_err(io)?;
     drop(input);

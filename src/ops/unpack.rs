@@ -16,7 +16,7 @@
 //! [`atomic::STALE_AFTER`](crate::atomic::STALE_AFTER).
 
 use std::fs::{self, File, OpenOptions};
-use std::io::{self, BufRead, Write};
+use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
 use tempfile::TempDir;
@@ -24,7 +24,7 @@ use tempfile::TempDir;
 use crate::bundle::verify::Sink;
 use crate::error::{Error, Result};
 use crate::ops::gate::{Gate, GateError, Verdict};
-use crate::ops::input::BundleSource;
+use crate::ops::input::{BundleInput, BundleSource};
 use crate::progress::Silent;
 
 /// Writes entries into the staging folder; [`Sink::commit`] renames it to the target (or
@@ -130,14 +130,13 @@ fn remove_stale_staging(parent: &Path) {
 /// the staging folder nor the parent folders this created, and a replaced folder is untouched.
 /// The gate passes only a stream it read to its end, so a layer's digest is checked before
 /// the folder is renamed into place.
-pub fn unpack(source: &BundleSource, dest: &Path, mut gate: Gate, replace: bool) -> Result<Verdict, GateError> {
+pub fn unpack(source: &BundleSource, dest: &Path, gate: Gate, replace: bool) -> Result<Verdict, GateError> {
     check_dest(dest, replace)?;
-    let input = match source.open_judged(&Silent, gate.needs_config(), |before| gate.before_layer(before))? {
+    let input = match source.open(&Silent, &gate.wanted())? {
         Ok(input) => input,
-        Err(rejection) => return Ok(Verdict::Refused { rejection, baseline: None }),
+        Err(rejection) => return Ok(Verdict::refused(rejection)),
     };
-    let origin = source.label();
-    input.judge(|bytes| stage_and_run(bytes, &origin, dest, gate, replace))
+    stage_and_run(input, dest, gate, replace)
 }
 
 /// `dest` must not exist, or with `replace` be a folder of its own.
@@ -171,13 +170,7 @@ fn check_dest(dest: &Path, replace: bool) -> Result<(), GateError> {
     Ok(())
 }
 
-fn stage_and_run(
-    input: impl BufRead,
-    origin: &Path,
-    dest: &Path,
-    gate: Gate,
-    replace: bool,
-) -> Result<Verdict, GateError> {
+fn stage_and_run(input: BundleInput<'_>, dest: &Path, gate: Gate, replace: bool) -> Result<Verdict, GateError> {
     let parent = match dest.parent() {
         Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
         _ => PathBuf::from("."),
@@ -207,7 +200,7 @@ fn stage_and_run(
     };
     let root = staging.path().to_path_buf();
     let mut sink = FolderSink { staging: Some(staging), root, dest: dest.to_path_buf(), replace };
-    let verdict = gate.run(input, origin, &mut sink);
+    let verdict = gate.judge(input, &mut sink);
     if sink.staging.is_some() {
         // Not committed: dropping the staging folder removes everything written so far.
         drop(sink);

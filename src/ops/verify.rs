@@ -9,11 +9,9 @@ use crate::progress::Progress;
 /// Judges the bundle `source` names with `gate`. A bundle that cannot be read is an error; a
 /// registry artifact refused before its bundle is read (its attestations included) is a
 /// [`Verdict::Refused`].
-pub fn verify(source: &BundleSource, mut gate: Gate, progress: &dyn Progress) -> Result<Verdict, GateError> {
-    let input = match source.open_judged(progress, gate.needs_config(), |before| gate.before_layer(before))? {
-        Ok(input) => input,
-        Err(rejection) => return Ok(Verdict::Refused { rejection, baseline: None }),
-    };
-    let label = source.label();
-    input.judge(|bytes| gate.run(bytes, &label, &mut Discard))
+pub fn verify(source: &BundleSource, gate: Gate, progress: &dyn Progress) -> Result<Verdict, GateError> {
+    match source.open(progress, &gate.wanted())? {
+        Ok(input) => gate.judge(input, &mut Discard),
+        Err(rejection) => Ok(Verdict::refused(rejection)),
+    }
 }

@@ -143,9 +143,54 @@ pub fn literal_credential_in_url(url: &str) -> Option<String> {
     None
 }
 
+/// Why the command line of a server (`[pins] command`, which is signed and copied with every
+/// bundle) carries a credential, if it does: an argument that looks like a token, a URL with
+/// credentials, or the value of an option named like one (`--api-key X`, `--token=X`).
+pub fn literal_credential_in_command(command: &[String]) -> Option<String> {
+    // `--token-file PATH` names where a secret is, not the secret.
+    let named = |option: &str| {
+        let lower = option.trim_start_matches('-').to_ascii_lowercase();
+        let names_a_place = ["file", "path", "dir"].iter().any(|s| lower.ends_with(s));
+        option.starts_with('-') && !names_a_place && CREDENTIAL_WORDS.iter().any(|w| lower.contains(w))
+    };
+    for (i, arg) in command.iter().enumerate() {
+        if looks_like_token(arg) {
+            return Some(format!("argument {i} looks like a literal token (`{}…`)", prefix(arg)));
+        }
+        if arg.contains("://")
+            && let Some(why) = literal_credential_in_url(arg)
+        {
+            return Some(format!("argument {i}: {why}"));
+        }
+        if let Some((option, value)) = arg.split_once('=')
+            && named(option)
+            && !value.is_empty()
+        {
+            return Some(format!("argument {i} gives `{option}` a value written literally"));
+        }
+        if named(arg) && !arg.contains('=') && command.get(i + 1).is_some_and(|v| !v.starts_with('-')) {
+            return Some(format!("argument {} is the value of `{arg}`, written literally", i + 1));
+        }
+    }
+    None
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn credentials_in_a_server_command() {
+        let c = |args: &[&str]| literal_credential_in_command(&args.iter().map(|s| s.to_string()).collect::<Vec<_>>());
+        assert_eq!(c(&["mcp-server-time", "--local-timezone", "Etc/UTC"]), None);
+        assert_eq!(c(&["npx", "-y", "@modelcontextprotocol/server-everything"]), None);
+        assert_eq!(c(&["server", "--auth-mode", "--verbose"]), None, "a flag without a value");
+        assert!(c(&["server", "--api-key", "abc123"]).is_some());
+        assert!(c(&["server", "--token=abc123"]).is_some());
+        assert!(c(&["server", "ghp_0123456789abcdef"]).is_some());
+        assert!(c(&["server", "https://user:pw@db.example/x"]).is_some());
+        assert_eq!(c(&["server", "--token-file", "/run/secrets/t"]), None, "where the secret is");
+    }
 
     #[test]
     fn finds_placeholders() {

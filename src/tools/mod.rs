@@ -17,4 +17,4 @@ pub use schema_refs::{AgentFiles, REF_PREFIX, Resolved, Resolver};
 pub use validate::{SUPPORTED_VERSION, validate};
 
 /// Where a tool's tools.json lives inside an agent folder.
-pub const FILE_NAME: &str = "tools.json";
+pub const FILE_NAME: &str = crate::entries::TOOLS;

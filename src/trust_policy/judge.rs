@@ -19,9 +19,9 @@
 use serde::Serialize;
 
 use super::format::TrustPolicy;
-use crate::bundle::verify::{Reason, Rejection};
 use crate::keyless::Claimed;
 use crate::minisign::Signature;
+use crate::rejection::{Reason, Rejection};
 use crate::timestamp::Timestamp;
 
 crate::codes::stable_codes! {
@@ -282,6 +282,22 @@ pub fn judge(
     now: Timestamp,
 ) -> SignersVerdict {
     let Authenticated { mut verdicts } = auth;
+    let counted_signers = count(policy, &mut verdicts, agent, expected_comment, now);
+    let rules = tally(policy, &counted_signers, agent);
+    // No rule for the agent: nothing says who may release it, so nobody may (fail closed).
+    let accepted = !rules.is_empty() && rules.iter().all(|r| r.met);
+    SignersVerdict { policy: policy.id.clone(), policy_version: policy.version, signatures: verdicts, rules, accepted }
+}
+
+/// Counts each authenticated signature (one with candidate signers) as the first signer that
+/// may count it; returns the signers counted. The others' statuses say why they do not count.
+fn count(
+    policy: &TrustPolicy,
+    verdicts: &mut [SignatureVerdict],
+    agent: &str,
+    expected_comment: &str,
+    now: Timestamp,
+) -> Vec<usize> {
     let mut counted_signers: Vec<usize> = Vec::new();
     for v in verdicts.iter_mut() {
         if v.candidates.is_empty() {
@@ -314,10 +330,7 @@ pub fn judge(
             }
         }
     }
-    let rules = tally(policy, &counted_signers, agent);
-    // No rule for the agent: nothing says who may release it, so nobody may (fail closed).
-    let accepted = !rules.is_empty() && rules.iter().all(|r| r.met);
-    SignersVerdict { policy: policy.id.clone(), policy_version: policy.version, signatures: verdicts, rules, accepted }
+    counted_signers
 }
 
 /// Each rule for `agent` against the signers counted.
@@ -340,20 +353,38 @@ fn tally(policy: &TrustPolicy, counted_signers: &[usize], agent: &str) -> Vec<Ru
         .collect()
 }
 
-/// Step 3, once the bundle file has been read: a keyless signature that counted but does not
-/// sign this file (its SHA-256 is `sha256`) is withdrawn, and the rules are tallied again.
-pub fn bind_file(policy: &TrustPolicy, verdict: &mut SignersVerdict, agent: &str, sha256: &[u8; 32]) {
-    for v in verdict.signatures.iter_mut().filter(|v| v.is_keyless()) {
-        if v.counted && !v.subjects.contains(sha256) {
-            v.counted = false;
-            v.signer_index = None;
+/// Step 3, once the bundle file has been read: a keyless signature that does not sign this
+/// file (its SHA-256 is `sha256`) is bound to nothing and no longer a candidate, and every
+/// signature is counted again, so that what counts does not depend on the order the
+/// signatures came in (a signature over another file cannot take the place of the one over
+/// this file and leave it a duplicate).
+pub fn bind_file(
+    policy: &TrustPolicy,
+    verdict: &mut SignersVerdict,
+    agent: &str,
+    sha256: &[u8; 32],
+    expected_comment: &str,
+    now: Timestamp,
+) {
+    for v in verdict.signatures.iter_mut().filter(|v| v.is_keyless() && !v.candidates.is_empty()) {
+        if !v.subjects.contains(sha256) {
+            v.candidates.clear();
             v.status = SignatureStatus::SubjectMismatch;
             v.code = Some(Reason::KeylessSubjectMismatch);
-            let hex: String = sha256.iter().map(|b| format!("{b:02x}")).collect();
-            v.why = format!("it signs another file: the bundle's sha256 is {hex}");
+            v.why = format!("it signs another file: the bundle's sha256 is {}", hex::encode(sha256));
         }
     }
-    let counted: Vec<usize> = verdict.signatures.iter().filter_map(|v| v.signer_index).collect();
+    for v in verdict.signatures.iter_mut().filter(|v| !v.candidates.is_empty()) {
+        v.counted = false;
+        v.signer_index = None;
+        v.status = SignatureStatus::Counted;
+        v.why.clear();
+    }
+    for v in verdict.signatures.iter_mut().filter(|v| v.candidates.is_empty()) {
+        v.counted = false;
+        v.signer_index = None;
+    }
+    let counted = count(policy, &mut verdict.signatures, agent, expected_comment, now);
     verdict.rules = tally(policy, &counted, agent);
     verdict.accepted = !verdict.rules.is_empty() && verdict.rules.iter().all(|r| r.met);
 }
@@ -362,7 +393,7 @@ impl SignersVerdict {
     /// Whether a signature still verifies as a signer of the policy once the file is bound
     /// (a keyless signature over another file no longer does).
     pub fn any_authenticated(&self) -> bool {
-        self.signatures.iter().any(|v| !v.candidates.is_empty() && v.status != SignatureStatus::SubjectMismatch)
+        self.signatures.iter().any(|v| !v.candidates.is_empty())
     }
 
     /// Why the signatures do not suffice, most specific first: a signature that would have

@@ -92,3 +92,49 @@ fn the_same_key_under_two_names_is_refused() {
     assert!(TrustPolicy::parse(&text).unwrap_err().contains("listed under another name too"));
     assert!(TrustPolicy::parse("format = 1\nunknown = 2\n").is_err());
 }
+
+/// Issue 35, defect 4: two keyless signatures by the same CI identity, an old one over another
+/// file and the current one, count the same in either order once bound to the file (the one
+/// over another file was counted first, the current one then marked a duplicate, and binding
+/// withdrew the first without revisiting the second).
+#[test]
+fn keyless_signatures_of_one_identity_count_in_either_order_once_bound_to_the_file() {
+    use super::judge::{KeylessOffer, bind_file};
+    use crate::keyless::{Claimed, KeylessSigner};
+    let a = SecretKey::from_seed(&[1; 32], [1; 8]);
+    let text = format!(
+        "format = 1\nid = \"t\"\nversion = 1\nexpires = 2099-01-01T00:00:00Z\n[root]\nthreshold = 1\nsigners = [\"a\"]\n\
+         [[signer]]\nname = \"a\"\npublic_key = \"{}\"\n\
+         [[signer]]\nname = \"ci\"\ncertificate_identity = \"https://ci.example/release\"\ncertificate_oidc_issuer = \"https://issuer.example\"\n\
+         [[rule]]\nagents = [\"*\"]\nthreshold = 2\n",
+        a.public_key().to_base64()
+    );
+    let p = TrustPolicy::parse(&text).unwrap_or_else(|e| panic!("{e}\n{text}"));
+    let (file, another) = ([1u8; 32], [2u8; 32]);
+    let offer = |source: &str, subject: [u8; 32]| KeylessOffer {
+        source: source.to_owned(),
+        result: Ok(Claimed {
+            signer: KeylessSigner {
+                file: source.to_owned(),
+                identity: "https://ci.example/release".to_owned(),
+                issuer: "https://issuer.example".to_owned(),
+                signed_at: None,
+                kind: "message_signature",
+            },
+            claims: Default::default(),
+            subjects: vec![subject],
+        }),
+    };
+    let comment = trusted_comment("payments-eu", "1.0.0");
+    let sig = sign(&a, &comment);
+    for offers in [[offer("old", another), offer("current", file)], [offer("current", file), offer("old", another)]] {
+        let auth = authenticate(&p, &[("s".into(), &sig)], MANIFEST, &offers);
+        let mut v = judge(&p, auth, "payments-eu", &comment, at("2030-01-01T00:00:00Z"));
+        bind_file(&p, &mut v, "payments-eu", &file, &comment, at("2030-01-01T00:00:00Z"));
+        let order: Vec<&str> = offers.iter().map(|o| o.source.as_str()).collect();
+        assert!(v.accepted, "{order:?}: {:#?}", v.signatures);
+        let status = |source: &str| v.signatures.iter().find(|s| s.source == source).map(|s| s.status);
+        assert_eq!(status("old"), Some(SignatureStatus::SubjectMismatch), "{order:?}");
+        assert_eq!(status("current"), Some(SignatureStatus::Counted), "{order:?}");
+    }
+}

@@ -335,6 +335,57 @@ fn hostile_attestations_are_refused_each_with_its_code() {
     run(&mut cmd(dir), &["verify", "agent.bundle", "--key", "release.pub", "--require-provenance"]).expect_code(0);
 }
 
+/// Issue 35, defect 1: a key repeated inside a signed predicate (`"tools"` twice, the first
+/// every tool with `requires_confirmation: true`; or `builder.id` twice) is refused as
+/// malformed: a reader that keeps the first value (gjson, some policy engines) would see
+/// another statement than the gate, which keeps the last.
+#[test]
+fn a_key_repeated_inside_a_signed_predicate_is_refused_as_malformed() {
+    let env = Env::new();
+    env.copy("agents/mailer", "mailer");
+    let dir = env.path();
+    let key_path = write_file_key(dir, &SEED);
+    let probe = SecretKey::from_seed(&SEED, [0; 8]);
+    let key = SecretKey::from_seed(&SEED, agent_bundle::keys::derived_key_id(&probe.public_key().ed25519_bytes()));
+    run(&mut cmd(dir), &["pubkey", &key_path, "-o", "release.pub"]).expect_code(0);
+    run(&mut cmd(dir), &["pack", "mailer", "--attest", "--key", &key_path, "-o", "agent.bundle"]).expect_code(0);
+    let contract = SigstoreBundle::from_json(&read(dir, CONTRACT)).unwrap();
+    let every_tool_confirmed: Vec<serde_json::Value> = contract.statement().unwrap().predicate["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| {
+            let mut t = t.clone();
+            t["requires_confirmation"] = true.into();
+            t
+        })
+        .collect();
+    let cases = [
+        (
+            CONTRACT,
+            "\"tools\":",
+            format!("\"tools\":{},\"tools\":", serde_json::to_string(&every_tool_confirmed).unwrap()),
+        ),
+        (PROVENANCE, "\"builder\":{", "\"builder\":{\"id\":\"https://evil.example/builder\",".to_owned()),
+    ];
+    for (file, at, repeated) in cases {
+        let mut bundle = SigstoreBundle::from_json(&read(dir, file)).unwrap();
+        let payload = String::from_utf8(bundle.dsse_envelope.payload.clone()).unwrap();
+        assert!(payload.contains(at), "{file}: {payload}");
+        bundle.dsse_envelope.payload = payload.replacen(at, &repeated, 1).into_bytes();
+        bundle.dsse_envelope.signatures.clear();
+        bundle.dsse_envelope.sign(&key.key_id_hex(), |m| Ok::<_, ()>(key.sign_ed25519(m))).unwrap();
+        std::fs::write(dir.join("case.json"), bundle.to_json()).unwrap();
+        let out = run(
+            &mut cmd(dir),
+            &["verify", "agent.bundle", "--key", "release.pub", "--attestation", "case.json", "--format", "json"],
+        );
+        out.expect_code(1);
+        assert_eq!(out.json()["code"], "attestation_malformed", "{file}: {}", out.stdout);
+        assert!(out.json()["message"].as_str().unwrap().contains("appears twice"), "{}", out.stdout);
+    }
+}
+
 #[test]
 fn pack_without_attest_removes_the_attestations_of_an_earlier_pack() {
     let env = Env::new();

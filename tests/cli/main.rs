@@ -5,6 +5,7 @@
 mod snapshot;
 mod support;
 
+mod architecture;
 mod attest;
 mod baseline;
 mod book;
@@ -27,6 +28,7 @@ mod keyless_signers;
 mod keys;
 mod lock;
 mod mcp;
+mod mcp_pin;
 mod monorepo;
 mod network;
 mod newcomer;

@@ -96,7 +96,9 @@ impl Sink for Capture {
 fn verify_capture(bundle: &[u8], keys: &TrustedKeys) -> Result<Capture, verify::Rejection> {
     let mut capture = Capture::default();
     let expect = Expect { now: Some(Timestamp::now()), ..Expect::default() };
-    verify::verify(bundle, Trust::Keys(keys), &expect, &mut capture).map(|_| capture)
+    verify::verify(bundle, Trust::Keys(keys), &expect, &mut capture)
+        .map(|_| capture)
+        .map_err(verify::Refused::into_rejection)
 }
 
 proptest! {

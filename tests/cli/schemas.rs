@@ -37,7 +37,7 @@ const LOCKED: &str = "[bundle]\nformat = 1\n\n[agent]\nname = \"m\"\nversion = \
 /// Variations of a locked manifest, each breaking (or not) one rule.
 fn inline_cases() -> Vec<(String, String)> {
     let swap = |from: &str, to: &str| LOCKED.replacen(from, to, 1);
-    vec![
+    let mut cases: Vec<(String, String)> = vec![
         ("locked".into(), LOCKED.into()),
         ("executable".into(), swap("size = 1 }", "size = 1, executable = true }")),
         ("executable-string".into(), swap("size = 1 }", "size = 1, executable = \"yes\" }")),
@@ -70,7 +70,28 @@ fn inline_cases() -> Vec<(String, String)> {
         ("expires-lowercase".into(), swap("format = 1", "format = 1\nexpires = \"2027-01-01t00:00:00z\"")),
         ("expires-hour-24".into(), swap("format = 1", "format = 1\nexpires = \"2027-01-01T24:00:00Z\"")),
         ("expires-integer".into(), swap("format = 1", "format = 1\nexpires = 1798761600")),
-    ]
+    ];
+    // [pins]: RAP and MCP entries, and each way an entry can be wrong.
+    let h = "af1349b9f5f9a1a6a0404dea36dcc9499bcb25c9adc112b7cc9a93cae41f3262";
+    let pin = |name: &str, body: &str| {
+        (format!("pin-{name}"), format!("{LOCKED}\n[pins.\"pins/p.json\"]\n{body}blake3 = \"{h}\"\n"))
+    };
+    cases.extend([
+        pin("rap", "format = \"rap\"\nurl = \"https://a.example/\"\n"),
+        pin("rap-with-server", "format = \"rap\"\nurl = \"https://a.example/\"\nserver = \"s\"\n"),
+        pin("rap-no-url", "format = \"rap\"\n"),
+        pin("mcp-stdio", "format = \"mcp\"\nserver = \"time\"\ncommand = [\"uvx\", \"mcp-server-time\"]\n"),
+        pin("mcp-http", "format = \"mcp\"\nserver = \"time\"\nurl = \"http://127.0.0.1:9/mcp\"\n"),
+        pin("mcp-file", "format = \"mcp\"\nserver = \"time\"\n"),
+        pin("mcp-both", "format = \"mcp\"\nserver = \"t\"\ncommand = [\"x\"]\nurl = \"http://a/\"\n"),
+        pin("mcp-empty-command", "format = \"mcp\"\nserver = \"t\"\ncommand = []\n"),
+        pin("mcp-empty-program", "format = \"mcp\"\nserver = \"t\"\ncommand = [\"\", \"x\"]\n"),
+        pin("mcp-command-string", "format = \"mcp\"\nserver = \"t\"\ncommand = \"x\"\n"),
+        pin("mcp-bad-server", "format = \"mcp\"\nserver = \"-t\"\ncommand = [\"x\"]\n"),
+        pin("mcp-no-server", "format = \"mcp\"\ncommand = [\"x\"]\n"),
+        pin("other-format", "format = \"openapi\"\nurl = \"https://a.example/\"\n"),
+    ]);
+    cases
 }
 
 #[test]

@@ -413,6 +413,36 @@ fn rotation_follows_v1_to_v3_and_refuses_new_keys_only_a_gap_a_replay_and_an_exp
     refused(&team.verify(&v1_alone), "policy_untrusted");
 }
 
+/// Issue 35, defect 3: a followed policy version is recorded in `--state` as soon as its chain
+/// verifies, whatever becomes of the bundle (python-tuf persists every root it accepts). A host
+/// that followed v1 -> v2 (v2 revokes a stolen key) and refused a release signed with that key
+/// must not accept it when offered v1 alone next time.
+#[test]
+fn a_followed_policy_version_is_recorded_even_when_the_bundle_is_refused() {
+    let team = Team::new();
+    let one = "[[rule]]\nagents = [\"*\"]\nthreshold = 1\n";
+    let s = |name: &str| team.signer(name, "");
+    team.policy("v1.toml", 1, &["alice", "bob", "carol"], &[s("alice"), s("bob"), s("carol")], one, &["alice", "bob"]);
+    // alice's key was stolen: v2 revokes it (signed by v1's and its own roots bob and carol).
+    let revoked = team.signer("alice", "revoked = true");
+    team.policy(
+        "v2.toml",
+        2,
+        &["bob", "carol", "dave"],
+        &[revoked, s("bob"), s("carol"), s("dave")],
+        one,
+        &["bob", "carol"],
+    );
+    let both = ["--trust-policy", "v1.toml", "--policy-update", "v2.toml", "--state", "state.json"];
+    refused(&team.verify(&both), "revoked_key");
+    // Offered v1 alone, the host knows v2 was followed.
+    refused(&team.verify(&["--trust-policy", "v1.toml", "--state", "state.json"]), "policy_rollback");
+    // Without --state nothing can be remembered: the command says so.
+    let unremembered = team.verify(&["--trust-policy", "v1.toml"]);
+    unremembered.expect_code(0);
+    assert!(unremembered.stderr.contains("without --state"), "{}", unremembered.stderr);
+}
+
 #[test]
 fn trust_rotate_writes_the_next_version_unsigned_and_a_malformed_policy_is_an_error() {
     let team = Team::new();
@@ -678,6 +708,36 @@ fn a_two_of_two_release_in_a_registry_is_refused_before_its_layer_moves_and_acce
 
 /// The gate counts the minisign co-signatures; the approval envelope beside the bundle is the
 /// same approval for DSSE tools and counts toward no threshold (format reference §12.2).
+/// Issue 35, defect 8: `pull` under a trust policy keeps what the registry holds about the
+/// release (its co-signatures and attestations) beside the file it writes, by the documented
+/// names, so that the file it just wrote passes `verify --trust-policy` and the OCI guide's
+/// "pull, then unpack" recipe works under a policy.
+#[test]
+fn a_release_pulled_under_a_trust_policy_keeps_its_registry_evidence_beside_the_file() {
+    use crate::registry::{self, Setup};
+    let Some(reg) = registry::start(Setup::Plain) else { return };
+    let team = Team::new();
+    team.standard("policy.toml", "", TWO_KEYS);
+    let dir = team.env.path();
+    team.env.run(&["pack", "mailer", "--attest", "--key", "alice.key", "-o", "mailer.agent.bundle"]).expect_code(0);
+    let reference = format!("oci://{}/team/mailer:3", reg.host());
+    team.oci(&["push", "mailer.agent.bundle", &reference, "--plain-http", "--key", "alice.pub"]).expect_code(0);
+    let policy = ["--trust-policy", "policy.toml"];
+    team.oci(&["cosign", &reference, "--key", "carol.key", "--plain-http", policy[0], policy[1]]).expect_code(0);
+    let pulled = team.oci(&["pull", &reference, "-o", "pulled.bundle", "--plain-http", policy[0], policy[1]]);
+    pulled.expect_code(0);
+    for beside in
+        ["pulled.bundle.cosig", "pulled.bundle.provenance.sigstore.json", "pulled.bundle.contract.sigstore.json"]
+    {
+        assert!(dir.join(beside).is_file(), "{beside}: {}", pulled.stderr);
+    }
+    let out =
+        team.env.run(&["verify", "pulled.bundle", policy[0], policy[1], "--require-provenance", "--format", "json"]);
+    let doc = out.expect_code(0).json();
+    assert_eq!(statuses(&doc), ["counted", "counted"], "{doc:#}");
+    team.env.run(&["unpack", "pulled.bundle", "deployed", policy[0], policy[1]]).expect_code(0);
+}
+
 #[test]
 fn the_approval_envelope_alone_meets_no_threshold() {
     let team = Team::new();
@@ -720,6 +780,10 @@ fn attestations_under_a_trust_policy_are_judged_against_its_signers() {
     // Signed by a key the policy does not know, by one it trusts only for other agents, by a
     // revoked one: each refused.
     for key in ["dave", "erin", "frank"] {
+        // Alone: a key attesting beside alice's statement would add its signature to it.
+        for kind in ["provenance", "contract"] {
+            std::fs::remove_file(team.env.path().join(format!("mailer.agent.bundle.{kind}.sigstore.json"))).unwrap();
+        }
         team.env.run(&["attest", "mailer.agent.bundle", "--key", &format!("{key}.key")]).expect_code(0);
         let doc = refused(&team.verify(&["--trust-policy", "policy.toml"]), "attestation_untrusted");
         assert!(doc["message"].as_str().unwrap().contains("provenance"), "{key}: {doc:#}");
@@ -766,5 +830,29 @@ fn a_second_key_attesting_the_same_statement_adds_its_signature_to_the_envelope(
                 String::from_utf8_lossy(&out.stderr)
             );
         }
+    }
+}
+
+/// Issue 35, defect 2: `bundle attest BUNDLE --key SECOND` after `pack --attest` must not drop
+/// the release key's provenance signature (pack records how it compressed, attest cannot know,
+/// so the statements differed and the envelope was replaced): the second key signs the
+/// statement already there, and says so.
+#[test]
+fn attest_after_pack_attest_adds_a_signer_and_never_removes_the_release_keys() {
+    let env = Env::new();
+    env.copy("agents/mailer", "mailer");
+    for name in ["release", "ci"] {
+        env.run(&["keygen", name]).expect_code(0);
+    }
+    env.run(&["pack", "mailer", "--attest", "--key", "release.key", "-o", "mailer.agent.bundle"]).expect_code(0);
+    let attested = env.run(&["attest", "mailer.agent.bundle", "--key", "ci.key", "--format", "json"]);
+    assert_eq!(attested.expect_code(0).json()["signatures"], serde_json::json!([2, 2]), "{}", attested.stdout);
+    let human = env.run(&["attest", "mailer.agent.bundle", "--key", "ci.key"]);
+    assert!(human.expect_code(0).stderr.contains("signed the statement already there"), "{}", human.stderr);
+    env.run(&["verify", "mailer.agent.bundle", "--key", "release.pub", "--require-provenance"]).expect_code(0);
+    let both = ["verify", "mailer.agent.bundle", "--key", "release.pub", "--key", "ci.pub", "--format", "json"];
+    let doc = env.run(&both).expect_code(0).json();
+    for a in doc["attestations"].as_array().unwrap() {
+        assert_eq!((a["verdict"].as_str(), a["signers"].as_array().map(Vec::len)), (Some("ok"), Some(2)), "{a:#}");
     }
 }

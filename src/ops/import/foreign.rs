@@ -5,11 +5,11 @@
 use std::path::Path;
 
 use super::{Converted, Options, problems, read_input, single};
-use crate::diagnostic::{Code, Diagnostic, Report, Source};
+use crate::diagnostic::{Report, Source};
 use crate::error::{Error, Result};
 use crate::formats::{self, Reach};
 use crate::limits;
-use crate::mcp_client::{self, Failure, Server};
+use crate::mcp_client::{self, Server};
 use crate::regular_file::Links;
 
 /// The transport every imported tool gets; a usage error when none was given.
@@ -42,11 +42,23 @@ pub(super) fn import_openai(opts: &Options, report: &mut Report) -> Result<Conve
     }
 }
 
-pub(super) fn import_mcp(opts: &Options, report: &mut Report) -> Result<Converted> {
+/// What an MCP import read, kept for `--pin`: every Tool object as served, and the name the
+/// server gave itself (`serverInfo.name`, from a live server).
+#[derive(Debug, Clone)]
+pub struct Served {
+    pub server_name: Option<String>,
+    pub tools: Vec<serde_json::Value>,
+}
+
+pub(super) fn import_mcp(opts: &Options, served: &mut Option<Served>, report: &mut Report) -> Result<Converted> {
     let reach = reach(opts, "MCP")?;
+    let mut server_name = None;
     let source = match &opts.server {
         Some(server) => match list(server, opts, report) {
-            Some(source) => source,
+            Some((source, name)) => {
+                server_name = name;
+                source
+            }
             None => return Ok((server.display(), None)),
         },
         None => match read_input(Path::new(single(opts)?), limits::MAX_IMPORT_BYTES, Links::Follow, report)? {
@@ -59,6 +71,9 @@ pub(super) fn import_mcp(opts: &Options, report: &mut Report) -> Result<Converte
         Ok((tools, notes)) => {
             let mut imported = formats::mcp::to_tools(&tools, &reach);
             imported.notes.splice(0..0, notes);
+            // Read again as plain JSON: parse() accepted it, so this cannot fail.
+            let doc: serde_json::Value = serde_json::from_str(&source.text).unwrap_or_default();
+            *served = Some(Served { server_name, tools: formats::mcp::tool_objects(&doc) });
             Ok((display, Some(imported)))
         }
         Err(found) => {
@@ -70,7 +85,7 @@ pub(super) fn import_mcp(opts: &Options, report: &mut Report) -> Result<Converte
 
 /// Lists the server's tools as a document the MCP format reads (`{"tools": [...]}`, pretty,
 /// so that problems point at a line); a failure is an `mcp_server_failed` error in `report`.
-fn list(server: &Server, opts: &Options, report: &mut Report) -> Option<Source> {
+fn list(server: &Server, opts: &Options, report: &mut Report) -> Option<(Source, Option<String>)> {
     match mcp_client::list_tools(server, opts.limits) {
         Ok(listed) => {
             let doc = serde_json::json!({"tools": listed.tools});
@@ -79,36 +94,11 @@ fn list(server: &Server, opts: &Options, report: &mut Report) -> Option<Source> 
                 Some(n) => format!("{n} (tools/list of `{}`)", server.display()),
                 None => format!("tools/list of `{}`", server.display()),
             };
-            Some(Source::new(name, text))
+            Some((Source::new(name, text), listed.server_name))
         }
         Err(failure) => {
-            report.push(failure_diagnostic(server, &failure));
+            report.push(failure.diagnostic(server));
             None
         }
     }
-}
-
-fn failure_diagnostic(server: &Server, failure: &Failure) -> Diagnostic {
-    let mut message = failure.error.to_string();
-    let tail: Vec<&str> = failure.stderr.lines().map(str::trim_end).filter(|l| !l.trim().is_empty()).collect();
-    if !tail.is_empty() {
-        let last = &tail[tail.len().saturating_sub(12)..];
-        let mut said = last.join(" ⏎ ");
-        if said.chars().count() > 1500 {
-            said = said.chars().rev().take(1500).collect::<Vec<_>>().into_iter().rev().collect();
-            said.insert(0, '…');
-        }
-        message.push_str(&format!("; its stderr ended with: {said}"));
-    }
-    let help = match &failure.error {
-        mcp_client::McpError::Spawn { .. } => "check the command after `--`: it must be a program on PATH or a path to one".to_owned(),
-        mcp_client::McpError::Timeout { .. } => {
-            "check that the command starts an MCP server on stdio (not the HTTP transport); a slow server needs a longer --timeout".to_owned()
-        }
-        _ => format!(
-            "check that `{}` is an MCP server speaking the stdio transport (JSON-RPC, one message per line, nothing else on stdout)",
-            server.display()
-        ),
-    };
-    Diagnostic::error(Code::McpServerFailed, server.display(), message).with_help(help)
 }

@@ -1,8 +1,13 @@
 //! Why a bundle is rejected: the stable reason codes every consumer of the verifier reports
 //! (`bundle verify --format json` prints them as `code`), and the rejection that carries one.
+//!
+//! The vocabulary of verdicts sits below everything that judges (the verifier, the trust
+//! policy, keyless signers, attestations, baselines), so that each of them can say why it
+//! refuses without naming the others; what a judge learned besides the reason (each
+//! signature's fate, each attestation's verdict) travels beside a rejection, in the types of
+//! the layer that learned it.
 
 use crate::archive::ArchiveError;
-use crate::trust_policy::SignersVerdict;
 
 crate::codes::stable_codes! {
     /// Why a bundle was rejected. The string forms are stable.
@@ -77,23 +82,11 @@ pub struct Rejection {
     /// The agent and signer, when known at the time of rejection.
     pub agent: Option<(String, String)>,
     pub key_id: Option<String>,
-    /// The attestations judged before the rejection (`verify --attestation`), each with its verdict.
-    pub attestations: Vec<crate::evidence::judge::Judged>,
-    /// With a trust policy: what became of each signature, and each rule's tally.
-    pub signers: Option<Box<SignersVerdict>>,
 }
 
 impl Rejection {
     pub fn new(reason: Reason, path: Option<&str>, message: impl Into<String>) -> Self {
-        Rejection {
-            reason,
-            path: path.map(str::to_owned),
-            message: message.into(),
-            agent: None,
-            key_id: None,
-            attestations: Vec::new(),
-            signers: None,
-        }
+        Rejection { reason, path: path.map(str::to_owned), message: message.into(), agent: None, key_id: None }
     }
 }
 
@@ -117,14 +110,6 @@ impl From<ArchiveError> for Rejection {
             | ArchiveError::Io { path, .. } => path.clone(),
             _ => None,
         };
-        Rejection {
-            reason,
-            path,
-            message: e.to_string(),
-            agent: None,
-            key_id: None,
-            attestations: Vec::new(),
-            signers: None,
-        }
+        Rejection { reason, path, message: e.to_string(), agent: None, key_id: None }
     }
 }

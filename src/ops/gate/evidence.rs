@@ -1,0 +1,227 @@
+//! The gate's judgement of a bundle's evidence ([`crate::ops::input::Evidence`]), in the order
+//! trust is earned: each piece is read as what it claims to be (co-signature lists parsed,
+//! keyless signatures verified over the digest they name), what can be judged before the
+//! bundle's bytes is judged then (a registry's co-signatures against the policy's rules, its
+//! attestations against the layer's digest), and after the pass each offer is bound to the
+//! file's SHA-256 and counted.
+
+use std::path::Path;
+
+use super::{Gate, GateError, Verdict};
+use crate::bundle::verify::{self, Refused, Rejection, Verified};
+use crate::contract::release;
+use crate::evidence::judge::{self, AttestPolicy, Judged};
+use crate::keyless::KeylessSigner;
+use crate::minisign::Signature;
+use crate::ops::input::{Evidence, Piece};
+use crate::rejection::Reason;
+use crate::trust_policy::judge::KeylessOffer;
+use crate::trust_policy::{self, bound, signatures};
+
+/// The evidence read as what it claims to be, ready for the streaming pass.
+#[derive(Debug)]
+pub(super) struct Gathered {
+    pub cosignatures: Vec<Signature>,
+    pub offers: Vec<KeylessOffer>,
+    /// Attestations not yet judged (a file's: its SHA-256 is known only after the pass).
+    pub attestations: Vec<(String, Vec<u8>)>,
+    /// Attestations judged before the bytes, against the digest a registry binds them to.
+    pub judged: Option<Vec<Judged>>,
+    /// The SHA-256 the bytes are bound to before they are read (a registry layer's).
+    pub sha256: Option<[u8; 32]>,
+}
+
+impl Gathered {
+    /// Whether attestations are judged: some were found, or the policy requires provenance.
+    pub fn attesting(&self, policy: &AttestPolicy) -> bool {
+        self.judged.is_some() || !self.attestations.is_empty() || policy.needs_provenance()
+    }
+}
+
+impl Gate {
+    /// Reads `evidence` as what each piece claims to be, and judges what can be judged before
+    /// the bundle's bytes: `Err` is the refusal (a registry's layer is then never requested).
+    pub(super) fn gather(&self, evidence: Evidence) -> Result<Result<Gathered, Verdict>, GateError> {
+        let Evidence { cosignatures, keyless, keyless_named, attestations, sha256, config } = evidence;
+        let cosignatures = match parse_cosignatures(&cosignatures) {
+            Ok(c) => c,
+            Err(rejection) => return Ok(Err(Verdict::refused(rejection))),
+        };
+        // No version of the policy can be followed: nothing is trusted.
+        if let Some(Err(e)) = &self.policy {
+            return Ok(Err(Verdict::refused(super::chain_rejection(e))));
+        }
+        if let (Some(policy), Some(config)) = (self.followed(), &config)
+            && let Some(agent) = &config.name
+            && self.enforce()
+            && let Some((refusal, message)) = bound::shortfall(
+                policy,
+                bound::Claimed {
+                    agent,
+                    version: config.version.as_deref(),
+                    pack_key_id: config.key_id.as_deref(),
+                    keyless: keyless_named,
+                },
+                &cosignatures,
+                self.opts.now,
+            )
+        {
+            let mut r = Rejection::new(verify::reason_of(refusal), None, message);
+            r.agent = Some((agent.clone(), config.version.clone().unwrap_or_default()));
+            return Ok(Err(Verdict::refused(r)));
+        }
+        let attestations: Vec<(String, Vec<u8>)> = attestations.into_iter().map(|p| (p.source, p.bytes)).collect();
+        let mut gathered = Gathered { cosignatures, offers: Vec::new(), attestations, judged: None, sha256 };
+        // Bound before the bytes: a registry's attestations are judged against its layer digest
+        // now, so that a refusal stops the layer from moving.
+        if let Some(sha256) = &sha256
+            && gathered.attesting(&self.opts.attest.policy)
+        {
+            let (judged, rejection) =
+                judge::judge(&gathered.attestations, &hex::encode(sha256), &self.attest_keys, &self.opts.attest.policy);
+            if let Some(rejection) = rejection {
+                return Ok(Err(Verdict::Refused { rejection, baseline: None, signers: None, attestations: judged }));
+            }
+            gathered.judged = Some(judged);
+            gathered.attestations = Vec::new();
+        }
+        gathered.offers = match self.keyless_offers(keyless, keyless_named)? {
+            Ok(offers) => offers,
+            Err(rejection) => return Ok(Err(Verdict::refused(rejection))),
+        };
+        Ok(Ok(gathered))
+    }
+
+    /// The keyless signatures offered to the trust policy's identity signers, each verified over
+    /// the digest it names under the policy's trusted root; one that does not verify is an offer
+    /// that will not count. Named (`--sigstore`) under a policy that names no trusted root: a
+    /// usage error; found beside the bundle: nothing could count, so they are not offered.
+    fn keyless_offers(
+        &self,
+        bundles: Vec<crate::keyless::SigstoreBundle>,
+        named: bool,
+    ) -> Result<Result<Vec<KeylessOffer>, Rejection>, GateError> {
+        let Some(policy) = self.followed() else { return Ok(Ok(Vec::new())) };
+        if bundles.is_empty() {
+            return Ok(Ok(Vec::new()));
+        }
+        let Some(root) = &policy.trusted_root else {
+            if !named {
+                return Ok(Ok(Vec::new()));
+            }
+            return Err(crate::Error::Usage(format!(
+                "--sigstore: trust policy `{}` version {} names no trusted root and no certificate-identity signer; add them ([sigstore], `bundle trust import-root`) or drop --sigstore",
+                policy.id, policy.version
+            ))
+            .into());
+        };
+        let offers = bundles
+            .iter()
+            .map(|bundle| KeylessOffer {
+                source: bundle.file.clone(),
+                result: crate::keyless::verify_claimed(root, bundle),
+            })
+            .collect();
+        Ok(Ok(offers))
+    }
+
+    /// Once the file is read: keyless signatures that do not sign this file no longer count, and
+    /// the rules are judged again (refused when they are no longer met and enforced).
+    pub(super) fn bind_keyless(
+        &self,
+        v: &mut Verified,
+        sha256: Option<&[u8; 32]>,
+        gathered: &Gathered,
+    ) -> Result<(), Verdict> {
+        let (Some(policy), Some(sha256)) = (self.followed(), sha256) else { return Ok(()) };
+        if gathered.offers.is_empty() {
+            return Ok(());
+        }
+        let Some(signers) = v.signers.as_mut() else { return Ok(()) };
+        let comment = crate::trust::trusted_comment(&v.manifest.name, &v.manifest.version.to_string());
+        trust_policy::judge::bind_file(policy, signers, &v.manifest.name, sha256, &comment, self.opts.now);
+        // Even unenforced (`bundle cosign`), the manifest was believed on a signature that must
+        // still stand.
+        let enforce = self.enforce() || !signers.any_authenticated();
+        let Some((refusal, message)) = signers.refusal().filter(|_| enforce) else { return Ok(()) };
+        let Refused { mut rejection, signers } = verify::policy_rejection(refusal, message, signers.clone());
+        rejection.agent = Some((v.manifest.name.clone(), v.manifest.version.to_string()));
+        rejection.key_id = Some(v.key_id.clone());
+        Err(Verdict::Refused { rejection, baseline: None, signers, attestations: Vec::new() })
+    }
+
+    /// Both steps of the attestation judgement on a verified bundle whose file has `sha256`:
+    /// against the digest (unless a registry's were judged before the bytes), then against
+    /// the bundle (key scopes for its agent, the contract against its own tools).
+    pub(super) fn judge_attestations(
+        &self,
+        v: &Verified,
+        origin: &Path,
+        sha256: Option<&[u8; 32]>,
+        gathered: Gathered,
+    ) -> Result<Vec<Judged>, Verdict> {
+        let attesting = gathered.attesting(&self.opts.attest.policy);
+        let Some(sha256) = sha256.filter(|_| attesting) else { return Ok(Vec::new()) };
+        let (mut judged, early) = match gathered.judged {
+            Some(judged) => (judged, None),
+            None => {
+                judge::judge(&gathered.attestations, &hex::encode(sha256), &self.attest_keys, &self.opts.attest.policy)
+            }
+        };
+        let refuse = |mut r: Rejection, judged: Vec<Judged>| {
+            r.agent = Some((v.manifest.name.clone(), v.manifest.version.to_string()));
+            r.key_id = Some(v.key_id.clone());
+            Verdict::Refused { rejection: r, baseline: None, signers: None, attestations: judged }
+        };
+        if let Some(r) = early {
+            return Err(refuse(r, judged));
+        }
+        let contracts = release::from_verified(v, origin).map_err(|e| e.to_string());
+        let expected = contracts.map(|c| crate::evidence::contract::predicate(&c, &v.manifest_blake3));
+        match judge::judge_with_bundle(
+            &mut judged,
+            &v.manifest.name,
+            &self.attest_keys,
+            expected.as_ref().map_err(Clone::clone),
+        ) {
+            Some(r) => Err(refuse(r, judged)),
+            None => Ok(judged),
+        }
+    }
+
+    /// With `--sigstore`: the keyless signature over the whole file, whose SHA-256 the gate
+    /// computed while verifying it.
+    pub(super) fn judge_keyless(
+        &self,
+        sha256: Option<[u8; 32]>,
+        v: &Verified,
+    ) -> Result<Option<KeylessSigner>, Rejection> {
+        let (Some(required), Some(sha256)) = (&self.opts.keyless, sha256) else { return Ok(None) };
+        required.judge(sha256).map(Some).map_err(|mut r| {
+            r.agent = Some((v.manifest.name.clone(), v.manifest.version.to_string()));
+            r.key_id = Some(v.key_id.clone());
+            r
+        })
+    }
+}
+
+/// Each co-signature list parsed; one that is over the cap or not a list of minisign
+/// signatures refuses the bundle.
+fn parse_cosignatures(pieces: &[Piece]) -> Result<Vec<Signature>, Rejection> {
+    let mut all = Vec::new();
+    for piece in pieces {
+        let shown = &piece.source;
+        if piece.bytes.len() as u64 > signatures::MAX_SIGNATURES_BYTES {
+            return Err(Rejection::new(
+                Reason::LimitExceeded,
+                Some(shown),
+                format!("{shown}: more than {} bytes of co-signatures", signatures::MAX_SIGNATURES_BYTES),
+            ));
+        }
+        let text = String::from_utf8_lossy(&piece.bytes);
+        let found = signatures::parse(&text)
+            .map_err(|why| Rejection::new(Reason::BadSignature, Some(shown), format!("{shown}: {why}")))?;
+        all.extend(found);
+    }
+    Ok(all)
+}
