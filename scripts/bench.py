@@ -34,6 +34,12 @@ package (agent_bundle.verify, the wheel built with maturin into a venv in the ta
 beside `bundle verify`, alternating, with user CPU and peak RSS (issue 28: <= 1.05x the CLI,
 peak memory within 5 MiB).
 
+scripts/bench.py --guard [--runs N]: only the `bundle guard` rows (issue 34): judging a tools/list
+answer of 100 tools (examples/guard-judge.rs, p99 over 2,000 answers; target <= 1 ms), and 1,000
+tools/call round trips (scripts/bench/mcp-round-trips.py) to a local server directly and through
+the guard, alternating, for the test server testdata/mcp/hostile_server.py and the reference
+server mcp-server-time (target: guard <= 1.10x direct), with the guard's peak RSS (target <= 20 MiB).
+
 The full run ends with the registry rows (below) when docker-registry and the ORAS Python
 client are installed, and says so in a NOTE when not.
 
@@ -599,8 +605,91 @@ def python_main():
           f"peak, {extra:+.1f} MiB against the CLI's whole run) | | | |")
 
 
+# --- bundle guard (issue 34) ---------------------------------------------------------------------
+def guard_main():
+    """`--guard`: the judge's cost per tools/list and tools/call round trips through the guard."""
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--guard", action="store_true")
+    ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--calls", type=int, default=1000)
+    ap.add_argument("--work")
+    a = ap.parse_args()
+    sh(f"cd {REPO} && cargo build --release --locked -q --bin bundle --example guard-judge")
+    target = target_directory()
+    release = os.path.join(target, "release")
+    bundle = os.path.join(release, "bundle")
+    w = a.work or os.path.join(target, "bench", "guard")
+    shutil.rmtree(w, ignore_errors=True)
+    os.makedirs(w)
+    venv_bin = os.path.join(os.environ.get("HOME", ""), ".cache", "agent-bundle-ci", "venv", "bin")
+    env_path = f"{venv_bin}:{os.environ['PATH']}"
+    os.environ["PATH"] = env_path
+    mcp = os.path.join(REPO, "testdata", "mcp")
+    hostile = f"python3 {mcp}/hostile_server.py honest"
+    # Two signed bundles: the example agent (the test server's pins) and one pinning mcp-server-time.
+    shutil.copytree(os.path.join(REPO, "testdata", "agents", "guarded"), f"{w}/guarded")
+    sh(f"{bundle} pack -q {w}/guarded --key {KEYS}/test.key -o {w}/guarded.bundle")
+    servers = [("test server (hostile_server.py honest)", "hostile", f"{w}/guarded.bundle", hostile,
+                "echo", '{"text": "hi"}')]
+    if shutil.which("mcp-server-time"):
+        shutil.copytree(os.path.join(REPO, "testdata", "agents", "minimal"), f"{w}/time")
+        os.makedirs(f"{w}/time/pins")
+        sh(f"python3 {mcp}/list_raw.py time {w}/time/pins/time.mcp.json -- mcp-server-time")
+        sh(f"{bundle} lock -q {w}/time && {bundle} pack -q {w}/time --key {KEYS}/test.key -o {w}/time.bundle")
+        servers.append(("mcp-server-time", "time", f"{w}/time.bundle", "mcp-server-time", "get_current_time",
+                        '{"timezone": "Etc/UTC"}'))
+    else:
+        print("NOTE: mcp-server-time is not installed; its rows are skipped", file=sys.stderr)
+
+    judge = []
+    for r in range(a.runs):
+        out = subprocess.run([os.path.join(release, "examples", "guard-judge"), "2000"], check=True,
+                             capture_output=True, text=True).stdout
+        judge.append(json.loads(out))
+    trips = {}
+    loads = []
+    for r in range(a.runs):
+        loads.append(load())
+        for label, name, bundle_file, command, tool, args in servers:
+            direct = json.loads(subprocess.run(
+                f"python3 {BENCH}/mcp-round-trips.py {a.calls} {tool} '{args}' -- {command}",
+                shell=True, check=True, capture_output=True, text=True).stdout)
+            rss_file = f"{w}/rss.txt"
+            guarded = json.loads(subprocess.run(
+                f"python3 {BENCH}/mcp-round-trips.py {a.calls} {tool} '{args}' -- /usr/bin/time -f %M -o {rss_file} "
+                f"{bundle} guard -q {bundle_file} --key {KEYS}/test.pub --server {name} -- {command}",
+                shell=True, check=True, capture_output=True, text=True).stdout)
+            with open(rss_file) as f:
+                rss = int(f.read().strip().splitlines()[-1])
+            trips.setdefault(label, []).append((direct["seconds"], guarded["seconds"], rss))
+        print(f"round {r + 1}/{a.runs} done (load average before it {loads[-1]})", file=sys.stderr)
+
+    print(f"\n{cpu_model()}, {os.cpu_count()} CPUs; medians of {a.runs} runs")
+    print(f"load average (1/5/15 min) before each round: {', '.join(loads)}\n")
+    p50 = statistics.median(j["p50_us"] for j in judge)
+    p99 = statistics.median(j["p99_us"] for j in judge)
+    worst = max(j["p99_us"] for j in judge)
+    print("| row | value | target | |")
+    print("| --- | ---: | ---: | --- |")
+    print(f"| judging a tools/list of 100 tools, p50 | {p50 / 1000:.3f} ms | | |")
+    print(f"| judging a tools/list of 100 tools, p99 (median of runs; worst {worst / 1000:.3f} ms) | "
+          f"{p99 / 1000:.3f} ms | <= 1 ms | {'met' if p99 <= 1000 else 'NOT met'} |")
+    for label, rows in trips.items():
+        d = statistics.median(x[0] for x in rows)
+        g = statistics.median(x[1] for x in rows)
+        rss = max(x[2] for x in rows) / 1024
+        ratio = g / d
+        print(f"| {a.calls} tools/call round trips, {label}: direct | {d:.3f} s | | |")
+        print(f"| {a.calls} tools/call round trips, {label}: through the guard | {g:.3f} s "
+              f"(+{(g - d) / a.calls * 1e6:.0f} us per call) | | |")
+        print(f"| guard / direct, {label} | {ratio:.2f}x | <= 1.10x | {'met' if ratio <= 1.10 else 'NOT met'} |")
+        print(f"| guard peak RSS, {label} | {rss:.1f} MiB | <= 20 MiB | {'met' if rss <= 20 else 'NOT met'} |")
+
+
 if __name__ == "__main__":
-    if "--registry" in sys.argv:
+    if "--guard" in sys.argv:
+        guard_main()
+    elif "--registry" in sys.argv:
         registry_main()
     elif "--python" in sys.argv:
         python_main()

@@ -31,6 +31,8 @@ crate::codes::stable_codes! {
     Signature => "signature": "The signature cannot be made (a comment minisign cannot store).",
     PolicyError => "policy_error": "A --trust-policy or policy update file is not a usable trust policy (the message says why), or `bundle trust` cannot do what was asked.",
     TrustedRootError => "trusted_root_error": "A Sigstore trusted_root.json is not usable (not JSON, not a trusted root, keys that do not decode), or is not the one the trust policy names (its sha256 differs).",
+    McpServerFailed => "mcp_server_failed": "`bundle guard`: the MCP server could not be started, or exited or closed its output during the session; pending requests were answered with an error and the end of the server's stderr is shown.",
+    McpNotPinned => "mcp_not_pinned": "`bundle guard`: the verified bundle has no usable pins for the server named by `--server` (no `pins/<server>.mcp.json`, or one that is not a pin file); pin it with `bundle import --from mcp --pin`.",
     Internal => "internal_error": "An error without a code of its own: a defect in `bundle`; please report it with the message.",
 }
 

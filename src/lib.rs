@@ -40,6 +40,8 @@ pub mod evidence;
 pub(crate) mod fetch;
 pub(crate) mod fileset;
 pub(crate) mod formats;
+#[doc(hidden)]
+pub mod guard;
 pub(crate) mod handoff;
 pub(crate) mod hasher;
 pub(crate) mod json;
@@ -53,6 +55,7 @@ pub mod limits;
 pub mod manifest;
 #[doc(hidden)]
 pub mod mcp_client;
+pub(crate) mod mcp_process;
 #[doc(hidden)]
 pub mod minisign;
 #[doc(hidden)]

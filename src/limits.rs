@@ -153,4 +153,11 @@ caps! {
     MCP_TIMEOUT_SECS: u64 = 30, Seconds, "an MCP server, from start to its last page (default `import --timeout`)", "exit 2 (`mcp_server_failed`)";
     /// The end of an MCP server's stderr that is kept for messages.
     MAX_MCP_STDERR_BYTES: usize = 16 << 10, Bytes, "an MCP server's stderr kept for messages (the end of it)", "cut";
+    /// One message between an MCP client and server through `bundle guard` (JSON values and
+    /// depth are held to MAX_JSON_VALUES and MAX_JSON_DEPTH per message).
+    MAX_MCP_MESSAGE_BYTES: usize = 4 << 20, Bytes, "one MCP message through `bundle guard` (either direction)", "dropped (`mcp_message_too_large`)";
+    /// Messages `bundle guard` queues for a server that does not read them.
+    MAX_MCP_QUEUED_MESSAGES: usize = 4, Count, "messages `bundle guard` queues for a server that is not reading", "error answer (`mcp_server_not_reading`)";
+    /// The default deadline of one request through `bundle guard` (`guard --request-timeout`).
+    MCP_GUARD_TIMEOUT_SECS: u64 = 300, Seconds, "one request through `bundle guard` (default `guard --request-timeout`)", "error answer (`mcp_server_timeout`)";
 }

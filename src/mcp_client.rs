@@ -11,7 +11,7 @@
 //! kept (the last part of it) and handed back only with a failure.
 
 use std::io::{BufRead, BufReader, Read, Write};
-use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
+use std::process::{Child, ChildStdin};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
 use std::thread;
 use std::time::{Duration, Instant};
@@ -26,48 +26,8 @@ pub const PROTOCOL_VERSION: &str = "2025-11-25";
 pub const KNOWN_VERSIONS: &[&str] = &["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"];
 /// At most this many bytes of the server's stderr are kept (the end of it).
 const STDERR_KEEP: usize = crate::limits::MAX_MCP_STDERR_BYTES;
-/// How long a server gets to exit after its stdin is closed, and again after SIGTERM.
-const GRACE: Duration = Duration::from_millis(1000);
 
-/// The variables of our environment a server gets unasked (what the Python MCP SDK passes):
-/// everything else, credentials and signing keys included, only when `--env` names it.
-pub const INHERITED_ENV: &[&str] = &["HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER"];
-
-/// The server to start: a program, its arguments, and what of the environment it gets.
-#[derive(Debug, Clone)]
-pub struct Server {
-    pub program: String,
-    pub args: Vec<String>,
-    /// `--env NAME` (passed from our environment, if set) and `--env NAME=VALUE`, on top of
-    /// [`INHERITED_ENV`]; nothing else of our environment reaches the server.
-    pub env: Vec<EnvVar>,
-}
-
-/// One `--env` of a server.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum EnvVar {
-    /// Passed from our environment when set there.
-    Inherit(String),
-    /// Set to this value.
-    Set(String, String),
-}
-
-impl std::str::FromStr for EnvVar {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        let (name, value) = match s.split_once('=') {
-            Some((n, v)) => (n, Some(v)),
-            None => (s, None),
-        };
-        if name.is_empty() || !name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_') {
-            return Err(format!("`{name}` is not an environment variable name (letters, digits, _)"));
-        }
-        Ok(match value {
-            Some(v) => EnvVar::Set(name.to_owned(), v.to_owned()),
-            None => EnvVar::Inherit(name.to_owned()),
-        })
-    }
-}
+pub use crate::mcp_process::{EnvVar, INHERITED_ENV, Server};
 
 /// Replaces, in `text` (what a server wrote), every value of our environment of 4 characters
 /// or more by `$NAME`: a server's stderr is echoed in messages, and it must not carry a secret
@@ -86,13 +46,6 @@ pub fn redact_env(text: &str) -> String {
         }
     }
     out
-}
-
-impl Server {
-    /// The command line, for messages.
-    pub fn display(&self) -> String {
-        std::iter::once(self.program.as_str()).chain(self.args.iter().map(String::as_str)).collect::<Vec<_>>().join(" ")
-    }
 }
 
 /// The bounds one listing runs under.
@@ -227,53 +180,21 @@ struct Session {
 
 impl Session {
     fn start(server: &Server, limits: Limits) -> Result<Session, McpError> {
-        let mut cmd = Command::new(&server.program);
-        cmd.args(&server.args).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
-        // A cleared environment plus the allowlist and what --env names.
-        cmd.env_clear();
-        for name in INHERITED_ENV {
-            if let Some(v) = std::env::var_os(name) {
-                cmd.env(name, v);
-            }
-        }
-        for var in &server.env {
-            match var {
-                EnvVar::Inherit(name) => {
-                    if let Some(v) = std::env::var_os(name) {
-                        cmd.env(name, v);
-                    }
-                }
-                EnvVar::Set(name, value) => {
-                    cmd.env(name, value);
-                }
-            }
-        }
-        #[cfg(unix)]
-        {
-            // Its own process group: the server and everything it starts are stopped together.
-            use std::os::unix::process::CommandExt;
-            cmd.process_group(0);
-        }
-        let mut child =
-            cmd.spawn().map_err(|e| McpError::Spawn { program: server.program.clone(), message: e.to_string() })?;
-        let stdin = child.stdin.take().map(|pipe| {
+        let started = crate::mcp_process::spawn(server)
+            .map_err(|e| McpError::Spawn { program: server.program.clone(), message: e.to_string() })?;
+        let crate::mcp_process::Started { child, stdin: pipe, stdout: out, stderr: err } = started;
+        let stdin = {
             let (tx, rx) = mpsc::channel::<Vec<u8>>();
             thread::spawn(move || write_all(pipe, &rx));
-            tx
-        });
-        let stdout = child.stdout.take();
-        let stderr_pipe = child.stderr.take();
+            Some(tx)
+        };
         let (line_tx, lines) = mpsc::channel();
-        if let Some(out) = stdout {
-            let max = limits.max_bytes;
-            thread::spawn(move || read_lines(out, max, &line_tx));
-        }
+        let max = limits.max_bytes;
+        thread::spawn(move || read_lines(out, max, &line_tx));
         let (err_tx, stderr) = mpsc::channel();
-        if let Some(err) = stderr_pipe {
-            thread::spawn(move || {
-                let _ = err_tx.send(read_tail(err));
-            });
-        }
+        thread::spawn(move || {
+            let _ = err_tx.send(crate::mcp_process::read_tail(err, STDERR_KEEP, |_| {}));
+        });
         Ok(Session {
             child,
             stdin,
@@ -453,36 +374,14 @@ impl Session {
 
     /// How the server ended, waiting a moment for it (stdout closes just before the exit).
     fn exit_status(&mut self) -> String {
-        let until = Instant::now() + Duration::from_millis(500);
-        loop {
-            match self.child.try_wait() {
-                Ok(Some(status)) => return describe(status),
-                Ok(None) if Instant::now() < until => thread::sleep(Duration::from_millis(10)),
-                _ => return "it closed stdout and is still running".to_owned(),
-            }
-        }
+        crate::mcp_process::exit_status(&mut self.child)
     }
 
     /// Stops the server as the lifecycle says (close stdin; wait; SIGTERM; wait; SIGKILL) and
     /// then its whole process group; returns the end of its stderr.
     fn shutdown(mut self) -> String {
         drop(self.stdin.take());
-        if !wait_for(&mut self.child, GRACE) {
-            signal_group(&mut self.child, Signal::Term);
-            if !wait_for(&mut self.child, GRACE) {
-                signal_group(&mut self.child, Signal::Kill);
-                let _ = self.child.wait();
-            }
-        }
-        // Whatever the server started and left running goes too; SIGKILL is delivered
-        // asynchronously, so give the group a moment to be gone (a killed child of an exited
-        // parent may stay a zombie until init reaps it, which is why this is bounded).
-        if signal_group(&mut self.child, Signal::Kill) {
-            let until = Instant::now() + Duration::from_millis(250);
-            while group_alive(&self.child) && Instant::now() < until {
-                thread::sleep(Duration::from_millis(5));
-            }
-        }
+        crate::mcp_process::stop(&mut self.child);
         self.stderr.recv_timeout(Duration::from_millis(500)).unwrap_or_default()
     }
 }
@@ -497,20 +396,6 @@ fn garbage(method: &str, text: &str) -> McpError {
         line.push('…');
     }
     McpError::Garbage { method: method.to_owned(), line: format!("{line:?}") }
-}
-
-fn describe(status: ExitStatus) -> String {
-    #[cfg(unix)]
-    {
-        use std::os::unix::process::ExitStatusExt;
-        if let Some(sig) = status.signal() {
-            return format!("killed by signal {sig}");
-        }
-    }
-    match status.code() {
-        Some(code) => format!("exit status {code}"),
-        None => status.to_string(),
-    }
 }
 
 /// Reads newline-delimited messages, at most `max` bytes in all; stops at the first problem.
@@ -562,78 +447,6 @@ fn write_all(mut pipe: ChildStdin, rx: &Receiver<Vec<u8>>) {
         if pipe.write_all(&message).and_then(|()| pipe.flush()).is_err() {
             return;
         }
-    }
-}
-
-/// Reads stderr to its end, keeping the last [`STDERR_KEEP`] bytes.
-fn read_tail(err: impl Read) -> String {
-    let mut kept: Vec<u8> = Vec::new();
-    let mut reader = BufReader::new(err);
-    let mut buf = [0u8; 8192];
-    while let Ok(n) = reader.read(&mut buf) {
-        if n == 0 {
-            break;
-        }
-        kept.extend_from_slice(&buf[..n]);
-        if kept.len() > 2 * STDERR_KEEP {
-            kept.drain(..kept.len() - STDERR_KEEP);
-        }
-    }
-    if kept.len() > STDERR_KEEP {
-        kept.drain(..kept.len() - STDERR_KEEP);
-    }
-    String::from_utf8_lossy(&kept).into_owned()
-}
-
-/// Whether the child exited within `grace` (it is reaped then).
-fn wait_for(child: &mut Child, grace: Duration) -> bool {
-    let until = Instant::now() + grace;
-    loop {
-        match child.try_wait() {
-            Ok(Some(_)) => return true,
-            Ok(None) if Instant::now() < until => thread::sleep(Duration::from_millis(10)),
-            Ok(None) => return false,
-            Err(_) => return true,
-        }
-    }
-}
-
-enum Signal {
-    Term,
-    Kill,
-}
-
-/// Signals the child's process group (its own, see `start`); elsewhere, kills the child.
-/// Whether any process received it.
-fn signal_group(child: &mut Child, signal: Signal) -> bool {
-    #[cfg(unix)]
-    {
-        use rustix::process::{Pid, Signal as Sig, kill_process_group};
-        let sig = match signal {
-            Signal::Term => Sig::TERM,
-            Signal::Kill => Sig::KILL,
-        };
-        // A group that is already empty is ESRCH: nothing left to stop.
-        kill_process_group(Pid::from_child(child), sig).is_ok()
-    }
-    #[cfg(not(unix))]
-    {
-        let _ = signal;
-        child.kill().is_ok()
-    }
-}
-
-/// Whether the child's process group still has members (zombies included).
-fn group_alive(child: &Child) -> bool {
-    #[cfg(unix)]
-    {
-        use rustix::process::{Pid, test_kill_process_group};
-        test_kill_process_group(Pid::from_child(child)).is_ok()
-    }
-    #[cfg(not(unix))]
-    {
-        let _ = child;
-        false
     }
 }
 

@@ -6,7 +6,8 @@ nothing missing, extra or unsafe, and with a baseline the release gate), with th
 reason codes, and the same options (trusted keys or a trust policy, attestation requirements, a
 keyless signer, name, versions, clock, state, baseline). ``open_verified`` keeps every entry as it was verified, so the runtime never reads
 the bundle's path again; ``ContractGate`` holds the tools a runtime is about to expose to the
-contracts the bundle signed (or a baseline approved).
+contracts the bundle signed (or a baseline approved); ``VerifiedBundle.mcp_guard`` is the judge of
+``bundle guard`` for a runtime that talks to MCP servers in-process.
 
 The work is done by the Rust library (``agent_bundle::api``) with the GIL released.
 """
@@ -19,6 +20,8 @@ from ._native import (
     DriftReport,
     InvalidTool,
     Keyless,
+    McpBlocked,
+    McpGuard,
     Reason,
     Tool,
     ToolDrift,
@@ -43,6 +46,8 @@ __all__ = [
     "DriftReport",
     "InvalidTool",
     "Keyless",
+    "McpBlocked",
+    "McpGuard",
     "Reason",
     "Tool",
     "ToolDrift",

@@ -162,6 +162,9 @@ class VerifiedBundle:
     def is_executable(self, path: str) -> bool: ...
     def files(self) -> List[Tuple[str, bytes]]: ...
     def contract_gate(self, *, contract_enforcement: str = "enforce") -> "ContractGate": ...
+    def mcp_guard(self, server: str, *, on_drift: str = "block", check_results: bool = False) -> "McpGuard":
+        """The judge of ``bundle guard`` for MCP server ``server`` (pins/<server>.mcp.json).
+        Raises VerificationError (code ``mcp_not_pinned``) when the bundle has no pins for it."""
     def close(self) -> None: ...
     def __iter__(self) -> Iterator[Tuple[str, bytes]]: ...
     def __contains__(self, path: str) -> bool: ...
@@ -196,6 +199,26 @@ class DriftReport:
     def warnings(self) -> List[ToolDrift]: ...
     @property
     def missing(self) -> List[str]: ...
+
+class McpBlocked(AgentBundleError):
+    """The MCP guard refused a list, a call or a result."""
+
+    code: str
+    rpc_code: Optional[int]
+    tool: Optional[str]
+
+class McpGuard:
+    """The judge of ``bundle guard`` in-process: the same decisions and codes as the proxy."""
+
+    @property
+    def pinned(self) -> List[str]: ...
+    def filter_tools(self, result: Union[Dict[str, Any], List[Dict[str, Any]], str]) -> Dict[str, Any]:
+        """``{"tools": [...], "decisions": [...]}``: the Tool objects to show, unchanged, and one
+        decision per served tool. Raises McpBlocked for a list naming a tool twice."""
+    def check_call(self, name: str, arguments: Optional[Dict[str, Any]] = None) -> None:
+        """Raises McpBlocked (``mcp_tool_not_exposed``, ``mcp_arguments_invalid``, ...)."""
+    def check_result(self, name: str, result: Dict[str, Any]) -> None:
+        """Raises McpBlocked (``mcp_result_invalid``) with ``check_results=True``."""
 
 class ContractGate:
     """Live tool definitions against the signed (or approved) contracts."""

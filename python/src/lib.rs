@@ -32,6 +32,12 @@ create_exception!(
     "No judgement could be made (io_error, usage, key_error, state_error)."
 );
 create_exception!(agent_bundle, InvalidTool, AgentBundleError, "A tool definition that is not a tools.json tool.");
+create_exception!(
+    agent_bundle,
+    McpBlocked,
+    AgentBundleError,
+    "The MCP guard refused a list, a call or a result; `code` is the guard code, `rpc_code` the JSON-RPC error code, `tool` the tool."
+);
 
 /// A Python exception of `kind` with `code` (and more attributes) set.
 fn raise<T: pyo3::PyTypeInfo>(py: Python<'_>, message: String, attrs: &[(&str, Py<PyAny>)]) -> PyErr {
@@ -603,6 +609,23 @@ impl VerifiedBundle {
     fn contract_gate(&self, contract_enforcement: &str) -> PyResult<ContractGate> {
         ContractGate::with(self.agent()?.contract_gate(), contract_enforcement)
     }
+    /// The judge of `bundle guard` for MCP server `server`, over the tools this bundle signed
+    /// for it (pins/<server>.mcp.json). `on_drift`: "block" or "warn-read-only".
+    #[pyo3(signature = (server, *, on_drift="block", check_results=false))]
+    fn mcp_guard(&self, py: Python<'_>, server: &str, on_drift: &str, check_results: bool) -> PyResult<McpGuard> {
+        let warn = match on_drift {
+            "block" => false,
+            "warn-read-only" => true,
+            other => {
+                return Err(PyValueError::new_err(format!(
+                    "on_drift must be \"block\" or \"warn-read-only\", not {other:?}"
+                )));
+            }
+        };
+        let options = api::GuardOptions::default().warn_read_only(warn).check_results(check_results);
+        let guard = self.agent()?.mcp_guard(server, options).map_err(|e| to_py_err(py, e))?;
+        Ok(McpGuard { inner: guard })
+    }
     /// Drops the held bytes; reads afterwards raise ValueError.
     fn close(&mut self) {
         self.agent = None;
@@ -844,6 +867,73 @@ impl ContractGate {
 }
 
 /// Every reason code with its description, in documentation order.
+/// The judge of `bundle guard` in-process: filter a `tools/list` result to the tools the
+/// bundle signed for one MCP server, check a call's arguments and a result. Refusals raise
+/// McpBlocked with the guard's stable code.
+#[pyclass(module = "agent_bundle")]
+struct McpGuard {
+    inner: api::McpGuard,
+}
+
+/// A Python value (dict, list, str of JSON) as JSON.
+fn py_to_json(py: Python<'_>, value: &Bound<'_, PyAny>) -> PyResult<serde_json::Value> {
+    let text = tool_text(py, value)?;
+    serde_json::from_str(&text).map_err(|e| PyValueError::new_err(e.to_string()))
+}
+
+fn blocked(py: Python<'_>, r: api::GuardRefusal) -> PyErr {
+    let code: Py<PyAny> = PyString::new(py, r.code()).into_any().unbind();
+    let rpc: Py<PyAny> = match r.rpc_code() {
+        Some(c) => c.into_pyobject(py).map(|v| v.into_any().unbind()).unwrap_or_else(|_| py.None()),
+        None => py.None(),
+    };
+    let tool: Py<PyAny> = match r.tool() {
+        Some(t) => PyString::new(py, t).into_any().unbind(),
+        None => py.None(),
+    };
+    raise::<McpBlocked>(py, r.to_string(), &[("code", code), ("rpc_code", rpc), ("tool", tool)])
+}
+
+#[pymethods]
+impl McpGuard {
+    /// Judges a complete tools/list (its result dict, or the list of Tool dicts): returns
+    /// {"tools": [...the tools to show...], "decisions": [{tool, decision, code, served,
+    /// signed, changed}, ...]}. What it passes is then exactly what may be called.
+    fn filter_tools<'py>(&mut self, py: Python<'py>, result: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
+        let value = py_to_json(py, result)?;
+        let list = self.inner.filter_tools(&value).map_err(|r| blocked(py, r))?;
+        let decisions: Vec<serde_json::Value> = list
+            .decisions
+            .iter()
+            .map(|d| {
+                serde_json::json!({
+                    "tool": d.tool(), "decision": d.decision(), "code": d.code(),
+                    "served": d.served(), "signed": d.signed(), "changed": d.changed(),
+                })
+            })
+            .collect();
+        json_to_py(py, &serde_json::json!({"tools": list.tools, "decisions": decisions}))
+    }
+    /// Raises McpBlocked unless `name` was passed by the last filter_tools and `arguments`
+    /// match its signed inputSchema.
+    #[pyo3(signature = (name, arguments=None))]
+    fn check_call(&self, py: Python<'_>, name: &str, arguments: Option<&Bound<'_, PyAny>>) -> PyResult<()> {
+        let arguments = arguments.map(|a| py_to_json(py, a)).transpose()?;
+        self.inner.check_call(name, arguments.as_ref()).map_err(|r| blocked(py, r))
+    }
+    /// With check_results=True, raises McpBlocked when a result's structuredContent does not
+    /// match the signed outputSchema.
+    fn check_result(&self, py: Python<'_>, name: &str, result: &Bound<'_, PyAny>) -> PyResult<()> {
+        let result = py_to_json(py, result)?;
+        self.inner.check_result(name, &result).map_err(|r| blocked(py, r))
+    }
+    /// The names of the tools the bundle signed for the server.
+    #[getter]
+    fn pinned(&self) -> Vec<String> {
+        self.inner.pinned()
+    }
+}
+
 #[pyfunction]
 fn reason_codes(py: Python<'_>) -> PyResult<Bound<'_, PyDict>> {
     let dict = PyDict::new(py);
@@ -862,6 +952,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("ContractDrift", py.get_type::<ContractDrift>())?;
     m.add("VerificationError", py.get_type::<VerificationError>())?;
     m.add("InvalidTool", py.get_type::<InvalidTool>())?;
+    m.add("McpBlocked", py.get_type::<McpBlocked>())?;
     m.add_class::<TrustedKeys>()?;
     m.add_class::<TrustPolicy>()?;
     m.add_class::<Keyless>()?;
@@ -870,6 +961,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Tool>()?;
     m.add_class::<VerifiedBundle>()?;
     m.add_class::<ContractGate>()?;
+    m.add_class::<McpGuard>()?;
     m.add_class::<DriftReport>()?;
     m.add_class::<ToolDrift>()?;
     m.add_function(wrap_pyfunction!(verify, m)?)?;

@@ -28,8 +28,9 @@
 //! [`Keyless`] signer, name, versions, clock, state, baseline) into a [`Verdict`] (or loaded into a [`VerifiedAgent`] whose files are held
 //! from the verified bytes); [`ToolContract`] and [`contract_fingerprint`] (the fingerprint the
 //! gate compares); [`ContractGate`] (live tool definitions against the signed or approved
-//! contracts); [`diff()`] of two releases. Every judgement carries a [`ReasonCode`]; everything
-//! that stops a judgement is an [`Error`] with a stable [`Error::code`].
+//! contracts); [`McpGuard`] (the judge of `bundle guard`, in-process); [`diff()`] of two
+//! releases. Every judgement carries a [`ReasonCode`]; everything that stops a judgement is an
+//! [`Error`] with a stable [`Error::code`].
 
 #![warn(missing_docs)]
 
@@ -38,6 +39,7 @@ mod contracts;
 mod diff;
 mod error;
 mod keyless;
+mod mcp_guard;
 mod policy;
 mod verdict;
 
@@ -48,6 +50,7 @@ pub use contracts::{ContractGate, DriftReport, Risk, ToolContract, ToolDrift, co
 pub use diff::{ReleaseDiff, ToolChange, ToolChangeStatus, diff};
 pub use error::Error;
 pub use keyless::Keyless;
+pub use mcp_guard::{GuardDecision, GuardOptions, GuardRefusal, GuardedList, McpGuard};
 pub use policy::TrustPolicy;
 pub use verdict::{AgentId, Finding, ReasonCode, Verdict};
 

@@ -9,6 +9,7 @@ mod completions;
 mod cosign;
 mod diff;
 mod export;
+mod guard;
 mod import;
 mod init;
 mod inspect;
@@ -98,6 +99,7 @@ enum Command {
     Attest(attest::Args),
     Pubkey(pubkey::Args),
     Verify(verify::Args),
+    Guard(guard::Args),
     Inspect(inspect::Args),
     Diff(diff::Args),
     Baseline(baseline::Args),
@@ -134,7 +136,8 @@ impl Command {
             Command::Baseline(a) => a.format(),
             Command::Cosign(a) => a.format,
             Command::Trust(a) => a.format(),
-            Command::Init(_)
+            Command::Guard(_)
+            | Command::Init(_)
             | Command::Keygen(_)
             | Command::Pubkey(_)
             | Command::Schema(_)
@@ -304,6 +307,7 @@ pub fn main() -> ExitCode {
         Command::Attest(args) => attest::run(args, global),
         Command::Pubkey(args) => pubkey::run(args, global),
         Command::Verify(args) => verify::run(args, global),
+        Command::Guard(args) => guard::run(args, global),
         Command::Inspect(args) => inspect::run(args, global),
         Command::Diff(args) => diff::run(args, global),
         Command::Baseline(args) => baseline::run(args, global),

@@ -316,6 +316,7 @@ fn code_of(e: &(dyn std::error::Error + 'static)) -> Option<agent_bundle::ErrorC
         agent_bundle::contract::release::LoadError,
         agent_bundle::archive::ArchiveError,
         agent_bundle::mcp_client::McpError,
+        agent_bundle::ops::guard::GuardError,
         agent_bundle::regular_file::ReadError,
         agent_bundle::contract::ContractError,
         agent_bundle::minisign::SignatureError,

@@ -17,6 +17,7 @@ pub(crate) mod cosign;
 pub(crate) mod diff;
 pub(crate) mod export;
 pub mod gate;
+pub mod guard;
 pub(crate) mod import;
 pub(crate) mod init;
 pub mod input;

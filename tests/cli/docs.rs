@@ -91,6 +91,18 @@ fn book_lists_every_exit_2_code_with_its_meaning() {
     check_region(EXIT_CODES_PAGE, "error-codes", &table(ErrorCode::ALL, ErrorCode::as_str, ErrorCode::describe));
 }
 
+/// `bundle guard`'s decisions, each with the JSON-RPC error code a refusal carries.
+#[test]
+fn book_lists_every_guard_code_with_its_json_rpc_code() {
+    use agent_bundle::guard::GuardReason;
+    let mut out = String::from("| code | JSON-RPC error | meaning |\n| --- | --- | --- |\n");
+    for &r in GuardReason::ALL {
+        let rpc = r.rpc_code().map_or_else(|| "none".to_owned(), |c| format!("`{c}`"));
+        out.push_str(&format!("| `{}` | {rpc} | {} |\n", r.as_str(), r.describe().replace('|', "\\|")));
+    }
+    check_region(CODES_PAGE, "guard-codes", &out);
+}
+
 #[test]
 fn book_lists_every_change_kind_with_its_description() {
     check_region(CODES_PAGE, "change-kinds", &table(ChangeKind::ALL, ChangeKind::as_str, ChangeKind::describe));

@@ -20,6 +20,7 @@ mod editors;
 mod export;
 mod first_hour;
 mod freshness;
+mod guard;
 mod hardening;
 mod hostile;
 mod import;
