@@ -333,9 +333,9 @@ pub fn noise(len: usize) -> Vec<u8> {
         .collect()
 }
 
-/// The `node_modules` folder of the npm cache the CI installs into (.ci/run:
-/// `$BUNDLE_NPM_PREFIX`, else `~/.cache/agent-bundle/npm`) when `node` runs and `package` is
-/// there; else skips (or, under `BUNDLE_REQUIRE_TOOLS`, fails).
+/// The `node_modules` folder of the npm folder `scripts/test` installs into
+/// (`$BUNDLE_NPM_PREFIX`, else `~/.cache/agent-bundle/npm`) when `node` runs and `package` is
+/// there; else a counted skip ([`skip`]; under `BUNDLE_REQUIRE_TOOLS`, a failure).
 pub fn require_node_module(package: &str) -> Option<PathBuf> {
     let prefix = std::env::var_os("BUNDLE_NPM_PREFIX")
         .map(PathBuf::from)
