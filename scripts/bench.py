@@ -18,7 +18,8 @@ ratios the targets are stated in, with the CPU model and the load average seen b
 round (other work on the machine skews wall times; CPU times and context switches less so).
 Peers, each skipped with a visible note when not installed: b3sum over the agent's files, and
 OpenSSF model_signing (PyPI model-signing + pyopenssl, ECDSA P-256 key made with openssl) sign
-and verify of the same folder; found on PATH or in $HOME/.cache/agent-bundle-ci/venv/bin.
+and verify of the same folder; found on PATH or in the tools venv of scripts/test
+($BUNDLE_TOOLS_DIR/venv/bin, by default $HOME/.cache/agent-bundle/venv/bin).
 Small-agent figures: bundle check over 100 copies of the rich example, and bundle verify of
 its bundle. Incremental check (the stat cache, issue 29): bundle check of the agent cold
 (BUNDLE_STAT_CACHE=off) and warm after touching one file. Many agents: bundle check of 1,000,
@@ -251,7 +252,7 @@ def main():
         incremental_check(bundle, big, w, a.runs, a.big_mib)
 
 
-VENV_BIN = os.path.expanduser("~/.cache/agent-bundle-ci/venv/bin")
+VENV_BIN = os.path.join(os.environ.get("BUNDLE_TOOLS_DIR", os.path.expanduser("~/.cache/agent-bundle")), "venv", "bin")
 
 
 def which(tool):

@@ -22,7 +22,9 @@ if [ -z "$maturin" ]; then
   maturin="$work/tools/bin/maturin"
 fi
 rm -rf "$work/wheels"
-"$maturin" build --release --locked -m python/Cargo.toml -o "$work/wheels"
+# The dev profile (optimised crypto and compression, Cargo.toml), in the target folder the Rust
+# tests already built: only the binding is compiled anew. The bench builds its own release wheel.
+"$maturin" build --profile dev --locked -m python/Cargo.toml -o "$work/wheels"
 
 # A clean venv each time: the wheel alone, plus pytest.
 rm -rf "$work/venv"
@@ -30,4 +32,4 @@ python3 -m venv "$work/venv"
 "$work/venv/bin/python3" -m pip install -q --disable-pip-version-check "$work"/wheels/agent_bundle-*.whl pytest
 # Run from outside the source tree, so that `import agent_bundle` is the installed wheel.
 cd "$work"
-BUNDLE_BIN="$target/debug/bundle" "$work/venv/bin/python3" -m pytest -q "$OLDPWD/python/tests" "$@"
+BUNDLE_BIN="$target/debug/bundle" "$work/venv/bin/python3" -m pytest -q -rs "$OLDPWD/python/tests" "$@"

@@ -106,6 +106,24 @@ impl TrustedKeys {
 }
 
 /// `*` matches any run of characters; everything else matches itself.
+/// The message for a secret key given where a public key belongs, when `text` (read from
+/// `path`) is one (nothing of the key is shown): the command line and the Python package say
+/// the same.
+pub fn secret_key_given_to_verify(path: &std::path::Path, text: &str) -> Option<String> {
+    crate::minisign::SecretKey::is_encrypted(text).ok()?;
+    let public = path.with_extension("pub");
+    let fix = if public != path && public.is_file() {
+        format!("use {}", public.display())
+    } else {
+        format!("write it with `bundle pubkey {} -o {}`", path.display(), public.display())
+    };
+    Some(format!(
+        "{} is a secret key, but verifying needs the public key: {fix} (and keep the secret key off the machines \
+         that verify)",
+        path.display()
+    ))
+}
+
 pub fn glob_match(pattern: &str, text: &str) -> bool {
     let (p, t) = (pattern.as_bytes(), text.as_bytes());
     let (mut pi, mut ti) = (0, 0);

@@ -30,6 +30,7 @@ from ._native import (
     Verdict,
     VerificationError,
     VerifiedBundle,
+    __version__,
     contract_fingerprint,
     open_verified,
     reason_codes,
@@ -37,6 +38,7 @@ from ._native import (
 )
 
 __all__ = [
+    "__version__",
     "AgentBundleError",
     "BundleRejected",
     "ContractDrift",

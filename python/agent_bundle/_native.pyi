@@ -9,6 +9,8 @@ _Keys = Union["TrustedKeys", _Path, Sequence[Union["TrustedKeys", _Path]]]
 _Time = Union[datetime.datetime, float, int]
 _ToolDef = Union[str, Mapping[str, Any]]
 
+__version__: str
+
 class AgentBundleError(Exception):
     """Base class: every error of this package carries a stable ``code``."""
 
@@ -226,6 +228,7 @@ class ContractGate:
         reference: Union[VerifiedBundle, Verdict, _Path],
         *,
         contract_enforcement: str = "enforce",
+        schemas_from: Optional[VerifiedBundle] = None,
     ) -> None: ...
     def expected(self, tool: str) -> Optional[str]: ...
     def check(self, tools: Iterable[_ToolDef]) -> DriftReport:
@@ -238,13 +241,13 @@ def verify(
     trusted_keys: Optional[_Keys] = None,
     trust_policy: Optional[_Policy] = None,
     policy_updates: Optional[Iterable[_Policy]] = None,
-    cosignatures: Sequence[_Path] = (),
+    cosignatures: Optional[Sequence[_Path]] = None,
     name: Optional[str] = None,
     min_version: Optional[str] = None,
     baseline: Optional[_Path] = None,
     state: Optional[_Path] = None,
     now: Optional[_Time] = None,
-    attestations: Sequence[_Path] = (),
+    attestations: Optional[Sequence[_Path]] = None,
     discover_attestations: bool = True,
     require_provenance: bool = False,
     source_repo: Optional[str] = None,
@@ -258,13 +261,13 @@ def open_verified(
     trusted_keys: Optional[_Keys] = None,
     trust_policy: Optional[_Policy] = None,
     policy_updates: Optional[Iterable[_Policy]] = None,
-    cosignatures: Sequence[_Path] = (),
+    cosignatures: Optional[Sequence[_Path]] = None,
     name: Optional[str] = None,
     min_version: Optional[str] = None,
     baseline: Optional[_Path] = None,
     state: Optional[_Path] = None,
     now: Optional[_Time] = None,
-    attestations: Sequence[_Path] = (),
+    attestations: Optional[Sequence[_Path]] = None,
     discover_attestations: bool = True,
     require_provenance: bool = False,
     source_repo: Optional[str] = None,

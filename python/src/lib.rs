@@ -12,28 +12,28 @@ use pyo3::exceptions::{PyException, PyKeyError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList, PyString};
 
-create_exception!(_native, AgentBundleError, PyException, "Base class: every error carries a stable `code`.");
+create_exception!(agent_bundle, AgentBundleError, PyException, "Base class: every error carries a stable `code`.");
 create_exception!(
-    _native,
+    agent_bundle,
     BundleRejected,
     AgentBundleError,
     "The bundle was judged and refused; `code` is the reason code, `verdict` the full verdict."
 );
 create_exception!(
-    _native,
+    agent_bundle,
     ContractDrift,
     AgentBundleError,
     "A risky tool's live contract is not the signed or approved one; `report` says which."
 );
 create_exception!(
-    _native,
+    agent_bundle,
     VerificationError,
     AgentBundleError,
     "No judgement could be made (io_error, usage, key_error, state_error)."
 );
-create_exception!(_native, InvalidTool, AgentBundleError, "A tool definition that is not a tools.json tool.");
+create_exception!(agent_bundle, InvalidTool, AgentBundleError, "A tool definition that is not a tools.json tool.");
 create_exception!(
-    _native,
+    agent_bundle,
     McpBlocked,
     AgentBundleError,
     "The MCP guard refused a list, a call or a result; `code` is the guard code, `rpc_code` the JSON-RPC error code, `tool` the tool."
@@ -333,8 +333,15 @@ struct Reason {
 
 #[pymethods]
 impl Reason {
-    fn __repr__(&self) -> String {
-        format!("Reason(code={:?}, path={:?}, tool={:?}, message={:?})", self.code, self.path, self.tool, self.message)
+    fn __repr__(&self, py: Python<'_>) -> String {
+        let r = |v: Option<&str>| py_repr(py, v);
+        format!(
+            "Reason(code={}, path={}, tool={}, message={})",
+            r(Some(&self.code)),
+            r(self.path.as_deref()),
+            r(self.tool.as_deref()),
+            r(Some(&self.message))
+        )
     }
 }
 
@@ -362,8 +369,14 @@ struct Tool {
 
 #[pymethods]
 impl Tool {
-    fn __repr__(&self) -> String {
-        format!("Tool(id={:?}, risk={:?}, fingerprint={:?})", self.id, self.risk, self.fingerprint)
+    fn __repr__(&self, py: Python<'_>) -> String {
+        let risk: Vec<String> = self.risk.iter().map(|r| py_repr(py, Some(r))).collect();
+        format!(
+            "Tool(id={}, risk=[{}], fingerprint={})",
+            py_repr(py, Some(&self.id)),
+            risk.join(", "),
+            py_repr(py, Some(&self.fingerprint))
+        )
     }
 }
 
@@ -454,11 +467,20 @@ impl Verdict {
     fn __bool__(&self) -> bool {
         self.inner.is_ok()
     }
-    fn __repr__(&self) -> String {
+    fn __repr__(&self, py: Python<'_>) -> String {
+        let r = |v: Option<&str>| py_repr(py, v);
         match (self.inner.code(), self.inner.agent()) {
-            (None, Some(a)) => format!("Verdict(ok=True, agent={:?}, version={:?})", a.name, a.version),
-            (code, _) => format!("Verdict(ok=False, code={:?})", code.map(|c| c.as_str())),
+            (None, Some(a)) => format!("Verdict(ok=True, agent={}, version={})", r(Some(&a.name)), r(Some(&a.version))),
+            (code, _) => format!("Verdict(ok=False, code={})", r(code.map(|c| c.as_str()))),
         }
+    }
+}
+
+/// `value` as Python's `repr` writes it: `'text'` or `None`.
+fn py_repr(py: Python<'_>, value: Option<&str>) -> String {
+    match value {
+        None => "None".to_owned(),
+        Some(text) => PyString::new(py, text).repr().map_or_else(|_| format!("{text:?}"), |r| r.to_string()),
     }
 }
 
@@ -471,8 +493,8 @@ fn json_to_py<'py>(py: Python<'py>, value: &serde_json::Value) -> PyResult<Bound
 /// Judges a bundle (a path or bytes) with the gate of `bundle verify`; the GIL is released
 /// while it runs. A refusal is a Verdict with ok False, not an exception.
 #[pyfunction]
-#[pyo3(signature = (bundle, *, trusted_keys=None, trust_policy=None, policy_updates=None, cosignatures=Vec::new(),
-    name=None, min_version=None, baseline=None, state=None, now=None, attestations=Vec::new(),
+#[pyo3(signature = (bundle, *, trusted_keys=None, trust_policy=None, policy_updates=None, cosignatures=None,
+    name=None, min_version=None, baseline=None, state=None, now=None, attestations=None,
     discover_attestations=true, require_provenance=false, source_repo=None, source_ref=None, builder_id=None,
     keyless=None))]
 #[allow(clippy::too_many_arguments)]
@@ -482,13 +504,13 @@ fn verify<'py>(
     trusted_keys: Option<&Bound<'py, PyAny>>,
     trust_policy: Option<&Bound<'py, PyAny>>,
     policy_updates: Option<&Bound<'py, PyAny>>,
-    cosignatures: Vec<PathBuf>,
+    cosignatures: Option<Vec<PathBuf>>,
     name: Option<String>,
     min_version: Option<String>,
     baseline: Option<PathBuf>,
     state: Option<PathBuf>,
     now: Option<&Bound<'py, PyAny>>,
-    attestations: Vec<PathBuf>,
+    attestations: Option<Vec<PathBuf>>,
     discover_attestations: bool,
     require_provenance: bool,
     source_repo: Option<String>,
@@ -500,13 +522,13 @@ fn verify<'py>(
         trusted_keys,
         trust_policy,
         policy_updates,
-        cosignatures,
+        cosignatures: cosignatures.unwrap_or_default(),
         name,
         min_version,
         baseline,
         state,
         now,
-        attestations,
+        attestations: attestations.unwrap_or_default(),
         discover_attestations,
         require_provenance,
         source_repo,
@@ -608,6 +630,16 @@ impl VerifiedBundle {
     fn close(&mut self) {
         self.agent = None;
     }
+    fn __repr__(&self, py: Python<'_>) -> String {
+        match self.agent.as_ref().and_then(|a| a.verdict().agent().map(|m| (m.clone(), a.entries().count()))) {
+            Some((m, files)) => format!(
+                "VerifiedBundle(agent={}, version={}, files={files})",
+                py_repr(py, Some(&m.name)),
+                py_repr(py, Some(&m.version))
+            ),
+            None => "VerifiedBundle(closed)".to_owned(),
+        }
+    }
     #[getter]
     fn closed(&self) -> bool {
         self.agent.is_none()
@@ -625,8 +657,8 @@ impl VerifiedBundle {
 /// Judges a bundle and keeps its entries as verified: reads never go back to the path. Raises
 /// BundleRejected (with the verdict) when it is refused. Usable as a context manager.
 #[pyfunction]
-#[pyo3(signature = (bundle, *, trusted_keys=None, trust_policy=None, policy_updates=None, cosignatures=Vec::new(),
-    name=None, min_version=None, baseline=None, state=None, now=None, attestations=Vec::new(),
+#[pyo3(signature = (bundle, *, trusted_keys=None, trust_policy=None, policy_updates=None, cosignatures=None,
+    name=None, min_version=None, baseline=None, state=None, now=None, attestations=None,
     discover_attestations=true, require_provenance=false, source_repo=None, source_ref=None, builder_id=None,
     keyless=None, max_loaded_bytes=None))]
 #[allow(clippy::too_many_arguments)]
@@ -636,13 +668,13 @@ fn open_verified<'py>(
     trusted_keys: Option<&Bound<'py, PyAny>>,
     trust_policy: Option<&Bound<'py, PyAny>>,
     policy_updates: Option<&Bound<'py, PyAny>>,
-    cosignatures: Vec<PathBuf>,
+    cosignatures: Option<Vec<PathBuf>>,
     name: Option<String>,
     min_version: Option<String>,
     baseline: Option<PathBuf>,
     state: Option<PathBuf>,
     now: Option<&Bound<'py, PyAny>>,
-    attestations: Vec<PathBuf>,
+    attestations: Option<Vec<PathBuf>>,
     discover_attestations: bool,
     require_provenance: bool,
     source_repo: Option<String>,
@@ -655,13 +687,13 @@ fn open_verified<'py>(
         trusted_keys,
         trust_policy,
         policy_updates,
-        cosignatures,
+        cosignatures: cosignatures.unwrap_or_default(),
         name,
         min_version,
         baseline,
         state,
         now,
-        attestations,
+        attestations: attestations.unwrap_or_default(),
         discover_attestations,
         require_provenance,
         source_repo,
@@ -707,8 +739,22 @@ struct ToolDrift {
 
 #[pymethods]
 impl ToolDrift {
-    fn __repr__(&self) -> String {
-        format!("ToolDrift(tool={:?}, reason={:?})", self.tool, self.reason)
+    fn __repr__(&self, py: Python<'_>) -> String {
+        format!("ToolDrift(tool={}, reason={})", py_repr(py, Some(&self.tool)), py_repr(py, Some(&self.reason)))
+    }
+}
+
+#[pymethods]
+impl DriftReport {
+    fn __repr__(&self, py: Python<'_>) -> String {
+        let tools = |list: &[ToolDrift]| list.iter().map(|d| py_repr(py, Some(&d.tool))).collect::<Vec<_>>().join(", ");
+        format!(
+            "DriftReport(ok={}, drift=[{}], warnings=[{}], missing=[{}])",
+            if self.ok { "True" } else { "False" },
+            tools(&self.drift),
+            tools(&self.warnings),
+            self.missing.iter().map(|m| py_repr(py, Some(m))).collect::<Vec<_>>().join(", ")
+        )
     }
 }
 
@@ -761,10 +807,16 @@ impl ContractGate {
 #[pymethods]
 impl ContractGate {
     /// `reference`: a VerifiedBundle or a passed Verdict (the contracts it signed), or the path
-    /// of an approved baseline file.
+    /// of an approved baseline file. `schemas_from`: the VerifiedBundle whose files `schema:`
+    /// references of the live definitions resolve in (a baseline holds no schema files).
     #[new]
-    #[pyo3(signature = (reference, *, contract_enforcement="enforce"))]
-    fn new(py: Python<'_>, reference: &Bound<'_, PyAny>, contract_enforcement: &str) -> PyResult<ContractGate> {
+    #[pyo3(signature = (reference, *, contract_enforcement="enforce", schemas_from=None))]
+    fn new(
+        py: Python<'_>,
+        reference: &Bound<'_, PyAny>,
+        contract_enforcement: &str,
+        schemas_from: Option<PyRef<'_, VerifiedBundle>>,
+    ) -> PyResult<ContractGate> {
         let gate = if let Ok(v) = reference.cast::<VerifiedBundle>() {
             v.borrow().agent()?.contract_gate()
         } else if let Ok(v) = reference.cast::<Verdict>() {
@@ -774,7 +826,16 @@ impl ContractGate {
         } else {
             return Err(PyTypeError::new_err("reference must be a VerifiedBundle, a Verdict, or a baseline path"));
         };
+        let gate = match &schemas_from {
+            Some(agent) => gate.resolving_in(agent.agent()?),
+            None => gate,
+        };
         ContractGate::with(gate, contract_enforcement)
+    }
+
+    fn __repr__(&self) -> String {
+        let enforcement = if self.enforce { "enforce" } else { "warn" };
+        format!("ContractGate(contract_enforcement='{enforcement}')")
     }
 
     /// The reference fingerprint of a tool, or None.
@@ -885,6 +946,7 @@ fn reason_codes(py: Python<'_>) -> PyResult<Bound<'_, PyDict>> {
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let py = m.py();
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add("AgentBundleError", py.get_type::<AgentBundleError>())?;
     m.add("BundleRejected", py.get_type::<BundleRejected>())?;
     m.add("ContractDrift", py.get_type::<ContractDrift>())?;

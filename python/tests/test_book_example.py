@@ -86,3 +86,86 @@ def test_the_registry_example_refuses_a_release_whose_risky_tool_drifted(release
                        trusted_keys=REPO / "testdata" / "keys" / "minisign-nopw.pub",
                        baseline=release / "approved.toml")
     assert e.value.code == "untrusted_key"
+
+
+# ---- every other Python block of the guides that uses the package ----
+
+GUIDES = REPO / "docs" / "book" / "src" / "guides"
+NOT_RUN = "<!-- Not run by the book's tests"
+
+
+def package_blocks():
+    """(page, line, code) of each ```python block of the guides that uses `agent_bundle`, is not
+    marked not run (the HTML comment the book's harness reads, tests/cli/book.rs) and is not the
+    registry example above; blocks without the package are run by the book's harness itself."""
+    blocks = []
+    for page in sorted(GUIDES.glob("*.md")):
+        lines = page.read_text(encoding="utf-8").split("\n")
+        for i, line in enumerate(lines):
+            if line.strip() != "```python":
+                continue
+            end = lines.index("```", i + 1)
+            code = "\n".join(lines[i + 1:end])
+            # The paragraph just before the block starts with the marker.
+            last = max(j for j in range(i) if lines[j].strip())
+            first = max((j + 1 for j in range(last) if not lines[j].strip()), default=0)
+            marked = lines[first].startswith(NOT_RUN)
+            heading = next((l for l in reversed(lines[:i]) if l.startswith("## ")), "")
+            if "agent_bundle" in code and not marked and heading != HEADING:
+                blocks.append((page.name, i + 1, code))
+    return blocks
+
+
+def test_the_package_blocks_are_found():
+    # python-runtime.md: "Verify" and "Load only verified bytes" (the options block is marked).
+    assert [(p, c.split("\n")[0]) for p, _, c in package_blocks()] == [
+        ("python-runtime.md", "import agent_bundle"),
+        ("python-runtime.md", 'with agent_bundle.open_verified("mailer-1.4.0.agent.bundle", trusted_keys="release.pub") as agent:'),
+    ]
+
+
+def mailer_in(folder):
+    """What the blocks name, in `folder`: the example agent as mailer-1.4.0.agent.bundle,
+    release.pub and the baseline approved.toml."""
+    folder.mkdir(exist_ok=True)
+    shutil.copytree(REPO / "testdata" / "agents" / "mailer", folder / "mailer")
+    manifest = folder / "mailer" / "manifest.toml"
+    manifest.write_text(re.sub(r'(?m)^version = ".*"$', 'version = "1.4.0"', manifest.read_text(), count=1))
+    run_bundle("pack", folder / "mailer", "--key", REPO / "testdata" / "keys" / "test.key", "-o", folder)
+    shutil.copy(TEST_PUB, folder / "release.pub")
+    run_bundle("baseline", "snapshot", folder / "mailer-1.4.0.agent.bundle", "-o", folder / "approved.toml")
+    return folder
+
+
+@pytest.fixture()
+def mailer_release(tmp_path):
+    return mailer_in(tmp_path)
+
+
+@pytest.mark.parametrize("page,line,code", package_blocks(), ids=lambda v: str(v)[:40])
+def test_a_package_block_of_the_guides_runs_as_written(mailer_release, page, line, code):
+    cwd = os.getcwd()
+    os.chdir(mailer_release)
+    try:
+        with contextlib.redirect_stdout(io.StringIO()) as out:
+            # As after the page's first block, `import agent_bundle`.
+            exec(compile(code, f"{GUIDES / page}:{line}", "exec"), {"__name__": "book_block", "agent_bundle": agent_bundle})
+    finally:
+        os.chdir(cwd)
+    if "print(verdict.agent, verdict.version" in code:
+        assert out.getvalue().split("\n")[0].startswith("mailer 1.4.0 "), out.getvalue()
+
+
+def test_the_registry_example_serves_the_example_agent_whose_tools_use_schema_references(release):
+    """testdata/agents/mailer names its schemas as `schema:` references, which resolve in the
+    verified bundle's files (a baseline holds none)."""
+    namespace, _, _ = run_example(release)
+    mailer = mailer_in(release / "mailer-release")
+    registry = namespace["AgentToolRegistry"](
+        mailer / "mailer-1.4.0.agent.bundle", trusted_keys=mailer / "release.pub", baseline=mailer / "approved.toml"
+    )
+    for tool_id in registry.definitions:
+        registry.register(tool_id, lambda **kw: kw)
+    assert sorted(t["name"] for t in registry.exposed()) == sorted(registry.definitions)
+    assert any("schema:" in json.dumps(t["parameters"]) for t in registry.exposed())
+    registry.close()

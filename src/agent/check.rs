@@ -83,11 +83,20 @@ pub fn check_agent_with(dir: &Path, opts: Options<'_>) -> AgentCheck {
         // A check never signs anything: unchanged files may keep their cached digests.
         let found = current_digests(dir, &prefix, m, &mut diags, Hashing::StatCache);
         for (key, message) in stale_entries(m, &found.digests) {
-            diags.push(
-                Diagnostic::error(Code::StaleDigest, &src.name, message)
-                    .at_path(key)
-                    .with_help("run `bundle lock` to update the digests"),
-            );
+            // An artifact the manifest names that is gone: lock cannot lock without it.
+            let gone = match key.as_str() {
+                "artifacts.tools" => found.digests.tools.is_none().then_some(tools::FILE_NAME),
+                "artifacts.policy" => found.digests.policy.is_none().then_some(policy::FILE_NAME),
+                _ => None,
+            };
+            let help = match gone {
+                Some(file) => format!(
+                    "restore {file} (`git checkout -- {prefix}{file}` where it is committed); `bundle lock` cannot \
+                     lock an agent without it"
+                ),
+                None => "run `bundle lock` to update the digests".to_owned(),
+            };
+            diags.push(Diagnostic::error(Code::StaleDigest, &src.name, message).at_path(key).with_help(help));
         }
     }
     if let Some((m, src)) = manifest.as_ref() {

@@ -43,7 +43,10 @@ impl TrustedKeys {
         let path = path.as_ref();
         let text = crate::regular_file::read_to_string(path, MAX_KEYS_FILE, crate::regular_file::Links::Follow)
             .map_err(|e| Error::failed("io_error", format!("{}: {}", path.display(), e.into_io())))?;
-        TrustedKeys::parse(&text).map_err(|e| Error::failed("key_error", format!("{}: {e}", path.display())))
+        TrustedKeys::parse(&text).map_err(|e| {
+            let why = crate::trust::secret_key_given_to_verify(path, &text);
+            Error::failed("key_error", why.unwrap_or_else(|| format!("{}: {e}", path.display())))
+        })
     }
 
     /// All the keys of `self` and `other`.
@@ -453,9 +456,6 @@ impl VerifiedAgent {
     /// signed.
     /// `schema:` references in the live definitions resolve in this bundle's verified files.
     pub fn contract_gate(&self) -> ContractGate {
-        let mut gate = ContractGate::from_verdict(&self.verdict);
-        let held = self.verdict.files().iter().filter(|f| crate::bundle::is_held(&f.path, f.size, 0));
-        gate.files = held.filter_map(|f| Some((f.path.clone(), self.file(&f.path)?.to_vec()))).collect();
-        gate
+        ContractGate::from_verdict(&self.verdict).resolving_in(self)
     }
 }

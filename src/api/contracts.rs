@@ -206,6 +206,14 @@ impl ContractGate {
         Ok(ContractGate { agent: reference.agent.clone(), reference, label: path.to_path_buf(), files: HashMap::new() })
     }
 
+    /// This gate, with `schema:` references of live definitions resolved in `agent`'s verified
+    /// files (the bundle the tools come from): a baseline holds contracts, not schema files.
+    pub fn resolving_in(mut self, agent: &super::VerifiedAgent) -> ContractGate {
+        let held = agent.verdict().files().iter().filter(|f| crate::bundle::is_held(&f.path, f.size, 0));
+        self.files = held.filter_map(|f| Some((f.path.clone(), agent.file(&f.path)?.to_vec()))).collect();
+        self
+    }
+
     /// The reference fingerprint of a tool, if the reference has it.
     pub fn expected(&self, tool: &str) -> Option<&str> {
         self.reference.tools.get(tool).map(|c| c.fingerprint.as_str())

@@ -30,11 +30,13 @@ impl Targets {
     }
 }
 
-/// Options shared by commands that verify.
+/// Options shared by commands that verify. What is trusted is one of three, and the usage line
+/// says so: `<--key <PUBLIC_KEY>|--trusted-keys <FILE>|--trust-policy <FILE>>`.
 #[derive(Debug, Default, clap::Args)]
+#[command(group(clap::ArgGroup::new("trusted").args(["keys", "trusted_keys", "trust_policy"]).required(true)))]
 pub struct TrustArgs {
     /// A trusted minisign public key file (repeatable).
-    #[arg(long = "key", value_name = "PUBLIC_KEY", required_unless_present_any = ["trusted_keys", "trust_policy"])]
+    #[arg(long = "key", value_name = "PUBLIC_KEY")]
     pub keys: Vec<PathBuf>,
     /// A file of trusted public keys, each optionally limited to agent-name patterns; or a plain
     /// minisign public key file (one key, every agent).

@@ -186,9 +186,12 @@ fn summarize(code: Code, group: &[&Diagnostic]) -> Option<Diagnostic> {
             let kinds: Vec<String> =
                 kinds.iter().map(|(m, n)| if *n == 1 { (*m).to_owned() } else { format!("{m} ({n} tools)") }).collect();
             format!(
-                "{} fields of {} tools cannot be carried over and are left out: {}",
+                "{} field{} of {} tool{} cannot be carried over and {} left out: {}",
                 group.len(),
+                if group.len() == 1 { "" } else { "s" },
                 tools.len().max(1),
+                if tools.len() > 1 { "s" } else { "" },
+                if group.len() == 1 { "is" } else { "are" },
                 kinds.join("; ")
             )
         }

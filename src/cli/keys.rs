@@ -186,15 +186,7 @@ pub fn load_public_key(path: &Path) -> anyhow::Result<PublicKey> {
 
 /// The error for a secret key given where a public key belongs (nothing of it is shown).
 fn not_a_public_key(path: &Path, text: &str) -> Option<anyhow::Error> {
-    SecretKey::is_encrypted(text).ok()?;
-    let fix = match sibling(Some(path), "pub") {
-        Some(public) => format!("use {}", public.display()),
-        None => format!("write it with `bundle pubkey {} -o {}`", path.display(), path.with_extension("pub").display()),
-    };
-    Some(anyhow::anyhow!(
-        "{} is a secret key, but verifying needs the public key: {fix} (and keep the secret key off the machines that verify)",
-        path.display()
-    ))
+    agent_bundle::trust::secret_key_given_to_verify(path, text).map(|m| anyhow::anyhow!(m))
 }
 
 /// The trust policy of `--trust-policy` and its `--policy-update` versions, read and checked

@@ -168,6 +168,18 @@ impl Global {
     }
 }
 
+/// The instant a `--expires WHEN` flag names (an RFC 3339 date-time: one meaning for the flag
+/// in every command); a span given to it gets the flag that takes one.
+pub fn expires_flag(text: &str) -> anyhow::Result<Timestamp> {
+    Timestamp::parse(text).map_err(|e| match agent_bundle::timestamp::parse_span(text) {
+        Ok(_) => anyhow::anyhow!(
+            "--expires takes a date-time such as 2027-01-01T00:00:00Z, not a span: for {text} from now, use \
+             --expires-in {text}"
+        ),
+        Err(_) => anyhow::anyhow!("--expires: {e}"),
+    })
+}
+
 /// What a command concluded.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Outcome {
@@ -233,6 +245,31 @@ fn format_from_args(args: &[std::ffi::OsString]) -> Format {
     format
 }
 
+/// clap suggests a flag by Jaro similarity, which misses a transposition in a short name
+/// (`--kye`); the edit distance the rest of the tool uses for typos catches it.
+fn suggest_flag(mut e: clap::Error, command: &clap::Command, args: &[std::ffi::OsString]) -> clap::Error {
+    use clap::error::{ContextKind, ContextValue, ErrorKind};
+    if e.kind() != ErrorKind::UnknownArgument || e.get(ContextKind::SuggestedArg).is_some() {
+        return e;
+    }
+    let Some(ContextValue::String(arg)) = e.get(ContextKind::InvalidArg) else { return e };
+    let Some(flag) = arg.strip_prefix("--").map(str::to_owned) else { return e };
+    // The (sub)command the arguments name.
+    let mut cmd = command;
+    for word in args.iter().skip(1).filter_map(|a| a.to_str()) {
+        if let Some(sub) = cmd.find_subcommand(word) {
+            cmd = sub;
+        }
+    }
+    let longs: Vec<&str> = cmd.get_arguments().filter_map(clap::Arg::get_long).collect();
+    if let Some(best) = agent_bundle::diagnostic::did_you_mean(&flag, &longs) {
+        e.insert(ContextKind::SuggestedArg, ContextValue::String(format!("--{best}")));
+        // Instead of "to pass it as a value, use -- --kye".
+        e.insert(ContextKind::Suggested, ContextValue::StyledStrs(Vec::new()));
+    }
+    e
+}
+
 pub fn main() -> ExitCode {
     let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
     let mut command = Cli::command();
@@ -242,7 +279,7 @@ pub fn main() -> ExitCode {
     let cli = match command.try_get_matches_from_mut(&args).and_then(|m| Cli::from_arg_matches(&m)) {
         Ok(cli) => cli,
         Err(e) => {
-            let e = e.format(&mut command);
+            let e = suggest_flag(e.format(&mut command), &command, &args);
             let _ = e.print();
             if !e.use_stderr() {
                 return ExitCode::SUCCESS;

@@ -256,8 +256,17 @@ pub fn github_error(e: &anyhow::Error) {
     for cause in new_causes(e) {
         message.push_str(&format!("\ncaused by: {cause}"));
     }
+    // An agent with problems: the annotation goes on the first one's file and line.
+    let at = e.chain().find_map(|c| match c.downcast_ref::<agent_bundle::contract::release::LoadError>() {
+        Some(agent_bundle::contract::release::LoadError::Invalid { at: Some(at), .. }) => Some(at.clone()),
+        _ => None,
+    });
+    let mut line = github_annotation("error", at.as_ref().map(|(file, _)| file.as_str()), "bundle", &message);
+    if let Some((_, Some(n))) = at {
+        line = line.replacen(",title=", &format!(",line={n},title="), 1);
+    }
     let mut out = io::stdout().lock();
-    let _ = writeln!(out, "{}", github_annotation("error", None, "bundle", &message));
+    let _ = writeln!(out, "{line}");
     let _ = out.flush();
 }
 
@@ -324,7 +333,15 @@ pub fn error_json(code: &str, message: &str, causes: &[String]) -> serde_json::V
 
 /// A run-stopping error as the one JSON document on stdout.
 pub fn json_error(e: &anyhow::Error) {
-    let _ = print_json(&error_json(error_code(e).as_str(), &e.to_string(), &new_causes(e)));
+    let doc = error_json(error_code(e).as_str(), &e.to_string(), &new_causes(e));
+    let _ = match message_lines(e) {
+        Some(lines) => {
+            let mut doc = sanitize_json(doc);
+            doc["message"] = lines.into();
+            write_json(&doc)
+        }
+        None => print_json(&doc),
+    };
 }
 
 pub fn escape_data(s: &str) -> String {
@@ -367,10 +384,23 @@ pub fn print_json<T: serde::Serialize + ?Sized>(value: &T) -> io::Result<()> {
         ),
         other => sanitize_json(other),
     };
+    write_json(&value)
+}
+
+/// A JSON value on stdout as it is (made safe by the caller).
+fn write_json(value: &serde_json::Value) -> io::Result<()> {
     let mut out = io::stdout().lock();
-    serde_json::to_writer_pretty(&mut out, &value)?;
+    serde_json::to_writer_pretty(&mut out, value)?;
     writeln!(out)?;
     out.flush()
+}
+
+/// The message of an error whose lines are a parser's own (a trust policy's TOML error, with
+/// its excerpt and caret): each line made safe, the line breaks kept. Other messages are one
+/// line, and a line break in them is untrusted text's, escaped.
+fn message_lines(e: &anyhow::Error) -> Option<String> {
+    (error_code(e) == agent_bundle::ErrorCode::PolicyError)
+        .then(|| e.to_string().split('\n').map(sanitize).collect::<Vec<_>>().join("\n"))
 }
 
 /// Prints a command-stopping error (exit 2) with its causes.
@@ -381,7 +411,7 @@ pub fn print_error(global: Global, e: &anyhow::Error) {
     let _ = out.set_color(ColorSpec::new().set_fg(Some(Color::Red)).set_bold(true));
     let _ = write!(out, "error");
     let _ = out.reset();
-    let _ = writeln!(out, ": {}", sanitize(&e.to_string()));
+    let _ = writeln!(out, ": {}", message_lines(e).unwrap_or_else(|| sanitize(&e.to_string())));
     for cause in new_causes(e) {
         let _ = writeln!(out, "  caused by: {}", sanitize(&cause));
     }

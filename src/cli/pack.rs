@@ -78,7 +78,7 @@ fn mtime() -> anyhow::Result<u64> {
 fn expires(args: &Args, global: Global) -> anyhow::Result<Option<Timestamp>> {
     let now = global.now();
     if let Some(text) = &args.expires {
-        let at = Timestamp::parse(text).map_err(|e| anyhow::anyhow!("--expires: {e}"))?;
+        let at = super::expires_flag(text)?;
         if now >= at {
             // The flag is to blame, not the agent's manifest.toml.
             anyhow::bail!(
@@ -200,8 +200,18 @@ fn pack_one(
                             p.key_id
                         ),
                     );
+                    // As `bundle attest` says it.
                     for file in &p.attestations {
-                        output::status(global, &format!("attested {} -> {}", p.name, file.display()));
+                        output::status(
+                            global,
+                            &format!(
+                                "attested {} {} -> {} (signed by {})",
+                                p.name,
+                                p.version,
+                                file.display(),
+                                p.key_id
+                            ),
+                        );
                     }
                     None
                 }

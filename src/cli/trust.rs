@@ -16,7 +16,7 @@ use super::{Format, Global, Outcome, output};
 /// follows such a chain from a pinned version.
 #[derive(Debug, clap::Args)]
 #[command(
-    after_help = "Examples:\n  bundle trust sign trust-policy.toml --key ssh-agent:\n  bundle trust verify trust-policy.toml --update trust-policy-v2.toml\n  bundle trust rotate trust-policy.toml -o trust-policy-v2.toml --expires 365d"
+    after_help = "Examples:\n  bundle trust sign trust-policy.toml --key ssh-agent:\n  bundle trust verify trust-policy.toml --update trust-policy-v2.toml\n  bundle trust rotate trust-policy.toml -o v2.toml --expires-in 365d"
 )]
 pub struct Args {
     #[command(subcommand)]
@@ -83,7 +83,7 @@ struct VerifyArgs {
 
 #[derive(Debug, clap::Args)]
 #[command(
-    after_help = "Examples:\n  bundle trust rotate trust-policy.toml -o trust-policy-v2.toml\n  bundle trust rotate trust-policy.toml -o v2.toml \\\n      --expires 2027-06-01T00:00:00Z"
+    after_help = "Examples:\n  bundle trust rotate trust-policy.toml -o v2.toml --expires-in 180d\n  bundle trust rotate trust-policy.toml -o v2.toml \\\n      --expires 2027-06-01T00:00:00Z"
 )]
 struct RotateArgs {
     /// The current version.
@@ -91,9 +91,13 @@ struct RotateArgs {
     /// Where to write the next version (never over an existing file).
     #[arg(long, short = 'o', value_name = "FILE")]
     out: PathBuf,
-    /// When the next version expires: an RFC 3339 time, or a span from now (`365d`).
-    #[arg(long, value_name = "WHEN", default_value = "365d")]
-    expires: String,
+    /// When the next version expires: an RFC 3339 date-time such as 2027-06-01T00:00:00Z.
+    #[arg(long, value_name = "WHEN", conflicts_with = "expires_in")]
+    expires: Option<String>,
+    /// When the next version expires, counted from now: `365d`, `26w` (units s, m, h, d, w).
+    /// Without --expires or --expires-in: 365d.
+    #[arg(long, value_name = "SPAN")]
+    expires_in: Option<String>,
     #[arg(long, value_enum, default_value_t = Format::Human)]
     format: Format,
 }
@@ -242,11 +246,15 @@ pub fn chain_human(global: Global, report: &ChainReport) {
 }
 
 fn rotate(args: RotateArgs, global: Global) -> anyhow::Result<Outcome> {
-    let expires = match Timestamp::parse(&args.expires) {
-        Ok(t) => t,
-        Err(_) => {
-            let span = parse_span(&args.expires).map_err(|e| anyhow::anyhow!("--expires {}: {e}", args.expires))?;
-            global.now().checked_add_seconds(span).ok_or_else(|| anyhow::anyhow!("--expires: out of range"))?
+    let expires = match (&args.expires, &args.expires_in) {
+        (Some(at), _) => super::expires_flag(at)?,
+        (None, span) => {
+            let span = span.as_deref().unwrap_or("365d");
+            let seconds = parse_span(span).map_err(|e| anyhow::anyhow!("--expires-in: {e}"))?;
+            // Whole seconds: an expiry is shown and written as `…T12:00:00Z`, not with nanoseconds.
+            let now = Timestamp::from_unix(global.now().unix_seconds(), 0);
+            now.checked_add_seconds(seconds)
+                .ok_or_else(|| anyhow::anyhow!("--expires-in {span} reaches beyond the year 9999"))?
         }
     };
     let version = agent_bundle::ops::trust::rotate(&args.policy, &args.out, expires)?;

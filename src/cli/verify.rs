@@ -213,7 +213,7 @@ pub fn render(bundle: &Path, verdict: &Verdict, format: Format, global: Global) 
                         bundle.display(),
                         v.manifest.name,
                         v.manifest.version,
-                        v.key_id,
+                        signed_by(&v.key_id, v.signers.as_ref()),
                         v.files.len()
                     ),
                 );
@@ -281,11 +281,12 @@ pub fn signers_lines(s: &SignersVerdict) -> Vec<String> {
         lines.push(format!("    {} {signer}{who}{roles}: {}{code}{why}", sanitize(&v.source), v.status));
     }
     for r in &s.rules {
+        // "2 counted, 1 needed": never "2 of 1".
         let roles: Vec<String> =
-            r.roles.iter().map(|t| format!(", role {} {} of {}", t.role, t.counted, t.needed)).collect();
+            r.roles.iter().map(|t| format!("; role {} {} counted, {} needed", t.role, t.counted, t.needed)).collect();
         let met = if r.met { "met" } else { "NOT met" };
         lines.push(format!(
-            "    rule {}: {} of {} signers{}: {met}",
+            "    rule {}: {} counted, {} needed{}: {met}",
             sanitize(&r.rule),
             r.counted,
             r.needed,
@@ -293,6 +294,23 @@ pub fn signers_lines(s: &SignersVerdict) -> Vec<String> {
         ));
     }
     lines
+}
+
+/// Who signed, as the verdict counted it: the pack key, or under a trust policy the signers
+/// whose signatures counted (the pack key may be one the policy does not know).
+fn signed_by(key_id: &str, signers: Option<&SignersVerdict>) -> String {
+    let Some(s) = signers else { return key_id.to_owned() };
+    let counted: Vec<String> = s
+        .signatures
+        .iter()
+        .filter(|v| v.counted)
+        .map(|v| match (&v.signer, &v.identity) {
+            (Some(name), _) => format!("`{}`", sanitize(name)),
+            (None, Some(identity)) => sanitize(identity),
+            (None, None) => v.key_id.clone(),
+        })
+        .collect();
+    format!("{} (trust policy `{}`)", counted.join(", "), sanitize(&s.policy))
 }
 
 /// `; keyless signer IDENTITY (ISSUER)` when a Sigstore bundle verified, else nothing.

@@ -54,7 +54,12 @@ pub enum LoadError {
     #[error(transparent)]
     Io(#[from] crate::Error),
     #[error("{path}: the agent has problems ({message}); run `bundle check {path}`")]
-    Invalid { path: String, message: String },
+    Invalid {
+        path: String,
+        message: String,
+        /// The file and line of the first problem, for an annotation on them.
+        at: Option<(String, Option<usize>)>,
+    },
     #[error("{path}: not a valid bundle: {message} [{code}]")]
     Rejected { path: String, code: &'static str, message: String },
     #[error("{path}: {source}")]

@@ -175,16 +175,18 @@ fn judge_provenance(judged: &mut Judged, predicate: &Value, policy: &AttestPolic
     let uri = judged.source_uri.clone().unwrap_or_default();
     let (repo, reference) = split_source_uri(&uri);
     let builder = judged.builder.clone().unwrap_or_default();
+    // Named without the command line's flags: the Python package says `builder_id=`.
     let checks = [
-        ("--source-repo", &policy.source_repo, repo),
-        ("--source-ref", &policy.source_ref, reference),
-        ("--builder-id", &policy.builder_id, builder.as_str()),
+        ("source repository", &policy.source_repo, repo),
+        ("source ref", &policy.source_ref, reference),
+        ("builder id", &policy.builder_id, builder.as_str()),
     ];
-    for (flag, wanted, found) in checks {
+    for (what, wanted, found) in checks {
         if let Some(wanted) = wanted
             && found != wanted
         {
-            let message = format!("{}: the provenance says {found:?}, {flag} requires {wanted:?}", judged.source);
+            let message =
+                format!("{}: the provenance's {what} is {found:?}, not the required {wanted:?}", judged.source);
             judged.refuse(Reason::ProvenanceMismatch, message);
             return;
         }

@@ -33,6 +33,7 @@ fn load_folder(dir: &Path) -> Result<AgentContracts, LoadError> {
         Ok(checked) => checked,
         Err(problems) => {
             let d = problems.report.diagnostics.iter().find(|d| d.is_error());
+            let at = d.map(|d| (d.file.clone(), d.line));
             let message = d.map_or_else(
                 || "the agent has problems".to_owned(),
                 |d| {
@@ -40,7 +41,7 @@ fn load_folder(dir: &Path) -> Result<AgentContracts, LoadError> {
                     format!("{}{at}: {} [{}]", d.file, d.message, d.code)
                 },
             );
-            return Err(LoadError::Invalid { path: shown, message });
+            return Err(LoadError::Invalid { path: shown, message, at });
         }
     };
     let contracts = contract::tool_contracts(&checked.tools, &dir.to_path_buf())

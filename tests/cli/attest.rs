@@ -30,24 +30,13 @@ fn run(c: &mut Command, args: &[&str]) -> Run {
     c.args(args).output().expect("run bundle").into()
 }
 
+/// The `python3` of the independent verifiers (the tools venv's, first on PATH under
+/// `scripts/test`), or None (a visible skip) when one of them is missing.
 fn python() -> Option<String> {
-    let venv = std::env::var("HOME").ok().map(|h| format!("{h}/.cache/agent-bundle-ci/venv/bin/python3"));
-    let python = venv.filter(|p| Path::new(p).exists()).unwrap_or_else(|| "python3".into());
-    let probe = Command::new(&python)
-        .args(["-c", "import securesystemslib.dsse, sigstore_models, in_toto_attestation"])
-        .output();
-    match probe {
-        Ok(o) if o.status.success() => Some(python),
-        _ if std::env::var_os("BUNDLE_REQUIRE_TOOLS").is_some() => {
-            panic!(
-                "securesystemslib, sigstore-models and in-toto-attestation are required (BUNDLE_REQUIRE_TOOLS is set)"
-            )
-        }
-        _ => {
-            eprintln!("SKIPPED: the Python verifiers are not installed");
-            None
-        }
-    }
+    ["securesystemslib.dsse", "sigstore_models", "in_toto_attestation"]
+        .iter()
+        .all(|m| crate::support::require_python_module(m))
+        .then(|| "python3".to_owned())
 }
 
 /// The independent verifiers accept `files` for `bundle` signed by `public`.

@@ -347,7 +347,7 @@ pub(crate) fn write_file_key(dir: &Path, seed: &[u8; 32]) -> String {
 
 /// `tar --zstd -x` the bundle, then stock `minisign -V` on its manifest.
 fn minisign_verifies(dir: &Path, bundle: &str, public: &str) {
-    if !require_tool("minisign") || !require_tool("tar") {
+    if !require_tool("minisign") || !require_tool("tar") || !require_tool("zstd") {
         return;
     }
     let out_dir = dir.join(format!("{bundle}.x"));
@@ -525,8 +525,11 @@ impl SoftHsm {
         }
         let candidates = ["/usr/lib/softhsm/libsofthsm2.so", "/usr/lib/x86_64-linux-gnu/softhsm/libsofthsm2.so"];
         let Some(module) = candidates.iter().map(PathBuf::from).find(|p| p.is_file()) else {
-            assert!(std::env::var_os("BUNDLE_REQUIRE_TOOLS").is_none(), "libsofthsm2.so is required but not installed");
-            eprintln!("SKIPPED: libsofthsm2.so is not installed");
+            crate::support::skip(
+                "libsofthsm2.so",
+                &crate::support::install_hint("softhsm2-util"),
+                "BUNDLE_REQUIRE_TOOLS",
+            );
             return None;
         };
         let dir = tempfile::tempdir().unwrap();

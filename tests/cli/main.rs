@@ -19,6 +19,7 @@ mod docs;
 mod edges;
 mod editors;
 mod export;
+mod first_hour;
 mod freshness;
 mod guard;
 mod hardening;

@@ -182,17 +182,7 @@ c.push(target="{host}/team/by-oras:1", files=["{name}:application/vnd.agent-bund
 }
 
 fn oras_available() -> bool {
-    let ok = std::process::Command::new("python3")
-        .args(["-c", "import oras.client"])
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if !ok {
-        if std::env::var_os("BUNDLE_REQUIRE_TOOLS").is_some() {
-            panic!("the ORAS Python client is required (BUNDLE_REQUIRE_TOOLS is set): pip install oras");
-        }
-        eprintln!("SKIPPED: python3 -c 'import oras.client' failed; set BUNDLE_REQUIRE_TOOLS=1 to make this a failure");
-    }
-    ok
+    crate::support::require_python_module("oras.client")
 }
 
 #[test]

@@ -138,18 +138,59 @@ pub fn make_old(path: &Path) {
     std::fs::File::open(path).unwrap().set_modified(hour_ago).unwrap();
 }
 
-/// Whether CI demands the outside tools (minisign, bsdtar, b3sum, zstd). Tests that need one
-/// fail loudly when it is missing in CI, and say plainly that they skipped elsewhere.
+/// Whether the outside tool `name` (a command) is installed. A missing one fails the test under
+/// `BUNDLE_REQUIRE_TOOLS` (CI, `scripts/test` in CI) and is a visible, counted skip elsewhere
+/// ([`skip`]), naming the package that provides it (scripts/tools.txt).
 pub fn require_tool(name: &str) -> bool {
     let present = Command::new(name).arg("--version").output().is_ok() || Command::new(name).arg("-v").output().is_ok();
-    if present {
-        return true;
+    present || skip(&format!("tool {name}"), &install_hint(name), "BUNDLE_REQUIRE_TOOLS")
+}
+
+/// How to install the tool or Python module `what` (`minisign`, `py:sigstore`): its line in
+/// scripts/tools.txt, the table `scripts/test` installs from.
+pub fn install_hint(what: &str) -> String {
+    tools_table().into_iter().find(|(_, _, provides)| provides.iter().any(|p| p == what)).map_or_else(
+        || format!("not in scripts/tools.txt: add {what}"),
+        |(from, package, _)| format!("{from} install {package}"),
+    )
+}
+
+/// scripts/tools.txt: (apt|pip|npm, package, what it provides) per line.
+pub fn tools_table() -> Vec<(String, String, Vec<String>)> {
+    include_str!("../../scripts/tools.txt")
+        .lines()
+        .filter(|l| !l.trim().is_empty() && !l.starts_with('#'))
+        .map(|l| {
+            let mut words = l.split_whitespace().map(str::to_owned);
+            let (from, package) = (words.next().unwrap(), words.next().unwrap());
+            (from, package, words.collect())
+        })
+        .collect()
+}
+
+/// Skips the running test because `what` is missing (`fix` says how to get it), or fails it when
+/// the environment variable `required_by` is set (CI's promise that nothing is missing). A skip
+/// is never silent: one line on the terminal (past the test harness's capture, so a passing
+/// `cargo test` shows it) and one in the file `BUNDLE_SKIP_LOG` names, which `scripts/test` sums
+/// up at the end. Returns false, for `if !require_…() { return }`.
+pub fn skip(what: &str, fix: &str, required_by: &str) -> bool {
+    if std::env::var_os(required_by).is_some() {
+        panic!("{what} is required ({required_by} is set) but missing: {fix}");
     }
-    if std::env::var_os("BUNDLE_REQUIRE_TOOLS").is_some() {
-        panic!("`{name}` is required (BUNDLE_REQUIRE_TOOLS is set) but not installed");
-    }
-    eprintln!("SKIPPED: `{name}` is not installed; set BUNDLE_REQUIRE_TOOLS=1 to make this a failure");
+    skipped(std::thread::current().name().unwrap_or("a test"), what, fix);
     false
+}
+
+/// Writes the skip of `test` (a test's name, or what skipped, such as a page of the book).
+pub fn skipped(test: &str, what: &str, fix: &str) {
+    // Straight to the terminal: eprintln! would be captured and hidden for a test that passes.
+    let _ = std::io::stderr().write_all(format!("SKIPPED {test}: {what} missing ({fix})\n").as_bytes());
+    if let Some(log) = std::env::var_os("BUNDLE_SKIP_LOG") {
+        let line = format!("{what}\t{fix}\t{test}\n");
+        if let Ok(mut f) = std::fs::OpenOptions::new().create(true).append(true).open(log) {
+            let _ = f.write_all(line.as_bytes());
+        }
+    }
 }
 
 /// Rewrites an agent's tools.json through `edit` (pretty-printed again).
@@ -270,19 +311,13 @@ impl RapServer {
     }
 }
 
-/// Whether `python3` (the CI venv's, first on PATH) can import `module`; like [`require_tool`],
-/// a missing one fails under BUNDLE_REQUIRE_TOOLS and skips elsewhere.
+/// Whether `python3` (the tools venv's, first on PATH under `scripts/test`) can import
+/// `module`; like [`require_tool`], a missing one fails under BUNDLE_REQUIRE_TOOLS and is a
+/// visible skip elsewhere.
 pub fn require_python_module(module: &str) -> bool {
     let present =
         Command::new("python3").args(["-c", &format!("import {module}")]).output().is_ok_and(|o| o.status.success());
-    if present {
-        return true;
-    }
-    if std::env::var_os("BUNDLE_REQUIRE_TOOLS").is_some() {
-        panic!("python module `{module}` is required (BUNDLE_REQUIRE_TOOLS is set) but not installed");
-    }
-    eprintln!("SKIPPED: python module `{module}` is not installed; set BUNDLE_REQUIRE_TOOLS=1 to make this a failure");
-    false
+    present || skip(&format!("python module {module}"), &install_hint(&format!("py:{module}")), "BUNDLE_REQUIRE_TOOLS")
 }
 
 /// Bytes zstd cannot shrink (xorshift), so that a bundle is as large as the file.
