@@ -22,9 +22,10 @@ use super::{Format, Global, Outcome, output};
 /// Exit status: 0 written, 1 not a valid bundle or agent, 2 usage or I/O error.
 #[derive(Debug, clap::Args)]
 #[command(after_help = "Examples:
-  bundle agentcard mailer-1.4.0.agent.bundle --url https://agents.example/mailer \\
+  bundle agentcard mailer-1.4.0.agent.bundle --url https://a.example/mailer \\
       --key release.key -o mailer.card.json
-  bundle verify --agent-card mailer.card.json mailer-1.4.0.agent.bundle --key release.pub")]
+  bundle verify --agent-card mailer.card.json mailer-1.4.0.agent.bundle \\
+      --key release.pub")]
 pub struct Args {
     /// The bundle file, or an agent folder that passes `bundle check`.
     #[arg(value_name = "BUNDLE|AGENT_DIR")]

@@ -22,7 +22,7 @@ use super::{Format, Global, Outcome, output};
 /// Exit status: 0 written, 1 not a valid bundle (or agent folder), 2 usage or I/O error.
 #[derive(Debug, clap::Args)]
 #[command(
-    after_help = "Examples:\n  bundle attest mailer-1.4.0.agent.bundle --key ci.key --from agents/mailer\n  bundle verify mailer-1.4.0.agent.bundle --trusted-keys keys.txt \\\n      --require-provenance\n  bundle keygen --kind p256 model && bundle attest --model-signing --key model.key agents/mailer\n  model_signing verify key --signature agents/mailer.model.sig --public_key model.pub agents/mailer"
+    after_help = "Examples:\n  bundle attest mailer-1.4.0.agent.bundle --key ci.key --from agents/mailer\n  bundle verify mailer-1.4.0.agent.bundle --trusted-keys keys.txt \\\n      --require-provenance\n  bundle keygen --kind p256 model\n  bundle attest --model-signing --key model.key agents/mailer\n  model_signing verify key --signature agents/mailer.model.sig \\\n      --public_key model.pub agents/mailer"
 )]
 pub struct Args {
     /// The bundle file (with --model-signing: the agent folder, default .).

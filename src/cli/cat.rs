@@ -21,7 +21,7 @@ use super::{Format, Global, Outcome};
 /// of the whole bundle. Files over 64 MiB need --output.
 #[derive(Debug, clap::Args)]
 #[command(
-    after_help = "Examples:\n  bundle cat mailer-1.4.0.agent.bundle tools.json --key release.pub\n  bundle cat kb-2.0.0.agent.bundle knowledge/part0001.txt --key release.pub -o part.txt"
+    after_help = "Examples:\n  bundle cat mailer-1.4.0.agent.bundle tools.json --key release.pub\n  bundle cat kb-2.0.0.agent.bundle knowledge/part0001.txt --key release.pub \\\n      -o part.txt"
 )]
 pub struct Args {
     /// The bundle file.

@@ -94,6 +94,8 @@ struct Scan {
     max_depth: usize,
     values: u64,
     in_string: bool,
+    /// Inside a number, `true`, `false` or `null` (each counts as one value).
+    in_scalar: bool,
     escape: bool,
     /// The next string at depth 1 is a key.
     expect_key: bool,
@@ -131,6 +133,12 @@ impl Scan {
                 }
                 continue;
             }
+            let scalar_byte =
+                !matches!(b, b'"' | b'{' | b'[' | b'}' | b']' | b':' | b',' | b' ' | b'\t' | b'\r' | b'\n');
+            if scalar_byte && !self.in_scalar {
+                self.values += 1;
+            }
+            self.in_scalar = scalar_byte;
             match b {
                 b'"' => {
                     self.in_string = true;
