@@ -58,7 +58,7 @@ def test_a_poisoned_description_is_removed_and_cannot_be_called(verified):
     judged = guard.filter_tools(tools)
     assert [t["name"] for t in judged["tools"]] == ["add", "wipe"]
     drift = [d for d in judged["decisions"] if d["tool"] == "echo"][0]
-    assert (drift["decision"], drift["code"], drift["changed"]) == ("block", "mcp_tool_drift", ["description"])
+    assert (drift["decision"], drift["code"], drift["changed"]) == ("block", "mcp_tool_drift", ["description_changed description"])
     assert drift["served"] != drift["signed"]
     with pytest.raises(McpBlocked) as e:
         guard.check_call("echo", {"text": "hi"})
