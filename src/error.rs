@@ -3,7 +3,7 @@
 //! in an agent or bundle are diagnostics or rejections instead (exit code 1).
 //!
 //! Every exit-2 error has a stable [`ErrorCode`] (the `code` of the `--format json` error
-//! document, [`crate::error_code`]). Each error type of the library says its own with
+//! document, `crate::error_code`). Each error type of the library says its own with
 //! [`Coded`], an exhaustive `match` the compiler checks, beside its definition; the command
 //! line keeps the one list of those types that it walks an error's chain with.
 

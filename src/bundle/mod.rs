@@ -9,7 +9,7 @@ mod refused;
 mod signature;
 pub mod verify;
 
-/// The format's names live in a low module of their own ([`crate::entries`]).
+/// The format's names live in a low module of their own (`crate::entries`).
 pub use crate::entries::{EXTENSION, OWN_ENTRIES, SIGNATURE_ENTRY, UNTRUSTED_COMMENT};
 
 /// Largest JSON file (tools.json, schemas) held in memory for re-validation, and the total.

@@ -1,5 +1,5 @@
 //! Where the guard finds a server's signed tool definitions in a bundle and how it reads them:
-//! the pin format of [`crate::formats::mcp_pin`] (`pins/<server>.mcp.json`, every Tool object
+//! the pin format of `crate::formats::mcp_pin` (`pins/<server>.mcp.json`, every Tool object
 //! exactly as served when it was pinned), held to the server the guard was asked for.
 
 use serde_json::Value;

@@ -1,5 +1,5 @@
 //! The stdio transport of `bundle guard`: the guard's own stdin and stdout are the client's
-//! end, the server is a child process (started as import starts one, [`crate::mcp_process`]).
+//! end, the server is a child process (started as import starts one, `crate::mcp_process`).
 //! Each side is read by a thread of its own, message by message within the caps
 //! ([`super::frame`]), into one bounded queue; the server's stdin is written by a thread with a
 //! bounded queue too, so that neither a server that floods nor one that stops reading can
