@@ -169,6 +169,9 @@ fn on_terminal(args: &str, no_color: bool) -> Option<String> {
     cmd.args(["-qec", &format!("{} {args}", env!("CARGO_BIN_EXE_bundle")), "/dev/null"])
         .current_dir(crate::support::repo())
         .stdin(Stdio::null())
+        // A terminal type whatever the caller's environment: without TERM (`env -i`), or with
+        // TERM=dumb, `--color auto` rightly does not color.
+        .env("TERM", "xterm")
         .env_remove("NO_COLOR");
     if no_color {
         cmd.env("NO_COLOR", "1");

@@ -365,7 +365,9 @@ fn empty_archive() {
 
 /// Runs a stock tool on `args`; `Ok(None)` if it is not installed.
 fn run_tool(tool: &str, args: &[&std::ffi::OsStr]) -> Option<std::process::Output> {
-    match Command::new(tool).args(args).output() {
+    // A UTF-8 locale whatever the caller's environment: without one (`env -i`), GNU tar escapes
+    // non-ASCII names in its listing as octal.
+    match Command::new(tool).args(args).env("LC_ALL", "C.UTF-8").output() {
         Ok(out) => Some(out),
         Err(e) if e.kind() == io::ErrorKind::NotFound => None,
         Err(e) => panic!("running {tool}: {e}"),
