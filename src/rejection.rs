@@ -89,6 +89,11 @@ impl Rejection {
     pub fn new(reason: Reason, path: Option<&str>, message: impl Into<String>) -> Self {
         Rejection { reason, path: path.map(str::to_owned), message: message.into(), agent: None, key_id: None }
     }
+
+    /// Whether `other` is this rejection, whatever agent and key were learnt since.
+    pub fn same_as(&self, other: &Rejection) -> bool {
+        (self.reason, &self.path, &self.message) == (other.reason, &other.path, &other.message)
+    }
 }
 
 impl From<ArchiveError> for Rejection {

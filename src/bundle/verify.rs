@@ -73,6 +73,11 @@ pub struct Expect<'a> {
     pub state: Option<&'a State>,
     /// The lowest version accepted (`--min-version`).
     pub min_version: Option<&'a semver::Version>,
+    /// A refusal already decided on other evidence (a registry's attestations, judged before
+    /// the layer), given only once the signature and the checks above have passed: the reader
+    /// hears of a wrong key before the evidence that key also fails to vouch for, and no file's
+    /// data is read.
+    pub refuse_after_signature: Option<&'a Rejection>,
 }
 
 /// One file of a verified bundle.
@@ -167,6 +172,9 @@ fn run(
     let mut reader = ArchiveReader::new(input, LIMITS)?;
     let Head { manifest_bytes, signature_text, signature, signature_checked, signers, manifest, manifest_blake3 } =
         head(&mut reader, trust, expect, signer, agent)?;
+    if let Some(refusal) = expect.refuse_after_signature {
+        return Err(Refused { rejection: refusal.clone(), signers: signers.map(Box::new) });
+    }
 
     // The manifest and its signature go to the sink too (an unpacked agent keeps them).
     for (path, bytes) in [(manifest::FILE_NAME, &manifest_bytes), (SIGNATURE_ENTRY, &signature_text)] {

@@ -206,3 +206,36 @@ fn attestations_in_the_layout_of_earlier_releases_keep_verifying() {
     let inspected = inspected.expect_code(0).json();
     assert_eq!(inspected["attestations"].as_array().map(Vec::len), Some(2), "{inspected}");
 }
+
+/// With the wrong key, an `oci://` artifact with attestations is refused for its pack
+/// signature (`untrusted_key`, as the same file is), not for the attestations that key also
+/// fails to verify: the signature is judged first, whatever carries the evidence.
+#[test]
+fn the_wrong_key_names_the_pack_signature_not_the_attestations() {
+    let Some(reg) = registry::start(Setup::Plain) else { return };
+    let env = Env::new();
+    let dir = env.path();
+    let reference = format!("oci://{}/team/mailer:1", reg.host());
+    pushed(&env, &reference);
+    std::fs::create_dir(dir.join("other")).unwrap();
+    let other = write_file_key(&dir.join("other"), &[7; 32]);
+    bundle(dir, &["pubkey", &other, "-o", "other.pub"]).expect_code(0);
+    let file = bundle(dir, &["verify", "agent.bundle", "--key", "other.pub", "--format", "json"]);
+    assert_eq!(file.expect_code(1).json()["code"], "untrusted_key");
+    for command in ["verify", "pull", "unpack"] {
+        let mut args = vec![command, &reference];
+        match command {
+            "pull" => args.extend(["-o", "pulled.bundle"]),
+            "unpack" => args.push("out"),
+            _ => {}
+        }
+        for extra in [&[][..], &["--require-provenance"][..]] {
+            let mut all = args.clone();
+            all.extend(["--plain-http", "--key", "other.pub", "--format", "json"]);
+            all.extend(extra);
+            let json = bundle(dir, &all).expect_code(1).json();
+            assert_eq!(json["code"], "untrusted_key", "{command} {extra:?}: {json}");
+        }
+    }
+    assert!(!dir.join("pulled.bundle").exists() && !dir.join("out").exists());
+}

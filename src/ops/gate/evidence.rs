@@ -34,6 +34,9 @@ pub(super) struct Gathered {
     /// Of a registry's attestation referrers, the first the gate accepted of each kind (what a
     /// pull keeps beside its file); the others' bytes were dropped once judged.
     pub kept: Vec<Piece>,
+    /// The refusal of a registry's attestations as untrusted, judged before the layer, given
+    /// once the bundle's signature has been judged (a wrong key is named as such, as for a file).
+    pub refused: Option<Verdict>,
 }
 
 impl Gathered {
@@ -115,8 +118,15 @@ impl Gate {
             return Ok(Err(Verdict::refused(r)));
         }
         let attestations: Vec<(String, Vec<u8>)> = attestations.into_iter().map(|p| (p.source, p.bytes)).collect();
-        let mut gathered =
-            Gathered { cosignatures, offers: Vec::new(), attestations, judged: None, sha256, kept: Vec::new() };
+        let mut gathered = Gathered {
+            cosignatures,
+            offers: Vec::new(),
+            attestations,
+            judged: None,
+            sha256,
+            kept: Vec::new(),
+            refused: None,
+        };
         // Bound before the bytes: a registry's attestations are judged against its layer digest
         // now, one at a time, so that a refusal stops the layer from moving.
         if let Some(sha256) = &sha256
@@ -127,6 +137,14 @@ impl Gate {
                 Ok((judged, kept)) => {
                     gathered.judged = Some(judged);
                     gathered.kept = kept;
+                }
+                // Attestations signed by a key not trusted may mean the wrong key was given for
+                // the whole release: the layer is then requested only as far as its signature,
+                // so that a wrong key is named as such (`untrusted_key`, as for a file), and the
+                // attestations' refusal stops the stream right after it. Every other refusal
+                // (missing, malformed, the wrong builder) stops the layer from moving at all.
+                Err(refused) if refused.rejection().is_some_and(|r| r.reason == Reason::AttestationUntrusted) => {
+                    gathered.refused = Some(refused)
                 }
                 Err(refused) => return Ok(Err(refused)),
             }

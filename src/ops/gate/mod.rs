@@ -215,8 +215,9 @@ impl Gate {
     /// Judges the bundle `input` holds with its evidence, streaming its entries into `sink`:
     /// the one entry of the gate.
     ///
-    /// What can be judged before the bytes is judged first (a registry's layer is not requested
-    /// when it refuses). The input is read once, front to back, and not necessarily to its end
+    /// What can be judged before the bytes is judged first (a registry's layer is read only as
+    /// far as its signature when that evidence refuses, so that a wrong key is named first).
+    /// The input is read once, front to back, and not necessarily to its end
     /// (a rejection stops reading). Nothing written to `sink` may be used unless the verdict is
     /// [`Verdict::Passed`]; the gate calls [`Sink::commit`] only then, after the baseline check
     /// and the state record. A commit or record failure is a [`GateError`]. A caller that copies
@@ -240,11 +241,13 @@ impl Gate {
         sink: &mut dyn Sink,
     ) -> Result<Verdict, GateError> {
         let referred = std::mem::take(&mut gathered.kept);
+        let refused_evidence = gathered.refused.take();
         let expect = Expect {
             name: self.opts.name.as_deref(),
             now: Some(self.opts.now),
             state: self.state.as_ref().map(|s| &s.state),
             min_version: self.opts.min_version.as_ref(),
+            refuse_after_signature: refused_evidence.as_ref().and_then(Verdict::rejection),
         };
         let enforce = self.enforce();
         let trust = match &self.policy {
@@ -267,6 +270,17 @@ impl Gate {
         let mut input = Sha256Read::new(input, hash);
         let mut verified = match verify::verify(&mut input, trust, &expect, sink) {
             Ok(v) => v,
+            // The evidence's own refusal, now that the signature stands: with its judgements,
+            // and the agent and key the signature authenticated.
+            Err(refused)
+                if refused_evidence.as_ref().and_then(Verdict::rejection).is_some_and(|r| r.same_as(&refused)) =>
+            {
+                let mut verdict = refused_evidence.expect("matched above");
+                if let Verdict::Refused { rejection, .. } = &mut verdict {
+                    *rejection = refused.rejection;
+                }
+                return Ok(verdict);
+            }
             Err(refused) => return Ok(Verdict::refused(refused)),
         };
         let sha256 = input.finish().map_err(|e| crate::Error::io(origin, e))?.or(gathered.sha256);

@@ -47,7 +47,7 @@ pub enum InputError {
     #[error("{0}")]
     Usage(String),
     /// The file cannot be opened or read.
-    #[error("cannot read {}: {source}", path.display())]
+    #[error("cannot read {}", path.display())]
     File { path: PathBuf, source: io::Error },
     /// The registry failed: unreachable, credentials, TLS, a timeout, a transfer broken off.
     #[error("{0}")]
