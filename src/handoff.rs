@@ -123,6 +123,23 @@ impl<M> Drainer<M> {
     }
 }
 
+/// Runs `f` on a thread of its own and fails if it takes more than a minute, for tests whose
+/// only way to fail is to wait forever (a buffer lost, a thread that never stops).
+#[cfg(test)]
+pub(crate) fn within_a_minute(what: &str, f: impl FnOnce() + Send + 'static) {
+    use std::sync::mpsc;
+    let (done, finished) = mpsc::channel();
+    let t = std::thread::spawn(move || {
+        f();
+        let _ = done.send(());
+    });
+    match finished.recv_timeout(std::time::Duration::from_secs(60)) {
+        Ok(()) => t.join().unwrap(),
+        Err(mpsc::RecvTimeoutError::Disconnected) => std::panic::resume_unwind(t.join().unwrap_err()),
+        Err(mpsc::RecvTimeoutError::Timeout) => panic!("{what} did not finish within a minute"),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

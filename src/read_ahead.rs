@@ -333,22 +333,29 @@ mod tests {
 
     #[test]
     fn an_error_of_the_tee_takes_the_place_of_its_chunk() {
-        for teeing in [false, true] {
-            let mut r = spawn(teeing, io::repeat(1), Full(CHUNK + 10)).unwrap();
-            let mut got = Vec::new();
-            let err = r.read_to_end(&mut got).unwrap_err();
-            assert_eq!(err.kind(), io::ErrorKind::StorageFull, "teeing {teeing}: {err}");
-            assert_eq!(got.len(), CHUNK, "teeing {teeing}: only the chunk written in full was passed on");
-            assert_eq!(r.finish().unwrap_err().kind(), io::ErrorKind::StorageFull, "teeing {teeing}");
-        }
+        // An endless source: a reader that read on past the tee's error would never end.
+        crate::handoff::within_a_minute("read-ahead after a tee error", || {
+            for teeing in [false, true] {
+                let mut r = spawn(teeing, io::repeat(1), Full(CHUNK + 10)).unwrap();
+                let mut got = Vec::new();
+                let err = r.read_to_end(&mut got).unwrap_err();
+                assert_eq!(err.kind(), io::ErrorKind::StorageFull, "teeing {teeing}: {err}");
+                assert_eq!(got.len(), CHUNK, "teeing {teeing}: only the chunk written in full was passed on");
+                assert_eq!(r.finish().unwrap_err().kind(), io::ErrorKind::StorageFull, "teeing {teeing}");
+            }
+        });
     }
 
+    /// The only way this can fail is by waiting forever (`finish` joins threads that never
+    /// stop): it fails after a minute instead.
     #[test]
     fn a_consumer_that_stops_early_stops_the_reading_threads() {
-        for teeing in [false, true] {
-            // An endless source: only the consumer's going away can end the threads.
-            let r = spawn(teeing, io::repeat(1), io::sink()).unwrap();
-            r.finish().unwrap();
-        }
+        crate::handoff::within_a_minute("read-ahead's threads after the consumer stopped", || {
+            for teeing in [false, true] {
+                // An endless source: only the consumer's going away can end the threads.
+                let r = spawn(teeing, io::repeat(1), io::sink()).unwrap();
+                r.finish().unwrap();
+            }
+        });
     }
 }
