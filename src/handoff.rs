@@ -114,6 +114,13 @@ impl<M> Drainer<M> {
         let _ = self.back.try_send(buf);
     }
 
+    /// The messages alone, without a way to give buffers back: for a middle stage that passes
+    /// every buffer on ([`relay`](Self::relay)), so that the last stage's going away leaves the
+    /// filling side no sender to wait on.
+    pub(crate) fn into_messages(self) -> Receiver<M> {
+        self.from
+    }
+
     /// A further stage of the pipeline: a drainer of the messages sent to the returned sender
     /// (by the thread that drains this one and passes them on), whose buffers go back to the
     /// same filler. At most `limit` messages wait between the two stages.
