@@ -26,10 +26,17 @@ rm -rf "$work/wheels"
 # tests already built: only the binding is compiled anew. The bench builds its own release wheel.
 "$maturin" build --profile dev --locked -m python/Cargo.toml -o "$work/wheels"
 
-# A clean venv each time: the wheel alone, plus pytest.
+# A clean venv each time: the wheel alone, plus pytest and mypy (pinned as in scripts/tools.txt).
+mypy=$(awk '$1 == "pip" && $2 ~ /^mypy==/ { print $2 }' scripts/tools.txt)
 rm -rf "$work/venv"
 python3 -m venv "$work/venv"
-"$work/venv/bin/python3" -m pip install -q --disable-pip-version-check "$work"/wheels/agent_bundle-*.whl pytest
+"$work/venv/bin/python3" -m pip install -q --disable-pip-version-check "$work"/wheels/agent_bundle-*.whl pytest "$mypy"
 # Run from outside the source tree, so that `import agent_bundle` is the installed wheel.
 cd "$work"
+# The type stubs: stubtest compares them with the built module (every name, signature and
+# class), and a strictly typed program using the whole API must type-check with them.
+# PEP 800's @disjoint_base is not marked (it needs typing_extensions at run time for 3.9).
+"$work/venv/bin/python3" -m mypy.stubtest agent_bundle --ignore-disjoint-bases \
+  --allowlist "$OLDPWD/python/stubtest-allowlist.txt"
+"$work/venv/bin/python3" -m mypy --strict --no-incremental "$OLDPWD/python/typecheck/example.py"
 BUNDLE_BIN="$target/debug/bundle" "$work/venv/bin/python3" -m pytest -q -rs "$OLDPWD/python/tests" "$@"

@@ -114,12 +114,36 @@ impl<M> Drainer<M> {
         let _ = self.back.try_send(buf);
     }
 
+    /// The messages alone, without a way to give buffers back: for a middle stage that passes
+    /// every buffer on ([`relay`](Self::relay)), so that the last stage's going away leaves the
+    /// filling side no sender to wait on.
+    pub(crate) fn into_messages(self) -> Receiver<M> {
+        self.from
+    }
+
     /// A further stage of the pipeline: a drainer of the messages sent to the returned sender
     /// (by the thread that drains this one and passes them on), whose buffers go back to the
     /// same filler. At most `limit` messages wait between the two stages.
     pub(crate) fn relay(&self, limit: usize) -> (SyncSender<M>, Drainer<M>) {
         let (to, from) = sync_channel(limit.max(1));
         (to, Drainer { from, back: self.back.clone() })
+    }
+}
+
+/// Runs `f` on a thread of its own and fails if it takes more than a minute, for tests whose
+/// only way to fail is to wait forever (a buffer lost, a thread that never stops).
+#[cfg(test)]
+pub(crate) fn within_a_minute(what: &str, f: impl FnOnce() + Send + 'static) {
+    use std::sync::mpsc;
+    let (done, finished) = mpsc::channel();
+    let t = std::thread::spawn(move || {
+        f();
+        let _ = done.send(());
+    });
+    match finished.recv_timeout(std::time::Duration::from_secs(60)) {
+        Ok(()) => t.join().unwrap(),
+        Err(mpsc::RecvTimeoutError::Disconnected) => std::panic::resume_unwind(t.join().unwrap_err()),
+        Err(mpsc::RecvTimeoutError::Timeout) => panic!("{what} did not finish within a minute"),
     }
 }
 

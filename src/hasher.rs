@@ -59,6 +59,10 @@ impl Default for EntryHasher {
 impl EntryHasher {
     /// Uses a hashing thread for large entries if more than one CPU is usable.
     pub fn new() -> Self {
+        #[cfg(test)]
+        if HOLD.get() {
+            return Self::with_thread(true);
+        }
         Self::with_thread(second_cpu())
     }
 
@@ -141,6 +145,7 @@ impl EntryHasher {
     /// Waits for every hash the hashing thread still owes.
     fn receive_all(&mut self) -> io::Result<()> {
         let Some(worker) = &mut self.worker else { return Ok(()) };
+        worker.release_all();
         for slot in self.queued.iter_mut().filter(|s| s.is_none()) {
             *slot = Some(worker.hashes.recv().map_err(|_| Worker::gone())?);
         }
@@ -169,6 +174,48 @@ fn hash_inline(
     }
 }
 
+#[cfg(test)]
+thread_local! {
+    /// See [`held`].
+    static HOLD: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Test hook: runs `f` with every [`EntryHasher::new`] on this thread using a hashing thread
+/// that keeps each hash back until the caller waits for it ([`EntryHasher::wait`]), the
+/// slowest a hashing thread can be. What the caller decides while a hash is outstanding is
+/// then the same on every run, instead of depending on which thread wins.
+#[cfg(test)]
+pub(crate) fn held<T>(f: impl FnOnce() -> T) -> T {
+    HOLD.set(true);
+    let out = f();
+    HOLD.set(false);
+    out
+}
+
+/// How many hashes a held hashing thread may send: its caller raises it when it waits.
+#[cfg(test)]
+#[derive(Default)]
+struct Release {
+    allowed: std::sync::Mutex<u64>,
+    raised: std::sync::Condvar,
+}
+
+#[cfg(test)]
+impl Release {
+    fn allow(&self, n: u64) {
+        *self.allowed.lock().unwrap() = n;
+        self.raised.notify_all();
+    }
+
+    /// Blocks until the `n`th hash (counted from 1) may be sent.
+    fn wait_for(&self, n: u64) {
+        let mut allowed = self.allowed.lock().unwrap();
+        while *allowed < n {
+            allowed = self.raised.wait(allowed).unwrap();
+        }
+    }
+}
+
 enum Job {
     /// A buffer and how many of its bytes are data.
     Chunk(Vec<u8>, usize),
@@ -184,12 +231,21 @@ struct Worker {
     /// the caller's [`EntryHasher`], and each such entry holds a buffer until it is hashed.
     hashes: Receiver<blake3::Hash>,
     thread: Option<JoinHandle<()>>,
+    /// Entries ended (`Finish` sent), and the hold of a held thread ([`held`]).
+    #[cfg(test)]
+    finished: u64,
+    #[cfg(test)]
+    release: Option<std::sync::Arc<Release>>,
 }
 
 impl Worker {
     fn start() -> Self {
         let (filler, jobs) = handoff::<Job>(CHUNK, IN_FLIGHT);
         let (reply, hashes) = channel::<blake3::Hash>();
+        #[cfg(test)]
+        let release = HOLD.get().then(|| std::sync::Arc::new(Release::default()));
+        #[cfg(test)]
+        let (held, mut sent) = (release.clone(), 0);
         let thread = std::thread::spawn(move || {
             let mut hasher = blake3::Hasher::new();
             while let Some(job) = jobs.recv() {
@@ -199,6 +255,11 @@ impl Worker {
                         jobs.give_back(buf);
                     }
                     Job::Finish => {
+                        #[cfg(test)]
+                        if let Some(release) = &held {
+                            sent += 1;
+                            release.wait_for(sent);
+                        }
                         if reply.send(hasher.finalize()).is_err() {
                             return;
                         }
@@ -207,7 +268,15 @@ impl Worker {
                 }
             }
         });
-        Worker { to_worker: Some(filler), hashes, thread: Some(thread) }
+        Worker {
+            to_worker: Some(filler),
+            hashes,
+            thread: Some(thread),
+            #[cfg(test)]
+            finished: 0,
+            #[cfg(test)]
+            release,
+        }
     }
 
     fn gone() -> io::Error {
@@ -219,7 +288,19 @@ impl Worker {
     }
 
     fn send(&mut self, job: Job) -> io::Result<()> {
+        #[cfg(test)]
+        if matches!(job, Job::Finish) {
+            self.finished += 1;
+        }
         if self.filler()?.send(job) { Ok(()) } else { Err(Self::gone()) }
+    }
+
+    /// A held thread ([`held`]) may now send every hash owed so far.
+    fn release_all(&self) {
+        #[cfg(test)]
+        if let Some(release) = &self.release {
+            release.allow(self.finished);
+        }
     }
 
     /// Hands every chunk of `input` to the hashing thread: decoded straight into the buffer
@@ -252,6 +333,7 @@ impl Drop for Worker {
     fn drop(&mut self) {
         // Closing the job channel ends the thread's loop; it never waits to reply.
         self.to_worker = None;
+        self.release_all();
         if let Some(t) = self.thread.take() {
             let _ = t.join();
         }
@@ -260,28 +342,15 @@ impl Drop for Worker {
 
 #[cfg(test)]
 mod tests {
-    use std::sync::mpsc;
-    use std::time::Duration;
-
     use super::*;
 
     fn data(len: usize) -> Vec<u8> {
         (0..len).map(|i| (i % 251) as u8).collect()
     }
 
-    /// Runs `f` on its own thread and fails if it takes more than a minute: a hasher that lost
-    /// its buffers waits forever.
+    /// A hasher that lost its buffers waits forever: fail instead.
     fn within_a_minute(f: impl FnOnce() + Send + 'static) {
-        let (done, finished) = mpsc::channel();
-        let t = std::thread::spawn(move || {
-            f();
-            let _ = done.send(());
-        });
-        match finished.recv_timeout(Duration::from_secs(60)) {
-            Ok(()) => t.join().unwrap(),
-            Err(mpsc::RecvTimeoutError::Disconnected) => std::panic::resume_unwind(t.join().unwrap_err()),
-            Err(mpsc::RecvTimeoutError::Timeout) => panic!("the hasher deadlocked"),
-        }
+        crate::handoff::within_a_minute("the hasher", f);
     }
 
     /// A reader that yields `len` bytes of [`data`] and then fails.
@@ -343,6 +412,22 @@ mod tests {
             assert_eq!(got, expected);
             assert_eq!(h.ready().unwrap(), None, "nothing is left");
             assert_eq!(h.wait().unwrap(), None, "nothing is left to wait for");
+        });
+    }
+
+    #[test]
+    fn a_held_hashing_thread_gives_no_hash_until_it_is_waited_for() {
+        within_a_minute(|| {
+            held(|| {
+                let mut h = EntryHasher::new();
+                let (first, second) = (data(3 * CHUNK), data(2 * CHUNK + 1));
+                h.hash(first.len() as u64, &mut first.as_slice(), |_| Ok(())).unwrap();
+                assert_eq!(h.ready().unwrap(), None, "held: not ready before the caller waits");
+                assert_eq!(h.wait().unwrap(), Some(blake3::hash(&first)));
+                h.hash(second.len() as u64, &mut second.as_slice(), |_| Ok(())).unwrap();
+                assert_eq!(h.ready().unwrap(), None, "held again for the next entry");
+                assert_eq!(h.wait().unwrap(), Some(blake3::hash(&second)));
+            });
         });
     }
 

@@ -129,6 +129,13 @@ caps! {
     MAX_MCPB_RATIO: u64 = 1000, Count, "an `.mcpb` entry's size over its compressed size (entries over 1 MiB)", "`limit_exceeded`";
     /// The largest signature block after an `.mcpb`'s ZIP.
     MAX_MCPB_SIGNATURE_BYTES: u64 = 256 << 10, Bytes, "an `.mcpb` signature block", "reported as not found";
+    /// How deep below a PATH agent folders are looked for (grouping folders such as
+    /// `agents/team-a/mailer` need a few levels; the bound keeps a walk of a large tree short).
+    MAX_AGENT_SEARCH_DEPTH: usize = 8, Depth, "folders searched below a PATH for agents (`check`, `lock`)", "not searched";
+    /// The most arguments recorded for one pinned MCP server command.
+    MAX_PIN_COMMAND_ARGS: usize = 256, Count, "arguments of a pinned MCP server's `command`", "an error naming the key";
+    /// What `bundle cat` holds to check an entry before writing it to standard output.
+    MAX_CAT_MEMORY_BYTES: u64 = 64 << 20, Bytes, "an entry `cat` writes to standard output (checked before written)", "exit 2 (use `--output`)";
     /// The largest `--state` file.
     MAX_STATE_BYTES: u64 = 16 << 20, Bytes, "`--state` file", "exit 2";
     /// The largest baseline file (`bundle baseline`, `verify --baseline`).
@@ -143,14 +150,47 @@ caps! {
     MAX_ENTRIES: u64 = 100_000, Count, "bundle entries", "`limit_exceeded`";
     /// Zero bytes that may follow the tar end marker.
     MAX_TRAILING_ZEROS: u64 = 10240, Bytes, "zeros after a bundle's tar end marker", "`trailing_data`";
+    /// The largest attestation read: a Sigstore bundle or DSSE envelope file, one line of a
+    /// `.intoto.jsonl`, one referrer's layer.
+    MAX_ATTESTATION_BYTES: u64 = 1 << 20, Bytes, "an attestation (`BUNDLE.*.sigstore.json`, `--attestation`, one referrer's layer)", "`attestation_malformed`";
+    /// The deepest nesting of arrays and objects in an attestation or its payload, checked on
+    /// the bytes before anything is parsed.
+    MAX_ATTESTATION_DEPTH: usize = 32, Depth, "attestation and statement nesting, counted before parsing", "`attestation_malformed`";
+    /// The most signatures one DSSE envelope may carry.
+    MAX_ATTESTATION_SIGNATURES: usize = 64, Count, "signatures of one attestation envelope", "`attestation_malformed` (`attest`: exit 2)";
+    /// The most entries a registry's referrers index may list; a longer one is refused, not cut.
+    MAX_REFERRERS: usize = 256, Count, "entries of a registry's referrers index (`oci://` evidence)", "`unsupported_artifact`";
+    /// A file of minisign signatures is read whole: `BUNDLE.cosig`, `POLICY.minisigs`.
+    MAX_SIGNATURES_FILE_BYTES: u64 = 1 << 20, Bytes, "a co-signature or policy signature file (`BUNDLE.cosig`, `POLICY.minisigs`), one co-signature referrer", "`limit_exceeded` / exit 2 (`.minisigs`)";
+    /// Signatures in one such file.
+    MAX_SIGNATURES_PER_FILE: usize = 1000, Count, "signatures in one `.cosig` or `.minisigs` file", "`bad_signature` / exit 2 (`.minisigs`)";
+    /// A trust policy is read whole; 100 keys take about 20 KiB.
+    MAX_TRUST_POLICY_BYTES: u64 = 4 << 20, Bytes, "a trust policy (`--trust-policy`, `trust` commands)", "exit 2";
+    /// Signers of one trust policy (the gate indexes them).
+    MAX_TRUST_POLICY_SIGNERS: usize = 10_000, Count, "signers of one trust policy", "exit 2 (`policy_error`)";
+    /// Rules of one trust policy.
+    MAX_TRUST_POLICY_RULES: usize = 10_000, Count, "rules of one trust policy", "exit 2 (`policy_error`)";
+    /// The largest Sigstore bundle read as a keyless signature (a real one is 2-12 KiB; a DSSE
+    /// one carries its statement).
+    MAX_SIGSTORE_BUNDLE_BYTES: u64 = 4 << 20, Bytes, "a keyless signature, a Sigstore bundle (`--sigstore`, `BUNDLE.sigstore.json`)", "exit 2";
+    /// The largest Sigstore trusted root read (the production one is 7 KiB).
+    MAX_TRUSTED_ROOT_BYTES: u64 = 4 << 20, Bytes, "a Sigstore trusted root (`--trusted-root`, a policy's `[sigstore] trusted_root`)", "exit 2";
     /// Key files are a few hundred bytes; anything much larger is not a key file.
     MAX_KEY_FILE_BYTES: u64 = 64 << 10, Bytes, "a key file (`--key`, `BUNDLE_SIGNING_KEY`)", "exit 2 (`key_error`)";
     /// A trusted-keys file lists about 60 bytes per key.
     MAX_TRUSTED_KEYS_BYTES: u64 = 4 << 20, Bytes, "a trusted-keys file", "exit 2";
+    /// A P-256 key file (PKCS#8 PEM, OpenSSF model signing).
+    MAX_P256_KEY_FILE_BYTES: u64 = 16 << 10, Bytes, "a P-256 key file (`sign-model`, `verify-model`)", "exit 2";
+    /// The memory scrypt may need for an encrypted secret key (minisign's default needs 1 GiB).
+    MAX_KDF_MEMORY_BYTES: u128 = 2 << 30, Bytes, "scrypt memory an encrypted secret key asks for", "exit 2 (`key_error`)";
+    /// scrypt's work (N × r × p) an encrypted secret key may ask for: 16 times minisign's default.
+    MAX_KDF_WORK: u128 = 1 << 24, Count, "scrypt work (N × r × p) an encrypted secret key asks for", "exit 2 (`key_error`)";
     /// A PKCS#11 `pin-source` holds only the PIN.
     MAX_PIN_FILE_BYTES: u64 = 1024, Bytes, "a PKCS#11 `pin-source` (a file or a FIFO such as `<(…)`)", "exit 2 (`pin_source`)";
     /// The largest message read from an ssh-agent.
     MAX_SSH_AGENT_MESSAGE_BYTES: u64 = 256 << 10, Bytes, "one ssh-agent message", "exit 2 (`ssh_agent_protocol`)";
+    /// The largest stat cache file read (about 300 000 entries); a larger one is ignored.
+    MAX_STAT_CACHE_BYTES: u64 = 64 << 20, Bytes, "a stat cache file (`$BUNDLE_CACHE_DIR/stat-v1/`, `check`, `lock`)", "ignored (the files are hashed)";
     /// A `--ca-cert` PEM file.
     MAX_CA_CERT_BYTES: u64 = 1 << 20, Bytes, "a `--ca-cert` PEM file (a regular file)", "exit 2";
     /// `$DOCKER_CONFIG/config.json` (registry credentials).
@@ -178,6 +218,15 @@ caps! {
     MAX_MCP_MESSAGE_BYTES: usize = 4 << 20, Bytes, "one MCP message through `bundle guard` (either direction)", "dropped (`mcp_message_too_large`)";
     /// Messages `bundle guard` queues for a server that does not read them.
     MAX_MCP_QUEUED_MESSAGES: usize = 4, Count, "messages `bundle guard` queues for a server that is not reading", "error answer (`mcp_server_not_reading`)";
+    /// The largest HTTP request head `bundle guard --listen` reads.
+    MAX_GUARD_HTTP_HEAD_BYTES: usize = 64 << 10, Bytes, "an HTTP request head through `bundle guard --listen`", "HTTP 400";
+    /// The body of an upstream's answer to a DELETE or an error, passed on by `bundle guard`.
+    MAX_GUARD_UPSTREAM_SMALL_BODY_BYTES: usize = 64 << 10, Bytes, "an upstream's answer to DELETE or its error body (`bundle guard --upstream`)", "cut";
+    /// The longest JSON-RPC `id` `bundle guard` keeps to answer a request itself.
+    MAX_GUARD_ID_BYTES: usize = 256, Bytes, "a JSON-RPC `id` kept by `bundle guard`", "a refusal is answered without the `id`";
     /// The default deadline of one request through `bundle guard` (`guard --request-timeout`).
     MCP_GUARD_TIMEOUT_SECS: u64 = 300, Seconds, "one request through `bundle guard` (default `guard --request-timeout`)", "error answer (`mcp_server_timeout`)";
+    /// What the library's `Bundle::load` (Python `agent_bundle.Bundle.load`) holds in memory at
+    /// most unless told otherwise.
+    DEFAULT_MAX_LOADED_BYTES: u64 = 1 << 30, Bytes, "a bundle loaded into memory by the library or Python (default `max_loaded_bytes`)", "`limit_exceeded`";
 }

@@ -15,7 +15,7 @@
 //! consumer that stops early (a rejection) makes the reading thread stop at its next chunk.
 
 use std::io::{self, BufRead, BufReader, Read, Write};
-use std::sync::mpsc::SyncSender;
+use std::sync::mpsc::{Receiver, SyncSender};
 use std::thread::JoinHandle;
 
 use crate::handoff::{CHUNK, Drainer, Filler, IN_FLIGHT, handoff, second_cpu};
@@ -64,6 +64,10 @@ impl ReadAhead {
     ) -> io::Result<Self> {
         let (filler, received) = handoff(CHUNK, IN_FLIGHT);
         let (to_consumer, chunks) = received.relay(IN_FLIGHT);
+        // The tee's thread passes every buffer on and keeps no way back for them: were it to
+        // hold one, a consumer gone with every buffer (in its hands or queued to it) would
+        // leave the reading thread waiting for a buffer and this thread for a chunk, for ever.
+        let received = received.into_messages();
         let reader =
             std::thread::Builder::new().name(name.into()).spawn(move || read_on(source, io::sink(), filler))?;
         let thread = std::thread::Builder::new().name(format!("{name}-tee")).spawn(move || {
@@ -126,8 +130,8 @@ fn read_on(mut source: impl Read, mut tee: impl Write, mut filler: Filler<Messag
 /// Writes every chunk `received` brings to `tee`, then passes it on to the consumer: a chunk
 /// reaches the consumer only once written. An error of the reading thread is passed on as
 /// received; one of `tee` takes the chunk's place.
-fn tee_on(tee: &mut impl Write, received: &Drainer<Message>, to_consumer: &SyncSender<Message>) -> io::Result<()> {
-    while let Some(message) = received.recv() {
+fn tee_on(tee: &mut impl Write, received: &Receiver<Message>, to_consumer: &SyncSender<Message>) -> io::Result<()> {
+    while let Ok(message) = received.recv() {
         let (buf, n) = match message {
             Ok(chunk) => chunk,
             Err(e) => {
@@ -138,7 +142,9 @@ fn tee_on(tee: &mut impl Write, received: &Drainer<Message>, to_consumer: &SyncS
         };
         let step = tee.write_all(&buf[..n]).and_then(|()| if n == 0 { tee.flush() } else { Ok(()) });
         if let Err(e) = step {
-            received.give_back(buf);
+            // The buffer is dropped: the pipeline ends here (the reading thread's next
+            // hand-over fails once this thread returns).
+            drop(buf);
             let _ = to_consumer.send(Err(io::Error::new(e.kind(), e.to_string())));
             return Err(e);
         }
@@ -333,22 +339,65 @@ mod tests {
 
     #[test]
     fn an_error_of_the_tee_takes_the_place_of_its_chunk() {
-        for teeing in [false, true] {
-            let mut r = spawn(teeing, io::repeat(1), Full(CHUNK + 10)).unwrap();
-            let mut got = Vec::new();
-            let err = r.read_to_end(&mut got).unwrap_err();
-            assert_eq!(err.kind(), io::ErrorKind::StorageFull, "teeing {teeing}: {err}");
-            assert_eq!(got.len(), CHUNK, "teeing {teeing}: only the chunk written in full was passed on");
-            assert_eq!(r.finish().unwrap_err().kind(), io::ErrorKind::StorageFull, "teeing {teeing}");
+        // An endless source: a reader that read on past the tee's error would never end.
+        crate::handoff::within_a_minute("read-ahead after a tee error", || {
+            for teeing in [false, true] {
+                let mut r = spawn(teeing, io::repeat(1), Full(CHUNK + 10)).unwrap();
+                let mut got = Vec::new();
+                let err = r.read_to_end(&mut got).unwrap_err();
+                assert_eq!(err.kind(), io::ErrorKind::StorageFull, "teeing {teeing}: {err}");
+                assert_eq!(got.len(), CHUNK, "teeing {teeing}: only the chunk written in full was passed on");
+                assert_eq!(r.finish().unwrap_err().kind(), io::ErrorKind::StorageFull, "teeing {teeing}");
+            }
+        });
+    }
+
+    /// A tee that tells, once, when it has written `n` chunks.
+    struct Counting(usize, Option<std::sync::mpsc::Sender<()>>);
+
+    impl Write for Counting {
+        fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+            self.0 = self.0.saturating_sub(1);
+            if self.0 == 0
+                && let Some(told) = self.1.take()
+            {
+                let _ = told.send(());
+            }
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> io::Result<()> {
+            Ok(())
         }
     }
 
+    /// Found by the deadline below: a consumer that stops while every buffer waits for it (in
+    /// its hands or queued to it) left the tee's thread waiting for the reading thread and the
+    /// reading thread waiting for a buffer, for ever (`pull` refusing a large layer part way
+    /// could hang in `finish`). The tee's thread holds no way back for buffers now, so the
+    /// consumer's going away frees the reading thread.
+    #[test]
+    fn a_consumer_that_stops_with_every_buffer_queued_to_it_stops_the_teeing_threads() {
+        crate::handoff::within_a_minute("the teeing threads after the consumer stopped", || {
+            let (told, written) = std::sync::mpsc::channel();
+            let mut r = ReadAhead::spawn_teeing("t", io::repeat(1), Counting(IN_FLIGHT, Some(told))).unwrap();
+            // One chunk in the consumer's hands, the others written and queued to it.
+            assert_eq!(r.fill_buf().unwrap().len(), CHUNK);
+            written.recv().unwrap();
+            std::thread::sleep(std::time::Duration::from_millis(100));
+            r.finish().unwrap();
+        });
+    }
+
+    /// The only way this can fail is by waiting forever (`finish` joins threads that never
+    /// stop): it fails after a minute instead.
     #[test]
     fn a_consumer_that_stops_early_stops_the_reading_threads() {
-        for teeing in [false, true] {
-            // An endless source: only the consumer's going away can end the threads.
-            let r = spawn(teeing, io::repeat(1), io::sink()).unwrap();
-            r.finish().unwrap();
-        }
+        crate::handoff::within_a_minute("read-ahead's threads after the consumer stopped", || {
+            for teeing in [false, true] {
+                // An endless source: only the consumer's going away can end the threads.
+                let r = spawn(teeing, io::repeat(1), io::sink()).unwrap();
+                r.finish().unwrap();
+            }
+        });
     }
 }

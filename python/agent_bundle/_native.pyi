@@ -2,7 +2,7 @@
 
 import datetime
 import os
-from typing import Any, Dict, Iterable, Iterator, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, Iterable, Iterator, List, Literal, Mapping, Optional, Sequence, Tuple, Union, final
 
 _Path = Union[str, "os.PathLike[str]"]
 _Keys = Union["TrustedKeys", _Path, Sequence[Union["TrustedKeys", _Path]]]
@@ -27,11 +27,13 @@ class ContractDrift(AgentBundleError):
     report: "DriftReport"
 
 class VerificationError(AgentBundleError):
-    """No judgement could be made: ``io_error``, ``usage``, ``key_error`` or ``state_error``."""
+    """No judgement could be made: ``io_error``, ``usage``, ``key_error``, ``state_error`` or
+    ``policy_error``."""
 
 class InvalidTool(AgentBundleError):
     """A tool definition that is not a tools.json tool (code ``invalid_tool``)."""
 
+@final
 class TrustedKeys:
     """The keys a bundle must be signed by (a minisign public key or a trusted-keys file)."""
 
@@ -40,6 +42,7 @@ class TrustedKeys:
     @staticmethod
     def read(path: _Path) -> "TrustedKeys": ...
 
+@final
 class TrustPolicy:
     """A signed trust policy (``bundle verify --trust-policy``): read, not yet trusted; the gate
     checks its root signatures."""
@@ -55,13 +58,14 @@ class TrustPolicy:
     @property
     def version(self) -> int: ...
 
+@final
 class Keyless:
     """A keyless (Sigstore) signature the bundle file must carry (``--sigstore``), judged offline
     against ``trusted_root``. An identity and an issuer are required, each exactly or as a
     pattern that must match the whole value; the GitHub workflow claims are optional."""
 
-    def __init__(
-        self,
+    def __new__(
+        cls,
         sigstore_bundle: _Path,
         trusted_root: _Path,
         *,
@@ -75,10 +79,11 @@ class Keyless:
         github_workflow_trigger: Optional[str] = None,
         github_workflow_name: Optional[str] = None,
         runner_environment: Optional[str] = None,
-    ) -> None: ...
+    ) -> "Keyless": ...
 
 _Policy = Union[TrustPolicy, _Path]
 
+@final
 class Reason:
     """One finding: why a bundle is refused, or a warning."""
 
@@ -91,6 +96,7 @@ class Reason:
     @property
     def message(self) -> str: ...
 
+@final
 class Tool:
     """A tool's contract: risk class (``["read-only"]`` or some of ``write-capable``,
     ``network``, ``secret-using``, ``destructive``) and BLAKE3 fingerprint."""
@@ -107,6 +113,7 @@ class Tool:
     def contract(self) -> str:
         """The contract document in RFC 8785 canonical JSON (the fingerprinted bytes)."""
 
+@final
 class Verdict:
     """The gate's judgement of one bundle."""
 
@@ -149,6 +156,7 @@ class Verdict:
         """The document ``bundle verify --format json`` prints."""
     def __bool__(self) -> bool: ...
 
+@final
 class VerifiedBundle:
     """A bundle that passed the gate; every read is served from the verified bytes."""
 
@@ -167,11 +175,13 @@ class VerifiedBundle:
         Raises VerificationError (code ``mcp_not_pinned``) when the bundle has no pins for it."""
     def close(self) -> None: ...
     def __iter__(self) -> Iterator[Tuple[str, bytes]]: ...
-    def __contains__(self, path: str) -> bool: ...
+    def __contains__(self, path: str, /) -> bool: ...
     def __len__(self) -> int: ...
     def __enter__(self) -> "VerifiedBundle": ...
-    def __exit__(self, *args: object) -> bool: ...
+    def __exit__(self, *args: object) -> Literal[False]:
+        """Closes the bundle; never suppresses an exception."""
 
+@final
 class ToolDrift:
     """One tool whose live contract is not the reference one."""
 
@@ -190,6 +200,7 @@ class ToolDrift:
     @property
     def changes(self) -> List[str]: ...
 
+@final
 class DriftReport:
     @property
     def ok(self) -> bool: ...
@@ -207,6 +218,7 @@ class McpBlocked(AgentBundleError):
     rpc_code: Optional[int]
     tool: Optional[str]
 
+@final
 class McpGuard:
     """The judge of ``bundle guard`` in-process: the same decisions and codes as the proxy."""
 
@@ -220,16 +232,17 @@ class McpGuard:
     def check_result(self, name: str, result: Dict[str, Any]) -> None:
         """Raises McpBlocked (``mcp_result_invalid``) with ``check_results=True``."""
 
+@final
 class ContractGate:
     """Live tool definitions against the signed (or approved) contracts."""
 
-    def __init__(
-        self,
+    def __new__(
+        cls,
         reference: Union[VerifiedBundle, Verdict, _Path],
         *,
         contract_enforcement: str = "enforce",
         schemas_from: Optional[VerifiedBundle] = None,
-    ) -> None: ...
+    ) -> "ContractGate": ...
     def expected(self, tool: str) -> Optional[str]: ...
     def check(self, tools: Iterable[_ToolDef]) -> DriftReport:
         """Raises ContractDrift (with ``contract_enforcement="enforce"``) for drift of a risky

@@ -21,9 +21,7 @@ pub use check::{AgentCheck, Options as CheckOptions, check_agent_with, into_part
 pub use digests::{Current, Hashing, claimed_digests, current_digests, stale_entries};
 pub use lock::{LockOutcome, LockReport, NotLocked, lock_agent, lock_agent_with, lock_can_fix};
 
-/// How deep below a PATH agent folders are looked for (grouping folders such as
-/// `agents/team-a/mailer` need a few levels; the bound keeps a walk of a large tree short).
-const MAX_SEARCH_DEPTH: usize = 8;
+use crate::limits::MAX_AGENT_SEARCH_DEPTH as MAX_SEARCH_DEPTH;
 
 /// Whether `dir` is an agent folder: it holds manifest.toml or tools.json.
 pub fn is_agent_folder(dir: &Path) -> bool {

@@ -35,8 +35,7 @@ use crate::regular_file::{self, Links};
 /// Entries whose mtime or ctime is this close to the start of the run are not stored (git's
 /// "racily clean" problem): 2 s, the granularity of FAT, the coarsest file system we support.
 pub const RACY_MARGIN_NS: i128 = 2_000_000_000;
-/// The largest cache file read (about 300,000 entries); a larger one is ignored.
-pub const MAX_CACHE_BYTES: u64 = 64 << 20;
+pub use crate::limits::MAX_STAT_CACHE_BYTES as MAX_CACHE_BYTES;
 /// The cache folder's subfolder; a new format gets a new name.
 const SUBDIR: &str = "stat-v1";
 const MAGIC: &str = "agent-bundle stat cache 1";

@@ -20,11 +20,11 @@ use crate::ops::gate::{self, AttestOptions, Gate, GateOptions, PolicyOptions};
 use crate::ops::input::{BundleInput, Evidence};
 use crate::timestamp::Timestamp;
 
-/// The largest trusted-keys or public key file [`TrustedKeys::read`] reads (the command line's
-/// cap too).
-const MAX_KEYS_FILE: u64 = 1 << 20;
 /// What [`Bundle::load`] holds in memory at most unless told otherwise: 1 GiB.
-pub const DEFAULT_MAX_LOADED_BYTES: u64 = 1 << 30;
+pub use crate::limits::DEFAULT_MAX_LOADED_BYTES;
+/// The largest trusted-keys or public key file [`TrustedKeys::read`] reads: the command line's
+/// cap for a trusted-keys file.
+use crate::limits::MAX_TRUSTED_KEYS_BYTES as MAX_KEYS_FILE;
 
 /// The keys a bundle must be signed by, each possibly limited to some agent names: a minisign
 /// public key, or a trusted-keys file (one base64 key per line, then agent-name patterns), as

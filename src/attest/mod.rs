@@ -24,13 +24,7 @@ pub use dsse::{Envelope, EnvelopeSignature, SignatureCheck, pae};
 pub use sigstore_bundle::SigstoreBundle;
 pub use statement::{Statement, Subject};
 
-/// The largest attestation file read (a Sigstore bundle, or one line of a `.intoto.jsonl`).
-pub const MAX_ATTESTATION_BYTES: u64 = 1 << 20;
-/// The deepest nesting of arrays and objects accepted in an attestation or its payload,
-/// checked on the bytes before anything is parsed.
-pub const MAX_ATTESTATION_DEPTH: usize = 32;
-/// The most signatures one envelope may carry.
-pub const MAX_SIGNATURES: usize = 64;
+pub use crate::limits::{MAX_ATTESTATION_BYTES, MAX_ATTESTATION_DEPTH, MAX_ATTESTATION_SIGNATURES as MAX_SIGNATURES};
 
 /// Why an attestation cannot be read. Each has a stable code.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -624,3 +624,6 @@ fn validate_tools(kept: &HashMap<String, Vec<u8>>) -> Result<Option<ToolsFile>, 
         None => Err(Rejection::new(Reason::InvalidTools, here, "tools.json could not be validated".to_owned())),
     }
 }
+
+#[cfg(test)]
+mod tests;

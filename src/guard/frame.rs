@@ -106,8 +106,7 @@ struct Scan {
     id: Option<Vec<u8>>,
 }
 
-/// The longest `id` kept.
-const MAX_ID: usize = 256;
+use crate::limits::MAX_GUARD_ID_BYTES as MAX_ID;
 
 impl Scan {
     fn feed(&mut self, chunk: &[u8]) {

@@ -22,8 +22,7 @@ use super::session::{Action, Audit, OWN_ID_PREFIX, Session};
 
 /// The headers passed between client and server unchanged (lowercase).
 const PASSED: &[&str] = &["mcp-session-id", "mcp-protocol-version", "authorization", "last-event-id"];
-/// The largest request head read.
-const MAX_HEAD: usize = 64 << 10;
+use crate::limits::{MAX_GUARD_HTTP_HEAD_BYTES as MAX_HEAD, MAX_GUARD_UPSTREAM_SMALL_BODY_BYTES};
 
 /// What the HTTP guard reports to (shared by the connections' threads).
 pub trait SharedReport: Send + Sync {
@@ -161,7 +160,12 @@ fn handle(state: &State, mut stream: TcpStream) -> std::io::Result<()> {
             match upstream {
                 Ok(mut r) => {
                     let status = r.status().as_u16();
-                    let body = r.body_mut().with_config().limit(64 << 10).read_to_vec().unwrap_or_default();
+                    let body = r
+                        .body_mut()
+                        .with_config()
+                        .limit(MAX_GUARD_UPSTREAM_SMALL_BODY_BYTES as u64)
+                        .read_to_vec()
+                        .unwrap_or_default();
                     respond(&mut stream, status, &[], &body)
                 }
                 Err(e) => respond(&mut stream, 502, &[], e.to_string().as_bytes()),
@@ -383,7 +387,12 @@ fn post(state: &State, stream: &mut TcpStream, request: &Request, session_id: &s
     }
     if !(200..300).contains(&status) || status == 202 {
         let mut answer = answer;
-        let body = answer.body_mut().with_config().limit(64 << 10).read_to_vec().unwrap_or_default();
+        let body = answer
+            .body_mut()
+            .with_config()
+            .limit(MAX_GUARD_UPSTREAM_SMALL_BODY_BYTES as u64)
+            .read_to_vec()
+            .unwrap_or_default();
         return respond(stream, status, &passed, &body);
     }
     let sse = answer
@@ -445,7 +454,12 @@ fn get(state: &State, stream: &mut TcpStream, request: &Request, session_id: &st
     let status = answer.status().as_u16();
     if status != 200 {
         let mut answer = answer;
-        let body = answer.body_mut().with_config().limit(64 << 10).read_to_vec().unwrap_or_default();
+        let body = answer
+            .body_mut()
+            .with_config()
+            .limit(MAX_GUARD_UPSTREAM_SMALL_BODY_BYTES as u64)
+            .read_to_vec()
+            .unwrap_or_default();
         return respond(stream, status, &[], &body);
     }
     stream_head(stream, &[])?;

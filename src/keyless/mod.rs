@@ -23,8 +23,7 @@ use sigstore_verify::crypto::FulcioCiClaims;
 
 use crate::rejection::{Reason, Rejection};
 
-/// The largest Sigstore bundle read (a real one is 2-12 KiB; a DSSE one carries its statement).
-pub const MAX_SIGSTORE_BUNDLE_BYTES: u64 = 4 << 20;
+pub use crate::limits::MAX_SIGSTORE_BUNDLE_BYTES;
 
 /// A Sigstore bundle's text, read but not yet trusted: it is parsed when judged, so that a
 /// malformed one is a refusal with a code, not an error.

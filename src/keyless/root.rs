@@ -6,8 +6,7 @@ use std::path::{Path, PathBuf};
 
 use crate::regular_file::{Links, read_to_string};
 
-/// The largest trusted root read (Sigstore's production one is 7 KiB).
-pub const MAX_TRUSTED_ROOT_BYTES: u64 = 4 << 20;
+pub use crate::limits::MAX_TRUSTED_ROOT_BYTES;
 
 /// A trusted root that could not be used.
 #[derive(Debug, thiserror::Error)]

@@ -17,8 +17,7 @@ use zeroize::Zeroizing;
 
 use crate::regular_file::{self, Links};
 
-/// The largest key file read.
-const MAX_KEY_FILE: u64 = 16 << 10;
+use crate::limits::MAX_P256_KEY_FILE_BYTES as MAX_KEY_FILE;
 
 /// Why a P-256 key could not be made or read.
 #[derive(Debug, thiserror::Error)]

@@ -6,12 +6,9 @@ use zeroize::Zeroizing;
 
 use super::{KeyError, SECRET_BLOCK_LEN};
 
-/// Refuse scrypt settings that need more memory than this (minisign's default
-/// needs 1 GiB), instead of risking an out-of-memory abort on a hostile file.
-const MAX_KDF_MEMORY: u128 = 2 << 30;
-/// Refuse scrypt settings needing more than 16x the work of minisign's default
-/// (N = 2^20, p = 1), so a crafted key file cannot stall us for hours.
-const MAX_KDF_WORK: u128 = 1 << 24;
+// scrypt settings that need more memory or work than these are refused, instead of risking an
+// out-of-memory abort or hours of work on a hostile key file.
+use crate::limits::{MAX_KDF_MEMORY_BYTES as MAX_KDF_MEMORY, MAX_KDF_WORK};
 /// scrypt cost limits stored in an encrypted secret key, with libsodium's
 /// `crypto_pwhash_scryptsalsa208sha256` meaning (they are turned into
 /// N, r, p exactly as libsodium does, so minisign derives the same stream).

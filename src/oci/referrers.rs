@@ -37,8 +37,7 @@ pub const SIGSTORE_BUNDLE_MEDIA_TYPE: &str = crate::attest::sigstore_bundle::MED
 /// The empty config of artifact manifests (image-spec 1.1 "Guidance for an Empty Descriptor").
 const EMPTY_CONFIG: &[u8] = b"{}";
 const EMPTY_MEDIA_TYPE: &str = "application/vnd.oci.empty.v1+json";
-/// The most entries a referrers index may list; a longer one is refused.
-pub const MAX_REFERRERS: usize = 256;
+pub use crate::limits::MAX_REFERRERS;
 /// cosign's annotations of a Sigstore-bundle referrer (BUNDLE_SPEC.md, "Annotations").
 pub const CONTENT_ANNOTATION: &str = "dev.sigstore.bundle.content";
 pub const PREDICATE_TYPE_ANNOTATION: &str = "dev.sigstore.bundle.predicateType";

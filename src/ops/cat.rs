@@ -14,7 +14,7 @@ use crate::trust::TrustedKeys;
 
 /// The largest file `cat` holds in memory to write to standard output (its digest is checked
 /// before the first byte goes out); larger files need an output file.
-pub const MAX_CAT_MEMORY: u64 = 64 << 20;
+pub use crate::limits::MAX_CAT_MEMORY_BYTES as MAX_CAT_MEMORY;
 
 /// Where the file goes.
 pub enum Destination<'a> {

@@ -15,7 +15,7 @@ use crate::trust_policy::{TrustPolicy, signatures};
 use crate::{Error, atomic};
 
 /// A policy file is read whole; 100 keys take about 20 KiB.
-pub const MAX_POLICY_BYTES: u64 = 4 << 20;
+pub use crate::limits::MAX_TRUST_POLICY_BYTES as MAX_POLICY_BYTES;
 
 /// Why a trust policy could not be used (exit 2; code `policy_error` for a malformed one).
 #[derive(Debug, thiserror::Error)]

@@ -53,8 +53,7 @@ use crate::trust::glob_match;
 pub const FORMAT: u32 = 1;
 /// A policy lists at most this many signers and rules (the gate indexes them; a policy is
 /// read whole).
-pub const MAX_SIGNERS: usize = 10_000;
-pub const MAX_RULES: usize = 10_000;
+pub use crate::limits::{MAX_TRUST_POLICY_RULES as MAX_RULES, MAX_TRUST_POLICY_SIGNERS as MAX_SIGNERS};
 
 /// Who a signer is: an Ed25519 key (a minisign public key: file keys, ssh-agent and PKCS#11
 /// keys alike, the latter two under their derived key ids), or a certificate identity (the

@@ -8,8 +8,7 @@
 use crate::minisign::Signature;
 
 /// A signatures file is read whole; this many bytes and signatures at most.
-pub const MAX_SIGNATURES_BYTES: u64 = 1 << 20;
-pub const MAX_SIGNATURES: usize = 1000;
+pub use crate::limits::{MAX_SIGNATURES_FILE_BYTES as MAX_SIGNATURES_BYTES, MAX_SIGNATURES_PER_FILE as MAX_SIGNATURES};
 
 /// A co-signature in a registry: a referrer of the bundle's manifest with this `artifactType`
 /// (docs/FORMAT.md, "Co-signatures"), one per co-signer.

@@ -84,6 +84,75 @@ fn security_page_lists_every_input_cap() {
     check_region("docs/book/src/security/security.md", "input-caps", &out);
 }
 
+/// Constants named like caps (`MAX_*`, `*_BYTES`, `*_LIMIT`, `*_CAP`) that are not caps on an
+/// input, each with why: a cap defined anywhere but `src/limits.rs` would be missing from the
+/// security page's table.
+const NOT_INPUT_CAPS: &[(&str, &str)] = &[
+    ("MAX_BATCH", "how many agents one `check` worker takes at once"),
+    ("MAX_REPORTED", "how many diagnostics are shown"),
+    ("MAX_DUPLICATES_REPORTED", "how many repeated keys are shown"),
+    ("MAX_NAME", "a format's rule for tool names (OpenAI, RAP), reported as a diagnostic"),
+    ("MAX_MTIME", "the largest mtime a tar header can hold"),
+    ("MAX_CHARS", "a column's width in `inspect`"),
+    ("MAX_DEPTH", "which schemas the fast path takes (deeper ones go to the full validator)"),
+    ("MAX_FRAME_HEADER", "the zstd format's largest frame header"),
+    ("MAX_BLOCK", "the zstd format's largest block"),
+    ("MAX_OCTAL_11", "the largest number a tar header field holds"),
+    ("MAX_BUFFERED_FRAME", "which frames are read whole before decoding (within the zstd window)"),
+    ("MAX_FRAME_CONTENT", "which frames may be decoded on another thread"),
+    ("MAX_PATH_LEN", "the format's rule for entry names (format §3), a rejection reason"),
+    ("MAX_NAME_CHARS", "the Agent Skills rule for a skill's name, a diagnostic"),
+    ("MAX_DESCRIPTION_CHARS", "the Agent Skills rule for a skill's description, a diagnostic"),
+    ("MAX_COMPATIBILITY_CHARS", "the Agent Skills rule for `compatibility`, a diagnostic"),
+    ("MAX_UNTRUSTED_COMMENT_LEN", "minisign's comment line, as minisign writes it"),
+    ("MAX_TRUSTED_COMMENT_LEN", "minisign's trusted comment, as minisign writes it"),
+    ("SPREAD_FROM_BYTES", "from which size hashing is spread over threads"),
+];
+
+/// Every cap is defined in `src/limits.rs` (and so listed by the table above): a constant named
+/// like a cap elsewhere in `src/` takes its value from there, or is listed in
+/// [`NOT_INPUT_CAPS`] with why it is not one.
+#[test]
+fn every_cap_is_defined_in_limits_rs() {
+    fn walk(dir: &Path, out: &mut Vec<std::path::PathBuf>) {
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                walk(&path, out);
+            } else if path.extension().is_some_and(|e| e == "rs") {
+                out.push(path);
+            }
+        }
+    }
+    let src = repo().join("src");
+    let mut files = Vec::new();
+    walk(&src, &mut files);
+    let mut elsewhere = Vec::new();
+    for file in files.iter().filter(|f| !f.ends_with("limits.rs")) {
+        for (n, line) in std::fs::read_to_string(file).unwrap().lines().enumerate() {
+            // `const NAME: T = value;`, `pub const ...`, `pub(crate) const ...`.
+            let Some((before, rest)) = line.trim_start().split_once("const ") else { continue };
+            if !(before.is_empty() || before.starts_with("pub")) {
+                continue;
+            }
+            let Some((name, value)) = rest.split_once(':').map(|(n, r)| (n.trim(), r)) else { continue };
+            let cap_like = name.starts_with("MAX_")
+                || name.ends_with("_BYTES")
+                || name.ends_with("_LIMIT")
+                || name.ends_with("_CAP");
+            let from_limits = value.split_once('=').is_some_and(|(_, v)| v.contains("limits::"));
+            if cap_like && !from_limits && !NOT_INPUT_CAPS.iter().any(|(known, _)| *known == name) {
+                elsewhere.push(format!("{}:{}: {}", file.strip_prefix(repo()).unwrap().display(), n + 1, line.trim()));
+            }
+        }
+    }
+    assert!(
+        elsewhere.is_empty(),
+        "caps defined outside src/limits.rs (move them there, or list them in NOT_INPUT_CAPS with why):\n{}",
+        elsewhere.join("\n")
+    );
+}
+
 /// Every code a run that stops with exit 2 can print, from [`ErrorCode`]: the enum each error
 /// type's exhaustive `code()` answers with.
 #[test]

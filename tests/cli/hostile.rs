@@ -192,25 +192,11 @@ fn verify_gives_each_case_the_same_code_on_one_cpu_and_on_all_repeatedly() {
     assert!(failures.is_empty(), "{} runs differ:\n{}", failures.len(), failures.join("\n"));
 }
 
-/// verify compares a large entry's digest only after it has read on (the hash is computed on
-/// another thread), yet a digest that does not match is still reported before a later entry's
-/// problem. Whether the hash is ready when the later entry is read depends on timing, so the
-/// case runs several times: a verifier that returned the later problem without waiting for
-/// the earlier hash answered `unlisted_entry` in 12 of 20 runs on a 2-vCPU VM.
-#[test]
-fn an_earlier_entrys_digest_is_reported_before_a_later_entrys_problem() {
-    let case = "digest_mismatch-large-then-unlisted";
-    for run in 0..10 {
-        let out = verify_bounded(&bundle_arg(case));
-        let json = out.json();
-        assert_eq!(
-            (out.code, json["code"].as_str(), json["path"].as_str()),
-            (1, Some("digest_mismatch"), Some("zz-large.bin")),
-            "run {run}: {}",
-            json["message"]
-        );
-    }
-}
+// "An earlier entry's digest is reported before a later entry's problem" (the case
+// `digest_mismatch-large-then-unlisted`, judged above with the corpus) is pinned
+// deterministically by a unit test, src/bundle/verify/tests.rs, which holds the hashing thread
+// until verify waits for it: run here, it depended on which thread won (sampled ten times, a
+// verifier that did not wait failed about 60% of the runs).
 
 #[test]
 fn unpack_extracts_only_accepted_bundles_and_leaves_nothing_otherwise() {

@@ -247,7 +247,7 @@ pub(crate) const WORKFLOW: &str = "https://github.com/acme/agents/.github/workfl
 
 /// A packed agent bundle with a keyless signature over it from our own test instance, with
 /// GitHub workflow claims (repository, ref, trigger, runner environment).
-fn keyless_signed_mailer() -> Option<Env> {
+pub(crate) fn keyless_signed_mailer() -> Option<Env> {
     keyless_signed_mailer_with(&[])
 }
 

@@ -19,6 +19,7 @@ mod diff;
 mod docs;
 mod edges;
 mod editors;
+mod evidence_output;
 mod export;
 mod first_hour;
 mod freshness;

@@ -2,11 +2,19 @@
 //! them as it judges everything else, whether a second CPU is usable or not (`taskset`), and a
 //! bundle cut short or damaged far from its start gets the same code either way.
 
-use std::process::Command;
+use std::io::Read;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
 
 use crate::support::{Env, bin, key, noise, require_tool};
 
-/// `bundle verify BUNDLE --key test.pub --format json`, on one CPU (`taskset -c 0`) or on all.
+/// How long one verify of a read-ahead bundle may take: a pipeline whose threads wait for each
+/// other forever (the way read-ahead can fail, on one CPU or two) fails the test instead of
+/// hanging it.
+const DEADLINE: Duration = Duration::from_secs(120);
+
+/// `bundle verify BUNDLE --key test.pub --format json`, on one CPU (`taskset -c 0`) or on all,
+/// killed and failed past [`DEADLINE`].
 fn verify(env: &Env, bundle: &str, one_cpu: bool) -> (i32, serde_json::Value) {
     let plain = bin();
     let mut cmd = Command::new("taskset");
@@ -21,12 +29,27 @@ fn verify(env: &Env, bundle: &str, one_cpu: bool) -> (i32, serde_json::Value) {
     } else {
         cmd = plain;
     }
-    let out = cmd
-        .current_dir(env.path())
-        .args(["verify", bundle, "--key", &key("test.pub"), "--format", "json"])
-        .output()
-        .unwrap();
-    (out.status.code().unwrap(), serde_json::from_slice(&out.stdout).unwrap())
+    cmd.current_dir(env.path()).args(["verify", bundle, "--key", &key("test.pub"), "--format", "json"]);
+    let mut child = cmd.stdout(Stdio::piped()).stderr(Stdio::null()).spawn().unwrap();
+    let mut stdout = child.stdout.take().unwrap();
+    let reader = std::thread::spawn(move || {
+        let mut bytes = Vec::new();
+        stdout.read_to_end(&mut bytes).map(|_| bytes)
+    });
+    let started = Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if started.elapsed() > DEADLINE {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("{bundle}, one CPU: {one_cpu}: verify did not finish within {DEADLINE:?}");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let stdout = reader.join().unwrap().unwrap();
+    (status.code().unwrap(), serde_json::from_slice(&stdout).unwrap())
 }
 
 #[test]

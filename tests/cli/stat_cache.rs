@@ -198,3 +198,28 @@ fn lock_uses_the_cache_and_writes_what_the_files_hold_once_they_change() {
     assert!(manifest.contains(&blake3::hash(b"new prompt\n").to_hex().to_string()), "{manifest}");
     f.run(&["check", "mailer"]).expect_code(0);
 }
+
+/// What `check` and `lock` show does not depend on the cache, pinned: with a cold cache, a
+/// warm one, one whose MAC fails (ignored), and one forged with the cache's own key (believed:
+/// the digest it claims is reported stale), human and JSON.
+#[test]
+fn check_and_lock_show_the_same_with_a_cold_warm_or_ignored_cache() {
+    let f = Fixture::settled();
+    let shown = |args: &[&str]| {
+        let text = crate::snapshot::run_text(&f.run(args));
+        format!("$ bundle {}\n{text}", args.join(" "))
+    };
+    let both = |args: &[&str]| {
+        let mut json = args.to_vec();
+        json.extend(["--format", "json"]);
+        format!("{}\n{}", shown(args), shown(&json))
+    };
+    let mut out = format!("# cold\n{}", shown(&["check", "mailer"]));
+    out.push_str(&format!("# warm\n{}", both(&["check", "mailer"])));
+    out.push_str(&both(&["lock", "mailer"]));
+    std::fs::write(f.cache_file(), f.forged("prompts/system.md", b"something else", &[0u8; 32])).unwrap();
+    out.push_str(&format!("# a cache whose MAC fails: ignored\n{}", both(&["check", "mailer"])));
+    std::fs::write(f.cache_file(), f.forged("prompts/system.md", b"something else", &f.key())).unwrap();
+    out.push_str(&format!("# forged with the cache's own key: believed\n{}", both(&["check", "mailer"])));
+    insta::assert_snapshot!(out);
+}

@@ -14,8 +14,7 @@ use crate::paths;
 
 const RAP_KEYS: &[&str] = &["url", "format", "blake3"];
 const MCP_KEYS: &[&str] = &["format", "server", "command", "url", "blake3"];
-/// The most arguments recorded for one server command.
-const MAX_COMMAND_ARGS: usize = 256;
+use crate::limits::MAX_PIN_COMMAND_ARGS as MAX_COMMAND_ARGS;
 
 impl Parser<'_> {
     pub(super) fn pins(&mut self, root: &dyn TableLike) -> BTreeMap<String, Pin> {
