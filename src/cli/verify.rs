@@ -36,8 +36,9 @@ pub struct Args {
     #[arg(value_name = "BUNDLE", required_unless_present = "agent_card")]
     bundles: Vec<PathBuf>,
     /// Verify this A2A agent card instead (made by `bundle agentcard`, or any card signed with
-    /// EdDSA): its signatures against the trusted keys, offline (a `jku` is never fetched);
-    /// with a BUNDLE, also that the card describes that bundle (which must verify too).
+    /// EdDSA or ES256): its signatures against the trusted keys (--key: minisign public keys,
+    /// and P-256 public keys in PEM for ES256), offline (a `jku` is never fetched); with a
+    /// BUNDLE, also that the card describes that bundle (which must verify too).
     #[arg(long, value_name = "CARD")]
     agent_card: Option<PathBuf>,
     #[command(flatten)]
@@ -57,13 +58,14 @@ pub struct Args {
 }
 
 pub fn run(args: Args, global: Global) -> anyhow::Result<Outcome> {
-    let keys = load_trust(&args.trust)?;
     if let Some(card) = &args.agent_card {
         if args.bundles.len() > 1 {
             anyhow::bail!("--agent-card checks one card against at most one bundle");
         }
-        return super::agentcard::verify(card, args.bundles.first().map(PathBuf::as_path), &keys, args.format, global);
+        let trust = super::agentcard::load_trust(&args.trust)?;
+        return super::agentcard::verify(card, args.bundles.first().map(PathBuf::as_path), &trust, args.format, global);
     }
+    let keys = load_trust(&args.trust)?;
     let several = args.bundles.len() > 1;
     let mut vsa = args.vsa.emitter(&args.trust, &args.gate, &args.keyless.sigstore, several)?;
     let mut opts = args.gate.options(keys, super::keys::load_policy(&args.trust)?, global);
