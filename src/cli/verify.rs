@@ -4,7 +4,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use agent_bundle::bundle::verify::Rejection;
-use agent_bundle::contract::baseline::Drift;
+use agent_bundle::contract::baseline::{Drift, SKILL_PREFIX};
 use agent_bundle::diagnostic::sanitize;
 use agent_bundle::ops::gate::{BaselineReport, Gate, GateOptions, Verdict};
 use agent_bundle::trust_policy::SignersVerdict;
@@ -18,8 +18,9 @@ use super::{Format, Global, Outcome, output};
 /// --state), every digest, nothing missing, nothing extra, nothing unsafe.
 ///
 /// With --baseline, also the release gate: a write-capable, network, secret-using or
-/// destructive tool whose contract is not the approved one rejects (contract_drift); drift of a
-/// read-only tool is a warning.
+/// destructive tool whose contract is not the approved one rejects (contract_drift), and so
+/// does a new skill or one whose allowed-tools widened; drift of a read-only tool, or a skill's
+/// other changes, is a warning.
 ///
 /// Several bundles are judged one after the other, each reported; --baseline DIR picks each
 /// agent's DIR/<agent>.toml.
@@ -369,11 +370,13 @@ fn gate_human(global: Global, baseline: &BaselineReport, bundle: &Path, rejected
     }
     if !global.quiet {
         for d in &gate.warnings {
-            writeln!(out, "warning[contract_drift]: a read-only tool differs from {}", path.display())?;
+            let what = if d.is_skill() { "a skill" } else { "a read-only tool" };
+            writeln!(out, "warning[contract_drift]: {what} differs from {}", path.display())?;
             write_drift(&mut out, d)?;
         }
         for id in &gate.missing {
-            writeln!(out, "note: approved tool {} is not in the bundle", sanitize(id))?;
+            let (what, name) = id.strip_prefix(SKILL_PREFIX).map_or(("tool", id.as_str()), |n| ("skill", n));
+            writeln!(out, "note: approved {what} {} is not in the bundle", sanitize(name))?;
         }
     }
     out.flush()
