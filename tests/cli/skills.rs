@@ -145,3 +145,83 @@ fn diff_holds_a_wider_allowed_tools_as_a_widening() {
     let kinds: Vec<&str> = doc["skills"].as_array().unwrap().iter().map(|c| c["kind"].as_str().unwrap()).collect();
     assert_eq!(kinds, ["skill_tools_widened", "skill_changed", "skill_removed"]);
 }
+
+/// An agent with the weather MCP server pinned (pins/weather.mcp.json, one tool `get_weather`)
+/// and a skill `forecast` whose allowed-tools is `allowed`.
+fn weather_agent_with_skill(env: &Env, allowed: &str) -> std::path::PathBuf {
+    env.run(&["init", "agent"]).expect_code(0);
+    let file = testdata("import/mcp/tools-list-response.json").display().to_string();
+    let exec = ["--exec", "/opt/bin/mcp-call", "--arg", "{tool}"];
+    let mut args = vec!["import", "--from", "mcp", &file, "--pin", "--server", "weather", "-o", "agent/tools.json"];
+    args.extend_from_slice(&["--force"]);
+    args.extend_from_slice(&exec);
+    env.run(&args).expect_code(0);
+    let agent = env.path().join("agent");
+    let skill = agent.join("skills/forecast");
+    std::fs::create_dir_all(&skill).unwrap();
+    std::fs::write(
+        skill.join("SKILL.md"),
+        format!(
+            "---\nname: forecast\ndescription: Tell the forecast.\nallowed-tools: {allowed}\n---\n\nAsk the server.\n"
+        ),
+    )
+    .unwrap();
+    agent
+}
+
+/// `allowed-tools` names a tool of a pinned MCP server as Claude Code names MCP tools,
+/// `mcp__<server>__<tool>`; check holds each such name to the pin, and refuses a whole server.
+#[test]
+fn allowed_tools_may_name_a_pinned_mcp_tool_as_mcp_server_tool() {
+    let env = Env::new();
+    weather_agent_with_skill(&env, "mcp__weather__get_weather");
+    env.run(&["lock", "agent"]).expect_code(0);
+    env.run(&["check", "agent"]).expect_code(0);
+    env.pack("agent", "a.agent.bundle").expect_code(0);
+    let run = env.run(&["inspect", "a.agent.bundle", "--format", "json"]);
+    assert_eq!(run.json()["skills"][0]["allowed_tools"], serde_json::json!(["mcp__weather__get_weather"]));
+
+    let env = Env::new();
+    weather_agent_with_skill(
+        &env,
+        "mcp__weather__get_wether mcp__weather__* mcp__weather mcp__github__create_issue mcp__weather__delete_all",
+    );
+    // Lock refuses the agent; check says why (and that it is not locked).
+    env.run(&["lock", "agent"]).expect_code(1);
+    insta::assert_snapshot!(shown(&mut in_env(&env, &["check", "agent"]), &[env.path()]));
+}
+
+#[test]
+fn an_mcp_allowed_tool_without_a_pinned_server_is_refused_with_how_to_pin_it() {
+    let env = Env::new();
+    let agent = mailer_with(&env, &[]);
+    let skill = agent.join("skills/issues");
+    std::fs::create_dir_all(&skill).unwrap();
+    std::fs::write(
+        skill.join("SKILL.md"),
+        "---\nname: issues\ndescription: File issues.\nallowed-tools: mcp__github__create_issue\n---\n",
+    )
+    .unwrap();
+    let run = env.run(&["check", "mailer", "--format", "json"]);
+    run.expect_code(1);
+    let d = run.json()["diagnostics"].as_array().unwrap().iter().find(|d| d["code"] == "unknown_allowed_tool").cloned();
+    let d = d.expect("unknown_allowed_tool");
+    assert!(d["message"].as_str().unwrap().contains("pins no MCP server"), "{d}");
+    assert_eq!((d["line"].as_u64(), d["column"].as_u64()), (Some(4), Some(16)));
+}
+
+#[test]
+fn import_from_skills_accepts_a_skill_that_names_a_pinned_mcp_tool() {
+    let env = Env::new();
+    weather_agent_with_skill(&env, "mcp__weather__get_weather");
+    env.run(&["lock", "agent"]).expect_code(0);
+    let from = env.path().join("incoming/forecast-too");
+    std::fs::create_dir_all(&from).unwrap();
+    std::fs::write(
+        from.join("SKILL.md"),
+        "---\nname: forecast-too\ndescription: Again.\nallowed-tools: mcp__weather__get_weather\n---\n",
+    )
+    .unwrap();
+    env.run(&["import", "--from", "skills", from.to_str().unwrap(), "-o", "agent"]).expect_code(0);
+    env.run(&["check", "agent"]).expect_code(0);
+}
