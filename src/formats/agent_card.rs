@@ -27,7 +27,7 @@ pub const PROTOCOL_VERSION: &str = "1.0";
 crate::codes::stable_codes! {
     /// Why `bundle verify --agent-card` refuses a card.
     pub enum CardReason;
-    CardMalformed => "card_malformed": "The agent card is not a JSON object of the A2A AgentCard shape, or too large or deep, or has no RFC 8785 form (a number that is not finite, an unpaired surrogate).",
+    CardMalformed => "card_malformed": "The agent card is not a JSON object of the A2A AgentCard shape, or too deep, repeats a key in an object, or has no RFC 8785 form (a number that is not finite, an unpaired surrogate).",
     CardUnsigned => "card_unsigned": "The agent card has no `signatures`.",
     CardSignatureMalformed => "card_signature_malformed": "No signature could be read: a `protected` header that is not base64url JSON, no `kid`, a `crit` or `b64` parameter (never understood), an unsupported `alg`.",
     CardUntrustedKey => "card_untrusted_key": "No signature is by a trusted key (matched by `kid`; a `jku` is never fetched).",

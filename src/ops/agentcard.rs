@@ -296,6 +296,13 @@ pub fn verify_card(card_path: &Path, bundle: Option<&Path>, trust: &CardTrust) -
     let reject = |v: &mut CardVerdict, reason, message: String| {
         v.rejection.get_or_insert(CardRejection { reason, message });
     };
+    // One value per key at every depth: readers that keep the first of two equal keys would
+    // see another card than the one whose signature verified (crate::signed_json).
+    if let Some(path) = crate::signed_json::repeated_key(&bytes) {
+        let message = format!("the key {path} appears twice (a signed card has one value per key)");
+        reject(&mut verdict, CardReason::CardMalformed, message);
+        return Ok(verdict);
+    }
     let card: Value = match serde_json::from_slice(&bytes) {
         Ok(v @ Value::Object(_)) => v,
         Ok(_) => {

@@ -290,3 +290,95 @@ fn der_of(raw: &[u8]) -> Vec<u8> {
     let body = [int(&raw[..32]), int(&raw[32..])].concat();
     [vec![0x30, body.len() as u8], body].concat()
 }
+
+/// Hostile card shapes within the documented caps: each refused with its code (exit 1), a card
+/// over the size cap stops the command (exit 2); a `jku` is named, never fetched.
+#[test]
+fn hostile_cards_are_refused_each_with_its_code() {
+    let env = Env::new();
+    packed(&env);
+    env.run(&["agentcard", "mailer", "--url", URL, "--key", &key("test.key"), "-o", "card.json"]).expect_code(0);
+    let text = std::fs::read_to_string(env.path().join("card.json")).unwrap();
+    let card: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let verdict = |name: &str, body: &str| {
+        std::fs::write(env.path().join(name), body).unwrap();
+        let run = env.run(&["verify", "--agent-card", name, "--key", &key("test.pub"), "--format", "json"]);
+        run.expect_code(1);
+        let doc = run.json();
+        (doc["code"].as_str().unwrap().to_owned(), doc["message"].as_str().unwrap().to_owned())
+    };
+    // A repeated key: the signed value last (serde_json and Python keep it), another first
+    // (readers that keep the first would see it): refused whatever the signature says.
+    let twice = text.replacen("\"name\": \"mailer\",", "\"name\": \"evil\", \"name\": \"mailer\",", 1);
+    assert_ne!(twice, text);
+    let (code, message) = verdict("twice.json", &twice);
+    assert_eq!(code, "card_malformed");
+    assert!(message.contains("$.name appears twice"), "{message}");
+    assert_eq!(verdict("deep.json", &format!("{}{}", "[".repeat(200), "]".repeat(200))).0, "card_malformed");
+    let huge_number = text.replacen("\"version\": \"1.0.0\"", "\"version\": \"1.0.0\", \"x\": 1e400", 1);
+    assert_eq!(verdict("inf.json", &huge_number).0, "card_malformed");
+    assert_eq!(verdict("notjson.json", "{\"name\": ").0, "card_malformed");
+    let header = |h: serde_json::Value| {
+        let mut c = card.clone();
+        c["signatures"][0]["protected"] = b64url_encode(h.to_string().as_bytes()).into();
+        c.to_string()
+    };
+    let kid = card_kid(&card);
+    let (code, message) =
+        verdict("crit.json", &header(serde_json::json!({"alg": "EdDSA", "kid": kid, "crit": ["exp"], "exp": 1})));
+    assert_eq!((code.as_str(), message.contains("`crit`")), ("card_signature_malformed", true));
+    assert_eq!(verdict("nokid.json", &header(serde_json::json!({"alg": "EdDSA"}))).0, "card_signature_malformed");
+    let (code, message) = verdict(
+        "jku.json",
+        &header(serde_json::json!({"alg": "EdDSA", "kid": "0000000000000000", "jku": "https://keys.example/jwks"})),
+    );
+    assert_eq!(code, "card_untrusted_key");
+    assert!(message.contains("https://keys.example/jwks was not fetched"), "{message}");
+    let mut short = card.clone();
+    short["signatures"][0]["signature"] = "AAAA".into();
+    assert_eq!(verdict("short.json", &short.to_string()).0, "card_signature_malformed");
+    std::fs::write(env.path().join("big.json"), format!("{{\"name\": \"{}\"}}", "x".repeat(2 << 20))).unwrap();
+    env.run(&["verify", "--agent-card", "big.json", "--key", &key("test.pub")]).expect_code(2);
+}
+
+/// The fingerprints a card names are the contracts `bundle inspect` shows for the same bundle:
+/// the card carries them unchanged, and a card made from the agent folder names the same ones.
+#[test]
+fn a_card_keeps_the_contract_fingerprints_of_its_bundle() {
+    let env = Env::new();
+    packed(&env);
+    let inspect = env.run(&["inspect", "m.agent.bundle", "--format", "json"]);
+    inspect.expect_code(0);
+    let inspected = inspect.json();
+    let want: Vec<(String, String)> = inspected["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| (t["id"].as_str().unwrap().to_owned(), t["fingerprint"].as_str().unwrap().to_owned()))
+        .collect();
+    let skills: Vec<(String, String)> = inspected["skills"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| (s["name"].as_str().unwrap().to_owned(), s["digest"].as_str().unwrap().to_owned()))
+        .collect();
+    for input in ["m.agent.bundle", "mailer"] {
+        let made = env.run(&["agentcard", input, "--url", URL, "--key", &key("test.key")]);
+        let card: serde_json::Value = serde_json::from_str(&made.expect_code(0).stdout).unwrap();
+        let params = &card["capabilities"]["extensions"][0]["params"];
+        let got: Vec<(String, String)> = params["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| (t["id"].as_str().unwrap().to_owned(), t["fingerprint"].as_str().unwrap().to_owned()))
+            .collect();
+        assert_eq!(got, want, "{input}");
+        let got: Vec<(String, String)> = params["skills"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| (s["name"].as_str().unwrap().to_owned(), s["digest"].as_str().unwrap().to_owned()))
+            .collect();
+        assert_eq!(got, skills, "{input}");
+    }
+}

@@ -225,3 +225,78 @@ fn import_from_skills_accepts_a_skill_that_names_a_pinned_mcp_tool() {
     env.run(&["import", "--from", "skills", from.to_str().unwrap(), "-o", "agent"]).expect_code(0);
     env.run(&["check", "agent"]).expect_code(0);
 }
+
+/// Hostile SKILL.md shapes within the documented caps (reference/limits): each refused by
+/// `check` with its own code, and none takes the check down (an alias bomb is cut by the YAML
+/// reader's repetition limit, nesting by the depth cap before parsing).
+#[test]
+fn hostile_skills_are_refused_each_with_its_code() {
+    let env = Env::new();
+    let agent = mailer_with(&env, &[]);
+    let write = |name: &str, bytes: &[u8]| {
+        let dir = agent.join("skills").join(name);
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("SKILL.md"), bytes).unwrap();
+    };
+    let mut bomb =
+        String::from("---\nname: bomb\ndescription: x\nmetadata:\n  k: v\na: &a [\"lol\",\"lol\",\"lol\",\"lol\"]\n");
+    for i in 1..9u8 {
+        let (p, c) = ((b'a' + i - 1) as char, (b'a' + i) as char);
+        bomb.push_str(&format!("{c}: &{c} [*{p},*{p},*{p},*{p},*{p},*{p},*{p},*{p},*{p}]\n"));
+    }
+    write("bomb", format!("{bomb}---\n").as_bytes());
+    write(
+        "deep",
+        format!("---\nname: deep\ndescription: x\nmetadata: {}{}\n---\n", "[".repeat(100), "]".repeat(100)).as_bytes(),
+    );
+    write("latin", b"---\nname: latin\ndescription: caf\xe9\n---\n");
+    write("big", format!("---\nname: big\ndescription: x\n---\n{}", "y".repeat(2 << 20)).as_bytes());
+    write(
+        "twice",
+        b"---\nname: twice\ndescription: x\nallowed-tools: mail.smtp_send\nallowed-tools: contacts.lookup\n---\n",
+    );
+    write("not-a-map", b"---\n- name\n- description\n---\n");
+    #[cfg(unix)]
+    {
+        let dir = agent.join("skills/link");
+        std::fs::create_dir_all(&dir).unwrap();
+        std::os::unix::fs::symlink(agent.join("tools.json"), dir.join("SKILL.md")).unwrap();
+    }
+    let run = env.run(&["check", "mailer", "--format", "json"]);
+    run.expect_code(1);
+    let doc = run.json();
+    let code_of = |skill: &str| -> Vec<String> {
+        let file = format!("mailer/skills/{skill}/SKILL.md");
+        doc["diagnostics"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|d| d["file"] == file.as_str())
+            .map(|d| d["code"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    assert_eq!(code_of("bomb"), ["invalid_front_matter"]);
+    assert_eq!(code_of("deep"), ["limit_exceeded"]);
+    assert_eq!(code_of("latin"), ["invalid_utf8"]);
+    assert_eq!(code_of("big"), ["limit_exceeded"]);
+    assert_eq!(code_of("twice"), ["invalid_front_matter"], "a repeated key is not read twice");
+    assert_eq!(code_of("not-a-map"), ["invalid_front_matter"]);
+    #[cfg(unix)]
+    assert!(code_of("link").iter().all(|c| c == "unsupported_file_type") && !code_of("link").is_empty());
+}
+
+/// A skill folder imported, packed and inspected keeps the digest its source folder has
+/// (`b3sum` over the same paths): the round trip changes no byte.
+#[test]
+fn a_skill_keeps_its_digest_through_import_pack_and_inspect() {
+    let env = Env::new();
+    env.copy("agents/mailer", "mailer");
+    let source = env.path().join("source");
+    copy_dir(&testdata("skills/pdf-report"), &source.join("skills/pdf-report"));
+    let want = b3sum_of_skill(&source, "pdf-report");
+    let from = source.join("skills/pdf-report");
+    env.run(&["import", "--from", "skills", from.to_str().unwrap(), "-o", "mailer"]).expect_code(0);
+    env.pack("mailer", "m.agent.bundle").expect_code(0);
+    let run = env.run(&["inspect", "m.agent.bundle", "--format", "json"]);
+    assert_eq!(run.json()["skills"][0]["digest"], want.as_str());
+}
