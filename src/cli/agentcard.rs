@@ -120,10 +120,17 @@ fn card_key(args: &SecretKeyArgs) -> anyhow::Result<CardKey> {
 }
 
 /// The keys a card is checked against: each `--key` file a minisign public key, or a P-256
-/// public key in PEM (for ES256); or a trusted-keys file (minisign keys).
+/// public key in PEM (for ES256); or a trusted-keys file (minisign keys); or the key signers of
+/// a trust policy valid now (its chain followed from the pinned version through
+/// `--policy-update`s; not revoked, inside their windows, scoped to their agent patterns). A
+/// card counts one signature: the policy's thresholds are rules for bundles.
 pub fn load_trust(args: &TrustArgs) -> anyhow::Result<CardTrust> {
-    if args.trust_policy.is_some() {
-        anyhow::bail!("--agent-card is checked against --key files or --trusted-keys, not a trust policy");
+    if let Some(policy) = super::keys::load_policy(args)? {
+        let now = agent_bundle::timestamp::Timestamp::now();
+        let (policy, _) = agent_bundle::trust_policy::chain::follow(policy.pin, policy.updates, now, None)
+            .map_err(|e| anyhow::anyhow!("--trust-policy: no version of the policy can be followed: {}", e.message))?;
+        let keys = agent_bundle::trust_policy::keys::with_policy(&TrustedKeys::default(), &policy, now);
+        return Ok(CardTrust { keys, p256: Vec::new() });
     }
     if args.trusted_keys.is_some() {
         return Ok(CardTrust { keys: super::keys::load_trust(args)?, p256: Vec::new() });

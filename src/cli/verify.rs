@@ -38,8 +38,9 @@ pub struct Args {
     bundles: Vec<PathBuf>,
     /// Verify this A2A agent card instead (made by `bundle agentcard`, or any card signed with
     /// EdDSA or ES256): its signatures against the trusted keys (--key: minisign public keys,
-    /// and P-256 public keys in PEM for ES256), offline (a `jku` is never fetched); with a
-    /// BUNDLE, also that the card describes that bundle (which must verify too).
+    /// and P-256 public keys in PEM for ES256; or --trusted-keys, or the key signers of a
+    /// --trust-policy), offline (a `jku` is never fetched); with a BUNDLE, also that the card
+    /// describes that bundle (which must verify too).
     #[arg(long, value_name = "CARD")]
     agent_card: Option<PathBuf>,
     #[command(flatten)]

@@ -382,3 +382,49 @@ fn a_card_keeps_the_contract_fingerprints_of_its_bundle() {
         assert_eq!(got, skills, "{input}");
     }
 }
+
+/// Under a trust policy a card counts a signature by a key signer the policy trusts for the
+/// card's agent now: in scope, not revoked (the policy's chain is followed first, offline).
+#[test]
+fn a_card_is_checked_against_the_key_signers_of_a_trust_policy() {
+    let env = Env::new();
+    packed(&env);
+    for name in ["alice", "bob", "carol"] {
+        env.run(&["keygen", name]).expect_code(0);
+    }
+    let public = |name: &str| {
+        std::fs::read_to_string(env.path().join(format!("{name}.pub"))).unwrap().lines().nth(1).unwrap().to_owned()
+    };
+    let policy = format!(
+        "format = 1\nid = \"acme\"\nversion = 1\nexpires = 2099-01-01T00:00:00Z\n\n[root]\nthreshold = 2\n\
+         signers = [\"alice\", \"bob\"]\n\n\
+         [[signer]]\nname = \"alice\"\npublic_key = \"{}\"\nagents = [\"mail*\"]\n\n\
+         [[signer]]\nname = \"bob\"\npublic_key = \"{}\"\nagents = [\"payments-*\"]\n\n\
+         [[signer]]\nname = \"carol\"\npublic_key = \"{}\"\nrevoked = true\n\n\
+         [[rule]]\nagents = [\"*\"]\nthreshold = 1\n",
+        public("alice"),
+        public("bob"),
+        public("carol")
+    );
+    std::fs::write(env.path().join("policy.toml"), policy).unwrap();
+    for k in ["alice", "bob"] {
+        env.run(&["trust", "sign", "policy.toml", "--key", &format!("{k}.key")]).expect_code(0);
+    }
+    let code = |signer: &str| {
+        let card = format!("{signer}.json");
+        let key = format!("{signer}.key");
+        env.run(&["agentcard", "m.agent.bundle", "--url", URL, "--key", &key, "-o", &card]).expect_code(0);
+        let run = env.run(&["verify", "--agent-card", &card, "--trust-policy", "policy.toml", "--format", "json"]);
+        run.expect_code(if run.json()["ok"] == true { 0 } else { 1 });
+        (run.json()["code"].as_str().map(str::to_owned), run.json()["message"].clone())
+    };
+    assert_eq!(code("alice").0, None, "alice may sign mail*");
+    let (bob, message) = code("bob");
+    assert_eq!(bob.as_deref(), Some("card_untrusted_key"));
+    assert!(message.as_str().unwrap().contains("not for agent `mailer`"), "{message}");
+    assert_eq!(code("carol").0.as_deref(), Some("card_untrusted_key"), "carol is revoked");
+    // With the bundle: it was packed with test.key, which the policy does not trust.
+    let run = env.run(&["verify", "--agent-card", "alice.json", "m.agent.bundle", "--trust-policy", "policy.toml"]);
+    run.expect_code(1);
+    assert!(run.stderr.contains("card_bundle_mismatch"), "{}", run.stderr);
+}
