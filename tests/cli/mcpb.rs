@@ -141,6 +141,27 @@ fn import_from_mcpb_carries_full_definitions_from_a_static_tools_list() {
     run.expect_code(0);
     let tool = &run.json()["document"]["tools"][0];
     assert_eq!(tool["input_schema"]["required"], serde_json::json!(["city"]));
+    // The same tools/list served by the server and imported with `--from mcp` gives the same
+    // tools.json tool, so the same contract fingerprint: the bundle's static response is read
+    // as the server's answer, nothing lost or added on the way.
+    let list = r#"{"jsonrpc": "2.0", "id": 1, "result": {"tools": [
+        {"name": "get_forecast", "description": "Forecast for a city",
+         "inputSchema": {"type": "object", "properties": {"city": {"type": "string", "minLength": 1}}, "required": ["city"]},
+         "annotations": {"readOnlyHint": true, "openWorldHint": true}}]}}"#;
+    std::fs::write(env.path().join("list.json"), list).unwrap();
+    let served = env.run(&[
+        "import",
+        "--from",
+        "mcp",
+        "list.json",
+        "--http",
+        "POST",
+        "https://mcp.example/{tool}",
+        "--format",
+        "json",
+    ]);
+    served.expect_code(0);
+    assert_eq!(&served.json()["document"]["tools"][0], tool);
 }
 
 /// A ZIP of stored entries, written by hand: `(name, bytes, declared size)`; the CRC is right
