@@ -89,7 +89,7 @@ crate::codes::stable_codes! {
     InvalidFrontMatter => "invalid_front_matter": "A SKILL.md front matter is not YAML, or a field has the wrong type or length (`compatibility`, `metadata`, `allowed-tools`).",
     InvalidSkillName => "invalid_skill_name": "A skill's `name` is missing, breaks the specification's rules (1–64 lowercase letters, digits and single hyphens) or differs from its folder.",
     InvalidSkillDescription => "invalid_skill_description": "A skill's `description` is missing, empty or longer than 1024 characters.",
-    UnknownAllowedTool => "unknown_allowed_tool": "A skill's `allowed-tools` names a tool that tools.json does not define.",
+    UnknownAllowedTool => "unknown_allowed_tool": "A skill's `allowed-tools` names a tool that neither tools.json defines nor a pinned MCP server's pin holds (`mcp__<server>__<tool>`), or names a whole MCP server.",
     MissingSkillFile => "missing_skill_file": "A folder in `skills/` has no SKILL.md.",
     LimitExceeded => "limit_exceeded": "An input beyond a documented cap: a file larger than `bundle verify` accepts (manifest.toml 1 MiB; tools.json, policy.caps, schemas 4 MiB), JSON with more than 200 000 values or nested more than 64 deep, a manifest of more than 200 000 items; pack refuses.",
     TooManyProblems => "too_many_problems": "More problems in one file than are reported (the first 100 are); fix those and check again.",

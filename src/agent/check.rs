@@ -99,8 +99,9 @@ pub fn check_agent_with(dir: &Path, opts: Options<'_>) -> AgentCheck {
             diags.push(Diagnostic::error(Code::StaleDigest, &src.name, message).at_path(key).with_help(help));
         }
     }
+    let mut mcp_pins = Vec::new();
     if let Some((m, src)) = manifest.as_ref() {
-        pins::check(dir, &prefix, m, &src.name, &mut diags);
+        mcp_pins = pins::check(dir, &prefix, m, &src.name, &mut diags);
         if let Some(with) = opts.refresh {
             pins::refresh(with, dir, &prefix, m, &src.name, &mut diags);
         }
@@ -121,8 +122,9 @@ pub fn check_agent_with(dir: &Path, opts: Options<'_>) -> AgentCheck {
         valid = validated.valid;
         schema_files = validated.schema_files;
     }
-    let ids = valid.as_ref().map(|v| v.model.tools.iter().map(|t| t.id.as_str()).collect());
-    let skills = super::skills::check(dir, &prefix, ids.as_ref(), &mut report, &mut diags);
+    let callable =
+        valid.as_ref().map(|v| super::skills::Callable::new(v.model.tools.iter().map(|t| t.id.as_str()), &mcp_pins));
+    let skills = super::skills::check(dir, &prefix, callable.as_ref(), &mut report, &mut diags);
     report.diagnostics.extend(diags);
     let dir = dir.to_path_buf();
     match (manifest, manifest_text, valid) {

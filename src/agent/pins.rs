@@ -117,8 +117,16 @@ pub fn repin_command(pin: &Pin, prefix: &str) -> String {
 }
 
 /// Offline: every pinned file exists and still holds the bytes that were pinned, and an MCP
-/// pin is a pin document (`invalid_pin`) of the server its entry names.
-pub fn check(dir: &Path, prefix: &str, m: &Manifest, manifest_name: &str, diags: &mut Vec<Diagnostic>) {
+/// pin is a pin document (`invalid_pin`) of the server its entry names. Returns the MCP pins
+/// that are sound (what a skill's `allowed-tools` may name).
+pub fn check(
+    dir: &Path,
+    prefix: &str,
+    m: &Manifest,
+    manifest_name: &str,
+    diags: &mut Vec<Diagnostic>,
+) -> Vec<mcp_pin::McpPin> {
+    let mut mcp = Vec::new();
     for (file, pin) in &m.pins {
         let key = manifest::join("pins", file);
         let origin = pin.origin();
@@ -126,7 +134,7 @@ pub fn check(dir: &Path, prefix: &str, m: &Manifest, manifest_name: &str, diags:
         match regular_file::read(&dir.join(file), limits::MAX_IMPORT_BYTES, Links::Refuse) {
             Ok(bytes) if blake3::hash(&bytes) == pin.blake3 => {
                 if let Some(server) = pin.mcp_server() {
-                    check_mcp_pin(&format!("{prefix}{file}"), &bytes, server, diags);
+                    mcp.extend(check_mcp_pin(&format!("{prefix}{file}"), &bytes, server, diags));
                 }
             }
             Ok(_) => diags.push(
@@ -153,12 +161,13 @@ pub fn check(dir: &Path, prefix: &str, m: &Manifest, manifest_name: &str, diags:
             ),
         }
     }
+    mcp
 }
 
 /// A pinned MCP file is a pin document of the server its manifest entry names.
-fn check_mcp_pin(file: &str, bytes: &[u8], server: &str, diags: &mut Vec<Diagnostic>) {
+fn check_mcp_pin(file: &str, bytes: &[u8], server: &str, diags: &mut Vec<Diagnostic>) -> Option<mcp_pin::McpPin> {
     match mcp_pin::parse_named(file, bytes) {
-        Ok(pin) if pin.server == server => {}
+        Ok(pin) if pin.server == server => return Some(pin),
         Ok(pin) => diags.push(
             Diagnostic::error(
                 Code::InvalidPin,
@@ -170,6 +179,7 @@ fn check_mcp_pin(file: &str, bytes: &[u8], server: &str, diags: &mut Vec<Diagnos
         ),
         Err(problems) => diags.extend(problems),
     }
+    None
 }
 
 /// Online: every pin's source again; RAP pins by [`refresh_rap`], MCP pins by

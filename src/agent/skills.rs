@@ -11,12 +11,101 @@ use crate::regular_file::{self, Links, ReadError};
 use crate::skill::facts::{SkillFacts, digest};
 use crate::skill::{self, SkillDoc};
 
-/// Checks the skills of the agent in `dir` (nothing to do without a `skills/` folder). `tools`:
-/// the ids of tools.json when it was valid (allowed tools are checked only then).
+/// What a skill's `allowed-tools` may name: the ids of tools.json, and each tool of an MCP
+/// server pinned in manifest.toml as `mcp__<server>__<tool>` ([`skill::MCP_PREFIX`]).
+#[derive(Debug, Clone, Default)]
+pub struct Callable {
+    pub tools: BTreeSet<String>,
+    /// Pinned MCP servers by name, each with the names of the tools its pin holds.
+    pub mcp: BTreeMap<String, BTreeSet<String>>,
+}
+
+impl Callable {
+    /// The tools of tools.json and the pinned MCP servers `pins` (those that could be read).
+    pub fn new<'a>(tools: impl IntoIterator<Item = &'a str>, pins: &[crate::formats::mcp_pin::McpPin]) -> Callable {
+        let names = |p: &crate::formats::mcp_pin::McpPin| {
+            p.tools.iter().filter_map(|t| t.get("name")?.as_str().map(str::to_owned)).collect()
+        };
+        Callable {
+            tools: tools.into_iter().map(str::to_owned).collect(),
+            mcp: pins.iter().map(|p| (p.server.clone(), names(p))).collect(),
+        }
+    }
+
+    /// Why `name` names no tool the agent has (the message and the help), or `None` when it
+    /// names one. A tools.json id is matched first: `mcp__a__b` is a valid tool id too.
+    pub fn unknown(&self, name: &str) -> Option<(String, String)> {
+        if self.tools.contains(name) {
+            return None;
+        }
+        let Some(rest) = name.strip_prefix(skill::MCP_PREFIX) else {
+            let close = self.tools.iter().find(|t| strsim::jaro_winkler(t, name) > 0.85);
+            let help = match close {
+                Some(t) => format!("did you mean `{t}`? allowed-tools names tools.json ids"),
+                None => format!(
+                    "name a tool of tools.json (or add it there), or a pinned MCP tool as {}<server>{}<tool>",
+                    skill::MCP_PREFIX,
+                    skill::MCP_SEPARATOR
+                ),
+            };
+            return Some((format!("allowed tool `{name}` is not a tool of tools.json"), help));
+        };
+        let each = |server: &str, tools: &BTreeSet<String>| {
+            let listed: Vec<String> =
+                tools.iter().map(|t| format!("{}{server}{}{t}", skill::MCP_PREFIX, skill::MCP_SEPARATOR)).collect();
+            format!("name each pinned tool of `{server}`: {}", listed.join(" "))
+        };
+        let mut matched = None;
+        for (server, tools) in &self.mcp {
+            let Some(tail) = rest.strip_prefix(server.as_str()) else { continue };
+            if tail.is_empty() || tail == format!("{}*", skill::MCP_SEPARATOR) {
+                return Some((
+                    format!("allowed tool `{name}` names every tool of MCP server `{server}`, now and later"),
+                    each(server, tools),
+                ));
+            }
+            match tail.strip_prefix(skill::MCP_SEPARATOR) {
+                Some(tool) if tools.contains(tool) => return None,
+                Some(tool) => matched = Some((server, tool, tools)),
+                None => {}
+            }
+        }
+        Some(match matched {
+            Some((server, tool, tools)) => {
+                let close = tools.iter().find(|t| strsim::jaro_winkler(t, tool) > 0.85);
+                let help = match close {
+                    Some(t) => format!("did you mean `{}{server}{}{t}`?", skill::MCP_PREFIX, skill::MCP_SEPARATOR),
+                    None => format!(
+                        "{}; if the server serves it now, pin it again (`bundle check --refresh` shows the drift)",
+                        each(server, tools)
+                    ),
+                };
+                (format!("allowed tool `{name}`: the pinned MCP server `{server}` has no tool `{tool}`"), help)
+            }
+            None if self.mcp.is_empty() => (
+                format!("allowed tool `{name}` names an MCP tool, but the agent pins no MCP server"),
+                "pin the server first: `bundle import --from mcp --stdio CMD --pin --server NAME`".to_owned(),
+            ),
+            None => (
+                format!("allowed tool `{name}` names no pinned MCP server"),
+                format!(
+                    "the pinned servers are {}; write {}<server>{}<tool>",
+                    self.mcp.keys().map(|s| format!("`{s}`")).collect::<Vec<_>>().join(", "),
+                    skill::MCP_PREFIX,
+                    skill::MCP_SEPARATOR
+                ),
+            ),
+        })
+    }
+}
+
+/// Checks the skills of the agent in `dir` (nothing to do without a `skills/` folder).
+/// `callable`: what allowed tools may name, when tools.json was valid (they are checked only
+/// then).
 pub fn check(
     dir: &Path,
     prefix: &str,
-    tools: Option<&BTreeSet<&str>>,
+    callable: Option<&Callable>,
     report: &mut Report,
     diags: &mut Vec<Diagnostic>,
 ) -> Vec<SkillFacts> {
@@ -54,8 +143,8 @@ pub fn check(
         let Some(source) = read_skill(&dir.join(&rel), &display, diags) else { continue };
         report.add_source(&source);
         let Some(doc) = skill::parse(&source, &name, diags) else { continue };
-        if let Some(tools) = tools {
-            check_allowed(&source, &doc, tools, diags);
+        if let Some(callable) = callable {
+            check_allowed(&source, &doc, callable, diags);
         }
         match folder_digest(dir, &name) {
             Ok((digest, files)) => facts.push(SkillFacts::of(&doc, digest, files)),
@@ -65,23 +154,15 @@ pub fn check(
     facts
 }
 
-fn check_allowed(source: &Source, doc: &SkillDoc, tools: &BTreeSet<&str>, diags: &mut Vec<Diagnostic>) {
+/// Every allowed tool of `doc` that names nothing the agent has is an `unknown_allowed_tool`.
+pub fn check_allowed(source: &Source, doc: &SkillDoc, callable: &Callable, diags: &mut Vec<Diagnostic>) {
     for (name, span) in &doc.allowed_tools {
-        if !tools.contains(name.as_str()) {
-            let close = tools.iter().find(|t| strsim::jaro_winkler(t, name) > 0.85);
-            let help = match close {
-                Some(t) => format!("did you mean `{t}`? allowed-tools names tools.json ids"),
-                None => "name a tool of tools.json, or add the tool to tools.json".to_owned(),
-            };
+        if let Some((message, help)) = callable.unknown(name) {
             diags.push(
-                Diagnostic::error(
-                    Code::UnknownAllowedTool,
-                    &source.name,
-                    format!("allowed tool `{name}` is not a tool of tools.json"),
-                )
-                .at_path("allowed-tools")
-                .at_span(source, span.clone())
-                .with_help(help),
+                Diagnostic::error(Code::UnknownAllowedTool, &source.name, message)
+                    .at_path("allowed-tools")
+                    .at_span(source, span.clone())
+                    .with_help(help),
             );
         }
     }

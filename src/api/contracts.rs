@@ -190,7 +190,12 @@ impl ContractGate {
             Some(a) => PathBuf::from(format!("the signed bundle {} {}", a.name, a.version)),
             None => PathBuf::from("the signed bundle"),
         };
-        ContractGate { reference: Baseline { agent: agent.clone(), tools }, agent, label, files: HashMap::new() }
+        ContractGate {
+            reference: Baseline { agent: agent.clone(), tools, skills: Default::default() },
+            agent,
+            label,
+            files: HashMap::new(),
+        }
     }
 
     /// The approved contracts of a baseline file (`bundle baseline snapshot`).

@@ -129,7 +129,11 @@ fn contract_gate_blocks_risky_drift_and_reports_read_only_drift() {
     let signed: Vec<Contract> =
         [&read_only, &writer].iter().map(|t| contract_fingerprint(&t.to_string()).expect("a tool").0).collect();
     let gate = ContractGate {
-        reference: Baseline { agent: None, tools: signed.into_iter().map(|c| (c.id().to_owned(), c)).collect() },
+        reference: Baseline {
+            agent: None,
+            tools: signed.into_iter().map(|c| (c.id().to_owned(), c)).collect(),
+            skills: Default::default(),
+        },
         agent: None,
         label: "test".into(),
         files: Default::default(),

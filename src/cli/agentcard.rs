@@ -5,10 +5,12 @@ use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
 use agent_bundle::diagnostic::sanitize;
-use agent_bundle::ops::agentcard::{self, CardFailure, CardOptions, CardVerdict};
+use agent_bundle::keys::{KeyRef, p256_key};
+use agent_bundle::ops::agentcard::{self, CardFailure, CardKey, CardOptions, CardTrust, CardVerdict};
 use agent_bundle::trust::TrustedKeys;
 
-use super::keys::{SecretKeyArgs, open_signer};
+use super::args::TrustArgs;
+use super::keys::{MAX_KEY_FILE, SecretKeyArgs, load_public_key, open_signer, read_key_file};
 use super::{Format, Global, Outcome, output};
 
 /// Write a signed A2A agent card (protocol 1.0) for a bundle or an agent folder.
@@ -16,8 +18,10 @@ use super::{Format, Global, Outcome, output};
 /// One A2A skill per tool of tools.json (tagged with its risk class) and per skill of skills/;
 /// an extension (https://agent-bundle.dev/a2a/bundle-contract/v1) names the bundle's SHA-256,
 /// the manifest's BLAKE3 and each tool's contract fingerprint. The card is signed as the A2A
-/// specification §8.4 says: a JWS (EdDSA, kid = the key id) over its RFC 8785 canonical form,
-/// signatures excluded. `bundle verify --agent-card` checks it offline.
+/// specification §8.4 says: a JWS over its RFC 8785 canonical form, signatures excluded;
+/// EdDSA with a minisign key (kid = its key id), ES256 with a P-256 key from `bundle keygen
+/// --kind p256` (kid = its RFC 7638 JWK thumbprint). `bundle verify --agent-card` checks it
+/// offline.
 ///
 /// Exit status: 0 written, 1 not a valid bundle or agent, 2 usage or I/O error.
 #[derive(Debug, clap::Args)]
@@ -25,7 +29,10 @@ use super::{Format, Global, Outcome, output};
   bundle agentcard mailer-1.4.0.agent.bundle --url https://a.example/mailer \\
       --key release.key -o mailer.card.json
   bundle verify --agent-card mailer.card.json mailer-1.4.0.agent.bundle \\
-      --key release.pub")]
+      --key release.pub
+  bundle keygen --kind p256 card
+  bundle agentcard agents/mailer --url https://a.example/mailer \\
+      --key card.key -o mailer.card.json    # ES256")]
 pub struct Args {
     /// The bundle file, or an agent folder that passes `bundle check`.
     #[arg(value_name = "BUNDLE|AGENT_DIR")]
@@ -56,7 +63,7 @@ pub fn run(args: Args, global: Global) -> anyhow::Result<Outcome> {
     if !(args.url.starts_with("https://") || args.url.starts_with("http://")) {
         anyhow::bail!("--url {}: give the absolute http(s) URL of the agent's A2A endpoint", args.url);
     }
-    let mut signer = open_signer(&args.key)?;
+    let mut signer = card_key(&args.key)?;
     let opts = CardOptions {
         url: args.url.clone(),
         name: args.name.clone(),
@@ -101,11 +108,51 @@ pub fn run(args: Args, global: Global) -> anyhow::Result<Outcome> {
     }
 }
 
+/// The key `--key` names: a P-256 secret key in PEM signs ES256, any other key EdDSA.
+fn card_key(args: &SecretKeyArgs) -> anyhow::Result<CardKey> {
+    if let Some(reference) = &args.key
+        && let KeyRef::File(path) = KeyRef::parse(reference)?
+        && p256_key::is_pem(&read_key_file(&path, "secret key", MAX_KEY_FILE)?)
+    {
+        return Ok(CardKey::P256(p256_key::read_secret(&path)?));
+    }
+    Ok(CardKey::Minisign(open_signer(args)?))
+}
+
+/// The keys a card is checked against: each `--key` file a minisign public key, or a P-256
+/// public key in PEM (for ES256); or a trusted-keys file (minisign keys); or the key signers of
+/// a trust policy valid now (its chain followed from the pinned version through
+/// `--policy-update`s; not revoked, inside their windows, scoped to their agent patterns). A
+/// card counts one signature: the policy's thresholds are rules for bundles.
+pub fn load_trust(args: &TrustArgs) -> anyhow::Result<CardTrust> {
+    if let Some(policy) = super::keys::load_policy(args)? {
+        let now = agent_bundle::timestamp::Timestamp::now();
+        let (policy, _) = agent_bundle::trust_policy::chain::follow(policy.pin, policy.updates, now, None)
+            .map_err(|e| anyhow::anyhow!("--trust-policy: no version of the policy can be followed: {}", e.message))?;
+        let keys = agent_bundle::trust_policy::keys::with_policy(&TrustedKeys::default(), &policy, now);
+        return Ok(CardTrust { keys, p256: Vec::new() });
+    }
+    if args.trusted_keys.is_some() {
+        return Ok(CardTrust { keys: super::keys::load_trust(args)?, p256: Vec::new() });
+    }
+    let mut trust = CardTrust::default();
+    let mut minisign = Vec::new();
+    for path in &args.keys {
+        if p256_key::is_pem(&read_key_file(path, "public key", MAX_KEY_FILE)?) {
+            trust.p256.push(p256_key::read_public(path)?);
+        } else {
+            minisign.push(load_public_key(path)?);
+        }
+    }
+    trust.keys = TrustedKeys::from_keys(minisign);
+    Ok(trust)
+}
+
 /// `bundle verify --agent-card CARD [BUNDLE]`.
 pub fn verify(
     card: &Path,
     bundle: Option<&Path>,
-    keys: &TrustedKeys,
+    keys: &CardTrust,
     format: Format,
     global: Global,
 ) -> anyhow::Result<Outcome> {

@@ -8,7 +8,7 @@ use agent_bundle::contract::release::AgentContracts;
 use agent_bundle::diagnostic::sanitize;
 use agent_bundle::ops::baseline;
 
-use super::json::{AgentJson, ApproveReport, ApprovedTool, Clean, Release, SnapshotReport};
+use super::json::{AgentJson, ApproveReport, ApprovedSkill, ApprovedTool, Clean, Release, SnapshotReport};
 use super::{Format, Global, Outcome, output};
 
 /// Record and update approved tool contracts (the baseline of `bundle verify --baseline`).
@@ -53,11 +53,12 @@ pub struct SnapshotArgs {
     format: Format,
 }
 
-/// Take the named tools' contracts in a bundle or agent folder as approved.
+/// Take the named tools' contracts (and skills) in a bundle or agent folder as approved.
 ///
 /// Each TOOL_ID's entry is added or replaced in place (comments and order of the file are
-/// kept); the entry of a tool the source no longer has is removed. Review first with
-/// `bundle diff`. Exit status: 0 done, 2 usage or I/O error.
+/// kept); the entry of a tool the source no longer has is removed. `skills/NAME` approves a
+/// skill (its digest and allowed tools) the same way. Review first with `bundle diff`. Exit
+/// status: 0 done, 2 usage or I/O error.
 #[derive(Debug, clap::Args)]
 #[command(
     after_help = "Examples:\n  bundle baseline approve approved.toml \\\n      --from mailer-1.5.0.agent.bundle mail.smtp_send\n  bundle baseline approve approved.toml --from agents/mailer \\\n      mail.smtp_send contacts.lookup"
@@ -68,7 +69,7 @@ pub struct ApproveArgs {
     /// The bundle or agent folder whose contracts are approved.
     #[arg(long, value_name = "BUNDLE|DIR")]
     from: PathBuf,
-    /// The tools to approve.
+    /// The tools to approve, and skills as `skills/NAME`.
     #[arg(value_name = "TOOL_ID", required = true)]
     tools: Vec<String>,
     /// Output format.
@@ -146,7 +147,17 @@ fn snapshot_json(agent: &AgentContracts, file: &Path) -> anyhow::Result<serde_js
         file: file.display().to_string(),
         agent: AgentJson { name: &agent.name, version: &agent.version },
         tools: sorted.iter().map(|c| ApprovedTool { id: c.id(), fingerprint: &c.fingerprint, risk: c.risk }).collect(),
+        skills: skills_sorted(agent)
+            .iter()
+            .map(|s| ApprovedSkill { name: &s.name, digest: &s.digest, allowed_tools: &s.allowed_tools })
+            .collect(),
     }))?)
+}
+
+fn skills_sorted(agent: &AgentContracts) -> Vec<&agent_bundle::skill::facts::SkillFacts> {
+    let mut sorted: Vec<_> = agent.skills.iter().collect();
+    sorted.sort_by(|a, b| a.name.cmp(&b.name));
+    sorted
 }
 
 fn render_snapshot(agent: &AgentContracts, file: &Path, format: Format, global: Global) -> anyhow::Result<()> {
@@ -164,18 +175,34 @@ fn render_snapshot(agent: &AgentContracts, file: &Path, format: Format, global: 
             output::status(
                 global,
                 &format!(
-                    "wrote {}: {n} tool{} approved from {}",
+                    "wrote {}: {n} tool{}{} approved from {}",
                     file.display(),
                     if n == 1 { "" } else { "s" },
+                    match agent.skills.len() {
+                        0 => String::new(),
+                        1 => " and 1 skill".to_owned(),
+                        k => format!(" and {k} skills"),
+                    },
                     sanitize(&agent.label())
                 ),
             );
-            let width = sorted.iter().map(|c| c.id().len()).max().unwrap_or(0);
+            let skills = skills_sorted(agent);
+            let width = sorted
+                .iter()
+                .map(|c| c.id().len())
+                .chain(skills.iter().map(|s| "skills/".len() + s.name.len()))
+                .max()
+                .unwrap_or(0);
             for c in sorted {
                 output::status(
                     global,
                     &format!("  {:<width$}  {}  {}", sanitize(c.id()), short(&c.fingerprint), c.risk),
                 );
+            }
+            for s in skills {
+                let tools = if s.allowed_tools.is_empty() { "-".to_owned() } else { s.allowed_tools.join(" ") };
+                let id = format!("skills/{}", sanitize(&s.name));
+                output::status(global, &format!("  {id:<width$}  {}  allowed: {}", short(&s.digest), sanitize(&tools)));
             }
         }
     }

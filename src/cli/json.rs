@@ -247,6 +247,16 @@ pub struct SnapshotReport<'a> {
     pub file: String,
     pub agent: AgentJson<&'a Option<String>, &'a Option<String>>,
     pub tools: Vec<ApprovedTool<'a>>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub skills: Vec<ApprovedSkill<'a>>,
+}
+
+/// One skill a snapshot approved.
+#[derive(Debug, Serialize)]
+pub struct ApprovedSkill<'a> {
+    pub name: &'a str,
+    pub digest: &'a str,
+    pub allowed_tools: &'a [String],
 }
 
 /// One tool a snapshot approved.

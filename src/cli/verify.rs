@@ -4,7 +4,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use agent_bundle::bundle::verify::Rejection;
-use agent_bundle::contract::baseline::Drift;
+use agent_bundle::contract::baseline::{Drift, SKILL_PREFIX};
 use agent_bundle::diagnostic::sanitize;
 use agent_bundle::ops::gate::{BaselineReport, Gate, GateOptions, Verdict};
 use agent_bundle::trust_policy::SignersVerdict;
@@ -18,8 +18,9 @@ use super::{Format, Global, Outcome, output};
 /// --state), every digest, nothing missing, nothing extra, nothing unsafe.
 ///
 /// With --baseline, also the release gate: a write-capable, network, secret-using or
-/// destructive tool whose contract is not the approved one rejects (contract_drift); drift of a
-/// read-only tool is a warning.
+/// destructive tool whose contract is not the approved one rejects (contract_drift), and so
+/// does a new skill or one whose allowed-tools widened; drift of a read-only tool, or a skill's
+/// other changes, is a warning.
 ///
 /// Several bundles are judged one after the other, each reported; --baseline DIR picks each
 /// agent's DIR/<agent>.toml.
@@ -36,8 +37,10 @@ pub struct Args {
     #[arg(value_name = "BUNDLE", required_unless_present = "agent_card")]
     bundles: Vec<PathBuf>,
     /// Verify this A2A agent card instead (made by `bundle agentcard`, or any card signed with
-    /// EdDSA): its signatures against the trusted keys, offline (a `jku` is never fetched);
-    /// with a BUNDLE, also that the card describes that bundle (which must verify too).
+    /// EdDSA or ES256): its signatures against the trusted keys (--key: minisign public keys,
+    /// and P-256 public keys in PEM for ES256; or --trusted-keys, or the key signers of a
+    /// --trust-policy), offline (a `jku` is never fetched); with a BUNDLE, also that the card
+    /// describes that bundle (which must verify too).
     #[arg(long, value_name = "CARD")]
     agent_card: Option<PathBuf>,
     #[command(flatten)]
@@ -57,13 +60,14 @@ pub struct Args {
 }
 
 pub fn run(args: Args, global: Global) -> anyhow::Result<Outcome> {
-    let keys = load_trust(&args.trust)?;
     if let Some(card) = &args.agent_card {
         if args.bundles.len() > 1 {
             anyhow::bail!("--agent-card checks one card against at most one bundle");
         }
-        return super::agentcard::verify(card, args.bundles.first().map(PathBuf::as_path), &keys, args.format, global);
+        let trust = super::agentcard::load_trust(&args.trust)?;
+        return super::agentcard::verify(card, args.bundles.first().map(PathBuf::as_path), &trust, args.format, global);
     }
+    let keys = load_trust(&args.trust)?;
     let several = args.bundles.len() > 1;
     let mut vsa = args.vsa.emitter(&args.trust, &args.gate, &args.keyless.sigstore, several)?;
     let mut opts = args.gate.options(keys, super::keys::load_policy(&args.trust)?, global);
@@ -367,11 +371,13 @@ fn gate_human(global: Global, baseline: &BaselineReport, bundle: &Path, rejected
     }
     if !global.quiet {
         for d in &gate.warnings {
-            writeln!(out, "warning[contract_drift]: a read-only tool differs from {}", path.display())?;
+            let what = if d.is_skill() { "a skill" } else { "a read-only tool" };
+            writeln!(out, "warning[contract_drift]: {what} differs from {}", path.display())?;
             write_drift(&mut out, d)?;
         }
         for id in &gate.missing {
-            writeln!(out, "note: approved tool {} is not in the bundle", sanitize(id))?;
+            let (what, name) = id.strip_prefix(SKILL_PREFIX).map_or(("tool", id.as_str()), |n| ("skill", n));
+            writeln!(out, "note: approved {what} {} is not in the bundle", sanitize(name))?;
         }
     }
     out.flush()

@@ -6,6 +6,10 @@
 //! The gate fails closed where a change can hurt: a write-capable, network, secret-using or
 //! destructive tool (on either side) whose contract is not the approved one, a new such tool,
 //! or any tool whose http host moved. Other drift, on read-only tools, is reported but passes.
+//!
+//! Skills are held the same way, in `bundle diff`'s classes (`contract::skill_changes`): a
+//! change `diff` calls widening (a new skill, an `allowed-tools` that names a tool it did not)
+//! rejects; another (the skill's files changed, its allowed tools narrowed) is reported.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -13,16 +17,25 @@ use std::path::Path;
 use serde::Serialize;
 use toml_edit::{Array, DocumentMut, Item, Table, value};
 
+use super::changes::Impact;
 use super::release::{AgentContracts, LoadError};
+use super::skill_changes::compare_skills;
 use crate::contract::{self, Change, Contract, Risk};
 use crate::limits::{MAX_BASELINE_BYTES, MAX_TOML_ITEMS};
 use crate::regular_file::{self, Links};
 use crate::rejection::{Reason, Rejection};
+use crate::skill::facts::SkillFacts;
 
 /// The only baseline file format this build reads and writes.
 pub const FORMAT: i64 = 1;
 
-const TOP_KEYS: &[&str] = &["format", "agent", "tools"];
+const TOP_KEYS: &[&str] = &["format", "agent", "tools", "skills"];
+/// `digest` and `allowed_tools` are what the gate reads; `files` and `approved_from` are for
+/// people reading the file.
+const SKILL_KEYS: &[&str] = &["digest", "allowed_tools", "files", "approved_from"];
+/// How the gate, `approve` and the reports name a skill: as `bundle diff` does. Tool ids have
+/// no `/`, so the two never meet.
+pub const SKILL_PREFIX: &str = "skills/";
 /// `fingerprint` and `contract` are what the gate reads; the rest is for people reading the
 /// file (and is rewritten by every approval).
 const ENTRY_KEYS: &[&str] = &[
@@ -43,6 +56,8 @@ pub struct Baseline {
     pub agent: Option<String>,
     /// Approved contracts by tool id.
     pub tools: BTreeMap<String, Contract>,
+    /// Approved skills by name (their digest and allowed tools; no description).
+    pub skills: BTreeMap<String, SkillFacts>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -138,7 +153,63 @@ pub fn parse(text: &str) -> Result<Baseline, String> {
             tools.insert(id.to_owned(), contract);
         }
     }
-    Ok(Baseline { agent, tools })
+    let skills = parse_skills(&doc)?;
+    Ok(Baseline { agent, tools, skills })
+}
+
+/// The `[skills.<name>]` tables: a name by the Agent Skills rules, a BLAKE3 digest, the allowed
+/// tools as a list (empty when the skill names none).
+fn parse_skills(doc: &DocumentMut) -> Result<BTreeMap<String, SkillFacts>, String> {
+    let mut skills = BTreeMap::new();
+    let Some(item) = doc.get("skills") else { return Ok(skills) };
+    let table = item.as_table_like().ok_or("`skills` must be a table of skills")?;
+    for (name, entry) in table.iter() {
+        if !crate::skill::valid_name(name) {
+            return Err(format!("skills.{name}: not a skill name (lowercase letters, digits and single hyphens)"));
+        }
+        let entry = entry.as_table_like().ok_or_else(|| format!("`skills.{name}` must be a table"))?;
+        for (key, _) in entry.iter() {
+            if !SKILL_KEYS.contains(&key) {
+                return Err(format!("skills.{name}: unknown key `{key}` (expected {})", SKILL_KEYS.join(", ")));
+            }
+        }
+        let digest = entry
+            .get("digest")
+            .and_then(Item::as_str)
+            .filter(|d| d.len() == 64 && d.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)))
+            .ok_or_else(|| format!("skills.{name}: `digest` (64 lowercase hex digits) is missing"))?;
+        let allowed_tools = entry
+            .get("allowed_tools")
+            .and_then(Item::as_array)
+            .and_then(|a| a.iter().map(|v| v.as_str().map(str::to_owned)).collect::<Option<Vec<_>>>())
+            .ok_or_else(|| format!("skills.{name}: `allowed_tools` (a list of tool ids) is missing"))?;
+        let files = match entry.get("files") {
+            None => 0,
+            Some(i) => i
+                .as_integer()
+                .and_then(|n| usize::try_from(n).ok())
+                .ok_or_else(|| format!("skills.{name}: `files` must be a count"))?,
+        };
+        let facts = SkillFacts {
+            name: name.to_owned(),
+            digest: digest.to_owned(),
+            description: String::new(),
+            allowed_tools,
+            files,
+        };
+        skills.insert(name.to_owned(), facts);
+    }
+    Ok(skills)
+}
+
+/// One skill's table in the file.
+fn skill_entry(s: &SkillFacts, from: &str) -> Table {
+    let mut t = Table::new();
+    t["digest"] = value(&s.digest);
+    t["allowed_tools"] = Item::Value(s.allowed_tools.iter().map(String::as_str).collect::<Array>().into());
+    t["files"] = value(s.files as i64);
+    t["approved_from"] = value(from);
+    t
 }
 
 /// One tool's table in the file.
@@ -164,8 +235,9 @@ const HEADER: &str = "\
 # Approved tool contracts, for `bundle verify --baseline`. The format: the agent-bundle book,
 # reference/format.md, \"Baseline files\".
 # A write-capable, network, secret-using or destructive tool whose contract differs from the one
-# approved here is rejected (contract_drift). Review with `bundle diff`, then update entries with
-# `bundle baseline approve <THIS FILE> --from <BUNDLE|DIR> <TOOL_ID>...`.
+# approved here is rejected (contract_drift), and so is a new skill, or a skill whose
+# allowed-tools name a tool they did not name here. Review with `bundle diff`, then update with
+# `bundle baseline approve <THIS FILE> --from <BUNDLE|DIR> <TOOL_ID|skills/NAME>...`.
 ";
 
 /// The text of a baseline approving every tool of `agent`, sorted by tool id.
@@ -184,6 +256,16 @@ pub fn snapshot_text(agent: &AgentContracts) -> String {
         tools.insert(c.id(), Item::Table(entry(c, &agent.label())));
     }
     doc["tools"] = Item::Table(tools);
+    if !agent.skills.is_empty() {
+        let mut skills = Table::new();
+        skills.set_implicit(true);
+        let mut sorted: Vec<&SkillFacts> = agent.skills.iter().collect();
+        sorted.sort_by(|a, b| a.name.cmp(&b.name));
+        for s in sorted {
+            skills.insert(&s.name, Item::Table(skill_entry(s, &agent.label())));
+        }
+        doc["skills"] = Item::Table(skills);
+    }
     doc.to_string()
 }
 
@@ -237,41 +319,14 @@ pub fn approve(path: &Path, from: &AgentContracts, ids: &[String]) -> Result<Vec
         tools.set_implicit(true);
         doc["tools"] = Item::Table(tools);
     }
-    let tools = doc["tools"].as_table_mut().ok_or_else(|| invalid(path, "`tools` must be a table"))?;
     let mut done = Vec::new();
     for id in ids {
         if done.iter().any(|a: &Approval| &a.tool == id) {
             continue;
         }
-        let old = baseline.tools.get(id).map(|c| c.fingerprint.clone());
-        let approval = match from.get(id) {
-            Some(c) => {
-                let action = match &old {
-                    None => ApprovalAction::Added,
-                    Some(f) if *f == c.fingerprint => ApprovalAction::Unchanged,
-                    Some(_) => ApprovalAction::Updated,
-                };
-                if action != ApprovalAction::Unchanged {
-                    let mut fresh = entry(c, &from.label());
-                    if let Some(existing) = tools.get(id).and_then(Item::as_table) {
-                        *fresh.decor_mut() = existing.decor().clone();
-                        fresh.set_position(existing.position());
-                    }
-                    tools.insert(id, Item::Table(fresh));
-                }
-                Approval { tool: id.clone(), action, old, new: Some(c.fingerprint.clone()), risk: Some(c.risk) }
-            }
-            None if old.is_some() => {
-                tools.remove(id);
-                Approval { tool: id.clone(), action: ApprovalAction::Removed, old, new: None, risk: None }
-            }
-            None => {
-                return Err(BaselineError::Usage(format!(
-                    "tool `{id}` is neither in {} nor in {}",
-                    from.origin.display(),
-                    path.display()
-                )));
-            }
+        let approval = match id.strip_prefix(SKILL_PREFIX) {
+            Some(name) => approve_skill(&mut doc, &baseline, from, name, path)?,
+            None => approve_tool(&mut doc, &baseline, from, id, path)?,
         };
         done.push(approval);
     }
@@ -281,6 +336,85 @@ pub fn approve(path: &Path, from: &AgentContracts, ids: &[String]) -> Result<Vec
         target.write(doc.to_string().as_bytes()).map_err(crate::Error::from)?;
     }
     Ok(done)
+}
+
+/// Approves (or removes) one tool's entry in `doc`.
+fn approve_tool(
+    doc: &mut DocumentMut,
+    baseline: &Baseline,
+    from: &AgentContracts,
+    id: &str,
+    path: &Path,
+) -> Result<Approval, BaselineError> {
+    let tools = doc["tools"].as_table_mut().ok_or_else(|| invalid(path, "`tools` must be a table"))?;
+    let old = baseline.tools.get(id).map(|c| c.fingerprint.clone());
+    Ok(match from.get(id) {
+        Some(c) => {
+            let action = action(old.as_deref(), &c.fingerprint);
+            if action != ApprovalAction::Unchanged {
+                replace(tools, id, entry(c, &from.label()));
+            }
+            Approval { tool: id.to_owned(), action, old, new: Some(c.fingerprint.clone()), risk: Some(c.risk) }
+        }
+        None if old.is_some() => {
+            tools.remove(id);
+            Approval { tool: id.to_owned(), action: ApprovalAction::Removed, old, new: None, risk: None }
+        }
+        None => return Err(neither(&format!("tool `{id}`"), from, path)),
+    })
+}
+
+/// Approves (or removes) one skill's entry in `doc` (`[skills.<name>]`, made when missing).
+fn approve_skill(
+    doc: &mut DocumentMut,
+    baseline: &Baseline,
+    from: &AgentContracts,
+    name: &str,
+    path: &Path,
+) -> Result<Approval, BaselineError> {
+    let id = format!("{SKILL_PREFIX}{name}");
+    if !doc.contains_key("skills") {
+        let mut skills = Table::new();
+        skills.set_implicit(true);
+        doc["skills"] = Item::Table(skills);
+    }
+    let skills = doc["skills"].as_table_mut().ok_or_else(|| invalid(path, "`skills` must be a table"))?;
+    let old = baseline.skills.get(name).map(|s| s.digest.clone());
+    Ok(match from.skills.iter().find(|s| s.name == name) {
+        Some(s) => {
+            let action = action(old.as_deref(), &s.digest);
+            if action != ApprovalAction::Unchanged {
+                replace(skills, name, skill_entry(s, &from.label()));
+            }
+            Approval { tool: id, action, old, new: Some(s.digest.clone()), risk: None }
+        }
+        None if old.is_some() => {
+            skills.remove(name);
+            Approval { tool: id, action: ApprovalAction::Removed, old, new: None, risk: None }
+        }
+        None => return Err(neither(&format!("skill `{name}`"), from, path)),
+    })
+}
+
+fn action(old: Option<&str>, new: &str) -> ApprovalAction {
+    match old {
+        None => ApprovalAction::Added,
+        Some(f) if f == new => ApprovalAction::Unchanged,
+        Some(_) => ApprovalAction::Updated,
+    }
+}
+
+/// Puts `fresh` under `key`, where the old entry was (keeping its comments).
+fn replace(table: &mut Table, key: &str, mut fresh: Table) {
+    if let Some(existing) = table.get(key).and_then(Item::as_table) {
+        *fresh.decor_mut() = existing.decor().clone();
+        fresh.set_position(existing.position());
+    }
+    table.insert(key, Item::Table(fresh));
+}
+
+fn neither(what: &str, from: &AgentContracts, path: &Path) -> BaselineError {
+    BaselineError::Usage(format!("{what} is neither in {} nor in {}", from.origin.display(), path.display()))
 }
 
 fn check_agent(baseline: &Baseline, agent: &AgentContracts, path: &Path) -> Result<(), BaselineError> {
@@ -304,20 +438,29 @@ pub enum DriftStatus {
     New,
 }
 
-/// One tool whose contract is not the approved one.
+/// One tool whose contract is not the approved one, or one skill that is not the approved one.
 #[derive(Debug, Clone, Serialize)]
 pub struct Drift {
+    /// The tool id, or `skills/<name>` for a skill ([`SKILL_PREFIX`]).
     pub tool: String,
     pub status: DriftStatus,
     /// The approved and the current risk together: a read-only tool that becomes network is
-    /// judged as network.
+    /// judged as network. For a skill: the risk of the tools it may call, together.
     pub risk: Risk,
     /// Why the drift rejects (or why it only warns).
     pub reason: String,
+    /// The approved fingerprint (a skill's: its digest).
     pub approved: Option<String>,
     pub fingerprint: String,
     /// What changed since approval (for a new tool: that it was added).
     pub changes: Vec<Change>,
+}
+
+impl Drift {
+    /// Whether this is a skill's drift rather than a tool's.
+    pub fn is_skill(&self) -> bool {
+        self.tool.starts_with(SKILL_PREFIX)
+    }
 }
 
 /// What the comparison of one release with its baseline found.
@@ -325,9 +468,10 @@ pub struct Drift {
 pub struct Findings {
     /// Drift that rejects the release.
     pub drift: Vec<Drift>,
-    /// Drift of read-only tools: reported, not rejected.
+    /// Drift of read-only tools, and skill changes that are not widening: reported, not
+    /// rejected.
     pub warnings: Vec<Drift>,
-    /// Approved tools the release no longer has.
+    /// Approved tools (and `skills/<name>`) the release no longer has.
     pub missing: Vec<String>,
 }
 
@@ -337,17 +481,25 @@ impl Findings {
         if self.drift.is_empty() {
             return None;
         }
-        let n = self.drift.len();
+        let skills = self.drift.iter().filter(|d| d.is_skill()).count();
+        let tools = self.drift.len() - skills;
+        let counted = |n: usize, what: &str| format!("{n} {what}{}", if n == 1 { "" } else { "s" });
+        let what = match (tools, skills) {
+            (t, 0) => counted(t, "tool contract"),
+            (0, s) => counted(s, "skill"),
+            (t, s) => format!("{} and {}", counted(t, "tool contract"), counted(s, "skill")),
+        };
+        let verb = if self.drift.len() == 1 { "is" } else { "are" };
         let list: Vec<String> = self.drift.iter().map(|d| format!("{} ({})", d.tool, d.reason)).collect();
+        // The file named is where the first rejecting change is: tools.json, or the SKILL.md.
+        let file = match self.drift.first() {
+            Some(d) if d.is_skill() => format!("{}/{}", d.tool, crate::skill::FILE_NAME),
+            _ => crate::tools::FILE_NAME.to_owned(),
+        };
         Some(Rejection::new(
             Reason::ContractDrift,
-            Some(crate::tools::FILE_NAME),
-            format!(
-                "{n} tool contract{} not approved in {}: {}",
-                if n == 1 { " is" } else { "s are" },
-                baseline.display(),
-                list.join("; ")
-            ),
+            Some(&file),
+            format!("{what} {verb} not approved in {}: {}", baseline.display(), list.join("; ")),
         ))
     }
 }
@@ -391,5 +543,41 @@ pub fn judge(baseline: &Baseline, agent: &AgentContracts, path: &Path) -> Result
         if risk.is_read_only() && !moved { gate.warnings.push(drift) } else { gate.drift.push(drift) }
     }
     gate.missing = baseline.tools.keys().filter(|id| agent.get(id).is_none()).cloned().collect();
+    Ok(gate)
+}
+
+/// Compares a release with its approved baseline, its skills too: [`judge`], then each skill
+/// in `bundle diff`'s classes. A widening (a new skill, one whose `allowed-tools` names a tool
+/// it did not) rejects; other changes are warnings; an approved skill gone is noted.
+pub fn judge_release(baseline: &Baseline, agent: &AgentContracts, path: &Path) -> Result<Findings, BaselineError> {
+    let mut gate = judge(baseline, agent, path)?;
+    for s in &agent.skills {
+        let approved = baseline.skills.get(&s.name);
+        if approved.is_some_and(|a| a.digest == s.digest) {
+            continue;
+        }
+        let changes = compare_skills(approved.map(std::slice::from_ref).unwrap_or_default(), std::slice::from_ref(s));
+        let widening = changes.iter().any(|c| c.impact == Impact::Widening);
+        let risk = s.allowed_tools.iter().filter_map(|t| agent.get(t)).fold(Risk::default(), |r, c| r.union(c.risk));
+        let narrowed = changes.iter().any(|c| c.kind == super::changes::ChangeKind::SkillToolsNarrowed);
+        let reason = match approved {
+            None => "new skill",
+            Some(_) if widening => "allowed tools widened",
+            Some(_) if narrowed => "allowed tools narrowed",
+            Some(_) => "files changed",
+        };
+        let drift = Drift {
+            tool: format!("{SKILL_PREFIX}{}", s.name),
+            status: if approved.is_some() { DriftStatus::Changed } else { DriftStatus::New },
+            risk,
+            reason: reason.to_owned(),
+            approved: approved.map(|a| a.digest.clone()),
+            fingerprint: s.digest.clone(),
+            changes,
+        };
+        if widening { gate.drift.push(drift) } else { gate.warnings.push(drift) }
+    }
+    let gone = baseline.skills.keys().filter(|name| !agent.skills.iter().any(|s| &s.name == *name));
+    gate.missing.extend(gone.map(|name| format!("{SKILL_PREFIX}{name}")));
     Ok(gate)
 }

@@ -27,7 +27,7 @@ pub const PROTOCOL_VERSION: &str = "1.0";
 crate::codes::stable_codes! {
     /// Why `bundle verify --agent-card` refuses a card.
     pub enum CardReason;
-    CardMalformed => "card_malformed": "The agent card is not a JSON object of the A2A AgentCard shape, or too large or deep, or has no RFC 8785 form (a number that is not finite, an unpaired surrogate).",
+    CardMalformed => "card_malformed": "The agent card is not a JSON object of the A2A AgentCard shape, or too deep, repeats a key in an object, or has no RFC 8785 form (a number that is not finite, an unpaired surrogate).",
     CardUnsigned => "card_unsigned": "The agent card has no `signatures`.",
     CardSignatureMalformed => "card_signature_malformed": "No signature could be read: a `protected` header that is not base64url JSON, no `kid`, a `crit` or `b64` parameter (never understood), an unsupported `alg`.",
     CardUntrustedKey => "card_untrusted_key": "No signature is by a trusted key (matched by `kid`; a `jku` is never fetched).",
@@ -164,10 +164,22 @@ pub struct Protected {
     pub typ: String,
 }
 
-/// The `protected` and `signature` members of a new signature over `canonical`, signed by
-/// `sign` (raw Ed25519 over the JWS signing input).
-pub fn sign_eddsa<E>(canonical: &str, kid: &str, sign: impl FnOnce(&[u8]) -> Result<[u8; 64], E>) -> Result<Value, E> {
-    let header = Protected { alg: "EdDSA".into(), kid: kid.into(), typ: "JOSE".into() };
+/// The JWS algorithm of cards signed with an Ed25519 (minisign) key; kid = its key id.
+pub const EDDSA: &str = "EdDSA";
+/// The JWS algorithm of cards signed with a P-256 key: ECDSA with SHA-256, the signature
+/// `r || s` (RFC 7518 §3.4); kid = the key's RFC 7638 JWK thumbprint.
+pub const ES256: &str = "ES256";
+
+/// The `protected` and `signature` members of a new signature over `canonical` with `alg`,
+/// signed by `sign` (the raw signature over the JWS signing input: 64 bytes for both
+/// algorithms).
+pub fn sign_jws<E>(
+    canonical: &str,
+    alg: &str,
+    kid: &str,
+    sign: impl FnOnce(&[u8]) -> Result<[u8; 64], E>,
+) -> Result<Value, E> {
+    let header = Protected { alg: alg.into(), kid: kid.into(), typ: "JOSE".into() };
     let protected = URL_SAFE_NO_PAD.encode(serde_json::to_vec(&header).expect("header serialises"));
     let input = signing_input(&protected, canonical);
     let signature = sign(input.as_bytes())?;

@@ -10,8 +10,8 @@
 
 use std::path::Path;
 
-use p256::ecdsa::signature::Signer as _;
-use p256::ecdsa::{DerSignature, SigningKey, VerifyingKey};
+use p256::ecdsa::signature::{Signer as _, Verifier as _};
+use p256::ecdsa::{DerSignature, Signature, SigningKey, VerifyingKey};
 use p256::pkcs8::{DecodePrivateKey, DecodePublicKey, EncodePrivateKey, EncodePublicKey, LineEnding};
 use zeroize::Zeroizing;
 
@@ -78,6 +78,41 @@ pub fn sign(key: &SigningKey, message: &[u8]) -> Vec<u8> {
     signature.as_bytes().to_vec()
 }
 
+/// ECDSA P-256 with SHA-256 over `message` in the fixed-size form JWS `ES256` uses (RFC 7518
+/// §3.4): the 32-byte big-endian `r` then `s`.
+pub fn sign_raw(key: &SigningKey, message: &[u8]) -> [u8; 64] {
+    let signature: Signature = key.sign(message);
+    signature.to_bytes().into()
+}
+
+/// Whether `signature` (`r || s`, 64 bytes, as JWS `ES256` carries it) is `key`'s over
+/// `message`. A high `s` is accepted, as JOSE libraries make it (only the value matters).
+pub fn verify_raw(key: &VerifyingKey, message: &[u8], signature: &[u8]) -> bool {
+    Signature::from_slice(signature).is_ok_and(|s| key.verify(message, &s).is_ok())
+}
+
+/// The key's RFC 7638 JWK thumbprint: base64url (no padding) of the SHA-256 of
+/// `{"crv":"P-256","kty":"EC","x":...,"y":...}`. It depends on the key alone (not on how a
+/// PEM file wraps it), so any JOSE library finds the same id for the same key.
+pub fn jwk_thumbprint(key: &VerifyingKey) -> String {
+    use base64::Engine as _;
+    use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+    use sha2::{Digest as _, Sha256};
+    let point = key.to_encoded_point(false);
+    let (x, y) = (point.x().expect("an uncompressed point"), point.y().expect("an uncompressed point"));
+    let jwk = format!(
+        r#"{{"crv":"P-256","kty":"EC","x":"{}","y":"{}"}}"#,
+        URL_SAFE_NO_PAD.encode(x),
+        URL_SAFE_NO_PAD.encode(y)
+    );
+    URL_SAFE_NO_PAD.encode(Sha256::digest(jwk.as_bytes()))
+}
+
+/// Whether a key file's text is PEM (a P-256 key here) rather than a minisign key box.
+pub fn is_pem(text: &str) -> bool {
+    text.trim_start().starts_with("-----BEGIN ")
+}
+
 fn read(path: &Path) -> Result<Zeroizing<String>, P256Error> {
     let bytes = regular_file::read(path, MAX_KEY_FILE, Links::Follow)
         .map_err(|e| P256Error::Read { path: path.display().to_string(), why: e.into_io().to_string() })?;
@@ -91,7 +126,6 @@ fn read(path: &Path) -> Result<Zeroizing<String>, P256Error> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use p256::ecdsa::signature::Verifier as _;
 
     #[test]
     fn keys_round_trip_through_pem_and_signatures_are_deterministic() {
@@ -109,5 +143,19 @@ mod tests {
         assert!(public.verify(b"m", &parsed).is_ok());
         assert!(public.verify(b"n", &parsed).is_err());
         assert!(read_public(&dir.path().join("k.pem")).is_err());
+    }
+
+    #[test]
+    fn raw_signatures_verify_and_the_thumbprint_is_rfc_7638s() {
+        let key = generate().unwrap();
+        let raw = sign_raw(&key, b"m");
+        assert!(verify_raw(key.verifying_key(), b"m", &raw));
+        assert!(!verify_raw(key.verifying_key(), b"n", &raw));
+        assert!(!verify_raw(key.verifying_key(), b"m", &raw[..63]));
+        // RFC 7638 §3.1 hashes the members in this order, without whitespace: a thumbprint
+        // is 43 base64url characters (32 bytes).
+        let thumbprint = jwk_thumbprint(key.verifying_key());
+        assert_eq!(thumbprint.len(), 43);
+        assert_ne!(thumbprint, jwk_thumbprint(generate().unwrap().verifying_key()));
     }
 }

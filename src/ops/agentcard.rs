@@ -19,7 +19,7 @@ use crate::contract::{self, Contract, release};
 use crate::error::{Error, Result};
 pub use crate::formats::agent_card::CardReason as Reason;
 use crate::formats::agent_card::{self, BundleParams, CardFacts, CardReason, CardSkill, SkillParam, ToolParam};
-use crate::keys::Signer;
+use crate::keys::{Signer, SignerError, p256_key};
 use crate::limits::MAX_AGENT_CARD_BYTES;
 use crate::regular_file::{self, Links};
 use crate::sha256_read::Sha256Read;
@@ -70,6 +70,48 @@ impl From<Error> for CardFailure {
     }
 }
 
+/// The key a card is signed with.
+#[derive(Debug)]
+pub enum CardKey {
+    /// A minisign key (a file, an ssh-agent's, a token's): `EdDSA`, kid = its key id.
+    Minisign(Signer),
+    /// A P-256 key (`bundle keygen --kind p256`): `ES256`, kid = its RFC 7638 JWK thumbprint.
+    P256(p256::ecdsa::SigningKey),
+}
+
+impl CardKey {
+    /// The JWS `alg` of its signatures.
+    pub fn alg(&self) -> &'static str {
+        match self {
+            CardKey::Minisign(_) => agent_card::EDDSA,
+            CardKey::P256(_) => agent_card::ES256,
+        }
+    }
+
+    /// The JWS `kid` of its signatures.
+    pub fn kid(&self) -> String {
+        match self {
+            CardKey::Minisign(s) => s.public_key().key_id_hex(),
+            CardKey::P256(k) => p256_key::jwk_thumbprint(k.verifying_key()),
+        }
+    }
+
+    fn sign(&mut self, input: &[u8]) -> std::result::Result<[u8; 64], SignerError> {
+        match self {
+            CardKey::Minisign(s) => s.sign_ed25519(input),
+            CardKey::P256(k) => Ok(p256_key::sign_raw(k, input)),
+        }
+    }
+}
+
+/// The keys a card's signatures are checked against: minisign keys (`EdDSA`, and the bundle's
+/// signature when a bundle is given), P-256 public keys (`ES256`, trusted for every agent).
+#[derive(Debug, Clone, Default)]
+pub struct CardTrust {
+    pub keys: TrustedKeys,
+    pub p256: Vec<p256::ecdsa::VerifyingKey>,
+}
+
 /// The agent a card describes.
 struct Described {
     name: String,
@@ -82,7 +124,7 @@ struct Described {
 }
 
 /// Makes the signed card (JSON, pretty, with a final newline) and writes it to `opts.output`.
-pub fn make(input: &Path, opts: &CardOptions, signer: &mut Signer) -> std::result::Result<Made, CardFailure> {
+pub fn make(input: &Path, opts: &CardOptions, key: &mut CardKey) -> std::result::Result<Made, CardFailure> {
     let target = match &opts.output {
         Some(p) if p.exists() && !opts.force => {
             return Err(Error::Usage(format!("{} exists; add --force to overwrite it", p.display())).into());
@@ -94,9 +136,9 @@ pub fn make(input: &Path, opts: &CardOptions, signer: &mut Signer) -> std::resul
     let facts = facts(&d, opts);
     let mut card = agent_card::unsigned_card(&facts);
     let canonical = agent_card::canonical(&card).map_err(|e| Error::Usage(format!("cannot sign the card: {e}")))?;
-    let kid = signer.public_key().key_id_hex();
+    let kid = key.kid();
     let signature =
-        agent_card::sign_eddsa(&canonical, &kid, |input| signer.sign_ed25519(input)).map_err(Error::Signer)?;
+        agent_card::sign_jws(&canonical, key.alg(), &kid, |input| key.sign(input)).map_err(Error::Signer)?;
     card["signatures"] = Value::Array(vec![signature]);
     let text = serde_json::to_string_pretty(&card).expect("a card serialises") + "\n";
     if let Some(t) = target {
@@ -240,7 +282,7 @@ pub struct CardRejection {
 /// Checks a card offline: at least one signature by a trusted key that verifies over the
 /// canonical form; with `bundle`, the bundle's signature by a trusted key too, and the card's
 /// extension naming exactly that bundle.
-pub fn verify_card(card_path: &Path, bundle: Option<&Path>, keys: &TrustedKeys) -> Result<CardVerdict> {
+pub fn verify_card(card_path: &Path, bundle: Option<&Path>, trust: &CardTrust) -> Result<CardVerdict> {
     let bytes = regular_file::read(card_path, MAX_AGENT_CARD_BYTES, Links::Follow)
         .map_err(|e| Error::io(card_path, e.into_io()))?;
     let mut verdict = CardVerdict {
@@ -254,6 +296,13 @@ pub fn verify_card(card_path: &Path, bundle: Option<&Path>, keys: &TrustedKeys) 
     let reject = |v: &mut CardVerdict, reason, message: String| {
         v.rejection.get_or_insert(CardRejection { reason, message });
     };
+    // One value per key at every depth: readers that keep the first of two equal keys would
+    // see another card than the one whose signature verified (crate::signed_json).
+    if let Some(path) = crate::signed_json::repeated_key(&bytes) {
+        let message = format!("the key {path} appears twice (a signed card has one value per key)");
+        reject(&mut verdict, CardReason::CardMalformed, message);
+        return Ok(verdict);
+    }
     let card: Value = match serde_json::from_slice(&bytes) {
         Ok(v @ Value::Object(_)) => v,
         Ok(_) => {
@@ -266,7 +315,7 @@ pub fn verify_card(card_path: &Path, bundle: Option<&Path>, keys: &TrustedKeys) 
         }
     };
     verdict.name = card.get("name").and_then(Value::as_str).map(str::to_owned);
-    judge_signatures(&card, keys, &mut verdict);
+    judge_signatures(&card, trust, &mut verdict);
     if let Some(b) = bundle.filter(|b| b.is_dir()) {
         return Err(Error::Usage(format!(
             "{}: --agent-card is checked against a bundle file, not a folder",
@@ -276,12 +325,12 @@ pub fn verify_card(card_path: &Path, bundle: Option<&Path>, keys: &TrustedKeys) 
     if verdict.rejection.is_none()
         && let Some(bundle) = bundle
     {
-        judge_bundle(&card, bundle, keys, &mut verdict)?;
+        judge_bundle(&card, bundle, &trust.keys, &mut verdict)?;
     }
     Ok(verdict)
 }
 
-fn judge_signatures(card: &Value, keys: &TrustedKeys, verdict: &mut CardVerdict) {
+fn judge_signatures(card: &Value, trust: &CardTrust, verdict: &mut CardVerdict) {
     let entries = match card.get("signatures") {
         Some(Value::Array(s)) if !s.is_empty() => s.clone(),
         _ => {
@@ -305,9 +354,11 @@ fn judge_signatures(card: &Value, keys: &TrustedKeys, verdict: &mut CardVerdict)
             Ok(sig) => {
                 v.kid = Some(sig.kid.clone());
                 v.alg = Some(sig.alg.clone());
-                (v.status, v.message) = judge_one(&sig, &canonical, keys, agent.as_deref());
+                (v.status, v.message) = judge_one(&sig, &canonical, trust, agent.as_deref());
                 if v.status == "valid" && verdict.key_id.is_none() {
-                    verdict.key_id = Some(sig.kid.to_ascii_uppercase());
+                    // Minisign key ids are shown in uppercase hex; a thumbprint is as written.
+                    let eddsa = sig.alg == agent_card::EDDSA;
+                    verdict.key_id = Some(if eddsa { sig.kid.to_ascii_uppercase() } else { sig.kid.clone() });
                 }
             }
         }
@@ -328,36 +379,53 @@ fn judge_signatures(card: &Value, keys: &TrustedKeys, verdict: &mut CardVerdict)
 fn judge_one(
     sig: &agent_card::ReadSignature,
     canonical: &str,
-    keys: &TrustedKeys,
+    trust: &CardTrust,
     agent: Option<&str>,
 ) -> (&'static str, String) {
-    if sig.alg != "EdDSA" {
-        return (
-            CardReason::CardSignatureMalformed.as_str(),
-            format!("alg `{}` is not supported here (EdDSA with Ed25519 keys is)", sig.alg),
-        );
-    }
-    let Ok(signature) = <[u8; 64]>::try_from(sig.signature.as_slice()) else {
-        return (CardReason::CardSignatureMalformed.as_str(), "an Ed25519 signature is 64 bytes".into());
-    };
+    let malformed = |m: String| (CardReason::CardSignatureMalformed.as_str(), m);
     let jku = sig.jku.as_ref().map(|u| format!(" (its jku {u} was not fetched)")).unwrap_or_default();
-    let trusted: Vec<_> = keys.keys.iter().filter(|k| k.key.key_id_hex().eq_ignore_ascii_case(&sig.kid)).collect();
-    if trusted.is_empty() {
-        return (CardReason::CardUntrustedKey.as_str(), format!("kid {} is not a trusted key{jku}", sig.kid));
-    }
+    let untrusted = || (CardReason::CardUntrustedKey.as_str(), format!("kid {} is not a trusted key{jku}", sig.kid));
     let input = agent_card::signing_input(&sig.protected, canonical);
-    for k in &trusted {
-        if k.key.verify_ed25519(input.as_bytes(), &signature) {
-            if let Some(agent) = agent
-                && !k.may_sign(agent)
-            {
-                return (
-                    CardReason::CardUntrustedKey.as_str(),
-                    format!("key {} is trusted, but not for agent `{agent}`", sig.kid),
-                );
+    let verified = match sig.alg.as_str() {
+        agent_card::EDDSA => {
+            let Ok(signature) = <[u8; 64]>::try_from(sig.signature.as_slice()) else {
+                return malformed("an Ed25519 signature is 64 bytes".into());
+            };
+            let trusted: Vec<_> =
+                trust.keys.keys.iter().filter(|k| k.key.key_id_hex().eq_ignore_ascii_case(&sig.kid)).collect();
+            if trusted.is_empty() {
+                return untrusted();
             }
-            return ("valid", format!("valid, by trusted key {}", sig.kid));
+            match trusted.iter().find(|k| k.key.verify_ed25519(input.as_bytes(), &signature)) {
+                Some(k) if agent.is_some_and(|a| !k.may_sign(a)) => {
+                    return (
+                        CardReason::CardUntrustedKey.as_str(),
+                        format!("key {} is trusted, but not for agent `{}`", sig.kid, agent.unwrap_or_default()),
+                    );
+                }
+                found => found.is_some(),
+            }
         }
+        agent_card::ES256 => {
+            if sig.signature.len() != 64 {
+                return malformed("an ES256 signature is 64 bytes (r || s, RFC 7518 §3.4), not DER".into());
+            }
+            let trusted: Vec<_> = trust.p256.iter().filter(|k| p256_key::jwk_thumbprint(k) == sig.kid).collect();
+            if trusted.is_empty() {
+                return untrusted();
+            }
+            trusted.iter().any(|k| p256_key::verify_raw(k, input.as_bytes(), &sig.signature))
+        }
+        other => {
+            return malformed(format!(
+                "alg `{other}` is not supported here ({} with Ed25519 keys and {} with P-256 keys are)",
+                agent_card::EDDSA,
+                agent_card::ES256
+            ));
+        }
+    };
+    if verified {
+        return ("valid", format!("valid, by trusted key {}", sig.kid));
     }
     (
         CardReason::CardBadSignature.as_str(),

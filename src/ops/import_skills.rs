@@ -8,6 +8,7 @@
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
+use crate::agent::skills::Callable;
 use crate::agent::{LockOutcome, lock_agent};
 use crate::diagnostic::{Code, Diagnostic, Report, Source};
 use crate::error::{Error, Result};
@@ -44,12 +45,12 @@ pub fn import_skills(inputs: &[PathBuf], agent_dir: &Path, force: bool) -> Resul
             agent_dir.display()
         )));
     }
-    let ids = tool_ids(agent_dir)?;
+    let callable = callable(agent_dir)?;
     let mut out = SkillsImport::default();
     let mut staged = Vec::new();
     let mut names = BTreeSet::new();
     for folder in inputs.iter().flat_map(|i| skill_folders(i)).collect::<Result<Vec<_>>>()? {
-        let Some(s) = stage(&folder, &ids, &mut out.report)? else { continue };
+        let Some(s) = stage(&folder, &callable, &mut out.report)? else { continue };
         let target = agent_dir.join(skill::DIR).join(&s.name);
         if !names.insert(s.name.clone()) {
             out.report.push(Diagnostic::error(
@@ -78,27 +79,36 @@ pub fn import_skills(inputs: &[PathBuf], agent_dir: &Path, force: bool) -> Resul
         install(s, &root)?;
     }
     let mut diags = Vec::new();
-    let check = crate::agent::skills::check(
-        agent_dir,
-        "",
-        Some(&ids.iter().map(String::as_str).collect()),
-        &mut Report::default(),
-        &mut diags,
-    );
+    let check = crate::agent::skills::check(agent_dir, "", Some(&callable), &mut Report::default(), &mut diags);
     out.imported = check.into_iter().filter(|f| names.contains(&f.name)).collect();
     out.lock = Some(lock_agent(agent_dir));
     Ok(out)
 }
 
-/// The ids of the agent's tools.json (the allowed tools a skill may name).
-fn tool_ids(agent_dir: &Path) -> Result<BTreeSet<String>> {
+/// What a skill may name: the ids of the agent's tools.json, and the tools of its pinned MCP
+/// servers (a pin that cannot be read adds none; `bundle check` reports it).
+fn callable(agent_dir: &Path) -> Result<Callable> {
     let path = agent_dir.join(tools::FILE_NAME);
     let text = regular_file::read_to_string(&path, crate::limits::MAX_JSON_BYTES, Links::Refuse)
         .map_err(|e| Error::io(&path, e.into_io()))?;
     let file: tools::ToolsFile = serde_json::from_str(&text).map_err(|e| {
         Error::Usage(format!("{}: not a valid tools.json ({e}); run `bundle check` and fix it first", path.display()))
     })?;
-    Ok(file.tools.into_iter().map(|t| t.id).collect())
+    let read = |f: &str| regular_file::read(&agent_dir.join(f), crate::limits::MAX_IMPORT_BYTES, Links::Refuse).ok();
+    let manifest_path = agent_dir.join(manifest::FILE_NAME);
+    let pins = regular_file::read_to_string(&manifest_path, crate::limits::MAX_MANIFEST_BYTES, Links::Refuse)
+        .ok()
+        .and_then(|text| manifest::parse(&Source::new(manifest::FILE_NAME, text), &mut Vec::new()))
+        .map(|m| {
+            let pinned = m.pins.iter().filter_map(|(file, pin)| Some((file, pin.mcp_server()?)));
+            pinned
+                .filter_map(|(file, server)| {
+                    crate::formats::mcp_pin::parse(&read(file)?).ok().filter(|p| p.server == server)
+                })
+                .collect::<Vec<_>>()
+        })
+        .unwrap_or_default();
+    Ok(Callable::new(file.tools.iter().map(|t| t.id.as_str()), &pins))
 }
 
 /// `dir` itself when it holds a SKILL.md, else each sub-folder of it (sorted).
@@ -120,7 +130,7 @@ fn skill_folders(dir: &Path) -> Vec<Result<PathBuf>> {
 }
 
 /// Checks one skill folder; `None` when it has errors (reported).
-fn stage(folder: &Path, ids: &BTreeSet<String>, report: &mut Report) -> Result<Option<Staged>> {
+fn stage(folder: &Path, callable: &Callable, report: &mut Report) -> Result<Option<Staged>> {
     let shown = folder.display().to_string();
     let name = folder.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
     let md = folder.join(skill::FILE_NAME);
@@ -153,20 +163,7 @@ fn stage(folder: &Path, ids: &BTreeSet<String>, report: &mut Report) -> Result<O
     let before = report.diagnostics.iter().filter(|d| d.is_error()).count();
     let mut diags = Vec::new();
     if let Some(doc) = skill::parse(&source, &name, &mut diags) {
-        for (tool, span) in &doc.allowed_tools {
-            if !ids.contains(tool) {
-                diags.push(
-                    Diagnostic::error(
-                        Code::UnknownAllowedTool,
-                        &source.name,
-                        format!("allowed tool `{tool}` is not a tool of the agent's tools.json"),
-                    )
-                    .at_path("allowed-tools")
-                    .at_span(&source, span.clone())
-                    .with_help("add the tool to the agent first, or remove it from allowed-tools"),
-                );
-            }
-        }
+        crate::agent::skills::check_allowed(&source, &doc, callable, &mut diags);
     }
     report.diagnostics.extend(diags);
     let files = list_files(folder, &shown, report);

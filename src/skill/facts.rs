@@ -20,7 +20,8 @@ pub struct SkillFacts {
     /// BLAKE3 over the skill's files (module docs).
     pub digest: String,
     pub description: String,
-    /// The tools.json ids its `allowed-tools` names, in file order.
+    /// What its `allowed-tools` names, in file order: tools.json ids, and pinned MCP tools as
+    /// `mcp__<server>__<tool>`.
     pub allowed_tools: Vec<String>,
     /// How many files the skill folder holds (SKILL.md included).
     pub files: usize,

@@ -48,6 +48,15 @@ impl SkillDoc {
     }
 }
 
+/// How `allowed-tools` names a tool of an MCP server pinned in the agent (manifest.toml
+/// `[pins]`, `format = "mcp"`): `mcp__<server>__<tool>`, the name Claude Code gives MCP tools
+/// in its permission rules (the Agent Skills specification leaves tool names to clients).
+/// Each tool is named on its own: a whole server (`mcp__<server>`, `mcp__<server>__*`) would
+/// allow whatever the server serves next, which no pin can vouch for.
+pub const MCP_PREFIX: &str = "mcp__";
+/// Between the server's name and the tool's in an [`MCP_PREFIX`] name.
+pub const MCP_SEPARATOR: &str = "__";
+
 /// Whether a bundle path is a skill's SKILL.md (`skills/<name>/SKILL.md`): what verify holds.
 pub fn is_skill_md(path: &str) -> bool {
     let mut parts = path.split('/');
@@ -278,18 +287,35 @@ fn allowed_tools(
             return Vec::new();
         }
     };
+    // Point at each name where it is written (on the key's line or below it), in file order:
+    // a name found as a whole word after the one before it (`mcp__a` inside `mcp__a__b` is not).
+    let end = start + yaml.len();
+    let mut from = at.start.min(source.text.len());
     names
         .into_iter()
         .map(|n| {
-            // Point at the name itself when it is written on the key's line or below it.
-            let from = at.start.min(source.text.len());
-            let span = source.text[from..]
-                .find(n.as_str())
-                .filter(|i| from + i < start + yaml.len())
-                .map_or(at.clone(), |i| from + i..from + i + n.len());
-            (n, span)
+            let span = whole_word(&source.text[..end.min(source.text.len())], from, &n);
+            if let Some(span) = &span {
+                from = span.end;
+            }
+            (n, span.unwrap_or_else(|| at.clone()))
         })
         .collect()
+}
+
+/// Where `word` is next written in `text` from byte `from` on, not as part of a longer name.
+fn whole_word(text: &str, mut from: usize, word: &str) -> Option<Range<usize>> {
+    let part_of_name = |c: char| !(c.is_whitespace() || matches!(c, ',' | '"' | '\'' | '[' | ']'));
+    while let Some(i) = text.get(from..)?.find(word) {
+        let (s, e) = (from + i, from + i + word.len());
+        let before = text[..s].chars().next_back().is_some_and(part_of_name);
+        let after = text[e..].chars().next().is_some_and(part_of_name);
+        if !before && !after {
+            return Some(s..e);
+        }
+        from = e;
+    }
+    None
 }
 
 /// Where `key:` is written at the start of a line of the front matter (block style), as a byte
@@ -363,6 +389,22 @@ mod tests {
         let (doc, diags) = parse_text("---\nname: x\ndescription: Does x.\nallowed-tools: a b.c\n---\n# X\n", "x");
         assert!(diags.is_empty(), "{diags:?}");
         assert_eq!(doc.unwrap().allowed_tool_names(), ["a", "b.c"]);
+    }
+
+    #[test]
+    fn each_allowed_tool_points_at_itself_not_at_a_longer_name() {
+        let text = "---\nname: x\ndescription: D.\nallowed-tools: mcp__a__b mcp__a b b\n---\n";
+        let (doc, _) = parse_text(text, "x");
+        let spans: Vec<_> = doc.unwrap().allowed_tools.into_iter().map(|(n, r)| (n, &text[r])).collect();
+        let at = |n: &str| text.find(&format!("{n}\n")).or_else(|| text.find(&format!("{n} "))).unwrap();
+        assert_eq!(
+            spans,
+            [("mcp__a__b".into(), "mcp__a__b"), ("mcp__a".into(), "mcp__a"), ("b".into(), "b"), ("b".into(), "b")]
+        );
+        let doc = parse_text(text, "x").0.unwrap();
+        let starts: Vec<usize> = doc.allowed_tools.iter().map(|(_, r)| r.start).collect();
+        assert_eq!(starts[1], at("mcp__a"));
+        assert!(starts[2] < starts[3], "the second `b` is the second one written");
     }
 
     #[test]

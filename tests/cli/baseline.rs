@@ -374,3 +374,119 @@ fn snapshot_writes_to_baselines_beside_agents_and_never_into_an_agent_folder() {
     assert_run_snapshot!(out);
     env.run(&["check", "repo/agents/mailer", "solo"]).expect_code(0);
 }
+
+/// The mailer at `version` with the skills of testdata/skills named, in folder `dir`, packed
+/// to `<dir>.agent.bundle`; `edit` changes a SKILL.md's text before packing.
+fn mailer_with_skills(env: &Env, dir: &str, version: &str, skills: &[&str], edit: &[(&str, &str, &str)]) -> String {
+    let agent = env.copy("agents/mailer", dir);
+    set_version(&agent, version);
+    for s in skills {
+        crate::support::copy_dir(&crate::support::testdata(&format!("skills/{s}")), &agent.join("skills").join(s));
+    }
+    for (skill, from, to) in edit {
+        let md = agent.join("skills").join(skill).join("SKILL.md");
+        let text = std::fs::read_to_string(&md).unwrap();
+        assert!(text.contains(from), "{from}");
+        std::fs::write(&md, text.replacen(from, to, 1)).unwrap();
+    }
+    let out = format!("{dir}.agent.bundle");
+    env.pack(dir, &out).expect_code(0);
+    out
+}
+
+/// The gate holds skills in `bundle diff`'s classes: a skill whose `allowed-tools` widen is
+/// refused like a tool contract change until approved (`baseline approve ... skills/NAME`); a
+/// narrowing or a changed text is a warning; a new skill is refused; a removed one is noted.
+#[test]
+fn a_skill_whose_allowed_tools_widen_is_held_by_the_gate_until_approved() {
+    let env = Env::new();
+    let temp = env.path();
+    let drafting = ("reply-drafting", "---\n\nDraft", "allowed-tools: mail.draft_render\n---\n\nDraft");
+    let v1 = mailer_with_skills(&env, "v1", "1.0.0", &["reply-drafting"], &[drafting]);
+    bundle_snapshot!(
+        "skills_gate_1_snapshot",
+        in_env(&env, &["baseline", "snapshot", &v1, "-o", "approved.toml"]),
+        [temp]
+    );
+    let file = std::fs::read_to_string(env.path().join("approved.toml")).unwrap();
+    assert!(file.contains("[skills.reply-drafting]") && file.contains(r#"allowed_tools = ["mail.draft_render"]"#));
+    verify(&env, &v1, "approved.toml", &[]).expect_code(0);
+
+    // v2: the skill may now also send mail.
+    let wider =
+        ("reply-drafting", "allowed-tools: mail.draft_render", "allowed-tools: mail.draft_render mail.smtp_send");
+    let v2 = mailer_with_skills(&env, "v2", "1.1.0", &["reply-drafting"], &[drafting, wider]);
+    let pubkey = key("test.pub");
+    bundle_snapshot!(
+        "skills_gate_2_widened",
+        in_env(&env, &["verify", &v2, "--key", &pubkey, "--baseline", "approved.toml"]),
+        [temp]
+    );
+    let out = verify(&env, &v2, "approved.toml", &["--format", "json"]);
+    out.expect_code(1);
+    let j = out.json();
+    assert_eq!(j["code"], "contract_drift");
+    assert_eq!(j["path"], "skills/reply-drafting/SKILL.md");
+    let drift = &j["baseline"]["drift"][0];
+    assert_eq!(drift["tool"], "skills/reply-drafting");
+    // The gate's classes are diff's, change for change.
+    let kinds = |changes: &Value| -> Vec<(String, String)> {
+        changes
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| (c["kind"].as_str().unwrap().to_owned(), c["impact"].as_str().unwrap().to_owned()))
+            .collect()
+    };
+    let diff = env.run(&["diff", &v1, &v2, "--format", "json"]);
+    assert_eq!(kinds(&drift["changes"]), kinds(&diff.json()["changes"]));
+    assert!(kinds(&drift["changes"]).contains(&("skill_tools_widened".into(), "widening".into())));
+
+    bundle_snapshot!(
+        "skills_gate_3_approve",
+        in_env(&env, &["baseline", "approve", "approved.toml", "--from", &v2, "skills/reply-drafting"]),
+        [temp]
+    );
+    verify(&env, &v2, "approved.toml", &[]).expect_code(0);
+
+    // v3: narrowed back, and another skill added; v4: the skill removed.
+    let v3 = mailer_with_skills(&env, "v3", "1.2.0", &["reply-drafting", "pdf-report"], &[drafting]);
+    bundle_snapshot!(
+        "skills_gate_4_narrowed_and_added",
+        in_env(&env, &["verify", &v3, "--key", &pubkey, "--baseline", "approved.toml"]),
+        [temp]
+    );
+    let v4 = mailer_with_skills(&env, "v4", "1.3.0", &[], &[]);
+    bundle_snapshot!(
+        "skills_gate_5_removed",
+        in_env(&env, &["verify", &v4, "--key", &pubkey, "--baseline", "approved.toml"]),
+        [temp]
+    );
+    // An unknown skill is refused, like an unknown tool.
+    let run = env.run(&["baseline", "approve", "approved.toml", "--from", &v2, "skills/nope"]);
+    run.expect_code(2);
+    assert!(run.stderr.contains("skill `nope` is neither in"), "{}", run.stderr);
+}
+
+#[test]
+fn a_baseline_with_a_malformed_skill_entry_is_refused_as_a_whole() {
+    let env = Env::new();
+    let v1 = mailer_with_skills(&env, "v1", "1.0.0", &["reply-drafting"], &[]);
+    env.run(&["baseline", "snapshot", &v1, "-o", "approved.toml"]).expect_code(0);
+    let file = std::fs::read_to_string(env.path().join("approved.toml")).unwrap();
+    let digest = file.split("digest = \"").nth(1).unwrap()[..64].to_owned();
+    for (case, from, to, says) in [
+        ("short digest", digest.as_str(), "abc", "`digest` (64 lowercase hex digits) is missing"),
+        ("upper-case digest", digest.as_str(), &digest.to_uppercase(), "`digest` (64 lowercase hex digits)"),
+        ("unknown key", "files = ", "risk = 1\nfiles = ", "unknown key `risk`"),
+        ("bad name", "[skills.reply-drafting]", "[skills.Reply]", "not a skill name"),
+        ("tools not a list", "allowed_tools = []", "allowed_tools = \"x\"", "`allowed_tools` (a list of tool ids)"),
+        ("negative files", "files = 1", "files = -1", "`files` must be a count"),
+    ] {
+        assert!(file.contains(from), "{case}: {from}");
+        std::fs::write(env.path().join("bad.toml"), file.replacen(from, to, 1)).unwrap();
+        let run = verify(&env, &v1, "bad.toml", &[]);
+        run.expect_code(2);
+        assert!(run.stderr.contains(says), "{case}: {}", run.stderr);
+    }
+}

@@ -141,6 +141,27 @@ fn import_from_mcpb_carries_full_definitions_from_a_static_tools_list() {
     run.expect_code(0);
     let tool = &run.json()["document"]["tools"][0];
     assert_eq!(tool["input_schema"]["required"], serde_json::json!(["city"]));
+    // The same tools/list served by the server and imported with `--from mcp` gives the same
+    // tools.json tool, so the same contract fingerprint: the bundle's static response is read
+    // as the server's answer, nothing lost or added on the way.
+    let list = r#"{"jsonrpc": "2.0", "id": 1, "result": {"tools": [
+        {"name": "get_forecast", "description": "Forecast for a city",
+         "inputSchema": {"type": "object", "properties": {"city": {"type": "string", "minLength": 1}}, "required": ["city"]},
+         "annotations": {"readOnlyHint": true, "openWorldHint": true}}]}}"#;
+    std::fs::write(env.path().join("list.json"), list).unwrap();
+    let served = env.run(&[
+        "import",
+        "--from",
+        "mcp",
+        "list.json",
+        "--http",
+        "POST",
+        "https://mcp.example/{tool}",
+        "--format",
+        "json",
+    ]);
+    served.expect_code(0);
+    assert_eq!(&served.json()["document"]["tools"][0], tool);
 }
 
 /// A ZIP of stored entries, written by hand: `(name, bytes, declared size)`; the CRC is right
@@ -240,4 +261,60 @@ fn hostile_mcp_bundles_are_refused_with_a_code_and_nothing_is_extracted() {
     let only: Vec<_> = std::fs::read_dir(env.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
     assert_eq!(only.len(), cases.len(), "nothing was extracted: {only:?}");
     insta::assert_snapshot!(shown(&mut in_env(&env, &["inspect", "badkey.mcpb"]), &[env.path()]));
+}
+
+/// More hostile shapes, each within its documented cap (reference/limits): a manifest.json over
+/// 4 MiB, nested too deep, with a repeated key; compression methods the reader does not take
+/// (bzip2, LZMA: only stored and deflate); a symbolic link; more than 100 000 entries. The
+/// ZIPs that need other methods or attributes are written with Python's zipfile.
+#[test]
+fn hostile_mcp_bundles_beyond_the_first_shapes_are_refused_with_their_codes() {
+    let env = Env::new();
+    let m = MANIFEST.trim_end().trim_end_matches('}');
+    let big = format!("{m}, \"pad\": \"{}\"}}", "x".repeat(5 << 20));
+    let deep = format!("{m}, \"pad\": {}{}}}", "[".repeat(300), "]".repeat(300));
+    let twice = MANIFEST.replacen("\"name\": \"weather-tools\"", "\"name\": \"evil\", \"name\": \"weather-tools\"", 1);
+    assert_ne!(twice, MANIFEST);
+    for (name, text) in [("big.mcpb", &big), ("deep.mcpb", &deep), ("twice.mcpb", &twice)] {
+        std::fs::write(env.path().join(name), stored_zip(&[("manifest.json", text.as_bytes(), text.len() as u32)]))
+            .unwrap();
+    }
+    std::fs::write(env.path().join("manifest.json"), MANIFEST).unwrap();
+    let script = r#"
+import sys, zipfile
+m = open("manifest.json", encoding="utf-8").read()
+for name, method in (("bzip2.mcpb", zipfile.ZIP_BZIP2), ("lzma.mcpb", zipfile.ZIP_LZMA)):
+    with zipfile.ZipFile(name, "w", method) as z:
+        z.writestr("manifest.json", m)
+link = zipfile.ZipInfo("server/link")
+link.external_attr = 0o120777 << 16
+with zipfile.ZipFile("link.mcpb", "w") as z:
+    z.writestr("manifest.json", m)
+    z.writestr(link, "/etc/passwd")
+with zipfile.ZipFile("many.mcpb", "w", zipfile.ZIP_STORED) as z:
+    z.writestr("manifest.json", m)
+    for i in range(100_001):
+        z.writestr(f"d/{i}", b"")
+"#;
+    let out = Command::new("python3").args(["-c", script]).current_dir(env.path()).output().expect("python3");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    for (name, code, says) in [
+        ("big.mcpb", "limit_exceeded", "larger than 4194304 bytes"),
+        ("deep.mcpb", "limit_exceeded", "nested more than 64 deep"),
+        ("twice.mcpb", "duplicate_key", "duplicate key `name`"),
+        ("bzip2.mcpb", "invalid_import", "compression method not supported"),
+        ("lzma.mcpb", "invalid_import", "compression method not supported"),
+        ("link.mcpb", "unsafe_path", "symbolic link"),
+        ("many.mcpb", "limit_exceeded", "100000"),
+    ] {
+        let run = env.run(&["inspect", name, "--format", "json"]);
+        run.expect_code(1);
+        let diags = run.json()["diagnostics"].clone();
+        let found = diags.as_array().unwrap().iter().any(|d| {
+            d["code"] == code
+                && d["message"].as_str().unwrap().replace(['_', ' '], "").contains(&says.replace(['_', ' '], ""))
+        });
+        assert!(found, "{name}: {diags}");
+        env.run(&["import", "--from", "mcpb", name, "--exec", "/opt/x"]).expect_code(1);
+    }
 }

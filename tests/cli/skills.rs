@@ -145,3 +145,158 @@ fn diff_holds_a_wider_allowed_tools_as_a_widening() {
     let kinds: Vec<&str> = doc["skills"].as_array().unwrap().iter().map(|c| c["kind"].as_str().unwrap()).collect();
     assert_eq!(kinds, ["skill_tools_widened", "skill_changed", "skill_removed"]);
 }
+
+/// An agent with the weather MCP server pinned (pins/weather.mcp.json, one tool `get_weather`)
+/// and a skill `forecast` whose allowed-tools is `allowed`.
+fn weather_agent_with_skill(env: &Env, allowed: &str) -> std::path::PathBuf {
+    env.run(&["init", "agent"]).expect_code(0);
+    let file = testdata("import/mcp/tools-list-response.json").display().to_string();
+    let exec = ["--exec", "/opt/bin/mcp-call", "--arg", "{tool}"];
+    let mut args = vec!["import", "--from", "mcp", &file, "--pin", "--server", "weather", "-o", "agent/tools.json"];
+    args.extend_from_slice(&["--force"]);
+    args.extend_from_slice(&exec);
+    env.run(&args).expect_code(0);
+    let agent = env.path().join("agent");
+    let skill = agent.join("skills/forecast");
+    std::fs::create_dir_all(&skill).unwrap();
+    std::fs::write(
+        skill.join("SKILL.md"),
+        format!(
+            "---\nname: forecast\ndescription: Tell the forecast.\nallowed-tools: {allowed}\n---\n\nAsk the server.\n"
+        ),
+    )
+    .unwrap();
+    agent
+}
+
+/// `allowed-tools` names a tool of a pinned MCP server as Claude Code names MCP tools,
+/// `mcp__<server>__<tool>`; check holds each such name to the pin, and refuses a whole server.
+#[test]
+fn allowed_tools_may_name_a_pinned_mcp_tool_as_mcp_server_tool() {
+    let env = Env::new();
+    weather_agent_with_skill(&env, "mcp__weather__get_weather");
+    env.run(&["lock", "agent"]).expect_code(0);
+    env.run(&["check", "agent"]).expect_code(0);
+    env.pack("agent", "a.agent.bundle").expect_code(0);
+    let run = env.run(&["inspect", "a.agent.bundle", "--format", "json"]);
+    assert_eq!(run.json()["skills"][0]["allowed_tools"], serde_json::json!(["mcp__weather__get_weather"]));
+
+    let env = Env::new();
+    weather_agent_with_skill(
+        &env,
+        "mcp__weather__get_wether mcp__weather__* mcp__weather mcp__github__create_issue mcp__weather__delete_all",
+    );
+    // Lock refuses the agent; check says why (and that it is not locked).
+    env.run(&["lock", "agent"]).expect_code(1);
+    insta::assert_snapshot!(shown(&mut in_env(&env, &["check", "agent"]), &[env.path()]));
+}
+
+#[test]
+fn an_mcp_allowed_tool_without_a_pinned_server_is_refused_with_how_to_pin_it() {
+    let env = Env::new();
+    let agent = mailer_with(&env, &[]);
+    let skill = agent.join("skills/issues");
+    std::fs::create_dir_all(&skill).unwrap();
+    std::fs::write(
+        skill.join("SKILL.md"),
+        "---\nname: issues\ndescription: File issues.\nallowed-tools: mcp__github__create_issue\n---\n",
+    )
+    .unwrap();
+    let run = env.run(&["check", "mailer", "--format", "json"]);
+    run.expect_code(1);
+    let d = run.json()["diagnostics"].as_array().unwrap().iter().find(|d| d["code"] == "unknown_allowed_tool").cloned();
+    let d = d.expect("unknown_allowed_tool");
+    assert!(d["message"].as_str().unwrap().contains("pins no MCP server"), "{d}");
+    assert_eq!((d["line"].as_u64(), d["column"].as_u64()), (Some(4), Some(16)));
+}
+
+#[test]
+fn import_from_skills_accepts_a_skill_that_names_a_pinned_mcp_tool() {
+    let env = Env::new();
+    weather_agent_with_skill(&env, "mcp__weather__get_weather");
+    env.run(&["lock", "agent"]).expect_code(0);
+    let from = env.path().join("incoming/forecast-too");
+    std::fs::create_dir_all(&from).unwrap();
+    std::fs::write(
+        from.join("SKILL.md"),
+        "---\nname: forecast-too\ndescription: Again.\nallowed-tools: mcp__weather__get_weather\n---\n",
+    )
+    .unwrap();
+    env.run(&["import", "--from", "skills", from.to_str().unwrap(), "-o", "agent"]).expect_code(0);
+    env.run(&["check", "agent"]).expect_code(0);
+}
+
+/// Hostile SKILL.md shapes within the documented caps (reference/limits): each refused by
+/// `check` with its own code, and none takes the check down (an alias bomb is cut by the YAML
+/// reader's repetition limit, nesting by the depth cap before parsing).
+#[test]
+fn hostile_skills_are_refused_each_with_its_code() {
+    let env = Env::new();
+    let agent = mailer_with(&env, &[]);
+    let write = |name: &str, bytes: &[u8]| {
+        let dir = agent.join("skills").join(name);
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("SKILL.md"), bytes).unwrap();
+    };
+    let mut bomb =
+        String::from("---\nname: bomb\ndescription: x\nmetadata:\n  k: v\na: &a [\"lol\",\"lol\",\"lol\",\"lol\"]\n");
+    for i in 1..9u8 {
+        let (p, c) = ((b'a' + i - 1) as char, (b'a' + i) as char);
+        bomb.push_str(&format!("{c}: &{c} [*{p},*{p},*{p},*{p},*{p},*{p},*{p},*{p},*{p}]\n"));
+    }
+    write("bomb", format!("{bomb}---\n").as_bytes());
+    write(
+        "deep",
+        format!("---\nname: deep\ndescription: x\nmetadata: {}{}\n---\n", "[".repeat(100), "]".repeat(100)).as_bytes(),
+    );
+    write("latin", b"---\nname: latin\ndescription: caf\xe9\n---\n");
+    write("big", format!("---\nname: big\ndescription: x\n---\n{}", "y".repeat(2 << 20)).as_bytes());
+    write(
+        "twice",
+        b"---\nname: twice\ndescription: x\nallowed-tools: mail.smtp_send\nallowed-tools: contacts.lookup\n---\n",
+    );
+    write("not-a-map", b"---\n- name\n- description\n---\n");
+    #[cfg(unix)]
+    {
+        let dir = agent.join("skills/link");
+        std::fs::create_dir_all(&dir).unwrap();
+        std::os::unix::fs::symlink(agent.join("tools.json"), dir.join("SKILL.md")).unwrap();
+    }
+    let run = env.run(&["check", "mailer", "--format", "json"]);
+    run.expect_code(1);
+    let doc = run.json();
+    let code_of = |skill: &str| -> Vec<String> {
+        let file = format!("mailer/skills/{skill}/SKILL.md");
+        doc["diagnostics"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|d| d["file"] == file.as_str())
+            .map(|d| d["code"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    assert_eq!(code_of("bomb"), ["invalid_front_matter"]);
+    assert_eq!(code_of("deep"), ["limit_exceeded"]);
+    assert_eq!(code_of("latin"), ["invalid_utf8"]);
+    assert_eq!(code_of("big"), ["limit_exceeded"]);
+    assert_eq!(code_of("twice"), ["invalid_front_matter"], "a repeated key is not read twice");
+    assert_eq!(code_of("not-a-map"), ["invalid_front_matter"]);
+    #[cfg(unix)]
+    assert!(code_of("link").iter().all(|c| c == "unsupported_file_type") && !code_of("link").is_empty());
+}
+
+/// A skill folder imported, packed and inspected keeps the digest its source folder has
+/// (`b3sum` over the same paths): the round trip changes no byte.
+#[test]
+fn a_skill_keeps_its_digest_through_import_pack_and_inspect() {
+    let env = Env::new();
+    env.copy("agents/mailer", "mailer");
+    let source = env.path().join("source");
+    copy_dir(&testdata("skills/pdf-report"), &source.join("skills/pdf-report"));
+    let want = b3sum_of_skill(&source, "pdf-report");
+    let from = source.join("skills/pdf-report");
+    env.run(&["import", "--from", "skills", from.to_str().unwrap(), "-o", "mailer"]).expect_code(0);
+    env.pack("mailer", "m.agent.bundle").expect_code(0);
+    let run = env.run(&["inspect", "m.agent.bundle", "--format", "json"]);
+    assert_eq!(run.json()["skills"][0]["digest"], want.as_str());
+}

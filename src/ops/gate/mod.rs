@@ -373,7 +373,7 @@ impl Gate {
                 return Ok(Err(refuse(r, None)));
             }
         };
-        let findings = baseline::judge(approved, &agent, path)?;
+        let findings = baseline::judge_release(approved, &agent, path)?;
         let rejection = findings.rejection(path);
         let report = BaselineReport { file: path.clone(), findings };
         Ok(match rejection {
