@@ -314,7 +314,7 @@ fn signed_by(key_id: &str, signers: Option<&SignersVerdict>) -> String {
     let counted: Vec<String> = s
         .signatures
         .iter()
-        .filter(|v| v.counted)
+        .filter(|v| v.counted())
         .map(|v| match (&v.signer, &v.identity) {
             (Some(name), _) => format!("`{}`", sanitize(name)),
             (None, Some(identity)) => sanitize(identity),

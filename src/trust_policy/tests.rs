@@ -1,7 +1,8 @@
 //! The policy's judgement without the binary: key-id collisions, comments, windows at their
 //! edges, and the order in which a refusal names its cause.
 
-use super::judge::{authenticate, judge};
+use super::authenticate::{FileDigest, authenticate};
+use super::judge::count;
 use super::{Refusal, SignatureStatus, TrustPolicy};
 use crate::minisign::{SecretKey, Signature};
 use crate::timestamp::Timestamp;
@@ -42,7 +43,7 @@ fn two_signers_sharing_a_key_id_are_told_apart_by_the_signature() {
     let comment = trusted_comment("payments-eu", "1.0.0");
     let sig = sign(&b, &comment);
     let auth = authenticate(&p, &[("s".into(), &sig)], MANIFEST, &[]);
-    let v = judge(&p, auth, "payments-eu", &comment, at("2030-01-01T00:00:00Z"));
+    let v = count(&p, &auth.bind(FileDigest::Unread), "payments-eu", &comment, at("2030-01-01T00:00:00Z"));
     assert!(v.accepted, "{v:?}");
     assert_eq!(v.signatures[0].signer.as_deref(), Some("b"));
 }
@@ -53,7 +54,13 @@ fn a_signature_for_another_version_does_not_count() {
     let p = policy(&[("a", &a, "")], "[[rule]]\nagents = [\"*\"]\nthreshold = 1\n");
     let sig = sign(&a, &trusted_comment("payments-eu", "0.9.0"));
     let auth = authenticate(&p, &[("s".into(), &sig)], MANIFEST, &[]);
-    let v = judge(&p, auth, "payments-eu", &trusted_comment("payments-eu", "1.0.0"), at("2030-01-01T00:00:00Z"));
+    let v = count(
+        &p,
+        &auth.bind(FileDigest::Unread),
+        "payments-eu",
+        &trusted_comment("payments-eu", "1.0.0"),
+        at("2030-01-01T00:00:00Z"),
+    );
     assert_eq!(v.signatures[0].status, SignatureStatus::CommentMismatch);
     assert_eq!(v.refusal().map(|r| r.0), Some(Refusal::ThresholdNotMet));
 }
@@ -73,10 +80,14 @@ fn windows_include_their_ends_and_revocation_is_named_before_the_tally() {
         ("2030-12-31T00:00:01Z", false),
     ] {
         let auth = authenticate(&p, &[("a".into(), &sa)], MANIFEST, &[]);
-        assert_eq!(judge(&p, auth, "payments-eu", &comment, at(now)).accepted, counted, "{now}");
+        assert_eq!(
+            count(&p, &auth.bind(FileDigest::Unread), "payments-eu", &comment, at(now)).accepted,
+            counted,
+            "{now}"
+        );
     }
     let auth = authenticate(&p, &[("a".into(), &sa), ("b".into(), &sb)], MANIFEST, &[]);
-    let v = judge(&p, auth, "payments-eu", &comment, at("2031-06-01T00:00:00Z"));
+    let v = count(&p, &auth.bind(FileDigest::Unread), "payments-eu", &comment, at("2031-06-01T00:00:00Z"));
     assert_eq!(v.refusal().map(|r| r.0), Some(Refusal::RevokedKey));
 }
 
@@ -99,7 +110,7 @@ fn the_same_key_under_two_names_is_refused() {
 /// withdrew the first without revisiting the second).
 #[test]
 fn keyless_signatures_of_one_identity_count_in_either_order_once_bound_to_the_file() {
-    use super::judge::{KeylessOffer, bind_file};
+    use super::authenticate::KeylessOffer;
     use crate::keyless::{Claimed, KeylessSigner};
     let a = SecretKey::from_seed(&[1; 32], [1; 8]);
     let text = format!(
@@ -129,8 +140,7 @@ fn keyless_signatures_of_one_identity_count_in_either_order_once_bound_to_the_fi
     let sig = sign(&a, &comment);
     for offers in [[offer("old", another), offer("current", file)], [offer("current", file), offer("old", another)]] {
         let auth = authenticate(&p, &[("s".into(), &sig)], MANIFEST, &offers);
-        let mut v = judge(&p, auth, "payments-eu", &comment, at("2030-01-01T00:00:00Z"));
-        bind_file(&p, &mut v, "payments-eu", &file, &comment, at("2030-01-01T00:00:00Z"));
+        let v = count(&p, &auth.bind(FileDigest::Known(&file)), "payments-eu", &comment, at("2030-01-01T00:00:00Z"));
         let order: Vec<&str> = offers.iter().map(|o| o.source.as_str()).collect();
         assert!(v.accepted, "{order:?}: {:#?}", v.signatures);
         let status = |source: &str| v.signatures.iter().find(|s| s.source == source).map(|s| s.status);

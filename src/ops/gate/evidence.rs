@@ -17,8 +17,7 @@ use crate::minisign::Signature;
 use crate::oci::referrers::Listed;
 use crate::ops::input::{BundleInput, Evidence, Piece};
 use crate::rejection::Reason;
-use crate::trust_policy::judge::KeylessOffer;
-use crate::trust_policy::{self, bound, signatures};
+use crate::trust_policy::{FileDigest, KeylessOffer, bound, signatures};
 
 /// The evidence read as what it claims to be, ready for the streaming pass.
 #[derive(Debug)]
@@ -171,26 +170,24 @@ impl Gate {
         Ok(Ok(offers))
     }
 
-    /// Once the file is read: keyless signatures that do not sign this file no longer count, and
-    /// the rules are judged again (refused when they are no longer met and enforced).
-    pub(super) fn bind_keyless(
-        &self,
-        v: &mut Verified,
-        sha256: Option<&[u8; 32]>,
-        gathered: &Gathered,
-    ) -> Result<(), Verdict> {
-        let (Some(policy), Some(sha256)) = (self.followed(), sha256) else { return Ok(()) };
-        if gathered.offers.is_empty() {
+    /// Once the file is read: the signatures whose binding waited for the file's SHA-256
+    /// ([`Verified::unbound`]) are bound to it (a keyless signature over another file is
+    /// dropped) and counted again; refused when the rules are no longer met and enforced.
+    pub(super) fn bind_keyless(&self, v: &mut Verified, sha256: Option<&[u8; 32]>) -> Result<(), Verdict> {
+        let (Some(policy), Some(sha256), Some(auth)) = (self.followed(), sha256, v.unbound.take()) else {
             return Ok(());
-        }
-        let Some(signers) = v.signers.as_mut() else { return Ok(()) };
-        let comment = crate::trust::trusted_comment(&v.manifest.name, &v.manifest.version.to_string());
-        trust_policy::judge::bind_file(policy, signers, &v.manifest.name, sha256, &comment, self.opts.now);
+        };
+        let bound = auth.bind(FileDigest::Known(sha256));
+        let signers = verify::count_for(policy, &bound, &v.manifest, self.opts.now);
         // Even unenforced (`bundle cosign`), the manifest was believed on a signature that must
         // still stand.
-        let enforce = self.enforce() || !signers.any_authenticated();
-        let Some((refusal, message)) = signers.refusal().filter(|_| enforce) else { return Ok(()) };
-        let Refused { mut rejection, signers } = verify::policy_rejection(refusal, message, signers.clone());
+        let enforce = self.enforce() || !bound.any_verified();
+        let refusal = signers.refusal().filter(|_| enforce);
+        let Some((refusal, message)) = refusal else {
+            v.signers = Some(signers);
+            return Ok(());
+        };
+        let Refused { mut rejection, signers } = verify::policy_rejection(refusal, message, signers);
         rejection.agent = Some((v.manifest.name.clone(), v.manifest.version.to_string()));
         rejection.key_id = Some(v.key_id.clone());
         Err(Verdict::Refused { rejection, baseline: None, signers, attestations: Vec::new() })

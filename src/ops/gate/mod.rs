@@ -255,6 +255,7 @@ impl Gate {
                 now: self.opts.now,
                 enforce,
                 keyless: &gathered.offers,
+                file_sha256: gathered.sha256.as_ref(),
             }),
             // No version of the policy can be followed: nothing is trusted.
             Some(Err(e)) => return Ok(Verdict::refused(chain_rejection(e))),
@@ -270,7 +271,7 @@ impl Gate {
             Err(refused) => return Ok(Verdict::refused(refused)),
         };
         let sha256 = input.finish().map_err(|e| crate::Error::io(origin, e))?.or(gathered.sha256);
-        if let Err(refused) = self.bind_keyless(&mut verified, sha256.as_ref(), &gathered) {
+        if let Err(refused) = self.bind_keyless(&mut verified, sha256.as_ref()) {
             return Ok(refused);
         }
         let attestations = match self.judge_attestations(&verified, origin, sha256.as_ref(), gathered) {
