@@ -229,7 +229,7 @@ pub fn render(bundle: &Path, verdict: &Verdict, format: Format, global: Global) 
                     ),
                 );
                 for a in attestations {
-                    output::status(global, &format!("  {}", attestation_line(a)));
+                    output::status(global, &format!("  {}", attestation_line(&a.report)));
                 }
             }
             Err((r, signers)) => {
@@ -268,8 +268,8 @@ pub fn attestation_line(a: &agent_bundle::evidence::judge::Judged) -> String {
     if let Some(source) = &a.source_uri {
         line += &format!(", source {}", sanitize(source));
     }
-    if a.verdict != "ok" {
-        line += &format!(" [{}]", a.verdict);
+    if !a.is_ok() {
+        line += &format!(" [{}]", a.verdict_code());
     }
     line
 }

@@ -31,11 +31,6 @@ pub fn sign_all(
     Ok(out)
 }
 
-/// Lowercase hex.
-pub(crate) fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
-
 /// The signed attestations of a bundle just written by `pack` (not yet in place): its file
 /// name, SHA-256 and signed manifest bytes, how it was built and its tools' contracts.
 pub fn for_packed(

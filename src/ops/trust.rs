@@ -203,7 +203,7 @@ pub fn import_root(policy: &Path, root: &Path, now: Timestamp) -> Result<Importe
     let text = regular_file::read_to_string(root, crate::keyless::MAX_TRUSTED_ROOT_BYTES, Links::Follow)
         .map_err(|e| Error::io(root, e.into_io()))?;
     let parsed = crate::keyless::TrustedRoot::parse(root, &text)?;
-    let sha256: String = sha2::Sha256::digest(text.as_bytes()).iter().map(|b| format!("{b:02x}")).collect();
+    let sha256 = hex::encode(sha2::Sha256::digest(text.as_bytes()));
     let name = format!("trusted_root-{}.json", &sha256[..12]);
     let file = root_path(policy, &name);
     atomic::write(&file, text.as_bytes(), true).map_err(|e| Error::io(&file, e))?;

@@ -11,7 +11,7 @@ use super::{Gate, GateError, Verdict};
 use crate::bundle::verify::{self, Refused, Rejection, Verified};
 use crate::contract::release;
 use crate::evidence::files::Kind;
-use crate::evidence::judge::{self, AttestPolicy, Judged};
+use crate::evidence::judge::{self, AttestPolicy, Attestation};
 use crate::keyless::KeylessSigner;
 use crate::minisign::Signature;
 use crate::oci::referrers::Listed;
@@ -27,7 +27,7 @@ pub(super) struct Gathered {
     /// Attestations not yet judged (a file's: its SHA-256 is known only after the pass).
     pub attestations: Vec<(String, Vec<u8>)>,
     /// Attestations judged before the bytes, against the digest a registry binds them to.
-    pub judged: Option<Vec<Judged>>,
+    pub judged: Option<Vec<Attestation>>,
     /// The SHA-256 the bytes are bound to before they are read (a registry layer's).
     pub sha256: Option<[u8; 32]>,
     /// Of a registry's attestation referrers, the first the gate accepted of each kind (what a
@@ -43,7 +43,7 @@ impl Gathered {
 }
 
 /// The attestations judged before the bytes, and the bytes of the first accepted of each kind.
-type JudgedReferrers = (Vec<Judged>, Vec<Piece>);
+type AttestationReferrers = (Vec<Attestation>, Vec<Piece>);
 
 /// Judges a registry's attestation referrers one at a time against the layer's digest, and
 /// the named files beside them, keeping of each only its verdict (and of the first accepted
@@ -54,9 +54,10 @@ fn judge_referred(
     named: &[(String, Vec<u8>)],
     referred: &[Listed],
     sha256: &str,
-) -> Result<Result<JudgedReferrers, Verdict>, GateError> {
+) -> Result<Result<AttestationReferrers, Verdict>, GateError> {
     let (keys, policy) = (&gate.attest_keys, &gate.opts.attest.policy);
-    let mut judged: Vec<Judged> = named.iter().map(|(s, b)| judge::judge_one(s, b, sha256, keys, policy)).collect();
+    let mut judged: Vec<Attestation> =
+        named.iter().map(|(s, b)| judge::judge_one(s, b, sha256, keys, policy)).collect();
     let mut kept: Vec<(Option<Kind>, Piece)> = Vec::new();
     for listed in referred {
         let piece = match input.fetch_referred(listed)? {
@@ -202,7 +203,7 @@ impl Gate {
         origin: &Path,
         sha256: Option<&[u8; 32]>,
         gathered: Gathered,
-    ) -> Result<Vec<Judged>, Verdict> {
+    ) -> Result<Vec<Attestation>, Verdict> {
         let attesting = gathered.attesting(&self.opts.attest.policy);
         let Some(sha256) = sha256.filter(|_| attesting) else { return Ok(Vec::new()) };
         let (mut judged, early) = match gathered.judged {
@@ -211,7 +212,7 @@ impl Gate {
                 judge::judge(&gathered.attestations, &hex::encode(sha256), &self.attest_keys, &self.opts.attest.policy)
             }
         };
-        let refuse = |mut r: Rejection, judged: Vec<Judged>| {
+        let refuse = |mut r: Rejection, judged: Vec<Attestation>| {
             r.agent = Some((v.manifest.name.clone(), v.manifest.version.to_string()));
             r.key_id = Some(v.key_id.clone());
             Verdict::Refused { rejection: r, baseline: None, signers: None, attestations: judged }
