@@ -189,6 +189,12 @@ impl TrustPolicy {
         self.by_key_id.get(&key_id).into_iter().flatten().map(|&i| (i, &self.signers[i]))
     }
 
+    /// The signer whose key this is (the key bytes, not only the key id), if any.
+    pub fn signer_of_key(&self, key: &PublicKey) -> Option<&Signer> {
+        let bytes = key.ed25519_bytes();
+        self.with_key_id(key.key_id()).map(|(_, s)| s).find(|s| s.id.key().is_some_and(|k| k.ed25519_bytes() == bytes))
+    }
+
     /// The rules that apply to `agent` (all must be met).
     pub fn rules_for<'a>(&'a self, agent: &'a str) -> impl Iterator<Item = &'a Rule> {
         self.rules.iter().filter(move |r| r.applies_to(agent))

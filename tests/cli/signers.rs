@@ -160,6 +160,26 @@ fn cosign_refuses_a_bundle_that_fails_the_gate_and_signs_nothing() {
     assert!(!team.env.path().join("mailer.agent.bundle.approval.dsse.json").exists());
 }
 
+/// Issue 35, defect 9: `cosign --trust-policy` signed with a key the policy does not know (or
+/// revokes), writing a co-signature that could never count. It refuses (exit 2), signs
+/// nothing, and says how to fix it.
+#[test]
+fn cosign_under_a_trust_policy_refuses_a_key_the_policy_does_not_know_or_revokes() {
+    let team = Team::new();
+    team.standard("policy.toml", "revoked = true", TWO_KEYS);
+    for (key, why) in [("dave", "is not a signer of trust policy `acme` version 1"), ("carol", "which revokes it")] {
+        let out = team.cosign(key, "policy.toml");
+        out.expect_code(2);
+        assert!(out.stderr.contains(why), "{key}: {}", out.stderr);
+        assert!(!team.env.path().join("mailer.agent.bundle.cosig").exists(), "{key}");
+        assert!(!team.env.path().join("mailer.agent.bundle.approval.dsse.json").exists(), "{key}");
+    }
+    assert!(team.cosign("dave", "policy.toml").stderr.contains("--policy-update"));
+    // A key the policy knows co-signs, even one that counted already (the packer's).
+    team.cosign("alice", "policy.toml").expect_code(0);
+    team.cosign("bob", "policy.toml").expect_code(0);
+}
+
 #[test]
 fn a_role_rule_needs_a_key_of_that_role_and_an_agent_without_a_rule_is_refused() {
     let team = Team::new();

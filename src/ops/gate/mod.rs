@@ -204,6 +204,11 @@ impl Gate {
         }
     }
 
+    /// The trust policy version the gate follows (with `--trust-policy`), when one could be.
+    pub fn followed_policy(&self) -> Option<&TrustPolicy> {
+        self.followed()
+    }
+
     /// The chain of policy versions followed (with `--trust-policy`), or why it broke.
     pub fn policy_chain(&self) -> Option<&ChainReport> {
         self.policy.as_ref().map(|f| match f {
