@@ -120,7 +120,7 @@ fn parse(bundle: &SigstoreBundle) -> Result<sigstore_verify::types::Bundle, Reje
         return Err(Rejection::new(Reason::KeylessMalformed, None, format!("{file}: {why}")));
     }
     let parsed = sigstore_verify::types::Bundle::from_json(&bundle.text)
-        .map_err(|e| Rejection::new(verdict::parse_reason(&e.to_string()), None, format!("{file}: {e}")))?;
+        .map_err(|e| Rejection::new(verdict::parse_reason(&bundle.text), None, format!("{file}: {e}")))?;
     if parsed.verification_material.tlog_entries.is_empty() {
         let why = "it has no transparency-log entry: a keyless signature must be logged (Rekor)";
         return Err(Rejection::new(Reason::KeylessLogEntryMissing, None, format!("{file}: {why}")));
