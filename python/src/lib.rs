@@ -61,7 +61,9 @@ fn to_py_err(py: Python<'_>, e: Error) -> PyErr {
             };
             raise::<BundleRejected>(py, message, &[("code", code_obj), ("verdict", verdict)])
         }
-        _ if code == "invalid_tool" => raise::<InvalidTool>(py, message, &[("code", code_obj)]),
+        Error::Failed { code: api::FailureCode::InvalidTool, .. } => {
+            raise::<InvalidTool>(py, message, &[("code", code_obj)])
+        }
         _ => raise::<VerificationError>(py, message, &[("code", code_obj)]),
     }
 }

@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use super::error::Error;
+use crate::error::ErrorCode;
 use crate::keyless::{ClaimMatch, IdentityPolicy, Matcher, Requirement, SigstoreBundle, TrustedRoot};
 
 #[derive(Debug, Clone)]
@@ -109,10 +110,10 @@ impl Keyless {
             match m {
                 Some(Match::Exact(s)) => Ok(Matcher::Exact(s.clone())),
                 Some(Match::Pattern(p)) => {
-                    Matcher::pattern(p).map_err(|e| Error::failed("usage", format!("{what} pattern: {e}")))
+                    Matcher::pattern(p).map_err(|e| Error::failed(ErrorCode::Usage, format!("{what} pattern: {e}")))
                 }
                 None => Err(Error::failed(
-                    "usage",
+                    ErrorCode::Usage,
                     format!("a keyless signature needs the signer's {what} (exactly, or a pattern)"),
                 )),
             }

@@ -159,6 +159,17 @@ impl Rule {
     }
 }
 
+/// Why a text is not a usable trust policy.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PolicyError {
+    /// Not TOML, or not of the policy's shape (an unknown field, a value of the wrong type).
+    #[error("{0}")]
+    Syntax(String),
+    /// Of the policy's shape, but breaking its rules: every problem, one a line.
+    #[error("{}", .0.join("\n"))]
+    Invalid(Vec<String>),
+}
+
 /// A checked trust policy.
 #[derive(Debug, Clone)]
 pub struct TrustPolicy {
@@ -177,10 +188,11 @@ pub struct TrustPolicy {
 }
 
 impl TrustPolicy {
-    /// Parses and checks a policy's text; the error lists every problem, one a line.
-    pub fn parse(text: &str) -> Result<TrustPolicy, String> {
-        let raw: RawPolicy = toml_edit::de::from_str(text).map_err(|e| e.to_string().trim_end().to_owned())?;
-        raw.check()
+    /// Parses and checks a policy's text; the error lists every problem.
+    pub fn parse(text: &str) -> Result<TrustPolicy, PolicyError> {
+        let raw: RawPolicy =
+            toml_edit::de::from_str(text).map_err(|e| PolicyError::Syntax(e.to_string().trim_end().to_owned()))?;
+        raw.check().map_err(PolicyError::Invalid)
     }
 
     /// The signers with this key id (a key id may be shared by unrelated keys; the signature
@@ -320,7 +332,7 @@ fn is_pattern(s: &str) -> bool {
 }
 
 impl RawPolicy {
-    fn check(self) -> Result<TrustPolicy, String> {
+    fn check(self) -> Result<TrustPolicy, Vec<String>> {
         let mut problems = Vec::new();
         if self.format != FORMAT {
             problems.push(format!("format {} is not supported (this bundle reads format {FORMAT})", self.format));
@@ -458,7 +470,7 @@ impl RawPolicy {
             })
             .collect();
         if !problems.is_empty() {
-            return Err(problems.join("\n"));
+            return Err(problems);
         }
         let mut by_key_id: HashMap<[u8; 8], Vec<usize>> = HashMap::new();
         for (i, s) in signers.iter().enumerate() {

@@ -20,7 +20,7 @@ pub mod signatures;
 
 pub use authenticate::{Authenticated, Bound, FileDigest, KeylessOffer};
 pub use chain::{ChainError, ChainFault, ChainReport, SignedPolicy};
-pub use format::{Signer, SignerId, TrustPolicy};
+pub use format::{PolicyError, Signer, SignerId, TrustPolicy};
 pub use judge::{Refusal, SignatureStatus, SignatureVerdict, SignersVerdict};
 
 #[cfg(test)]
