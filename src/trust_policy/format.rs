@@ -44,7 +44,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 
 use serde::Deserialize;
 
-use crate::keyless::{ClaimMatch, IdentityPolicy, Matcher};
+use crate::keyless::{ClaimMatch, Field, Given, IdentityPolicy, IdentityPolicyError};
 use crate::minisign::PublicKey;
 use crate::timestamp::Timestamp;
 use crate::trust::glob_match;
@@ -528,30 +528,27 @@ impl RawSigner {
                 None
             }
             (None, true) => {
-                let mut matcher = |exact: &Option<String>, pattern: &Option<String>, field: &str| match (exact, pattern)
-                {
-                    (Some(_), Some(_)) => {
-                        problems.push(format!("{at}: {field} or {field}_regexp, not both"));
+                let identity = Given::of(&self.certificate_identity, &self.certificate_identity_regexp);
+                let issuer = Given::of(&self.certificate_oidc_issuer, &self.certificate_oidc_issuer_regexp);
+                match IdentityPolicy::new(identity, issuer, claims) {
+                    Ok(policy) => Some(SignerId::Identity(policy)),
+                    Err(errors) => {
+                        for e in errors {
+                            let field = match e.field() {
+                                Field::Identity => "certificate_identity",
+                                Field::Issuer => "certificate_oidc_issuer",
+                            };
+                            problems.push(match e {
+                                IdentityPolicyError::Both(_) => format!("{at}: {field} or {field}_regexp, not both"),
+                                IdentityPolicyError::Neither(_) => {
+                                    format!("{at}: {field} (or {field}_regexp) is required for a certificate identity")
+                                }
+                                IdentityPolicyError::Pattern(_, e) => format!("{at}: {field}_regexp: {e}"),
+                            });
+                        }
                         None
                     }
-                    (Some(e), None) if !e.is_empty() => Some(Matcher::Exact(e.clone())),
-                    (None, Some(p)) => {
-                        Matcher::pattern(p).map_err(|e| problems.push(format!("{at}: {field}_regexp: {e}"))).ok()
-                    }
-                    _ => {
-                        problems
-                            .push(format!("{at}: {field} (or {field}_regexp) is required for a certificate identity"));
-                        None
-                    }
-                };
-                let identity =
-                    matcher(&self.certificate_identity, &self.certificate_identity_regexp, "certificate_identity");
-                let issuer = matcher(
-                    &self.certificate_oidc_issuer,
-                    &self.certificate_oidc_issuer_regexp,
-                    "certificate_oidc_issuer",
-                );
-                Some(SignerId::Identity(IdentityPolicy { identity: identity?, issuer: issuer?, claims }))
+                }
             }
         }
     }
