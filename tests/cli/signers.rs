@@ -876,3 +876,60 @@ fn attest_after_pack_attest_adds_a_signer_and_never_removes_the_release_keys() {
         assert_eq!((a["verdict"].as_str(), a["signers"].as_array().map(Vec::len)), (Some("ok"), Some(2)), "{a:#}");
     }
 }
+
+/// Issue 35, defect 9: the same hostile evidence gets the same code whichever way it comes.
+/// An attestation over the cap is `attestation_malformed` as a file and as a registry
+/// referrer (a referrer's descriptor size is enforced before its layer moves); co-signatures
+/// over the cap are `limit_exceeded` as a file and as a referrer (a referrer said
+/// `attestation_malformed`).
+#[test]
+fn evidence_over_its_cap_gets_the_same_code_from_a_file_and_from_a_registry() {
+    use crate::registry::{self, Setup};
+    use agent_bundle::oci::{self, Reference, referrers};
+    use agent_bundle::trust_policy::signatures::{COSIGNATURE_ARTIFACT_TYPE, COSIGNATURE_MEDIA_TYPE};
+    let Some(reg) = registry::start(Setup::Plain) else { return };
+    let team = Team::new();
+    team.standard("policy.toml", "", TWO_KEYS);
+    let dir = team.env.path();
+    let big = vec![b' '; agent_bundle::attest::MAX_ATTESTATION_BYTES as usize + 1];
+    std::fs::write(dir.join("big.json"), &big).unwrap();
+    std::fs::write(dir.join("big.cosig"), &big).unwrap();
+
+    // As files.
+    let by_file = team.verify(&["--key", "alice.pub", "--attestation", "big.json"]);
+    refused(&by_file, "attestation_malformed");
+    let by_file = team.verify(&["--trust-policy", "policy.toml", "--cosignatures", "big.cosig"]);
+    refused(&by_file, "limit_exceeded");
+
+    // As referrers, each in its own repository.
+    for (repo, artifact_type, media_type, flags, code) in [
+        (
+            "att",
+            referrers::SIGSTORE_BUNDLE_MEDIA_TYPE,
+            referrers::SIGSTORE_BUNDLE_MEDIA_TYPE,
+            ["--key", "alice.pub"],
+            "attestation_malformed",
+        ),
+        ("cos", COSIGNATURE_ARTIFACT_TYPE, COSIGNATURE_MEDIA_TYPE, ["--trust-policy", "policy.toml"], "limit_exceeded"),
+    ] {
+        let reference = format!("oci://{}/big/{repo}:1", reg.host());
+        team.oci(&["push", "mailer.agent.bundle", &reference, "--plain-http", "--key", "alice.pub"]).expect_code(0);
+        let parsed = Reference::parse(&reference).unwrap();
+        let options = oci::Options { plain_http: true, ..Default::default() };
+        let mut client = oci::Client::connect(&parsed, &options, true, None).unwrap();
+        let (digest, artifact) = oci::fetch_manifest(&mut client, &parsed).unwrap();
+        let mut annotations = Vec::new();
+        if repo == "att" {
+            let predicate = agent_bundle::evidence::files::Kind::Provenance.predicate_type();
+            annotations.push((referrers::PREDICATE_TYPE_ANNOTATION, predicate.to_owned()));
+            annotations.push((referrers::CONTENT_ANNOTATION, "dsse-envelope".to_owned()));
+        }
+        let referrer = referrers::Referrer { artifact_type, layers: vec![(media_type, big.clone())], annotations };
+        let subject = referrers::Subject { digest: &digest, size: artifact.manifest_size };
+        referrers::push_referrers(&mut client, &subject, &[referrer]).unwrap();
+        let mut args = vec!["verify", &reference, "--plain-http", "--format", "json"];
+        args.extend_from_slice(&flags);
+        let doc = refused(&team.oci(&args), code);
+        assert!(doc["message"].as_str().unwrap().contains("over the cap"), "{repo}: {doc:#}");
+    }
+}
