@@ -25,3 +25,5 @@ pub use judge::{Refusal, SignatureStatus, SignatureVerdict, SignersVerdict};
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_chain;

@@ -149,3 +149,80 @@ fn keyless_signatures_of_one_identity_count_in_either_order_once_bound_to_the_fi
         assert_eq!(status("current"), Some(SignatureStatus::Counted), "{order:?}");
     }
 }
+
+fn ci_policy(threshold: usize) -> (TrustPolicy, SecretKey) {
+    let a = SecretKey::from_seed(&[1; 32], [1; 8]);
+    let text = format!(
+        "format = 1\nid = \"t\"\nversion = 1\nexpires = 2099-01-01T00:00:00Z\n[root]\nthreshold = 1\nsigners = [\"a\"]\n\
+         [[signer]]\nname = \"a\"\npublic_key = \"{}\"\n\
+         [[signer]]\nname = \"ci\"\ncertificate_identity = \"https://ci.example/release\"\ncertificate_oidc_issuer = \"https://issuer.example\"\n\
+         [[rule]]\nagents = [\"*\"]\nthreshold = {threshold}\n",
+        a.public_key().to_base64()
+    );
+    (TrustPolicy::parse(&text).unwrap_or_else(|e| panic!("{e}\n{text}")), a)
+}
+
+fn keyless_offer(source: &str, subject: [u8; 32]) -> super::KeylessOffer {
+    use crate::keyless::{Claimed, KeylessSigner};
+    super::KeylessOffer {
+        source: source.to_owned(),
+        result: Ok(Claimed {
+            signer: KeylessSigner {
+                file: source.to_owned(),
+                identity: "https://ci.example/release".to_owned(),
+                issuer: "https://issuer.example".to_owned(),
+                signed_at: None,
+                kind: "message_signature",
+            },
+            claims: Default::default(),
+            subjects: vec![subject],
+        }),
+    }
+}
+
+/// Binding is its own step: before the file is read a keyless signature counts on its word
+/// (an upper bound, only for refusing early); bound to the file it signs it still counts;
+/// bound to another file it is dropped, and when it was the only signature nothing verifies.
+#[test]
+fn an_offer_over_another_file_is_dropped_when_bound_and_never_counted() {
+    let (p, _) = ci_policy(1);
+    let (file, other) = ([1u8; 32], [2u8; 32]);
+    let comment = trusted_comment("payments-eu", "1.0.0");
+    let now = at("2030-01-01T00:00:00Z");
+    let auth = authenticate(&p, &[], MANIFEST, &[keyless_offer("ci.sigstore.json", other)]);
+    assert!(auth.any_verified() && auth.has_keyless());
+    assert!(count(&p, &auth.bind(FileDigest::Unread), "payments-eu", &comment, now).accepted);
+    let bound = auth.bind(FileDigest::Known(&file));
+    assert!(!bound.any_verified());
+    let v = count(&p, &bound, "payments-eu", &comment, now);
+    assert_eq!(v.signatures[0].status, SignatureStatus::SubjectMismatch);
+    assert_eq!(v.signatures[0].code, Some(crate::rejection::Reason::KeylessSubjectMismatch));
+    assert_eq!(v.refusal().map(|r| r.0), Some(Refusal::Keyless(crate::rejection::Reason::KeylessSubjectMismatch)));
+    let right = authenticate(&p, &[], MANIFEST, &[keyless_offer("ci.sigstore.json", file)]);
+    let v = count(&p, &right.bind(FileDigest::Known(&file)), "payments-eu", &comment, now);
+    assert!(v.accepted, "{v:#?}");
+    assert_eq!((v.signatures[0].signer.as_deref(), v.signatures[0].identity.is_some()), (Some("ci"), true));
+}
+
+/// The report is only a report: `counted` in its JSON is derived from `status`, in the place
+/// the format reference documents, and nothing else is hidden in it.
+#[test]
+fn the_signers_report_serialises_counted_from_its_status() {
+    let (p, a) = ci_policy(1);
+    let stranger = SecretKey::from_seed(&[5; 32], [5; 8]);
+    let comment = trusted_comment("payments-eu", "1.0.0");
+    let (sa, ss) = (sign(&a, &comment), sign(&stranger, &comment));
+    let auth = authenticate(&p, &[("pack".into(), &sa), ("cosig:1".into(), &ss)], MANIFEST, &[]);
+    let v = count(&p, &auth.bind(FileDigest::Unread), "payments-eu", &comment, at("2030-01-01T00:00:00Z"));
+    let json = serde_json::to_value(&v).unwrap();
+    let keys = |s: &serde_json::Value| s.as_object().unwrap().keys().cloned().collect::<Vec<_>>();
+    let first = &json["signatures"][0];
+    assert_eq!((first["status"].as_str(), first["counted"].as_bool()), (Some("counted"), Some(true)));
+    let second = &json["signatures"][1];
+    assert_eq!((second["status"].as_str(), second["counted"].as_bool()), (Some("unknown_key"), Some(false)));
+    assert_eq!(
+        serde_json::to_string(&keys(second)).unwrap(),
+        r#"["source","key_id","signer","roles","status","counted","why"]"#
+    );
+    assert_eq!(keys(&json), ["policy", "policy_version", "signatures", "rules", "accepted"]);
+}
