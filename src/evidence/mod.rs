@@ -46,3 +46,6 @@ pub fn for_packed(
     let provenance = provenance::predicate(facts, &|k| std::env::var(k).ok());
     Ok(sign_all(&name, sha256, provenance, contract, signer)?)
 }
+
+#[cfg(test)]
+mod tests;
