@@ -62,7 +62,9 @@ class TrustPolicy:
 class Keyless:
     """A keyless (Sigstore) signature the bundle file must carry (``--sigstore``), judged offline
     against ``trusted_root``. An identity and an issuer are required, each exactly or as a
-    pattern that must match the whole value; the GitHub workflow claims are optional."""
+    pattern that must match the whole value, not both; the GitHub workflow claims are optional.
+    Rules that break this raise ``VerificationError`` with code ``usage`` (as the command line
+    exits 2 with ``usage``)."""
 
     def __new__(
         cls,

@@ -61,7 +61,9 @@ fn to_py_err(py: Python<'_>, e: Error) -> PyErr {
             };
             raise::<BundleRejected>(py, message, &[("code", code_obj), ("verdict", verdict)])
         }
-        _ if code == "invalid_tool" => raise::<InvalidTool>(py, message, &[("code", code_obj)]),
+        Error::Failed { code: api::FailureCode::InvalidTool, .. } => {
+            raise::<InvalidTool>(py, message, &[("code", code_obj)])
+        }
         _ => raise::<VerificationError>(py, message, &[("code", code_obj)]),
     }
 }
@@ -194,12 +196,6 @@ impl Keyless {
         github_workflow_name: Option<String>,
         runner_environment: Option<String>,
     ) -> PyResult<Keyless> {
-        if identity.is_some() && identity_regexp.is_some() {
-            return Err(PyValueError::new_err("give identity or identity_regexp, not both"));
-        }
-        if issuer.is_some() && issuer_regexp.is_some() {
-            return Err(PyValueError::new_err("give issuer or issuer_regexp, not both"));
-        }
         let mut k = api::Keyless::new(sigstore_bundle, trusted_root);
         if let Some(v) = identity {
             k = k.identity(v);
@@ -226,6 +222,8 @@ impl Keyless {
                 k = set(k, v);
             }
         }
+        // The library's one constructor of the identity rules, at once (code `usage`).
+        Python::attach(|py| k.check().map_err(|e| to_py_err(py, e)))?;
         Ok(Keyless(k))
     }
 }

@@ -303,5 +303,8 @@ def test_a_keyless_requirement_that_cannot_be_judged_stops_the_gate_with_the_cli
     verdict = agent_bundle.verify(bundle, trusted_keys=TEST_PUB, keyless=Keyless(sig, root, identity=WORKFLOW, issuer=ACTIONS))
     code, status, _ = cli(bundle, *flags, "--trusted-root", root, "--certificate-identity", WORKFLOW, *issuer)
     assert (verdict.code, code, status) == ("keyless_malformed", "keyless_malformed", 1)
-    with pytest.raises(ValueError):
+    # Both an exact identity and a pattern: the library's one constructor refuses, as the
+    # command line refuses both flags (usage, exit 2).
+    with pytest.raises(VerificationError) as e:
         Keyless(sig, root, identity=WORKFLOW, identity_regexp=".*", issuer=ACTIONS)
+    assert e.value.code == "usage"

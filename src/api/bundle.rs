@@ -15,6 +15,7 @@ use super::keyless::Keyless;
 use super::policy::TrustPolicy;
 use super::verdict::Verdict;
 use crate::bundle::verify::{self, Discard, Sink};
+use crate::error::ErrorCode;
 use crate::evidence::judge::AttestPolicy;
 use crate::ops::gate::{self, AttestOptions, Gate, GateOptions, PolicyOptions};
 use crate::ops::input::{BundleInput, Evidence};
@@ -35,17 +36,17 @@ pub struct TrustedKeys(crate::trust::TrustedKeys);
 impl TrustedKeys {
     /// Parses the text of a minisign public key file or a trusted-keys file.
     pub fn parse(text: &str) -> Result<TrustedKeys, Error> {
-        crate::trust::TrustedKeys::parse(text).map(TrustedKeys).map_err(|e| Error::failed("key_error", e))
+        crate::trust::TrustedKeys::parse(text).map(TrustedKeys).map_err(|e| Error::failed(ErrorCode::KeyError, e))
     }
 
     /// Reads and parses a minisign public key file or a trusted-keys file.
     pub fn read(path: impl AsRef<Path>) -> Result<TrustedKeys, Error> {
         let path = path.as_ref();
         let text = crate::regular_file::read_to_string(path, MAX_KEYS_FILE, crate::regular_file::Links::Follow)
-            .map_err(|e| Error::failed("io_error", format!("{}: {}", path.display(), e.into_io())))?;
+            .map_err(|e| Error::failed(ErrorCode::IoError, format!("{}: {}", path.display(), e.into_io())))?;
         TrustedKeys::parse(&text).map_err(|e| {
             let why = crate::trust::secret_key_given_to_verify(path, &text);
-            Error::failed("key_error", why.unwrap_or_else(|| format!("{}: {e}", path.display())))
+            Error::failed(ErrorCode::KeyError, why.unwrap_or_else(|| format!("{}: {e}", path.display())))
         })
     }
 
@@ -222,8 +223,9 @@ impl VerifyOptions {
             .min_version
             .as_deref()
             .map(|v| {
-                semver::Version::parse(v)
-                    .map_err(|e| Error::failed("usage", format!("min_version `{v}` is not a semver version: {e}")))
+                semver::Version::parse(v).map_err(|e| {
+                    Error::failed(ErrorCode::Usage, format!("min_version `{v}` is not a semver version: {e}"))
+                })
             })
             .transpose()?;
         Ok(GateOptions {
@@ -290,8 +292,8 @@ impl Bundle {
     /// when judged.
     pub fn open(path: impl AsRef<Path>) -> Result<Bundle, Error> {
         let path = path.as_ref();
-        let file =
-            File::open(path).map_err(|e| Error::failed("io_error", format!("cannot open {}: {e}", path.display())))?;
+        let file = File::open(path)
+            .map_err(|e| Error::failed(ErrorCode::IoError, format!("cannot open {}: {e}", path.display())))?;
         Ok(Bundle { source: Source::File(file), origin: path.to_path_buf() })
     }
 
@@ -350,18 +352,18 @@ impl Bundle {
         // The evidence beside a file of the origin's name, as `bundle verify` gathers it.
         let beside = Some(origin.as_path()).filter(|p| p.is_file());
         let evidence = Evidence::gather(beside, &gate.wanted()).map_err(|e| Error::from_gate(e.into()))?;
-        let reader: Box<dyn BufRead> = match self.source {
-            Source::File(file) => {
-                let size = file.metadata().map_or(0, |m| m.len());
-                // As `bundle verify` reads: ahead on a thread of its own when large.
-                Box::new(
-                    crate::read_ahead::sequential(file, size)
-                        .map_err(|e| Error::failed("io_error", format!("cannot read {}: {e}", origin.display())))?,
-                )
-            }
-            Source::Bytes(bytes) => Box::new(std::io::Cursor::new(bytes)),
-            Source::Reader(reader) => Box::new(BufReader::with_capacity(1 << 20, reader)),
-        };
+        let reader: Box<dyn BufRead> =
+            match self.source {
+                Source::File(file) => {
+                    let size = file.metadata().map_or(0, |m| m.len());
+                    // As `bundle verify` reads: ahead on a thread of its own when large.
+                    Box::new(crate::read_ahead::sequential(file, size).map_err(|e| {
+                        Error::failed(ErrorCode::IoError, format!("cannot read {}: {e}", origin.display()))
+                    })?)
+                }
+                Source::Bytes(bytes) => Box::new(std::io::Cursor::new(bytes)),
+                Source::Reader(reader) => Box::new(BufReader::with_capacity(1 << 20, reader)),
+            };
         gate.judge(BundleInput::from_reader(reader, &origin, evidence), sink).map_err(Error::from_gate)
     }
 }

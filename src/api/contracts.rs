@@ -9,11 +9,12 @@ use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 use std::path::{Path, PathBuf};
 
-use super::error::Error;
+use super::error::{Error, FailureCode};
 use super::verdict::Verdict;
 use crate::contract::baseline::{self, Baseline, DriftStatus};
 use crate::contract::release::AgentContracts;
 use crate::contract::{self, Contract};
+use crate::error::ErrorCode;
 use crate::tools::ToolsFile;
 
 /// What a tool may do, derived from its contract (the book's "Risk class"). A tool may carry
@@ -110,7 +111,7 @@ pub fn contract_fingerprint(tool_json: &str) -> Result<ToolContract, Error> {
 }
 
 fn contracts_of(tools_json: &[&str], files: &HashMap<String, Vec<u8>>) -> Result<Vec<Contract>, Error> {
-    let invalid = |e: String| Error::failed("invalid_tool", e);
+    let invalid = |e: String| Error::failed(FailureCode::InvalidTool, e);
     let mut tools = Vec::with_capacity(tools_json.len());
     for text in tools_json {
         // serde_json's own recursion limit bounds the depth; this, the size.
@@ -203,8 +204,8 @@ impl ContractGate {
         let path = path.as_ref();
         let reference = baseline::read(path).map_err(|e| {
             let code = match &e {
-                baseline::BaselineError::Io(crate::Error::Io { .. }) => "io_error",
-                _ => "usage",
+                baseline::BaselineError::Io(crate::Error::Io { .. }) => ErrorCode::IoError,
+                _ => ErrorCode::Usage,
             };
             Error::failed(code, e.to_string())
         })?;
@@ -238,8 +239,8 @@ impl ContractGate {
             skills: Vec::new(),
             pins: Vec::new(),
         };
-        let findings =
-            baseline::judge(&self.reference, &live, &self.label).map_err(|e| Error::failed("usage", e.to_string()))?;
+        let findings = baseline::judge(&self.reference, &live, &self.label)
+            .map_err(|e| Error::failed(ErrorCode::Usage, e.to_string()))?;
         let convert = |d: &baseline::Drift| ToolDrift {
             tool: d.tool.clone(),
             known: d.status == DriftStatus::Changed,

@@ -4,9 +4,11 @@
 use std::path::Path;
 
 use super::contracts::Risk;
-use super::error::Error;
+use super::error::{Error, FailureCode};
+use super::verdict::ReasonCode;
 use crate::contract::Change;
 use crate::contract::release::LoadError;
+use crate::error::ErrorCode;
 use crate::ops::diff::{self, Status};
 
 /// What happened to one tool.
@@ -63,9 +65,9 @@ impl ReleaseDiff {
 pub fn diff(old: impl AsRef<Path>, new: impl AsRef<Path>) -> Result<ReleaseDiff, Error> {
     let d = diff::diff_paths(old.as_ref(), new.as_ref()).map_err(|e| {
         let code = match &e {
-            LoadError::Io(crate::Error::Io { .. }) => "io_error",
-            LoadError::Rejected { code, .. } => code,
-            _ => "usage",
+            LoadError::Io(crate::Error::Io { .. }) => FailureCode::Error(ErrorCode::IoError),
+            LoadError::Rejected { code, .. } => FailureCode::Unreadable(ReasonCode::of(*code)),
+            _ => FailureCode::Error(ErrorCode::Usage),
         };
         Error::failed(code, e.to_string())
     })?;

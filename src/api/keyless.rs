@@ -6,25 +6,38 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use super::error::Error;
-use crate::keyless::{ClaimMatch, IdentityPolicy, Matcher, Requirement, SigstoreBundle, TrustedRoot};
+use crate::error::ErrorCode;
+use crate::keyless::{
+    ClaimMatch, Field, Given, IdentityPolicy, IdentityPolicyError, Requirement, SigstoreBundle, TrustedRoot,
+};
 
-#[derive(Debug, Clone)]
-enum Match {
-    Exact(String),
-    Pattern(String),
+/// One certificate value's rule as given: exactly and/or by pattern (both is refused when the
+/// requirement is built, as the command line refuses both flags).
+#[derive(Debug, Clone, Default)]
+struct Match {
+    exact: Option<String>,
+    pattern: Option<String>,
+}
+
+impl Match {
+    fn given(&self) -> Given<'_> {
+        Given { exact: self.exact.as_deref(), pattern: self.pattern.as_deref() }
+    }
 }
 
 /// What a keyless signature must be: the Sigstore bundle (`cosign sign-blob --bundle`, `sigstore
 /// sign`, a GitHub artifact attestation) that signs the bundle file, the `trusted_root.json` to
 /// judge it by (never downloaded), and who must have signed it. An identity and an issuer are
-/// required (each exactly, or by a pattern that must match the whole value); the GitHub
-/// workflow claims are optional. The files are read each time a bundle is judged.
+/// required (each exactly, or by a pattern that must match the whole value, not both: giving
+/// both is a `usage` error, as the command line's two flags are); the GitHub workflow claims
+/// are optional. The files are read each time a bundle is judged; [`Keyless::check`] checks
+/// the rules without them.
 #[derive(Debug, Clone)]
 pub struct Keyless {
     sigstore_bundle: PathBuf,
     trusted_root: PathBuf,
-    identity: Option<Match>,
-    issuer: Option<Match>,
+    identity: Match,
+    issuer: Match,
     claims: Vec<(ClaimMatch, String)>,
 }
 
@@ -34,35 +47,35 @@ impl Keyless {
         Keyless {
             sigstore_bundle: sigstore_bundle.into(),
             trusted_root: trusted_root.into(),
-            identity: None,
-            issuer: None,
+            identity: Match::default(),
+            issuer: Match::default(),
             claims: Vec::new(),
         }
     }
 
     /// The signer's identity, exactly (`--certificate-identity`): an email, or a workflow URI.
     pub fn identity(mut self, identity: impl Into<String>) -> Keyless {
-        self.identity = Some(Match::Exact(identity.into()));
+        self.identity.exact = Some(identity.into());
         self
     }
 
     /// The signer's identity as a regular expression that must match the whole identity
     /// (`--certificate-identity-regexp`).
     pub fn identity_regexp(mut self, pattern: impl Into<String>) -> Keyless {
-        self.identity = Some(Match::Pattern(pattern.into()));
+        self.identity.pattern = Some(pattern.into());
         self
     }
 
     /// The certificate's OIDC issuer, exactly (`--certificate-oidc-issuer`).
     pub fn issuer(mut self, issuer: impl Into<String>) -> Keyless {
-        self.issuer = Some(Match::Exact(issuer.into()));
+        self.issuer.exact = Some(issuer.into());
         self
     }
 
     /// The OIDC issuer as a regular expression that must match the whole issuer
     /// (`--certificate-oidc-issuer-regexp`).
     pub fn issuer_regexp(mut self, pattern: impl Into<String>) -> Keyless {
-        self.issuer = Some(Match::Pattern(pattern.into()));
+        self.issuer.pattern = Some(pattern.into());
         self
     }
 
@@ -102,26 +115,38 @@ impl Keyless {
         self
     }
 
-    /// Reads the files and compiles the patterns, with the codes `bundle verify` gives: `usage`
-    /// (no identity or issuer, a bad pattern, a trusted root that is not one), `io_error`.
-    pub(crate) fn requirement(&self) -> Result<Arc<Requirement>, Error> {
-        let matcher = |m: &Option<Match>, what: &str| -> Result<Matcher, Error> {
-            match m {
-                Some(Match::Exact(s)) => Ok(Matcher::Exact(s.clone())),
-                Some(Match::Pattern(p)) => {
-                    Matcher::pattern(p).map_err(|e| Error::failed("usage", format!("{what} pattern: {e}")))
+    /// Checks the identity rules without reading any file: the identity and the issuer each
+    /// exactly or by a valid pattern, not both, one required. An error has the code `usage`,
+    /// as `bundle verify` gives it; judging a bundle checks this too.
+    pub fn check(&self) -> Result<(), Error> {
+        self.identity_policy().map(drop)
+    }
+
+    fn identity_policy(&self) -> Result<IdentityPolicy, Error> {
+        IdentityPolicy::new(self.identity.given(), self.issuer.given(), self.claims.clone()).map_err(|errors| {
+            let e = errors.into_iter().next().expect("a refused policy names a problem");
+            let what = match e.field() {
+                Field::Identity => "identity",
+                Field::Issuer => "issuer",
+            };
+            let message = match e {
+                IdentityPolicyError::Neither(_) => {
+                    format!("a keyless signature needs the signer's {what} (exactly, or a pattern)")
                 }
-                None => Err(Error::failed(
-                    "usage",
-                    format!("a keyless signature needs the signer's {what} (exactly, or a pattern)"),
-                )),
-            }
-        };
-        let identity = matcher(&self.identity, "identity")?;
-        let issuer = matcher(&self.issuer, "issuer")?;
+                IdentityPolicyError::Both(_) => format!("give {what} or {what}_regexp, not both"),
+                IdentityPolicyError::Pattern(_, e) => format!("{what} pattern: {e}"),
+            };
+            Error::failed(ErrorCode::Usage, message)
+        })
+    }
+
+    /// Reads the files and compiles the patterns, with the codes `bundle verify` gives: `usage`
+    /// (no identity or issuer, both an exact value and a pattern, a bad pattern, a trusted root
+    /// that is not one), `io_error`.
+    pub(crate) fn requirement(&self) -> Result<Arc<Requirement>, Error> {
+        let policy = self.identity_policy()?;
         let root = TrustedRoot::read(&self.trusted_root).map_err(|e| Error::coded(&e))?;
         let bundle = SigstoreBundle::read(&self.sigstore_bundle).map_err(|e| Error::coded(&e))?;
-        let policy = IdentityPolicy { identity, issuer, claims: self.claims.clone() };
         Ok(Arc::new(Requirement { root, bundle, policy }))
     }
 }

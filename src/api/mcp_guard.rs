@@ -8,6 +8,7 @@ use serde_json::Value;
 
 use super::bundle::VerifiedAgent;
 use super::error::Error;
+use crate::error::ErrorCode;
 use crate::guard::judge::{Block, Judge, Judged, Listing};
 use crate::guard::{Decision, OnDrift, Policy};
 
@@ -139,7 +140,8 @@ impl McpGuard {
             on_drift: if options.warn_read_only { OnDrift::WarnReadOnly } else { OnDrift::Block },
             check_results: options.check_results,
         };
-        let judge = Judge::new(server, tools, policy).map_err(|e| Error::failed("mcp_not_pinned", e.to_string()))?;
+        let judge =
+            Judge::new(server, tools, policy).map_err(|e| Error::failed(ErrorCode::McpNotPinned, e.to_string()))?;
         Ok(McpGuard { judge })
     }
 
@@ -196,10 +198,10 @@ impl VerifiedAgent {
     pub fn mcp_guard(&self, server: &str, options: GuardOptions) -> Result<McpGuard, Error> {
         let file = crate::guard::pins::file_for(server);
         let bytes = self.file(&file).ok_or_else(|| {
-            Error::failed("mcp_not_pinned", format!("the bundle has no pins for server `{server}` ({file})"))
+            Error::failed(ErrorCode::McpNotPinned, format!("the bundle has no pins for server `{server}` ({file})"))
         })?;
         let tools = crate::guard::pins::tools(server, bytes)
-            .map_err(|e| Error::failed("mcp_not_pinned", format!("{file}: {e}")))?;
+            .map_err(|e| Error::failed(ErrorCode::McpNotPinned, format!("{file}: {e}")))?;
         McpGuard::new(server, &tools, options)
     }
 }

@@ -43,12 +43,13 @@ mod mcp_guard;
 mod policy;
 mod verdict;
 
+pub use crate::error::ErrorCode;
 pub use bundle::{
     Bundle, DEFAULT_MAX_LOADED_BYTES, TrustedKeys, VerifiedAgent, VerifiedFile, VerifyOptions, time_from_unix_seconds,
 };
 pub use contracts::{ContractGate, DriftReport, Risk, ToolContract, ToolDrift, contract_fingerprint};
 pub use diff::{ReleaseDiff, ToolChange, ToolChangeStatus, diff};
-pub use error::Error;
+pub use error::{Error, FailureCode};
 pub use keyless::Keyless;
 pub use mcp_guard::{GuardDecision, GuardOptions, GuardRefusal, GuardedList, McpGuard};
 pub use policy::TrustPolicy;

@@ -6,6 +6,7 @@
 use std::path::Path;
 
 use super::error::Error;
+use crate::error::ErrorCode;
 use crate::trust_policy::chain::SignedPolicy;
 
 /// A trust policy with its signatures (`FILE.minisigs`), read but not yet trusted: the gate
@@ -28,12 +29,12 @@ impl TrustPolicy {
     /// its configuration elsewhere than in files.
     pub fn parse(policy: &str, signatures: &str) -> Result<TrustPolicy, Error> {
         let parsed = crate::trust_policy::TrustPolicy::parse(policy)
-            .map_err(|why| Error::failed("policy_error", format!("not a usable trust policy:\n{why}")))?;
+            .map_err(|e| Error::failed(ErrorCode::PolicyError, format!("not a usable trust policy:\n{e}")))?;
         let signatures = if signatures.trim().is_empty() {
             Vec::new()
         } else {
             crate::trust_policy::signatures::parse(signatures)
-                .map_err(|why| Error::failed("policy_error", format!("the policy's signatures: {why}")))?
+                .map_err(|why| Error::failed(ErrorCode::PolicyError, format!("the policy's signatures: {why}")))?
         };
         Ok(TrustPolicy(SignedPolicy {
             origin: "<policy text>".to_owned(),

@@ -15,6 +15,10 @@ use crate::ops::gate::{self, BaselineReport};
 pub struct ReasonCode(Reason);
 
 impl ReasonCode {
+    pub(crate) fn of(reason: Reason) -> Self {
+        ReasonCode(reason)
+    }
+
     /// The stable string form, e.g. `digest_mismatch`.
     pub fn as_str(self) -> &'static str {
         self.0.as_str()

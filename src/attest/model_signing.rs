@@ -51,9 +51,10 @@ pub fn statement(model_name: &str, resources: &[Resource], ignore_paths: &[Strin
     for r in resources {
         root.update(r.sha256);
     }
-    let hex = |bytes: &[u8]| bytes.iter().map(|b| format!("{b:02x}")).collect::<String>();
-    let listed: Vec<Value> =
-        resources.iter().map(|r| json!({"name": r.name, "algorithm": "sha256", "digest": hex(&r.sha256)})).collect();
+    let listed: Vec<Value> = resources
+        .iter()
+        .map(|r| json!({"name": r.name, "algorithm": "sha256", "digest": hex::encode(r.sha256)}))
+        .collect();
     let predicate = json!({
         "serialization": {
             "method": "files",
@@ -63,8 +64,10 @@ pub fn statement(model_name: &str, resources: &[Resource], ignore_paths: &[Strin
         },
         "resources": listed,
     });
-    let subject =
-        Subject { name: model_name.to_owned(), digest: BTreeMap::from([("sha256".to_owned(), hex(&root.finalize()))]) };
+    let subject = Subject {
+        name: model_name.to_owned(),
+        digest: BTreeMap::from([("sha256".to_owned(), hex::encode(root.finalize()))]),
+    };
     Statement::new(vec![subject], PREDICATE_TYPE, predicate)
 }
 
@@ -74,10 +77,7 @@ pub fn statement(model_name: &str, resources: &[Resource], ignore_paths: &[Strin
 pub fn sign(statement: &Statement, key: &SigningKey) -> Vec<u8> {
     let payload = statement.to_payload();
     let signature = p256_key::sign(key, &pae(PAYLOAD_TYPE_IN_TOTO, &payload));
-    let hint: String = Sha256::digest(p256_key::public_pem(key.verifying_key()).as_bytes())
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect();
+    let hint = hex::encode(Sha256::digest(p256_key::public_pem(key.verifying_key()).as_bytes()));
     let bundle = json!({
         "mediaType": MEDIA_TYPE_V03,
         "verificationMaterial": {"publicKey": {"hint": hint}, "tlogEntries": []},
@@ -111,7 +111,7 @@ mod tests {
         for d in [[3u8; 32], [2; 32], [1; 32]] {
             root.update(d);
         }
-        let want: String = root.finalize().iter().map(|b| format!("{b:02x}")).collect();
+        let want = hex::encode(root.finalize());
         assert_eq!(s.subject[0].digest["sha256"], want);
         assert_eq!(s.predicate["resources"][1]["name"], "a/b");
     }

@@ -35,8 +35,7 @@ pub struct Subject {
 impl Subject {
     /// A subject named `name` with one SHA-256 digest.
     pub fn sha256(name: &str, digest: &[u8; 32]) -> Self {
-        let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
-        Subject { name: name.to_owned(), digest: BTreeMap::from([("sha256".to_owned(), hex)]) }
+        Subject { name: name.to_owned(), digest: BTreeMap::from([("sha256".to_owned(), hex::encode(digest))]) }
     }
 }
 

@@ -8,8 +8,7 @@ use crate::manifest::Manifest;
 use crate::minisign::{Signature, SignatureError};
 use crate::rejection::{Reason, Rejection};
 use crate::trust::{self, TrustedKey, TrustedKeys};
-use crate::trust_policy::judge::Authenticated;
-use crate::trust_policy::{self, Refusal, SignatureStatus, SignersVerdict};
+use crate::trust_policy::{self, Authenticated, FileDigest, Refusal, SignersVerdict};
 
 /// With a trust policy: the pack signature and the co-signatures over the manifest's bytes.
 /// At least one must verify with a key of the policy before the manifest is believed.
@@ -20,14 +19,13 @@ pub(super) fn authenticate(
 ) -> Result<Authenticated, Rejection> {
     let mut all = vec![(SIGNATURE_ENTRY.to_owned(), pack)];
     all.extend(p.cosignatures.iter().enumerate().map(|(i, s)| (format!("cosig:{}", i + 1), s)));
-    let auth = trust_policy::judge::authenticate(p.policy, &all, manifest_bytes, p.keyless);
+    let auth = trust_policy::authenticate::authenticate(p.policy, &all, manifest_bytes, p.keyless);
     if auth.any_verified() {
         return Ok(auth);
     }
-    let bad = auth.verdicts().iter().any(|v| v.status == SignatureStatus::BadSignature);
-    let ids: Vec<&str> = auth.verdicts().iter().map(|v| v.identity.as_deref().unwrap_or(v.key_id.as_str())).collect();
+    let ids = auth.claimed_signers();
     Err(Rejection::new(
-        if bad { Reason::BadSignature } else { Reason::UntrustedKey },
+        if auth.any_bad_signature() { Reason::BadSignature } else { Reason::UntrustedKey },
         Some(SIGNATURE_ENTRY),
         format!(
             "no signature verifies as a signer of trust policy `{}` version {} (signed by {})",
@@ -38,12 +36,31 @@ pub(super) fn authenticate(
     ))
 }
 
-/// With a trust policy: what counts for this agent, and (when enforced) the rules met.
-pub(super) fn judge_signers(p: &PolicyTrust<'_>, auth: Authenticated, m: &Manifest) -> Result<SignersVerdict, Refused> {
-    let comment = trust::trusted_comment(&m.name, &m.version.to_string());
-    let verdict = trust_policy::judge::judge(p.policy, auth, &m.name, &comment, p.now);
-    let Some((refusal, message)) = verdict.refusal().filter(|_| p.enforce) else { return Ok(verdict) };
+/// With a trust policy: the signatures bound to the file (when its SHA-256 is known before
+/// it is read), what counts for this agent, and (when enforced) the rules met. The
+/// authenticated signatures are returned too when a keyless one still waits for the file's
+/// SHA-256: the caller binds and counts them again once the file is read.
+pub(super) fn judge_signers(
+    p: &PolicyTrust<'_>,
+    auth: Authenticated,
+    m: &Manifest,
+) -> Result<(SignersVerdict, Option<Authenticated>), Refused> {
+    let file = p.file_sha256.map_or(FileDigest::Unread, FileDigest::Known);
+    let verdict = count_for(p.policy, &auth.bind(file), m, p.now);
+    let unbound = (p.file_sha256.is_none() && auth.has_keyless()).then_some(auth);
+    let Some((refusal, message)) = verdict.refusal().filter(|_| p.enforce) else { return Ok((verdict, unbound)) };
     Err(policy_rejection(refusal, message, verdict))
+}
+
+/// What counts of `bound` for the manifest's agent and version, at `now`.
+pub fn count_for(
+    policy: &trust_policy::TrustPolicy,
+    bound: &trust_policy::Bound,
+    m: &Manifest,
+    now: crate::timestamp::Timestamp,
+) -> SignersVerdict {
+    let comment = trust::trusted_comment(&m.name, &m.version.to_string());
+    trust_policy::judge::count(policy, bound, &m.name, &comment, now)
 }
 
 /// The gate's refusal of a bundle whose signatures do not meet the trust policy.

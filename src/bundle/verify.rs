@@ -15,7 +15,7 @@ use serde::Serialize;
 
 pub use super::refused::Refused;
 use super::signature::{authenticate, check_signature, check_signed_for, judge_signers, parse_signature};
-pub use super::signature::{policy_rejection, reason_of};
+pub use super::signature::{count_for, policy_rejection, reason_of};
 use super::{MAX_JSON_BYTES, MAX_MANIFEST_BYTES, MAX_SIGNATURE_BYTES, SIGNATURE_ENTRY, is_held};
 use crate::archive::{ArchiveError, ArchiveReader, Entry, Limits};
 use crate::diagnostic::{Code, Source};
@@ -28,7 +28,7 @@ use crate::state::State;
 use crate::timestamp::Timestamp;
 use crate::tools::{self, ToolsFile};
 use crate::trust::TrustedKeys;
-use crate::trust_policy::{self, SignersVerdict, TrustPolicy};
+use crate::trust_policy::{self, Authenticated, SignersVerdict, TrustPolicy};
 
 /// How signatures are treated.
 #[derive(Clone, Copy)]
@@ -54,9 +54,12 @@ pub struct PolicyTrust<'a> {
     /// by a key of the policy before it believes the manifest.
     pub enforce: bool,
     /// Keyless signatures over the bundle file, verified over the digest they name before the
-    /// file is read; the caller binds them to the file's SHA-256 afterwards
-    /// ([`trust_policy::judge::bind_file`]).
-    pub keyless: &'a [trust_policy::judge::KeylessOffer],
+    /// file is read.
+    pub keyless: &'a [trust_policy::KeylessOffer],
+    /// The file's SHA-256 when it is known before the file is read (a registry layer's
+    /// descriptor binds it): keyless signatures are bound to it at once. Otherwise the caller
+    /// binds them once the file is read ([`Verified::unbound`]).
+    pub file_sha256: Option<&'a [u8; 32]>,
 }
 
 /// What the caller requires of a bundle beyond a trusted signature and intact content. The
@@ -109,6 +112,10 @@ pub struct Verified {
     pub manifest_bytes: Vec<u8>,
     /// With a trust policy: what became of each signature, and each rule's tally.
     pub signers: Option<SignersVerdict>,
+    /// With a trust policy, when keyless signatures were offered before the file's SHA-256
+    /// was known: the signatures as authenticated, for the caller to bind to the file and
+    /// count again once it is read (`signers` took the keyless ones at their word until then).
+    pub unbound: Option<Authenticated>,
 }
 
 /// Where verified entries go: nowhere (verify), or a folder (unpack).
@@ -170,8 +177,16 @@ fn run(
     agent: &mut Option<(String, String)>,
 ) -> Result<Verified, Refused> {
     let mut reader = ArchiveReader::new(input, LIMITS)?;
-    let Head { manifest_bytes, signature_text, signature, signature_checked, signers, manifest, manifest_blake3 } =
-        head(&mut reader, trust, expect, signer, agent)?;
+    let Head {
+        manifest_bytes,
+        signature_text,
+        signature,
+        signature_checked,
+        signers,
+        unbound,
+        manifest,
+        manifest_blake3,
+    } = head(&mut reader, trust, expect, signer, agent)?;
     if let Some(refusal) = expect.refuse_after_signature {
         return Err(Refused { rejection: refusal.clone(), signers: signers.map(Box::new) });
     }
@@ -197,6 +212,7 @@ fn run(
         manifest_blake3,
         manifest_bytes,
         signers,
+        unbound,
     })
 }
 
@@ -208,6 +224,7 @@ pub(crate) struct Head {
     /// Whether the signature was checked against trusted keys.
     pub signature_checked: bool,
     pub signers: Option<SignersVerdict>,
+    pub unbound: Option<Authenticated>,
     pub manifest: Manifest,
     pub manifest_blake3: blake3::Hash,
 }
@@ -235,9 +252,12 @@ pub(crate) fn head<R: BufRead>(
     let manifest = parse_manifest(&manifest_bytes)?;
     *agent = Some((manifest.name.clone(), manifest.version.to_string()));
     check_signed_for(&signature, verified_by.as_deref(), &manifest, expect)?;
-    let signers = match (trust, authenticated) {
-        (Trust::Policy(p), Some(auth)) => Some(judge_signers(&p, auth, &manifest)?),
-        _ => None,
+    let (signers, unbound) = match (trust, authenticated) {
+        (Trust::Policy(p), Some(auth)) => {
+            let (verdict, unbound) = judge_signers(&p, auth, &manifest)?;
+            (Some(verdict), unbound)
+        }
+        _ => (None, None),
     };
     let manifest_blake3 = blake3::hash(&manifest_bytes);
     freshness(&manifest, &signature.key_id_hex(), &manifest_blake3, expect)?;
@@ -247,6 +267,7 @@ pub(crate) fn head<R: BufRead>(
         signature_checked: verified_by.is_some(),
         signature,
         signers,
+        unbound,
         manifest,
         manifest_blake3,
     })

@@ -4,9 +4,9 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use anyhow::Context;
-
-use agent_bundle::keyless::{ClaimMatch, IdentityPolicy, Matcher, Requirement, SigstoreBundle, TrustedRoot};
+use agent_bundle::keyless::{
+    ClaimMatch, Field, Given, IdentityPolicy, IdentityPolicyError, Requirement, SigstoreBundle, TrustedRoot,
+};
 
 /// Require a keyless (Sigstore) signature over the bundle file, judged offline.
 #[derive(Debug, clap::Args)]
@@ -108,16 +108,6 @@ impl KeylessArgs {
         };
         let root = TrustedRoot::read(root)?;
         let bundle = SigstoreBundle::read(bundle)?;
-        let matcher = |exact: &Option<String>, pattern: &Option<String>, what: &str| -> anyhow::Result<Matcher> {
-            match (exact, pattern) {
-                (Some(exact), _) => Ok(Matcher::Exact(exact.clone())),
-                (None, Some(pattern)) => Ok(Matcher::pattern(pattern).with_context(|| format!("--{what}-regexp"))?),
-                (None, None) => anyhow::bail!("--sigstore needs --{what} or --{what}-regexp"),
-            }
-        };
-        let identity = matcher(&self.certificate_identity, &self.certificate_identity_regexp, "certificate-identity")?;
-        let issuer =
-            matcher(&self.certificate_oidc_issuer, &self.certificate_oidc_issuer_regexp, "certificate-oidc-issuer")?;
         let claims = ClaimMatch::given([
             &self.certificate_github_workflow_repository,
             &self.certificate_github_workflow_ref,
@@ -126,6 +116,24 @@ impl KeylessArgs {
             &self.certificate_github_workflow_name,
             &self.certificate_runner_environment,
         ]);
-        Ok(Some(Arc::new(Requirement { root, bundle, policy: IdentityPolicy { identity, issuer, claims } })))
+        let policy = IdentityPolicy::new(
+            Given::of(&self.certificate_identity, &self.certificate_identity_regexp),
+            Given::of(&self.certificate_oidc_issuer, &self.certificate_oidc_issuer_regexp),
+            claims,
+        )
+        .map_err(|errors| {
+            let e = errors.into_iter().next().expect("a refused policy names a problem");
+            let flag = match e.field() {
+                Field::Identity => "certificate-identity",
+                Field::Issuer => "certificate-oidc-issuer",
+            };
+            match e {
+                IdentityPolicyError::Neither(_) => anyhow::anyhow!("--sigstore needs --{flag} or --{flag}-regexp"),
+                // clap refuses both flags before this.
+                IdentityPolicyError::Both(_) => anyhow::anyhow!("give --{flag} or --{flag}-regexp, not both"),
+                IdentityPolicyError::Pattern(_, e) => anyhow::Error::new(e).context(format!("--{flag}-regexp")),
+            }
+        })?;
+        Ok(Some(Arc::new(Requirement { root, bundle, policy })))
     }
 }

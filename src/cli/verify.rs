@@ -233,7 +233,7 @@ pub fn render(bundle: &Path, verdict: &Verdict, format: Format, global: Global) 
                     ),
                 );
                 for a in attestations {
-                    output::status(global, &format!("  {}", attestation_line(a)));
+                    output::status(global, &format!("  {}", attestation_line(&a.report)));
                 }
             }
             Err((r, signers)) => {
@@ -272,8 +272,8 @@ pub fn attestation_line(a: &agent_bundle::evidence::judge::Judged) -> String {
     if let Some(source) = &a.source_uri {
         line += &format!(", source {}", sanitize(source));
     }
-    if a.verdict != "ok" {
-        line += &format!(" [{}]", a.verdict);
+    if !a.is_ok() {
+        line += &format!(" [{}]", a.verdict_code());
     }
     line
 }
@@ -318,7 +318,7 @@ fn signed_by(key_id: &str, signers: Option<&SignersVerdict>) -> String {
     let counted: Vec<String> = s
         .signatures
         .iter()
-        .filter(|v| v.counted)
+        .filter(|v| v.counted())
         .map(|v| match (&v.signer, &v.identity) {
             (Some(name), _) => format!("`{}`", sanitize(name)),
             (None, Some(identity)) => sanitize(identity),

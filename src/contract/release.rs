@@ -61,7 +61,7 @@ pub enum LoadError {
         at: Option<(String, Option<usize>)>,
     },
     #[error("{path}: not a valid bundle: {message} [{code}]")]
-    Rejected { path: String, code: &'static str, message: String },
+    Rejected { path: String, code: crate::rejection::Reason, message: String },
     #[error("{path}: {source}")]
     Contract { path: String, source: ContractError },
 }

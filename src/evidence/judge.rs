@@ -14,7 +14,7 @@ use sha2::Digest as _;
 
 use super::files::Kind;
 use super::provenance::split_source_uri;
-use crate::attest::{FormatError, SignatureCheck, SigstoreBundle, Statement};
+use crate::attest::{FormatError, SignatureCheck, SigstoreBundle};
 use crate::rejection::{Reason, Rejection};
 use crate::trust::TrustedKeys;
 
@@ -38,7 +38,7 @@ impl AttestPolicy {
     }
 }
 
-/// One attestation as judged (listed in JSON verdicts and by `inspect`).
+/// One attestation as judged: only a report (listed in JSON verdicts and by `inspect`).
 #[derive(Debug, Clone, Serialize)]
 pub struct Judged {
     /// The file, or the registry digest, it came from.
@@ -55,18 +55,15 @@ pub struct Judged {
     /// Provenance: the first resolved dependency's URI (the source).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub source_uri: Option<String>,
-    /// `ok`, or the reason code.
-    pub verdict: String,
+    /// `ok` (`None`), or the reason code of the first problem found.
+    #[serde(serialize_with = "ok_or_code")]
+    pub verdict: Option<Reason>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub message: Option<String>,
-    /// The SHA-256 (hex) of the attestation's bytes, for a verification summary's
-    /// `inputAttestations`.
-    #[serde(skip)]
-    pub sha256: String,
-    #[serde(skip)]
-    statement: Option<Statement>,
-    #[serde(skip)]
-    reason: Option<Reason>,
+}
+
+fn ok_or_code<S: serde::Serializer>(verdict: &Option<Reason>, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(verdict.map_or("ok", Reason::as_str))
 }
 
 impl Judged {
@@ -79,29 +76,56 @@ impl Judged {
             subject_matches: false,
             builder: None,
             source_uri: None,
-            verdict: "ok".into(),
+            verdict: None,
             message: None,
-            sha256: String::new(),
-            statement: None,
-            reason: None,
         }
     }
 
-    fn refuse(&mut self, reason: Reason, message: String) {
-        if self.reason.is_none() {
-            self.verdict = reason.as_str().to_owned();
-            self.message = Some(message);
-            self.reason = Some(reason);
-        }
+    /// The verdict's code as printed: `ok`, or the reason.
+    pub fn verdict_code(&self) -> &'static str {
+        self.verdict.map_or("ok", Reason::as_str)
     }
 
     pub fn is_ok(&self) -> bool {
-        self.reason.is_none()
+        self.verdict.is_none()
     }
 
     pub fn kind(&self) -> Option<Kind> {
         self.predicate_type.as_deref().and_then(Kind::of_predicate_type)
     }
+}
+
+/// One attestation being judged: its report so far, and what the judgement still needs.
+#[derive(Debug, Clone)]
+pub struct Attestation {
+    pub report: Judged,
+    /// The SHA-256 of its bytes (a verification summary's `inputAttestations`).
+    pub sha256: [u8; 32],
+    /// A contract's predicate, held until it is compared with the bundle's own tools (a
+    /// provenance's statement is dropped once judged, so that hundreds are never held at once).
+    contract: Option<Value>,
+}
+
+impl Attestation {
+    fn refuse(&mut self, reason: Reason, message: String) {
+        if self.report.verdict.is_none() {
+            self.report.verdict = Some(reason);
+            self.report.message = Some(message);
+        }
+    }
+
+    pub fn is_ok(&self) -> bool {
+        self.report.is_ok()
+    }
+
+    pub fn kind(&self) -> Option<Kind> {
+        self.report.kind()
+    }
+}
+
+/// The reports of attestations judged (for serialising a verdict's list).
+pub fn reports<S: serde::Serializer>(judged: &[Attestation], s: S) -> Result<S::Ok, S::Error> {
+    s.collect_seq(judged.iter().map(|a| &a.report))
 }
 
 fn format_reason(e: &FormatError) -> Reason {
@@ -112,9 +136,9 @@ fn format_reason(e: &FormatError) -> Reason {
 }
 
 /// Reads and judges one attestation against the bundle's SHA-256 (lowercase hex).
-pub fn judge_one(source: &str, bytes: &[u8], sha256: &str, keys: &TrustedKeys, policy: &AttestPolicy) -> Judged {
-    let mut judged = Judged::new(source);
-    judged.sha256 = super::hex(&sha2::Sha256::digest(bytes));
+pub fn judge_one(source: &str, bytes: &[u8], sha256: &str, keys: &TrustedKeys, policy: &AttestPolicy) -> Attestation {
+    let mut judged =
+        Attestation { report: Judged::new(source), sha256: sha2::Sha256::digest(bytes).into(), contract: None };
     let bundle = match SigstoreBundle::from_json(bytes) {
         Ok(b) => b,
         Err(e) => {
@@ -129,19 +153,21 @@ pub fn judge_one(source: &str, bytes: &[u8], sha256: &str, keys: &TrustedKeys, p
             return judged;
         }
     };
-    judged.predicate_type = Some(statement.predicate_type.clone());
+    judged.report.predicate_type = Some(statement.predicate_type.clone());
     let trusted: Vec<_> = keys.keys.iter().map(|k| k.key).collect();
     for check in bundle.dsse_envelope.check_signatures(&trusted) {
         match check {
-            SignatureCheck::Verified { key_id } if !judged.signers.contains(&key_id) => judged.signers.push(key_id),
-            SignatureCheck::UntrustedKey { key_id } => judged.untrusted_signers.push(key_id),
+            SignatureCheck::Verified { key_id } if !judged.report.signers.contains(&key_id) => {
+                judged.report.signers.push(key_id)
+            }
+            SignatureCheck::UntrustedKey { key_id } => judged.report.untrusted_signers.push(key_id),
             _ => {}
         }
     }
-    judged.subject_matches = statement.has_sha256(sha256);
-    if judged.signers.is_empty() {
-        if judged.untrusted_signers.len() == bundle.dsse_envelope.signatures.len() {
-            let ids = judged.untrusted_signers.join(", ");
+    judged.report.subject_matches = statement.has_sha256(sha256);
+    if judged.report.signers.is_empty() {
+        if judged.report.untrusted_signers.len() == bundle.dsse_envelope.signatures.len() {
+            let ids = judged.report.untrusted_signers.join(", ");
             judged
                 .refuse(Reason::AttestationUntrusted, format!("{source}: signed by {ids}, not among the trusted keys"));
         } else {
@@ -161,7 +187,7 @@ pub fn judge_one(source: &str, bytes: &[u8], sha256: &str, keys: &TrustedKeys, p
         );
         return judged;
     };
-    if !judged.subject_matches {
+    if !judged.report.subject_matches {
         let names: Vec<_> = statement.subject.iter().map(|s| s.name.as_str()).collect();
         judged.refuse(
             Reason::AttestationSubjectMismatch,
@@ -171,21 +197,21 @@ pub fn judge_one(source: &str, bytes: &[u8], sha256: &str, keys: &TrustedKeys, p
     if kind == Kind::Provenance {
         judge_provenance(&mut judged, &statement.predicate, policy);
     }
-    // Only a contract is judged again once the bundle is read (against its own tools); a
-    // provenance's statement is dropped here, so that hundreds of them are never held at once.
+    // Only a contract is judged again once the bundle is read (against its own tools).
     if kind == Kind::Contract {
-        judged.statement = Some(statement);
+        judged.contract = Some(statement.predicate);
     }
     judged
 }
 
-fn judge_provenance(judged: &mut Judged, predicate: &Value, policy: &AttestPolicy) {
-    judged.builder = predicate.pointer("/runDetails/builder/id").and_then(Value::as_str).map(str::to_owned);
-    judged.source_uri =
+fn judge_provenance(judged: &mut Attestation, predicate: &Value, policy: &AttestPolicy) {
+    let report = &mut judged.report;
+    report.builder = predicate.pointer("/runDetails/builder/id").and_then(Value::as_str).map(str::to_owned);
+    report.source_uri =
         predicate.pointer("/buildDefinition/resolvedDependencies/0/uri").and_then(Value::as_str).map(str::to_owned);
-    let uri = judged.source_uri.clone().unwrap_or_default();
+    let uri = report.source_uri.clone().unwrap_or_default();
     let (repo, reference) = split_source_uri(&uri);
-    let builder = judged.builder.clone().unwrap_or_default();
+    let builder = report.builder.clone().unwrap_or_default();
     // Named without the command line's flags: the Python package says `builder_id=`.
     let checks = [
         ("source repository", &policy.source_repo, repo),
@@ -197,7 +223,7 @@ fn judge_provenance(judged: &mut Judged, predicate: &Value, policy: &AttestPolic
             && found != wanted
         {
             let message =
-                format!("{}: the provenance's {what} is {found:?}, not the required {wanted:?}", judged.source);
+                format!("{}: the provenance's {what} is {found:?}, not the required {wanted:?}", judged.report.source);
             judged.refuse(Reason::ProvenanceMismatch, message);
             return;
         }
@@ -211,15 +237,15 @@ pub fn judge(
     sha256: &str,
     keys: &TrustedKeys,
     policy: &AttestPolicy,
-) -> (Vec<Judged>, Option<Rejection>) {
-    let judged: Vec<Judged> = attestations.iter().map(|(s, b)| judge_one(s, b, sha256, keys, policy)).collect();
+) -> (Vec<Attestation>, Option<Rejection>) {
+    let judged: Vec<Attestation> = attestations.iter().map(|(s, b)| judge_one(s, b, sha256, keys, policy)).collect();
     let rejection = conclude(&judged, policy);
     (judged, rejection)
 }
 
 /// The rejection of attestations judged one by one ([`judge_one`]): the first problem, in
 /// input order, or a missing provenance the policy requires.
-pub fn conclude(judged: &[Judged], policy: &AttestPolicy) -> Option<Rejection> {
+pub fn conclude(judged: &[Attestation], policy: &AttestPolicy) -> Option<Rejection> {
     first_problem(judged).or_else(|| {
         (policy.needs_provenance() && !judged.iter().any(|j| j.kind() == Some(Kind::Provenance))).then(|| {
             Rejection::new(
@@ -234,36 +260,41 @@ pub fn conclude(judged: &[Judged], policy: &AttestPolicy) -> Option<Rejection> {
 /// The second step, once the bundle is verified: each signer must be trusted for this agent
 /// name, and the contract attestation must say exactly `expected_contract`.
 pub fn judge_with_bundle(
-    judged: &mut [Judged],
+    judged: &mut [Attestation],
     agent: &str,
     keys: &TrustedKeys,
     expected_contract: Result<&Value, String>,
 ) -> Option<Rejection> {
     for j in judged.iter_mut().filter(|j| j.is_ok()) {
         let scoped: Vec<String> = j
+            .report
             .signers
             .iter()
             .filter(|id| keys.keys.iter().any(|k| &k.key.key_id_hex() == *id && k.may_sign(agent)))
             .cloned()
             .collect();
         if scoped.is_empty() {
-            let message = format!("{}: signed by {}, not trusted for agent `{agent}`", j.source, j.signers.join(", "));
+            let message = format!(
+                "{}: signed by {}, not trusted for agent `{agent}`",
+                j.report.source,
+                j.report.signers.join(", ")
+            );
             j.refuse(Reason::AttestationUntrusted, message);
             continue;
         }
         if j.kind() == Some(Kind::Contract) {
-            let said = j.statement.as_ref().map(|s| &s.predicate);
+            let said = j.contract.as_ref();
             match &expected_contract {
                 Ok(expected) if said == Some(*expected) => {}
                 Ok(_) => {
                     let message = format!(
                         "{}: the contract attestation differs from the bundle's tools.json and policy.caps",
-                        j.source
+                        j.report.source
                     );
                     j.refuse(Reason::AttestationContractMismatch, message);
                 }
                 Err(e) => {
-                    let message = format!("{}: cannot compute the bundle's contracts to compare: {e}", j.source);
+                    let message = format!("{}: cannot compute the bundle's contracts to compare: {e}", j.report.source);
                     j.refuse(Reason::AttestationContractMismatch, message);
                 }
             }
@@ -272,10 +303,11 @@ pub fn judge_with_bundle(
     first_problem(judged)
 }
 
-fn first_problem(judged: &[Judged]) -> Option<Rejection> {
+fn first_problem(judged: &[Attestation]) -> Option<Rejection> {
     judged
         .iter()
-        .find_map(|j| j.reason.map(|reason| Rejection::new(reason, None, j.message.clone().unwrap_or_default())))
+        .map(|j| &j.report)
+        .find_map(|j| j.verdict.map(|reason| Rejection::new(reason, None, j.message.clone().unwrap_or_default())))
 }
 
 /// For `inspect`: each attestation judged against the bundle's SHA-256 with `keys` (none: every
@@ -295,5 +327,5 @@ pub fn describe(
     {
         judge_with_bundle(&mut judged, agent, keys, contract);
     }
-    judged
+    judged.into_iter().map(|a| a.report).collect()
 }

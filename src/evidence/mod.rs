@@ -31,11 +31,6 @@ pub fn sign_all(
     Ok(out)
 }
 
-/// Lowercase hex.
-pub(crate) fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
-
 /// The signed attestations of a bundle just written by `pack` (not yet in place): its file
 /// name, SHA-256 and signed manifest bytes, how it was built and its tools' contracts.
 pub fn for_packed(
@@ -51,3 +46,6 @@ pub fn for_packed(
     let provenance = provenance::predicate(facts, &|k| std::env::var(k).ok());
     Ok(sign_all(&name, sha256, provenance, contract, signer)?)
 }
+
+#[cfg(test)]
+mod tests;

@@ -15,7 +15,7 @@ mod policy;
 mod root;
 mod verdict;
 
-pub use policy::{ClaimMatch, IdentityPolicy, Matcher, PolicyError};
+pub use policy::{ClaimMatch, Field, Given, IdentityPolicy, IdentityPolicyError, Matcher, PolicyError};
 pub use root::{MAX_TRUSTED_ROOT_BYTES, RootError, TrustedRoot};
 pub use verdict::reason_of;
 
@@ -119,7 +119,7 @@ fn parse(bundle: &SigstoreBundle) -> Result<sigstore_verify::types::Bundle, Reje
         return Err(Rejection::new(Reason::KeylessMalformed, None, format!("{file}: {why}")));
     }
     let parsed = sigstore_verify::types::Bundle::from_json(&bundle.text)
-        .map_err(|e| Rejection::new(verdict::parse_reason(&e.to_string()), None, format!("{file}: {e}")))?;
+        .map_err(|e| Rejection::new(verdict::parse_reason(&bundle.text), None, format!("{file}: {e}")))?;
     if parsed.verification_material.tlog_entries.is_empty() {
         let why = "it has no transparency-log entry: a keyless signature must be logged (Rekor)";
         return Err(Rejection::new(Reason::KeylessLogEntryMissing, None, format!("{file}: {why}")));

@@ -124,6 +124,64 @@ impl ClaimMatch {
     }
 }
 
+/// The two certificate values an identity policy must match.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Field {
+    /// The certificate's identity (SAN).
+    Identity,
+    /// The certificate's OIDC issuer.
+    Issuer,
+}
+
+/// One certificate value's rule as given: exactly, or by a pattern (each caller names them in
+/// its own words: `--certificate-identity[-regexp]`, `certificate_identity[_regexp]`,
+/// `identity[_regexp]`).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Given<'a> {
+    pub exact: Option<&'a str>,
+    pub pattern: Option<&'a str>,
+}
+
+impl<'a> Given<'a> {
+    /// From two optional fields (a flag and its `-regexp` twin).
+    pub fn of(exact: &'a Option<String>, pattern: &'a Option<String>) -> Given<'a> {
+        Given { exact: exact.as_deref(), pattern: pattern.as_deref() }
+    }
+}
+
+/// Why an identity policy cannot be built from what was given, for which value.
+#[derive(Debug, thiserror::Error)]
+pub enum IdentityPolicyError {
+    #[error("an exact value and a pattern both given; give one")]
+    Both(Field),
+    #[error("neither an exact value nor a pattern given; one is required")]
+    Neither(Field),
+    #[error("{1}")]
+    Pattern(Field, #[source] PolicyError),
+}
+
+impl IdentityPolicyError {
+    /// The value the problem is about.
+    pub fn field(&self) -> Field {
+        match self {
+            IdentityPolicyError::Both(f) | IdentityPolicyError::Neither(f) | IdentityPolicyError::Pattern(f, _) => *f,
+        }
+    }
+}
+
+impl Matcher {
+    /// The rule for one value: exactly or by a pattern, not both, one required (an empty exact
+    /// value is none: it would match no certificate).
+    fn given(field: Field, given: Given<'_>) -> Result<Matcher, IdentityPolicyError> {
+        match (given.exact.filter(|e| !e.is_empty()), given.pattern) {
+            (Some(_), Some(_)) => Err(IdentityPolicyError::Both(field)),
+            (Some(exact), None) => Ok(Matcher::Exact(exact.to_owned())),
+            (None, Some(pattern)) => Matcher::pattern(pattern).map_err(|e| IdentityPolicyError::Pattern(field, e)),
+            (None, None) => Err(IdentityPolicyError::Neither(field)),
+        }
+    }
+}
+
 /// The signer a keyless signature must come from.
 #[derive(Debug, Clone)]
 pub struct IdentityPolicy {
@@ -133,6 +191,20 @@ pub struct IdentityPolicy {
 }
 
 impl IdentityPolicy {
+    /// The one constructor, for the command line, the trust policy, the API and Python alike:
+    /// the identity and the issuer each exactly or by a pattern, not both, one required. Every
+    /// problem is returned (the identity's first).
+    pub fn new(
+        identity: Given<'_>,
+        issuer: Given<'_>,
+        claims: Vec<(ClaimMatch, String)>,
+    ) -> Result<IdentityPolicy, Vec<IdentityPolicyError>> {
+        match (Matcher::given(Field::Identity, identity), Matcher::given(Field::Issuer, issuer)) {
+            (Ok(identity), Ok(issuer)) => Ok(IdentityPolicy { identity, issuer, claims }),
+            (identity, issuer) => Err(identity.err().into_iter().chain(issuer.err()).collect()),
+        }
+    }
+
     /// The part of the policy `sigstore-verify` can check itself (exact values), so that a
     /// mismatch stops verification where that library checks it. Patterns and claims are
     /// checked by [`IdentityPolicy::check`] on the verified certificate.
@@ -176,6 +248,26 @@ mod tests {
         assert!(m.matches("https://github.com/org/repo/.github/workflows/release.yml@refs/tags/v1"));
         assert!(!m.matches("https://evil.example/?https://github.com/org/x"));
         assert_eq!(m.to_string(), "a value matching `https://github\\.com/org/.*`");
+    }
+
+    #[test]
+    fn one_constructor_takes_each_value_exactly_or_by_pattern_not_both_one_required() {
+        let exact = |v| Given { exact: Some(v), pattern: None };
+        let ok = IdentityPolicy::new(exact("i"), Given { exact: None, pattern: Some("https://.*") }, Vec::new());
+        let ok = ok.expect("an exact identity and an issuer pattern");
+        assert!(ok.identity.matches("i") && ok.issuer.matches("https://x"));
+        let both = Given { exact: Some("i"), pattern: Some(".*") };
+        let errors = |identity, issuer| {
+            let e = IdentityPolicy::new(identity, issuer, Vec::new()).expect_err("refused");
+            e.iter().map(|e| (e.field(), e.to_string().split(' ').next().unwrap_or("").to_owned())).collect::<Vec<_>>()
+        };
+        assert_eq!(errors(both, exact("s")), [(Field::Identity, "an".to_owned())]);
+        assert_eq!(errors(exact("i"), Given::default()), [(Field::Issuer, "neither".to_owned())]);
+        // An empty exact value is none; every problem is reported, the identity's first.
+        assert_eq!(
+            errors(exact(""), Given { exact: None, pattern: Some("(") }),
+            [(Field::Identity, "neither".to_owned()), (Field::Issuer, "invalid".to_owned())]
+        );
     }
 
     #[test]

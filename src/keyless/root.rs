@@ -61,7 +61,7 @@ impl TrustedRoot {
         use sha2::Digest as _;
         let text = read_to_string(path, MAX_TRUSTED_ROOT_BYTES, Links::Follow)
             .map_err(|e| RootError::Read { path: path.to_owned(), source: e.into_io() })?;
-        let found: String = sha2::Sha256::digest(text.as_bytes()).iter().map(|b| format!("{b:02x}")).collect();
+        let found = hex::encode(sha2::Sha256::digest(text.as_bytes()));
         if found != expected {
             return Err(RootError::NotPinned { path: path.to_owned(), expected: expected.to_owned(), found });
         }

@@ -53,11 +53,7 @@ pub fn parse_config(bytes: &[u8]) -> Result<Config, String> {
 
 /// A blob's digest: `sha256:` and lowercase hex.
 pub fn sha256_digest(bytes: &[u8]) -> String {
-    format!("sha256:{}", hex(&Sha256::digest(bytes)))
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
+    format!("sha256:{}", hex::encode(Sha256::digest(bytes)))
 }
 
 /// A streaming sha256 and byte count.
@@ -73,7 +69,7 @@ impl Sha256Counter {
         self.bytes += chunk.len() as u64;
     }
     pub fn digest(self) -> String {
-        format!("sha256:{}", hex(&self.hasher.finalize()))
+        format!("sha256:{}", hex::encode(self.hasher.finalize()))
     }
 }
 

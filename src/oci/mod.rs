@@ -27,6 +27,10 @@ pub enum Refusal {
     /// A referrers index or referrer that is not an attestation we can read (too many entries,
     /// not JSON, a referrer of another subject).
     AttestationMalformed,
+    /// A referrer whose layer descriptor names more bytes than the cap of what it holds
+    /// (refused before a byte of it moves). The caller names it as it names the same file
+    /// over its cap: an attestation `attestation_malformed`, co-signatures `limit_exceeded`.
+    TooLarge,
 }
 
 /// Why a registry operation failed.

@@ -353,9 +353,10 @@ pub fn fetch_one(client: &mut Client, subject_digest: &str, listed: &Listed) -> 
         return Err(malformed(format!("referrer {digest}: its layer descriptor names no size")));
     };
     if size > MAX_ATTESTATION_BYTES {
-        return Err(malformed(format!(
-            "referrer {digest}: its layer is {size} bytes, over the cap of {MAX_ATTESTATION_BYTES}"
-        )));
+        return Err(OciError::Rejected(
+            Refusal::TooLarge,
+            format!("referrer {digest}: its layer is {size} bytes, over the cap of {MAX_ATTESTATION_BYTES}"),
+        ));
     }
     let blob = client.get_small_blob(&layer, MAX_ATTESTATION_BYTES + 1)?;
     if sha256_digest(&blob) != layer || blob.len() as u64 != size {

@@ -100,7 +100,7 @@ pub fn attest(bundle: &Path, signer: &mut Signer, opts: &AttestOptions) -> Resul
         name: verified.manifest.name.clone(),
         version: verified.manifest.version.to_string(),
         key_id: signer.public_key().key_id_hex(),
-        sha256: evidence::hex(&sha256),
+        sha256: hex::encode(sha256),
         files: written,
         signatures,
         adopted,
@@ -134,7 +134,7 @@ fn add_earlier_signatures(
         let ours = sigstore.statement().ok();
         let theirs = earlier.statement().ok();
         let about_this_file = |s: &crate::attest::Statement| {
-            s.subject.iter().any(|subject| subject.digest.get("sha256") == Some(&evidence::hex(sha256)))
+            s.subject.iter().any(|subject| subject.digest.get("sha256") == Some(&hex::encode(sha256)))
         };
         let same_kind = match (&ours, &theirs) {
             (Some(o), Some(t)) => o.predicate_type == t.predicate_type && about_this_file(t),

@@ -70,7 +70,7 @@ fn load_bundle(path: &Path) -> Result<AgentContracts, LoadError> {
             .map_err(|r| r.into_rejection())
             .map_err(|r| LoadError::Rejected {
                 path: path.display().to_string(),
-                code: r.reason.as_str(),
+                code: r.reason,
                 message: r.message,
             })?;
     let shown = || path.display().to_string();

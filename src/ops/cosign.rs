@@ -28,13 +28,14 @@ use crate::attest::{Envelope, SigstoreBundle, Statement, Subject, dsse::PAYLOAD_
 use crate::bundle::verify::{Discard, Verified};
 use crate::contract::release;
 use crate::keys::Signer;
+use crate::minisign::PublicKey;
 use crate::oci::{self, Artifact, referrers, referrers::Referrer};
 use crate::ops::gate::{BaselineReport, Gate, GateError, GateOptions, Verdict};
 use crate::ops::input::{BundleSource, InputError};
 use crate::progress::Silent;
 use crate::regular_file::{self, Links, ReadError};
 use crate::trust;
-use crate::trust_policy::{SignersVerdict, signatures};
+use crate::trust_policy::{SignersVerdict, TrustPolicy, signatures};
 
 /// The predicate type of the approval statement.
 pub const APPROVAL_PREDICATE: &str = "https://agent-bundle.dev/attestation/approval/v1";
@@ -132,15 +133,17 @@ pub fn cosign(
     signer: &mut Signer,
     review: &mut dyn FnMut(&Approval) -> bool,
 ) -> Result<Outcome, GateError> {
-    let Approved { verified, baseline, sha256, .. } = match judge(&BundleSource::File(bundle.to_path_buf()), opts)? {
-        Ok(approved) => approved,
-        Err(refused) => return Ok(Outcome::Refused(Box::new(refused))),
-    };
+    let Approved { verified, baseline, sha256, policy, .. } =
+        match judge(&BundleSource::File(bundle.to_path_buf()), opts)? {
+            Ok(approved) => approved,
+            Err(refused) => return Ok(Outcome::Refused(Box::new(refused))),
+        };
+    let public = signer.public_key();
     let approval = approval(&verified, baseline, bundle, &sha256, signer)?;
+    policy_signer(policy.as_ref(), &public, &approval.agent)?;
     if !review(&approval) {
         return Ok(Outcome::Declined);
     }
-    let public = signer.public_key();
     let comment = trust::trusted_comment(&approval.agent, &approval.version);
     let signature =
         signer.sign(&verified.manifest_bytes, &comment, "co-signature from bundle cosign").map_err(Error::from)?;
@@ -184,7 +187,7 @@ pub fn cosign_registry(
     let BundleSource::Registry { reference, options } = source else {
         return Err(Error::Usage(format!("{}: not a registry reference", source.label().display())).into());
     };
-    let Approved { verified, baseline, sha256, artifact } = match judge(source, opts)? {
+    let Approved { verified, baseline, sha256, artifact, policy } = match judge(source, opts)? {
         Ok(approved) => approved,
         Err(refused) => return Ok(Outcome::Refused(Box::new(refused))),
     };
@@ -192,11 +195,12 @@ pub fn cosign_registry(
         return Err(Error::Usage(format!("{reference}: not a registry artifact")).into());
     };
     let label = source.label();
+    let public = signer.public_key();
     let approval = approval(&verified, baseline, &label, &sha256, signer)?;
+    policy_signer(policy.as_ref(), &public, &approval.agent)?;
     if !review(&approval) {
         return Ok(Outcome::Declined);
     }
-    let public = signer.public_key();
     let comment = trust::trusted_comment(&approval.agent, &approval.version);
     let signature =
         signer.sign(&verified.manifest_bytes, &comment, "co-signature from bundle cosign").map_err(Error::from)?;
@@ -239,12 +243,36 @@ struct Approved {
     baseline: Option<BaselineReport>,
     sha256: [u8; 32],
     artifact: Option<(String, Artifact)>,
+    /// The trust policy version the gate followed, if any.
+    policy: Option<TrustPolicy>,
+}
+
+/// Under a trust policy, the co-signing key must be one of its signers, and not revoked: a
+/// co-signature by any other key could never count, and an approver who believed it did
+/// would be wrong silently. (A key that may not sign this agent now, or that counted already,
+/// is let through: its window may open, its signature is still an approval on record.)
+fn policy_signer(policy: Option<&TrustPolicy>, key: &PublicKey, agent: &str) -> Result<(), Error> {
+    let Some(policy) = policy else { return Ok(()) };
+    let at = format!("trust policy `{}` version {}", policy.id, policy.version);
+    match policy.signer_of_key(key) {
+        None => Err(Error::Usage(format!(
+            "key {} is not a signer of {at}: its co-signature of `{agent}` would never count; sign with a key the policy lists, or give the version that adds it with --policy-update",
+            key.key_id_hex()
+        ))),
+        Some(s) if s.revoked => Err(Error::Usage(format!(
+            "key {} is signer `{}` of {at}, which revokes it: its co-signature would never count",
+            key.key_id_hex(),
+            s.name
+        ))),
+        Some(_) => Ok(()),
+    }
 }
 
 /// Judges the bundle `source` names through the one way in, with a gate made of `opts` that
 /// names the SHA-256 of the bytes it judged: `Err` is the refusal.
 fn judge(source: &BundleSource, opts: GateOptions) -> Result<Result<Approved, Verdict>, GateError> {
     let gate = Gate::open(opts)?.with_digest();
+    let policy = gate.followed_policy().cloned();
     let input = match source.open(&Silent, &gate.wanted())? {
         Ok(input) => input,
         Err(rejection) => return Ok(Err(Verdict::refused(rejection))),
@@ -252,7 +280,7 @@ fn judge(source: &BundleSource, opts: GateOptions) -> Result<Result<Approved, Ve
     let artifact = input.registry_artifact().map(|(digest, a)| (digest.to_owned(), a.clone()));
     match gate.judge(input, &mut Discard)? {
         Verdict::Passed { verified, baseline, sha256: Some(sha256), .. } => {
-            Ok(Ok(Approved { verified, baseline, sha256, artifact }))
+            Ok(Ok(Approved { verified, baseline, sha256, artifact, policy }))
         }
         Verdict::Passed { .. } => Err(Error::Usage("the gate named no SHA-256 of the bundle it judged".into()).into()),
         refused @ Verdict::Refused { .. } => Ok(Err(refused)),

@@ -54,7 +54,7 @@ pub fn keygen_p256(base: &Path, force: bool) -> Result<Generated> {
     write_secret(&secret_path, crate::keys::p256_key::secret_pem(&key).as_bytes(), force)?;
     let public = crate::keys::p256_key::public_pem(key.verifying_key());
     atomic::write(&public_path, public.as_bytes(), force).map_err(|e| Error::io(&public_path, e))?;
-    let key_id = Sha256::digest(public.as_bytes()).iter().map(|b| format!("{b:02x}")).collect();
+    let key_id = hex::encode(Sha256::digest(public.as_bytes()));
     Ok(Generated { secret_path, public_path, key_id })
 }
 

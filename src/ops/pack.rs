@@ -457,7 +457,7 @@ impl Contents<'_> {
             out.commit(temp).map_err(Error::from)?;
         }
         let attestations = evidence::files::replace_beside(output, &attestations)?;
-        Ok(Written { content_bytes, bundle_bytes, unchanged, sha256: evidence::hex(&sha256), attestations })
+        Ok(Written { content_bytes, bundle_bytes, unchanged, sha256: hex::encode(sha256), attestations })
     }
 
     /// Writes the bundle to `file`; returns the bytes archived, the bundle's SHA-256, and whether

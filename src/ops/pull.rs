@@ -15,7 +15,7 @@ use crate::atomic;
 use crate::bundle::verify::Discard;
 use crate::error::Error;
 use crate::evidence::files::{self, Kind};
-use crate::evidence::judge::Judged;
+use crate::evidence::judge::Attestation;
 use crate::minisign::Signature;
 use crate::ops::gate::{Gate, GateError, Verdict};
 use crate::ops::input::{BundleSource, InputError, Piece};
@@ -76,7 +76,7 @@ fn keep_beside(
     dest: &Path,
     cosignatures: Option<&[Piece]>,
     attestations: &[Piece],
-    judged: &[Judged],
+    judged: &[Attestation],
 ) -> Result<Vec<PathBuf>, Error> {
     let mut written = Vec::new();
     let mut put = |path: PathBuf, bytes: Option<Vec<u8>>| -> Result<(), Error> {
@@ -107,7 +107,8 @@ fn keep_beside(
     }
     for kind in Kind::ALL {
         let accepted = judged.iter().find(|j| j.is_ok() && j.kind() == Some(kind));
-        let bytes = accepted.and_then(|j| attestations.iter().find(|p| p.source == j.source)).map(|p| p.bytes.clone());
+        let bytes =
+            accepted.and_then(|j| attestations.iter().find(|p| p.source == j.report.source)).map(|p| p.bytes.clone());
         put(files::beside(dest, kind), bytes)?;
     }
     Ok(written)

@@ -11,7 +11,7 @@ use crate::regular_file::{self, Links, ReadError};
 use crate::state::{StateError, StateFile};
 use crate::timestamp::Timestamp;
 use crate::trust_policy::chain::{self, ChainError, ChainReport, SignedPolicy};
-use crate::trust_policy::{TrustPolicy, signatures};
+use crate::trust_policy::{PolicyError, TrustPolicy, signatures};
 use crate::{Error, atomic};
 
 /// A policy file is read whole; 100 keys take about 20 KiB.
@@ -22,6 +22,8 @@ pub use crate::limits::MAX_TRUST_POLICY_BYTES as MAX_POLICY_BYTES;
 pub enum TrustError {
     #[error("{path}: not a usable trust policy:\n{why}")]
     Malformed { path: PathBuf, why: String },
+    #[error("{path}: not a usable trust policy:\n{source}")]
+    Policy { path: PathBuf, source: PolicyError },
     #[error(transparent)]
     Other(#[from] Error),
     #[error(transparent)]
@@ -34,7 +36,7 @@ pub enum TrustError {
 impl crate::error::Coded for TrustError {
     fn code(&self) -> crate::error::ErrorCode {
         match self {
-            TrustError::Malformed { .. } => crate::error::ErrorCode::PolicyError,
+            TrustError::Malformed { .. } | TrustError::Policy { .. } => crate::error::ErrorCode::PolicyError,
             TrustError::Other(e) => e.code(),
             TrustError::State(e) => e.code(),
             TrustError::Root(e) => e.code(),
@@ -57,7 +59,8 @@ pub fn read_signed(path: &Path) -> Result<SignedPolicy, TrustError> {
     let malformed = |why: String| TrustError::Malformed { path: path.to_path_buf(), why };
     let text = read_text(path, MAX_POLICY_BYTES)?
         .ok_or_else(|| Error::io(path, std::io::Error::new(std::io::ErrorKind::NotFound, "no such file")))?;
-    let mut policy = TrustPolicy::parse(&text).map_err(malformed)?;
+    let mut policy =
+        TrustPolicy::parse(&text).map_err(|source| TrustError::Policy { path: path.to_path_buf(), source })?;
     if policy.has_identities() && policy.sigstore.is_none() {
         return Err(malformed(
             "certificate-identity signers need the trusted root they are judged against: add [sigstore] trusted_root and sha256 (`bundle trust import-root POLICY trusted_root.json`)".to_owned(),
@@ -162,7 +165,7 @@ pub fn rotate(from: &Path, out: &Path, expires: Timestamp) -> Result<u64, TrustE
         expires.to_string().parse().map_err(|e| Error::Usage(format!("--expires: {e}")))?;
     doc["expires"] = toml_edit::value(when);
     let written = doc.to_string();
-    TrustPolicy::parse(&written).map_err(|why| TrustError::Malformed { path: out.to_path_buf(), why })?;
+    TrustPolicy::parse(&written).map_err(|source| TrustError::Policy { path: out.to_path_buf(), source })?;
     atomic::write(out, written.as_bytes(), false).map_err(|e| Error::io(out, e))?;
     Ok(next)
 }
@@ -203,7 +206,7 @@ pub fn import_root(policy: &Path, root: &Path, now: Timestamp) -> Result<Importe
     let text = regular_file::read_to_string(root, crate::keyless::MAX_TRUSTED_ROOT_BYTES, Links::Follow)
         .map_err(|e| Error::io(root, e.into_io()))?;
     let parsed = crate::keyless::TrustedRoot::parse(root, &text)?;
-    let sha256: String = sha2::Sha256::digest(text.as_bytes()).iter().map(|b| format!("{b:02x}")).collect();
+    let sha256 = hex::encode(sha2::Sha256::digest(text.as_bytes()));
     let name = format!("trusted_root-{}.json", &sha256[..12]);
     let file = root_path(policy, &name);
     atomic::write(&file, text.as_bytes(), true).map_err(|e| Error::io(&file, e))?;
@@ -225,7 +228,7 @@ pub fn import_root(policy: &Path, root: &Path, now: Timestamp) -> Result<Importe
         }
     }
     let written = doc.to_string();
-    TrustPolicy::parse(&written).map_err(malformed)?;
+    TrustPolicy::parse(&written).map_err(|source| TrustError::Policy { path: policy.to_path_buf(), source })?;
     atomic::write(policy, written.as_bytes(), true).map_err(|e| Error::io(policy, e))?;
 
     let comment = current.policy.signed_comment();
@@ -256,7 +259,7 @@ pub fn import_root(policy: &Path, root: &Path, now: Timestamp) -> Result<Importe
 fn read_unrooted(path: &Path) -> Result<SignedPolicy, TrustError> {
     let text = read_text(path, MAX_POLICY_BYTES)?
         .ok_or_else(|| Error::io(path, std::io::Error::new(std::io::ErrorKind::NotFound, "no such file")))?;
-    let policy = TrustPolicy::parse(&text).map_err(|why| TrustError::Malformed { path: path.to_path_buf(), why })?;
+    let policy = TrustPolicy::parse(&text).map_err(|source| TrustError::Policy { path: path.to_path_buf(), source })?;
     let sigs_path = signatures::policy_sigs_path(path);
     let signatures = match read_text(&sigs_path, signatures::MAX_SIGNATURES_BYTES)? {
         Some(t) => signatures::parse(&t).unwrap_or_default(),

@@ -17,7 +17,7 @@ use sha2::{Digest as _, Sha256};
 
 use crate::attest::{SigstoreBundle, Statement, Subject};
 use crate::evidence::files::Kind;
-use crate::evidence::judge::Judged;
+use crate::evidence::judge::Attestation;
 use crate::evidence::vsa::{self, Predicate, Property, ResourceDescriptor, Verifier};
 use crate::keys::Signer;
 use crate::ops::gate::Verdict;
@@ -150,7 +150,7 @@ fn policy(req: &VsaRequest, version: Option<u64>) -> Result<ResourceDescriptor, 
     for file in files {
         hasher.update(std::fs::read(file).map_err(|e| crate::Error::io(file, e))?);
     }
-    Ok(ResourceDescriptor::sha256(uri, crate::evidence::hex(&hasher.finalize())))
+    Ok(ResourceDescriptor::sha256(uri, hex::encode(hasher.finalize())))
 }
 
 /// `inputAttestations`: the attestations judged sound, the co-signature and keyless files read
@@ -158,14 +158,14 @@ fn policy(req: &VsaRequest, version: Option<u64>) -> Result<ResourceDescriptor, 
 /// followed and the agent's approved baseline.
 fn inputs(
     source: &BundleSource,
-    judged: &[Judged],
+    judged: &[Attestation],
     agent: Option<&str>,
     req: &VsaRequest,
 ) -> Result<Vec<ResourceDescriptor>, crate::Error> {
     let mut out: Vec<ResourceDescriptor> = judged
         .iter()
         .filter(|j| j.is_ok())
-        .map(|j| ResourceDescriptor::sha256(attestation_uri(source, &j.source), j.sha256.clone()))
+        .map(|j| ResourceDescriptor::sha256(attestation_uri(source, &j.report.source), hex::encode(j.sha256)))
         .collect();
     let mut files: Vec<PathBuf> = req.policy_updates.clone();
     if req.trust_policy.is_some() {
@@ -188,7 +188,7 @@ fn inputs(
     }
     for file in files.into_iter().filter(|f| f.is_file()) {
         let sha256 = file_sha256(&file)?;
-        out.push(ResourceDescriptor::sha256(file.display().to_string(), crate::evidence::hex(&sha256)));
+        out.push(ResourceDescriptor::sha256(file.display().to_string(), hex::encode(sha256)));
     }
     Ok(out)
 }

@@ -44,7 +44,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 
 use serde::Deserialize;
 
-use crate::keyless::{ClaimMatch, IdentityPolicy, Matcher};
+use crate::keyless::{ClaimMatch, Field, Given, IdentityPolicy, IdentityPolicyError};
 use crate::minisign::PublicKey;
 use crate::timestamp::Timestamp;
 use crate::trust::glob_match;
@@ -158,6 +158,17 @@ impl Rule {
     }
 }
 
+/// Why a text is not a usable trust policy.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PolicyError {
+    /// Not TOML, or not of the policy's shape (an unknown field, a value of the wrong type).
+    #[error("{0}")]
+    Syntax(String),
+    /// Of the policy's shape, but breaking its rules: every problem, one a line.
+    #[error("{}", .0.join("\n"))]
+    Invalid(Vec<String>),
+}
+
 /// A checked trust policy.
 #[derive(Debug, Clone)]
 pub struct TrustPolicy {
@@ -176,16 +187,23 @@ pub struct TrustPolicy {
 }
 
 impl TrustPolicy {
-    /// Parses and checks a policy's text; the error lists every problem, one a line.
-    pub fn parse(text: &str) -> Result<TrustPolicy, String> {
-        let raw: RawPolicy = toml_edit::de::from_str(text).map_err(|e| e.to_string().trim_end().to_owned())?;
-        raw.check()
+    /// Parses and checks a policy's text; the error lists every problem.
+    pub fn parse(text: &str) -> Result<TrustPolicy, PolicyError> {
+        let raw: RawPolicy =
+            toml_edit::de::from_str(text).map_err(|e| PolicyError::Syntax(e.to_string().trim_end().to_owned()))?;
+        raw.check().map_err(PolicyError::Invalid)
     }
 
     /// The signers with this key id (a key id may be shared by unrelated keys; the signature
     /// decides).
     pub fn with_key_id(&self, key_id: [u8; 8]) -> impl Iterator<Item = (usize, &Signer)> {
         self.by_key_id.get(&key_id).into_iter().flatten().map(|&i| (i, &self.signers[i]))
+    }
+
+    /// The signer whose key this is (the key bytes, not only the key id), if any.
+    pub fn signer_of_key(&self, key: &PublicKey) -> Option<&Signer> {
+        let bytes = key.ed25519_bytes();
+        self.with_key_id(key.key_id()).map(|(_, s)| s).find(|s| s.id.key().is_some_and(|k| k.ed25519_bytes() == bytes))
     }
 
     /// The rules that apply to `agent` (all must be met).
@@ -313,7 +331,7 @@ fn is_pattern(s: &str) -> bool {
 }
 
 impl RawPolicy {
-    fn check(self) -> Result<TrustPolicy, String> {
+    fn check(self) -> Result<TrustPolicy, Vec<String>> {
         let mut problems = Vec::new();
         if self.format != FORMAT {
             problems.push(format!("format {} is not supported (this bundle reads format {FORMAT})", self.format));
@@ -451,7 +469,7 @@ impl RawPolicy {
             })
             .collect();
         if !problems.is_empty() {
-            return Err(problems.join("\n"));
+            return Err(problems);
         }
         let mut by_key_id: HashMap<[u8; 8], Vec<usize>> = HashMap::new();
         for (i, s) in signers.iter().enumerate() {
@@ -509,30 +527,27 @@ impl RawSigner {
                 None
             }
             (None, true) => {
-                let mut matcher = |exact: &Option<String>, pattern: &Option<String>, field: &str| match (exact, pattern)
-                {
-                    (Some(_), Some(_)) => {
-                        problems.push(format!("{at}: {field} or {field}_regexp, not both"));
+                let identity = Given::of(&self.certificate_identity, &self.certificate_identity_regexp);
+                let issuer = Given::of(&self.certificate_oidc_issuer, &self.certificate_oidc_issuer_regexp);
+                match IdentityPolicy::new(identity, issuer, claims) {
+                    Ok(policy) => Some(SignerId::Identity(policy)),
+                    Err(errors) => {
+                        for e in errors {
+                            let field = match e.field() {
+                                Field::Identity => "certificate_identity",
+                                Field::Issuer => "certificate_oidc_issuer",
+                            };
+                            problems.push(match e {
+                                IdentityPolicyError::Both(_) => format!("{at}: {field} or {field}_regexp, not both"),
+                                IdentityPolicyError::Neither(_) => {
+                                    format!("{at}: {field} (or {field}_regexp) is required for a certificate identity")
+                                }
+                                IdentityPolicyError::Pattern(_, e) => format!("{at}: {field}_regexp: {e}"),
+                            });
+                        }
                         None
                     }
-                    (Some(e), None) if !e.is_empty() => Some(Matcher::Exact(e.clone())),
-                    (None, Some(p)) => {
-                        Matcher::pattern(p).map_err(|e| problems.push(format!("{at}: {field}_regexp: {e}"))).ok()
-                    }
-                    _ => {
-                        problems
-                            .push(format!("{at}: {field} (or {field}_regexp) is required for a certificate identity"));
-                        None
-                    }
-                };
-                let identity =
-                    matcher(&self.certificate_identity, &self.certificate_identity_regexp, "certificate_identity");
-                let issuer = matcher(
-                    &self.certificate_oidc_issuer,
-                    &self.certificate_oidc_issuer_regexp,
-                    "certificate_oidc_issuer",
-                );
-                Some(SignerId::Identity(IdentityPolicy { identity: identity?, issuer: issuer?, claims }))
+                }
             }
         }
     }

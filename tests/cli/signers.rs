@@ -160,6 +160,26 @@ fn cosign_refuses_a_bundle_that_fails_the_gate_and_signs_nothing() {
     assert!(!team.env.path().join("mailer.agent.bundle.approval.dsse.json").exists());
 }
 
+/// Issue 35, defect 9: `cosign --trust-policy` signed with a key the policy does not know (or
+/// revokes), writing a co-signature that could never count. It refuses (exit 2), signs
+/// nothing, and says how to fix it.
+#[test]
+fn cosign_under_a_trust_policy_refuses_a_key_the_policy_does_not_know_or_revokes() {
+    let team = Team::new();
+    team.standard("policy.toml", "revoked = true", TWO_KEYS);
+    for (key, why) in [("dave", "is not a signer of trust policy `acme` version 1"), ("carol", "which revokes it")] {
+        let out = team.cosign(key, "policy.toml");
+        out.expect_code(2);
+        assert!(out.stderr.contains(why), "{key}: {}", out.stderr);
+        assert!(!team.env.path().join("mailer.agent.bundle.cosig").exists(), "{key}");
+        assert!(!team.env.path().join("mailer.agent.bundle.approval.dsse.json").exists(), "{key}");
+    }
+    assert!(team.cosign("dave", "policy.toml").stderr.contains("--policy-update"));
+    // A key the policy knows co-signs, even one that counted already (the packer's).
+    team.cosign("alice", "policy.toml").expect_code(0);
+    team.cosign("bob", "policy.toml").expect_code(0);
+}
+
 #[test]
 fn a_role_rule_needs_a_key_of_that_role_and_an_agent_without_a_rule_is_refused() {
     let team = Team::new();
@@ -854,5 +874,62 @@ fn attest_after_pack_attest_adds_a_signer_and_never_removes_the_release_keys() {
     let doc = env.run(&both).expect_code(0).json();
     for a in doc["attestations"].as_array().unwrap() {
         assert_eq!((a["verdict"].as_str(), a["signers"].as_array().map(Vec::len)), (Some("ok"), Some(2)), "{a:#}");
+    }
+}
+
+/// Issue 35, defect 9: the same hostile evidence gets the same code whichever way it comes.
+/// An attestation over the cap is `attestation_malformed` as a file and as a registry
+/// referrer (a referrer's descriptor size is enforced before its layer moves); co-signatures
+/// over the cap are `limit_exceeded` as a file and as a referrer (a referrer said
+/// `attestation_malformed`).
+#[test]
+fn evidence_over_its_cap_gets_the_same_code_from_a_file_and_from_a_registry() {
+    use crate::registry::{self, Setup};
+    use agent_bundle::oci::{self, Reference, referrers};
+    use agent_bundle::trust_policy::signatures::{COSIGNATURE_ARTIFACT_TYPE, COSIGNATURE_MEDIA_TYPE};
+    let Some(reg) = registry::start(Setup::Plain) else { return };
+    let team = Team::new();
+    team.standard("policy.toml", "", TWO_KEYS);
+    let dir = team.env.path();
+    let big = vec![b' '; agent_bundle::attest::MAX_ATTESTATION_BYTES as usize + 1];
+    std::fs::write(dir.join("big.json"), &big).unwrap();
+    std::fs::write(dir.join("big.cosig"), &big).unwrap();
+
+    // As files.
+    let by_file = team.verify(&["--key", "alice.pub", "--attestation", "big.json"]);
+    refused(&by_file, "attestation_malformed");
+    let by_file = team.verify(&["--trust-policy", "policy.toml", "--cosignatures", "big.cosig"]);
+    refused(&by_file, "limit_exceeded");
+
+    // As referrers, each in its own repository.
+    for (repo, artifact_type, media_type, flags, code) in [
+        (
+            "att",
+            referrers::SIGSTORE_BUNDLE_MEDIA_TYPE,
+            referrers::SIGSTORE_BUNDLE_MEDIA_TYPE,
+            ["--key", "alice.pub"],
+            "attestation_malformed",
+        ),
+        ("cos", COSIGNATURE_ARTIFACT_TYPE, COSIGNATURE_MEDIA_TYPE, ["--trust-policy", "policy.toml"], "limit_exceeded"),
+    ] {
+        let reference = format!("oci://{}/big/{repo}:1", reg.host());
+        team.oci(&["push", "mailer.agent.bundle", &reference, "--plain-http", "--key", "alice.pub"]).expect_code(0);
+        let parsed = Reference::parse(&reference).unwrap();
+        let options = oci::Options { plain_http: true, ..Default::default() };
+        let mut client = oci::Client::connect(&parsed, &options, true, None).unwrap();
+        let (digest, artifact) = oci::fetch_manifest(&mut client, &parsed).unwrap();
+        let mut annotations = Vec::new();
+        if repo == "att" {
+            let predicate = agent_bundle::evidence::files::Kind::Provenance.predicate_type();
+            annotations.push((referrers::PREDICATE_TYPE_ANNOTATION, predicate.to_owned()));
+            annotations.push((referrers::CONTENT_ANNOTATION, "dsse-envelope".to_owned()));
+        }
+        let referrer = referrers::Referrer { artifact_type, layers: vec![(media_type, big.clone())], annotations };
+        let subject = referrers::Subject { digest: &digest, size: artifact.manifest_size };
+        referrers::push_referrers(&mut client, &subject, &[referrer]).unwrap();
+        let mut args = vec!["verify", &reference, "--plain-http", "--format", "json"];
+        args.extend_from_slice(&flags);
+        let doc = refused(&team.oci(&args), code);
+        assert!(doc["message"].as_str().unwrap().contains("over the cap"), "{repo}: {doc:#}");
     }
 }

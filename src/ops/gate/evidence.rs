@@ -11,14 +11,13 @@ use super::{Gate, GateError, Verdict};
 use crate::bundle::verify::{self, Refused, Rejection, Verified};
 use crate::contract::release;
 use crate::evidence::files::Kind;
-use crate::evidence::judge::{self, AttestPolicy, Judged};
+use crate::evidence::judge::{self, AttestPolicy, Attestation};
 use crate::keyless::KeylessSigner;
 use crate::minisign::Signature;
 use crate::oci::referrers::Listed;
 use crate::ops::input::{BundleInput, Evidence, Piece};
 use crate::rejection::Reason;
-use crate::trust_policy::judge::KeylessOffer;
-use crate::trust_policy::{self, bound, signatures};
+use crate::trust_policy::{FileDigest, KeylessOffer, bound, signatures};
 
 /// The evidence read as what it claims to be, ready for the streaming pass.
 #[derive(Debug)]
@@ -28,7 +27,7 @@ pub(super) struct Gathered {
     /// Attestations not yet judged (a file's: its SHA-256 is known only after the pass).
     pub attestations: Vec<(String, Vec<u8>)>,
     /// Attestations judged before the bytes, against the digest a registry binds them to.
-    pub judged: Option<Vec<Judged>>,
+    pub judged: Option<Vec<Attestation>>,
     /// The SHA-256 the bytes are bound to before they are read (a registry layer's).
     pub sha256: Option<[u8; 32]>,
     /// Of a registry's attestation referrers, the first the gate accepted of each kind (what a
@@ -47,7 +46,7 @@ impl Gathered {
 }
 
 /// The attestations judged before the bytes, and the bytes of the first accepted of each kind.
-type JudgedReferrers = (Vec<Judged>, Vec<Piece>);
+type AttestationReferrers = (Vec<Attestation>, Vec<Piece>);
 
 /// Judges a registry's attestation referrers one at a time against the layer's digest, and
 /// the named files beside them, keeping of each only its verdict (and of the first accepted
@@ -58,9 +57,10 @@ fn judge_referred(
     named: &[(String, Vec<u8>)],
     referred: &[Listed],
     sha256: &str,
-) -> Result<Result<JudgedReferrers, Verdict>, GateError> {
+) -> Result<Result<AttestationReferrers, Verdict>, GateError> {
     let (keys, policy) = (&gate.attest_keys, &gate.opts.attest.policy);
-    let mut judged: Vec<Judged> = named.iter().map(|(s, b)| judge::judge_one(s, b, sha256, keys, policy)).collect();
+    let mut judged: Vec<Attestation> =
+        named.iter().map(|(s, b)| judge::judge_one(s, b, sha256, keys, policy)).collect();
     let mut kept: Vec<(Option<Kind>, Piece)> = Vec::new();
     for listed in referred {
         let piece = match input.fetch_referred(listed)? {
@@ -189,26 +189,24 @@ impl Gate {
         Ok(Ok(offers))
     }
 
-    /// Once the file is read: keyless signatures that do not sign this file no longer count, and
-    /// the rules are judged again (refused when they are no longer met and enforced).
-    pub(super) fn bind_keyless(
-        &self,
-        v: &mut Verified,
-        sha256: Option<&[u8; 32]>,
-        gathered: &Gathered,
-    ) -> Result<(), Verdict> {
-        let (Some(policy), Some(sha256)) = (self.followed(), sha256) else { return Ok(()) };
-        if gathered.offers.is_empty() {
+    /// Once the file is read: the signatures whose binding waited for the file's SHA-256
+    /// ([`Verified::unbound`]) are bound to it (a keyless signature over another file is
+    /// dropped) and counted again; refused when the rules are no longer met and enforced.
+    pub(super) fn bind_keyless(&self, v: &mut Verified, sha256: Option<&[u8; 32]>) -> Result<(), Verdict> {
+        let (Some(policy), Some(sha256), Some(auth)) = (self.followed(), sha256, v.unbound.take()) else {
             return Ok(());
-        }
-        let Some(signers) = v.signers.as_mut() else { return Ok(()) };
-        let comment = crate::trust::trusted_comment(&v.manifest.name, &v.manifest.version.to_string());
-        trust_policy::judge::bind_file(policy, signers, &v.manifest.name, sha256, &comment, self.opts.now);
+        };
+        let bound = auth.bind(FileDigest::Known(sha256));
+        let signers = verify::count_for(policy, &bound, &v.manifest, self.opts.now);
         // Even unenforced (`bundle cosign`), the manifest was believed on a signature that must
         // still stand.
-        let enforce = self.enforce() || !signers.any_authenticated();
-        let Some((refusal, message)) = signers.refusal().filter(|_| enforce) else { return Ok(()) };
-        let Refused { mut rejection, signers } = verify::policy_rejection(refusal, message, signers.clone());
+        let enforce = self.enforce() || !bound.any_verified();
+        let refusal = signers.refusal().filter(|_| enforce);
+        let Some((refusal, message)) = refusal else {
+            v.signers = Some(signers);
+            return Ok(());
+        };
+        let Refused { mut rejection, signers } = verify::policy_rejection(refusal, message, signers);
         rejection.agent = Some((v.manifest.name.clone(), v.manifest.version.to_string()));
         rejection.key_id = Some(v.key_id.clone());
         Err(Verdict::Refused { rejection, baseline: None, signers, attestations: Vec::new() })
@@ -223,7 +221,7 @@ impl Gate {
         origin: &Path,
         sha256: Option<&[u8; 32]>,
         gathered: Gathered,
-    ) -> Result<Vec<Judged>, Verdict> {
+    ) -> Result<Vec<Attestation>, Verdict> {
         let attesting = gathered.attesting(&self.opts.attest.policy);
         let Some(sha256) = sha256.filter(|_| attesting) else { return Ok(Vec::new()) };
         let (mut judged, early) = match gathered.judged {
@@ -232,7 +230,7 @@ impl Gate {
                 judge::judge(&gathered.attestations, &hex::encode(sha256), &self.attest_keys, &self.opts.attest.policy)
             }
         };
-        let refuse = |mut r: Rejection, judged: Vec<Judged>| {
+        let refuse = |mut r: Rejection, judged: Vec<Attestation>| {
             r.agent = Some((v.manifest.name.clone(), v.manifest.version.to_string()));
             r.key_id = Some(v.key_id.clone());
             Verdict::Refused { rejection: r, baseline: None, signers: None, attestations: judged }

@@ -204,6 +204,11 @@ impl Gate {
         }
     }
 
+    /// The trust policy version the gate follows (with `--trust-policy`), when one could be.
+    pub fn followed_policy(&self) -> Option<&TrustPolicy> {
+        self.followed()
+    }
+
     /// The chain of policy versions followed (with `--trust-policy`), or why it broke.
     pub fn policy_chain(&self) -> Option<&ChainReport> {
         self.policy.as_ref().map(|f| match f {
@@ -258,6 +263,7 @@ impl Gate {
                 now: self.opts.now,
                 enforce,
                 keyless: &gathered.offers,
+                file_sha256: gathered.sha256.as_ref(),
             }),
             // No version of the policy can be followed: nothing is trusted.
             Some(Err(e)) => return Ok(Verdict::refused(chain_rejection(e))),
@@ -284,7 +290,7 @@ impl Gate {
             Err(refused) => return Ok(Verdict::refused(refused)),
         };
         let sha256 = input.finish().map_err(|e| crate::Error::io(origin, e))?.or(gathered.sha256);
-        if let Err(refused) = self.bind_keyless(&mut verified, sha256.as_ref(), &gathered) {
+        if let Err(refused) = self.bind_keyless(&mut verified, sha256.as_ref()) {
             return Ok(refused);
         }
         let attestations = match self.judge_attestations(&verified, origin, sha256.as_ref(), gathered) {

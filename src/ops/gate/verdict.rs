@@ -8,7 +8,7 @@ use serde::Serialize;
 
 use crate::bundle::verify::{Reason, Refused, Rejection, Verified};
 use crate::contract::baseline::Findings;
-use crate::evidence::judge::Judged;
+use crate::evidence::judge::{self, Attestation};
 use crate::keyless::KeylessSigner;
 use crate::trust_policy::SignersVerdict;
 
@@ -35,7 +35,7 @@ pub enum Verdict {
         baseline: Option<BaselineReport>,
         keyless: Option<KeylessSigner>,
         /// The attestations judged and accepted (none when there were none to judge).
-        attestations: Vec<Judged>,
+        attestations: Vec<Attestation>,
         /// The SHA-256 of the bytes judged, when the gate computed it or a registry's
         /// descriptor bound them to it (what attestations and keyless signatures name).
         sha256: Option<[u8; 32]>,
@@ -51,7 +51,7 @@ pub enum Verdict {
         /// With a trust policy: what became of each signature, and each rule's tally.
         signers: Option<Box<SignersVerdict>>,
         /// The attestations judged before the refusal, each with its verdict.
-        attestations: Vec<Judged>,
+        attestations: Vec<Attestation>,
     },
 }
 
@@ -72,8 +72,8 @@ pub struct VerdictReport<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub baseline: Option<&'a BaselineReport>,
     /// Every attestation judged, each with its verdict (`ok` or a reason code).
-    #[serde(skip_serializing_if = "<[Judged]>::is_empty")]
-    pub attestations: &'a [Judged],
+    #[serde(skip_serializing_if = "<[Attestation]>::is_empty", serialize_with = "judge::reports")]
+    pub attestations: &'a [Attestation],
     /// With --trust-policy: each signature's fate and each rule's tally.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub signers: Option<&'a SignersVerdict>,
@@ -91,7 +91,7 @@ pub struct AgentId<'a> {
 
 impl<'a> VerdictReport<'a> {
     /// The report of a bundle that verified.
-    pub fn passed(v: &'a Verified, baseline: Option<&'a BaselineReport>, attestations: &'a [Judged]) -> Self {
+    pub fn passed(v: &'a Verified, baseline: Option<&'a BaselineReport>, attestations: &'a [Attestation]) -> Self {
         VerdictReport {
             ok: true,
             code: None,

@@ -15,6 +15,7 @@ use crate::evidence::files;
 use crate::keyless::SigstoreBundle;
 use crate::oci::{self, referrers};
 use crate::regular_file::{self, Links};
+use crate::rejection::{Reason, Rejection};
 use crate::trust_policy::signatures;
 
 /// One piece of evidence as found: where it came from (a file, `referrer sha256:…`) and its
@@ -108,17 +109,18 @@ impl Evidence {
     /// The evidence of a registry artifact: its referrers (attestations, listed to be fetched
     /// one at a time; co-signatures, fetched now, when wanted) and config, then the files named
     /// (nothing lies beside a reference). `Err` inside: a referrer is refused.
-    pub fn of_artifact(
-        pending: &mut oci::Pending,
-        wanted: &Wanted,
-    ) -> Result<Result<Evidence, oci::OciError>, InputError> {
+    pub fn of_artifact(pending: &mut oci::Pending, wanted: &Wanted) -> Result<Result<Evidence, Rejection>, InputError> {
         let mut evidence = Evidence::gather(None, wanted)?;
         let mut cosignatures = Vec::new();
         for listed in std::mem::take(&mut pending.referrers) {
             if listed.artifact_type == signatures::COSIGNATURE_ARTIFACT_TYPE {
                 match pending.fetch_referrer(&listed) {
                     Ok(found) => cosignatures.push(Piece { source: found.source, bytes: found.bytes }),
-                    Err(e) => return Ok(Err(e)),
+                    // Named as a co-signature file over its cap is.
+                    Err(oci::OciError::Rejected(oci::Refusal::TooLarge, m)) => {
+                        return Ok(Err(Rejection::new(Reason::LimitExceeded, None, m)));
+                    }
+                    Err(e) => return super::refusal_or_error(e).map(Err),
                 }
             } else {
                 evidence.referred.push(listed);

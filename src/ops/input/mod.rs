@@ -132,7 +132,7 @@ impl BundleSource {
                 };
                 let evidence = match Evidence::of_artifact(&mut pending, wanted)? {
                     Ok(evidence) => evidence,
-                    Err(e) => return refusal_or_error(e).map(Err),
+                    Err(rejection) => return Ok(Err(rejection)),
                 };
                 let label = self.label();
                 Ok(Ok(BundleInput::new(
@@ -173,7 +173,8 @@ pub(crate) fn refusal_or_error(e: OciError) -> Result<Rejection, InputError> {
     match e {
         OciError::Rejected(Refusal::UnsupportedArtifact, m) => Ok(Rejection::new(Reason::UnsupportedArtifact, None, m)),
         OciError::Rejected(Refusal::BlobMismatch, m) => Ok(Rejection::new(Reason::BlobMismatch, None, m)),
-        OciError::Rejected(Refusal::AttestationMalformed, m) => {
+        // An attestation referrer over the cap is named as the same file over it is.
+        OciError::Rejected(Refusal::AttestationMalformed | Refusal::TooLarge, m) => {
             Ok(Rejection::new(Reason::AttestationMalformed, None, m))
         }
         e => Err(InputError::Registry(e)),
