@@ -667,9 +667,8 @@ def guard_main():
     w = a.work or os.path.join(target, "bench", "guard")
     shutil.rmtree(w, ignore_errors=True)
     os.makedirs(w)
-    venv_bin = os.path.join(os.environ.get("HOME", ""), ".cache", "agent-bundle-ci", "venv", "bin")
-    env_path = f"{venv_bin}:{os.environ['PATH']}"
-    os.environ["PATH"] = env_path
+    # The tools venv of scripts/test (mcp-server-time), as the other rows find their peers.
+    os.environ["PATH"] = f"{VENV_BIN}:{os.environ['PATH']}"
     mcp = os.path.join(REPO, "testdata", "mcp")
     hostile = f"python3 {mcp}/hostile_server.py honest"
     # Two signed bundles: the example agent (the test server's pins) and one pinning mcp-server-time.
