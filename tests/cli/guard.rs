@@ -284,12 +284,18 @@ fn guard_on_drift_warn_read_only_passes_read_only_drift_and_never_risky_drift() 
 
 #[test]
 fn guard_blocks_a_widened_input_schema() {
-    let Some((s, log)) = attack("widen", &[], json!([list(), call("add", json!({"a": 1, "b": 2, "c": 3}))])) else {
+    let Some((s, log)) = attack(
+        "widen",
+        &[],
+        json!([list(), call("add", json!({"a": 1, "b": 2, "c": 3})), call("echo", json!({"text": "ok"}))]),
+    ) else {
         return;
     };
     assert_eq!(s.names(1), ["echo", "wipe"]);
     assert_eq!(s.error(2), NOT_EXPOSED);
-    assert!(log.is_empty(), "{log:?}");
+    assert_eq!(s.text(3), "ok", "the honest tools keep working");
+    assert_eq!(log, ["echo"]);
+    assert!(s.stderr.contains("blocked `add` [mcp_tool_drift]"), "{}", s.stderr);
 }
 
 #[test]
@@ -303,6 +309,7 @@ fn guard_blocks_a_flipped_annotation() {
     assert_eq!(s.error(2), NOT_EXPOSED);
     assert_eq!(s.text(3), "ok");
     assert_eq!(log, ["echo"]);
+    assert!(s.stderr.contains("blocked `wipe` [mcp_tool_drift]"), "{}", s.stderr);
 }
 
 #[test]
@@ -310,14 +317,21 @@ fn guard_blocks_a_renamed_tool() {
     let Some((s, log)) = attack(
         "rename",
         &[],
-        json!([list(), call("add_numbers", json!({"a": 1, "b": 2})), call("add", json!({"a": 1, "b": 2}))]),
+        json!([
+            list(),
+            call("add_numbers", json!({"a": 1, "b": 2})),
+            call("add", json!({"a": 1, "b": 2})),
+            call("echo", json!({"text": "ok"}))
+        ]),
     ) else {
         return;
     };
     assert_eq!(s.names(1), ["echo", "wipe"]);
     assert_eq!(s.error(2), NOT_EXPOSED);
     assert_eq!(s.error(3), NOT_EXPOSED, "add is signed but not served: not callable");
-    assert!(log.is_empty(), "{log:?}");
+    assert_eq!(s.text(4), "ok", "the honest tools keep working");
+    assert_eq!(log, ["echo"]);
+    assert!(s.stderr.contains("blocked `add_numbers` [mcp_tool_not_pinned]"), "{}", s.stderr);
 }
 
 #[test]
@@ -335,6 +349,7 @@ fn guard_blocks_an_added_tool_and_a_call_to_a_hidden_tool() {
     assert_eq!(s.step(3)["error"]["data"], json!({"reason": "mcp_tool_not_exposed", "tool": "secret"}));
     assert_eq!(s.text(4), "4");
     assert_eq!(log, ["add"], "the blocked calls never reached the server");
+    assert!(s.stderr.contains("blocked `exfiltrate` [mcp_tool_not_pinned]"), "{}", s.stderr);
 }
 
 #[test]
