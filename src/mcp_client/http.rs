@@ -118,10 +118,8 @@ impl HttpLink {
             return Err(http(method, format!("the server answered with HTTP status {status}")));
         }
         if method == "initialize" {
-            let header = |name: &str| {
-                response.headers().get(name).and_then(|v| v.to_str().ok()).map(|v| v.chars().take(256).collect())
-            };
-            self.session = header("mcp-session-id");
+            let id = response.headers().get("mcp-session-id").and_then(|v| v.to_str().ok());
+            self.session = id.map(|v| v.chars().take(256).collect());
         }
         let sse = response
             .headers()
