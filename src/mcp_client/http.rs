@@ -169,7 +169,7 @@ impl HttpLink {
     fn count(&mut self, method: &str, n: usize) -> Result<(), McpError> {
         self.read += n;
         if self.read > self.limits.max_bytes {
-            return Err(McpError::TooLarge { method: method.to_owned(), limit: self.limits.max_bytes });
+            return Err(self.too_large(method));
         }
         Ok(())
     }
@@ -177,12 +177,17 @@ impl HttpLink {
     fn body_error(&self, method: &str, e: std::io::Error) -> McpError {
         let text = e.to_string();
         if text.contains("limit") {
-            return McpError::TooLarge { method: method.to_owned(), limit: self.limits.max_bytes };
+            return self.too_large(method);
         }
         if e.kind() == std::io::ErrorKind::TimedOut || text.contains("timeout") {
             return McpError::Timeout { method: method.to_owned(), secs: self.limits.timeout.as_secs() };
         }
         http(method, format!("reading the answer failed: {text}"))
+    }
+
+    fn too_large(&self, method: &str) -> McpError {
+        let limit = self.limits.max_bytes;
+        http(method, format!("the server sent more than {limit} bytes; a tools/list answer is not that large"))
     }
 
     /// Ends the server's session (a DELETE; a server that keeps none may refuse it).
