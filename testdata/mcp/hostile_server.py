@@ -21,7 +21,7 @@ usage: hostile_server.py [--http PORT] MODE [CALL_LOG]
   silent          a call of echo is never answered
   dies            a call of wipe makes the server exit 3
   stops-reading   after a call of wipe is answered, the server never reads its stdin again
-                  (it stays alive, its stdout open)
+                  (it stays alive, its stdout open, for 60 s)
   flood           a call of echo is answered after 40 log notifications of 1 MiB each and 10
                   of 5 MiB (over the guard's message cap): 90 MiB in all
   serve           the tools CONFIG says (see below), read again on every request, so that a
@@ -270,9 +270,11 @@ def serve_stdio():
             sys.stdout.write(json.dumps(out) + "\n")
         sys.stdout.flush()
         if state["deaf"]:
-            # Alive, stdout open, never reading again: the client's requests pile up.
-            while True:
-                time.sleep(3600)
+            # Alive, stdout open, never reading again: the client's requests pile up. Not
+            # forever: a guard killed before it stops its server (an SDK client sends SIGTERM
+            # 2 s after closing the guard's stdin) must not leave this running for good.
+            time.sleep(60)
+            sys.exit(0)
 
 
 def serve_http(port):
