@@ -667,9 +667,8 @@ def guard_main():
     w = a.work or os.path.join(target, "bench", "guard")
     shutil.rmtree(w, ignore_errors=True)
     os.makedirs(w)
-    venv_bin = os.path.join(os.environ.get("HOME", ""), ".cache", "agent-bundle-ci", "venv", "bin")
-    env_path = f"{venv_bin}:{os.environ['PATH']}"
-    os.environ["PATH"] = env_path
+    # The tools venv of scripts/test (mcp-server-time), as the other rows find their peers.
+    os.environ["PATH"] = f"{VENV_BIN}:{os.environ['PATH']}"
     mcp = os.path.join(REPO, "testdata", "mcp")
     hostile = f"python3 {mcp}/hostile_server.py honest"
     # Two signed bundles: the example agent (the test server's pins) and one pinning mcp-server-time.
@@ -700,14 +699,14 @@ def guard_main():
             direct = json.loads(subprocess.run(
                 f"python3 {BENCH}/mcp-round-trips.py {a.calls} {tool} '{args}' -- {command}",
                 shell=True, check=True, capture_output=True, text=True).stdout)
-            rss_file = f"{w}/rss.txt"
+            # The guard's own peak RSS (the round-trip script reads it from /proc): GNU time's
+            # %M is the larger of the guard's and its server's (mcp-server-time is a Python
+            # process of some 60 MiB).
             guarded = json.loads(subprocess.run(
-                f"python3 {BENCH}/mcp-round-trips.py {a.calls} {tool} '{args}' -- /usr/bin/time -f %M -o {rss_file} "
+                f"python3 {BENCH}/mcp-round-trips.py {a.calls} {tool} '{args}' -- "
                 f"{bundle} guard -q {bundle_file} --key {KEYS}/test.pub --server {name} -- {command}",
                 shell=True, check=True, capture_output=True, text=True).stdout)
-            with open(rss_file) as f:
-                rss = int(f.read().strip().splitlines()[-1])
-            trips.setdefault(label, []).append((direct["seconds"], guarded["seconds"], rss))
+            trips.setdefault(label, []).append((direct["seconds"], guarded["seconds"], guarded["peak_rss_kib"]))
         print(f"round {r + 1}/{a.runs} done (load average before it {loads[-1]})", file=sys.stderr)
 
     print(f"\n{cpu_model()}, {os.cpu_count()} CPUs; medians of {a.runs} runs")

@@ -4,7 +4,9 @@ first call to the last answer (the server's start and the handshake are not time
 `bundle guard` rows of scripts/bench.py run it against a server directly and through the guard.
 
 usage: mcp-round-trips.py N TOOL ARGS_JSON -- COMMAND [ARGS...]
-Prints {"calls": N, "seconds": S}.
+Prints {"calls": N, "seconds": S, "peak_rss_kib": K}: K is the peak RSS (VmHWM) of COMMAND's own
+process after the calls (of the guard alone, not of the server it started: GNU time's %M would
+report the larger of the two).
 """
 import json
 import subprocess
@@ -42,6 +44,11 @@ for i in range(n):
     send({"jsonrpc": "2.0", "id": i + 2, "method": "tools/call", "params": {"name": tool, "arguments": args}})
     answer(i + 2)
 seconds = time.perf_counter() - start
+peak = 0
+with open(f"/proc/{proc.pid}/status") as f:
+    for line in f:
+        if line.startswith("VmHWM:"):
+            peak = int(line.split()[1])
 proc.stdin.close()
 proc.wait(timeout=10)
-print(json.dumps({"calls": n, "seconds": seconds}))
+print(json.dumps({"calls": n, "seconds": seconds, "peak_rss_kib": peak}))

@@ -110,7 +110,10 @@ pub fn repin_command(pin: &Pin, prefix: &str) -> String {
             "bundle import --from mcp --stdio --pin --server {server} -o {prefix}tools.json --force -- {}",
             command.join(" ")
         ),
-        PinSource::Mcp { server, start: _ } => {
+        PinSource::Mcp { server, start: Some(McpStart::Http { url }) } => {
+            format!("bundle import --from mcp --url {url} --pin --server {server} -o {prefix}tools.json --force")
+        }
+        PinSource::Mcp { server, start: None } => {
             format!("bundle import --from mcp FILE --pin --server {server} -o {prefix}tools.json --force")
         }
     }

@@ -54,7 +54,10 @@ pub fn run(args: Args, global: Global) -> anyhow::Result<Outcome> {
     let paths = args.targets.paths();
     let refresh = if args.refresh {
         let limits = Limits { timeout: std::time::Duration::from_secs(args.timeout), ..Limits::default() };
-        Some(Refresh { fetcher: Fetcher::new(&args.ca_cert)?, mcp: McpRefresh { env: args.env, limits } })
+        Some(Refresh {
+            fetcher: Fetcher::new(&args.ca_cert)?,
+            mcp: McpRefresh { env: args.env, ca_certs: args.ca_cert.clone(), limits },
+        })
     } else {
         None
     };

@@ -13,7 +13,6 @@ use agent_bundle::mcp_client::{EnvVar, Server};
 use agent_bundle::ops::guard::{GuardOptions, Guarded, Transport};
 
 use super::args::{GateArgs, TrustArgs};
-use super::keys::load_trust;
 use super::{Format, Global, Outcome, output};
 
 /// Run an MCP server under the signed contracts of a bundle: verify the bundle (the same gate
@@ -124,10 +123,7 @@ impl Report for Stderr {
 }
 
 pub fn run(args: Args, global: Global) -> anyhow::Result<Outcome> {
-    let keys = load_trust(&args.trust)?;
-    let mut opts = args.gate.options(keys, super::keys::load_policy(&args.trust)?, global);
-    args.keyless.apply(&mut opts)?;
-    let gate = agent_bundle::ops::gate::Gate::open(opts)?;
+    let gate = super::gate_args::open(&args.trust, args.gate, &args.keyless, global)?;
     let source = args.registry.source(&args.bundle)?;
     let transport = match (&args.upstream, args.listen, args.command.split_first()) {
         (Some(upstream), Some(listen), _) => Transport::Http {

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use agent_bundle::agent::LockReport;
 use agent_bundle::formats::Reach;
-use agent_bundle::mcp_client::{Limits, Server};
+use agent_bundle::mcp_client::{Endpoint, Limits, Server};
 use agent_bundle::ops::import::{self, From, Options, Output};
 
 use super::json::{self, ImportReport};
@@ -57,7 +57,10 @@ enum Source {
       --exec /opt/bin/mcp-call --arg {tool} -o agents/clock/tools.json \\
       --force -- mcp-server-time
   bundle import --from mcp tools-list.json --pin --server time \\
-      --exec /opt/bin/mcp-call --arg {tool} -o agents/clock/tools.json")]
+      --exec /opt/bin/mcp-call --arg {tool} -o agents/clock/tools.json
+  bundle import --from mcp --url https://mcp.example/mcp --pin \\
+      --server files --exec /opt/bin/mcp-call --arg {tool} \\
+      -o agents/files/tools.json")]
 pub struct Args {
     /// The input format.
     #[arg(long, value_enum)]
@@ -65,15 +68,21 @@ pub struct Args {
 
     /// The manifest file, RAP files or URLs, the Rune agent folder; with --stdio, the MCP
     /// server's command and its arguments (after `--`).
-    #[arg(value_name = "INPUT", required = true)]
+    #[arg(value_name = "INPUT", required_unless_present = "url")]
     inputs: Vec<String>,
 
     /// MCP: start INPUT... as an MCP server (stdio transport), list its tools, stop it.
-    #[arg(long)]
+    #[arg(long, group = "live")]
     stdio: bool,
 
-    /// --stdio: give up on a server that has not listed its tools after this many seconds.
-    #[arg(long, value_name = "SECS", default_value_t = 30, requires = "stdio",
+    /// MCP: list the tools of the MCP server at this endpoint (streamable HTTP, e.g.
+    /// https://HOST/mcp; --ca-cert adds roots), then end its session.
+    #[arg(long, value_name = "URL", group = "live", conflicts_with = "inputs")]
+    url: Option<String>,
+
+    /// --stdio, --url: give up on a server that has not listed its tools after this many
+    /// seconds.
+    #[arg(long, value_name = "SECS", default_value_t = 30, requires = "live",
           value_parser = clap::value_parser!(u64).range(1..=3600))]
     timeout: u64,
 
@@ -113,7 +122,8 @@ pub struct Args {
     /// RAP from URLs: keep each fetched toolset in the agent folder (pins/<host>.rap.json) and
     /// record its URL and BLAKE3 digest in manifest.toml [pins]. MCP: keep every Tool object
     /// the server listed, exactly as served, in pins/<server>.mcp.json and record the server's
-    /// name, its command (never --env values) and the file's BLAKE3. `bundle check --refresh`
+    /// name, its command (never --env values) or URL (never user:password@ nor query
+    /// parameters that could be secrets) and the file's BLAKE3. `bundle check --refresh`
     /// then reports drift, and `bundle guard` holds the server to the signed pin. Needs -o
     /// inside an agent folder.
     #[arg(long, requires = "output")]
@@ -124,8 +134,8 @@ pub struct Args {
     #[arg(long, value_name = "NAME", requires = "pin")]
     server: Option<String>,
 
-    /// RAP from https URLs: also trust the root certificates in this PEM file (a private CA's),
-    /// in addition to the public (Mozilla) roots. Repeatable.
+    /// RAP from https URLs, MCP --url: also trust the root certificates in this PEM file (a
+    /// private CA's), in addition to the public (Mozilla) roots. Repeatable.
     #[arg(long, value_name = "PEM")]
     ca_cert: Vec<PathBuf>,
 
@@ -152,8 +162,10 @@ pub fn run(args: Args, global: Global) -> anyhow::Result<Outcome> {
             return super::import_skills::run(&args.inputs, args.output.as_deref(), args.force, args.format, global);
         }
     };
-    if !args.ca_cert.is_empty() && !args.inputs.iter().any(|i| import::is_url(i)) {
-        anyhow::bail!("--ca-cert trusts a root for https servers: use it with --from rap and an https:// input");
+    if !args.ca_cert.is_empty() && !args.inputs.iter().any(|i| import::is_url(i)) && args.url.is_none() {
+        anyhow::bail!(
+            "--ca-cert trusts a root for https servers: use it with --from rap and an https:// input, or --from mcp --url"
+        );
     }
     let pins_rap = matches!(args.from, Source::Rap) && args.inputs.iter().all(|i| import::is_url(i));
     if args.pin && !pins_rap && !matches!(args.from, Source::Mcp) {
@@ -161,7 +173,7 @@ pub fn run(args: Args, global: Global) -> anyhow::Result<Outcome> {
             "--pin pins RAP toolsets fetched from URLs and MCP servers' tools: use --from rap with http:// or https:// inputs, or --from mcp"
         );
     }
-    if args.pin && matches!(args.from, Source::Mcp) && !args.stdio && args.server.is_none() {
+    if args.pin && matches!(args.from, Source::Mcp) && !args.stdio && args.url.is_none() && args.server.is_none() {
         anyhow::bail!("--pin of a tools/list file needs --server NAME: the file does not say which server listed it");
     }
     if args.server.is_some() && !matches!(args.from, Source::Mcp) {
@@ -170,8 +182,13 @@ pub fn run(args: Args, global: Global) -> anyhow::Result<Outcome> {
     if let Some(name) = &args.server {
         agent_bundle::formats::mcp_pin::check_server_name(name).map_err(|why| anyhow::anyhow!("--server: {why}"))?;
     }
-    if args.stdio && !matches!(args.from, Source::Mcp) {
-        anyhow::bail!("--stdio starts an MCP server: use it with --from mcp");
+    if (args.stdio || args.url.is_some()) && !matches!(args.from, Source::Mcp) {
+        anyhow::bail!("--stdio and --url list an MCP server's tools: use them with --from mcp");
+    }
+    if let Some(url) = &args.url
+        && !import::is_url(url)
+    {
+        anyhow::bail!("--url {url}: give the server's MCP endpoint as an http:// or https:// URL");
     }
     let foreign = matches!(args.from, Source::Openai | Source::Mcp | Source::Mcpb);
     if !foreign && (args.http.is_some() || args.exec.is_some()) {
@@ -198,9 +215,10 @@ pub fn run(args: Args, global: Global) -> anyhow::Result<Outcome> {
     });
     let opts = Options {
         exec_root: args.exec_root,
-        ca_certs: args.ca_cert,
+        ca_certs: args.ca_cert.clone(),
         reach,
         server,
+        endpoint: args.url.clone().map(|url| Endpoint { url, ca_certs: args.ca_cert.clone() }),
         limits: Limits { timeout: Duration::from_secs(args.timeout), ..Limits::default() },
         output: args.output.clone().map(|path| Output {
             path,

@@ -11,6 +11,7 @@ mod completions;
 mod cosign;
 mod diff;
 mod export;
+mod gate_args;
 mod guard;
 mod import;
 mod import_skills;

@@ -3,11 +3,10 @@
 use std::path::{Path, PathBuf};
 
 use agent_bundle::oci::Reference;
-use agent_bundle::ops::gate::{Gate, Verdict};
+use agent_bundle::ops::gate::Verdict;
 use agent_bundle::ops::pull;
 
 use super::args::{GateArgs, TrustArgs};
-use super::keys::load_trust;
 use super::registry::RegistryArgs;
 use super::verify::render;
 use super::{Format, Global, Outcome, output};
@@ -46,11 +45,8 @@ pub struct Args {
 pub fn run(args: Args, global: Global) -> anyhow::Result<Outcome> {
     let reference = Reference::parse(&args.reference).map_err(anyhow::Error::msg)?;
     let source = args.registry.source(Path::new(&args.reference))?;
-    let keys = load_trust(&args.trust)?;
     // A baseline or state file that cannot be read stops the run before anything is fetched.
-    let mut opts = args.gate.options(keys, super::keys::load_policy(&args.trust)?, global);
-    args.keyless.apply(&mut opts)?;
-    let gate = Gate::open(opts)?;
+    let gate = super::gate_args::open(&args.trust, args.gate, &args.keyless, global)?;
     let label = PathBuf::from(reference.to_string());
     let (pulled, verdict) = pull::pull(&source, &args.output, gate)?;
     if matches!(verdict, Verdict::Refused { .. }) {

@@ -3,11 +3,10 @@
 
 use std::path::PathBuf;
 
-use agent_bundle::ops::gate::{Gate, Verdict};
+use agent_bundle::ops::gate::Verdict;
 use agent_bundle::ops::unpack;
 
 use super::args::{GateArgs, TrustArgs};
-use super::keys::load_trust;
 use super::{Format, Global, Outcome};
 
 /// Verify a bundle and extract it into DIR, which must not exist (or, with --replace, is
@@ -43,10 +42,7 @@ pub struct Args {
 }
 
 pub fn run(args: Args, global: Global) -> anyhow::Result<Outcome> {
-    let keys = load_trust(&args.trust)?;
-    let mut opts = args.gate.options(keys, super::keys::load_policy(&args.trust)?, global);
-    args.keyless.apply(&mut opts)?;
-    let gate = Gate::open(opts)?;
+    let gate = super::gate_args::open(&args.trust, args.gate, &args.keyless, global)?;
     let source = args.registry.source(&args.bundle)?;
     let verdict = unpack::unpack(&source, &args.dir, gate, args.replace)?;
     let outcome = super::verify::render(&args.bundle, &verdict, args.format, global)?;

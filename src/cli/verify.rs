@@ -70,8 +70,7 @@ pub fn run(args: Args, global: Global) -> anyhow::Result<Outcome> {
     let keys = load_trust(&args.trust)?;
     let several = args.bundles.len() > 1;
     let mut vsa = args.vsa.emitter(&args.trust, &args.gate, &args.keyless.sigstore, several)?;
-    let mut opts = args.gate.options(keys, super::keys::load_policy(&args.trust)?, global);
-    args.keyless.apply(&mut opts)?;
+    let opts = super::gate_args::options(keys, &args.trust, args.gate, &args.keyless, global)?;
     if let [bundle] = args.bundles.as_slice() {
         let verdict = verify_one(bundle, opts, &args.registry, global, vsa.as_mut())?;
         return render(bundle, &verdict, args.format, global);

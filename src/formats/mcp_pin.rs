@@ -90,6 +90,52 @@ pub fn file_for(server: &str) -> String {
     format!("{DIR}/{stem}{SUFFIX}")
 }
 
+/// The URL of a streamable HTTP server as a pin records it (`[pins] url`, signed and copied
+/// with every bundle): without `user:password@`, without a fragment, and without the query
+/// parameters that could be secrets (named like a credential, or holding what looks like a
+/// token); the rest of the query is kept, as written.
+pub fn public_url(url: &str) -> String {
+    use crate::tools::credentials::{is_credential_parameter, is_token};
+    let url = url.split('#').next().unwrap_or(url);
+    let (base, query) = match url.split_once('?') {
+        Some((b, q)) => (b, Some(q)),
+        None => (url, None),
+    };
+    let mut out = match base.split_once("://") {
+        Some((scheme, rest)) => {
+            let cut = rest.find('/').unwrap_or(rest.len());
+            let (authority, path) = rest.split_at(cut);
+            let host = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
+            format!("{scheme}://{host}{path}")
+        }
+        None => base.to_owned(),
+    };
+    let kept: Vec<&str> = query
+        .into_iter()
+        .flat_map(|q| q.split('&'))
+        .filter(|pair| {
+            let (key, value) = pair.split_once('=').unwrap_or((pair, ""));
+            !pair.is_empty() && !is_credential_parameter(key) && !is_token(value)
+        })
+        .collect();
+    if !kept.is_empty() {
+        out.push('?');
+        out.push_str(&kept.join("&"));
+    }
+    out
+}
+
+/// The host of an http(s) URL (for a server name when nothing else gives one).
+pub fn host_of(url: &str) -> &str {
+    let rest = url.split_once("://").map_or(url, |(_, r)| r);
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
+    let host = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
+    match host.rsplit_once(':') {
+        Some((h, port)) if port.bytes().all(|b| b.is_ascii_digit()) => h,
+        _ => host,
+    }
+}
+
 /// A tool's `name`, when it is a string.
 pub fn tool_name(tool: &Value) -> Option<&str> {
     tool.get("name").and_then(Value::as_str)
@@ -273,6 +319,19 @@ mod tests {
         assert_eq!(fingerprint(&a), blake3::hash(canonical.as_bytes()).to_hex().to_string());
         let c = json!({"name": "t", "inputSchema": {"type": "object"}, "n": 1, "_meta": {}});
         assert_ne!(fingerprint(&a), fingerprint(&c), "every field counts");
+    }
+
+    #[test]
+    fn a_pinned_url_keeps_no_secret() {
+        assert_eq!(public_url("https://mcp.example/mcp"), "https://mcp.example/mcp");
+        assert_eq!(public_url("https://user:pw@mcp.example:8443/mcp#x"), "https://mcp.example:8443/mcp");
+        assert_eq!(
+            public_url("https://mcp.example/mcp?profile=dev&api_key=s3cret&token=t&x=ghp_0123456789abcdef"),
+            "https://mcp.example/mcp?profile=dev"
+        );
+        assert_eq!(public_url("http://127.0.0.1:3001/mcp?key=k"), "http://127.0.0.1:3001/mcp");
+        assert_eq!(host_of("https://u:p@mcp.example:8443/mcp?q"), "mcp.example");
+        assert_eq!(host_of("http://127.0.0.1/mcp"), "127.0.0.1");
     }
 
     #[test]

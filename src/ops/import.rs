@@ -46,6 +46,8 @@ pub struct Options {
     pub reach: Option<formats::Reach>,
     /// MCP: list the tools of this server (over stdio) instead of reading a file.
     pub server: Option<crate::mcp_client::Server>,
+    /// MCP: list the tools of the streamable HTTP server there instead (`--url`).
+    pub endpoint: Option<crate::mcp_client::Endpoint>,
     pub limits: crate::mcp_client::Limits,
     /// Where the tools.json goes (`-o`); `None`: the caller prints it.
     pub output: Option<Output>,
@@ -75,6 +77,7 @@ impl Options {
             ca_certs: Vec::new(),
             reach: None,
             server: None,
+            endpoint: None,
             limits: Default::default(),
             output: None,
         }
@@ -126,7 +129,24 @@ pub fn import(opts: &Options) -> Result<Import> {
             _ => Path::new("."),
         };
         out.pinned = match &out.served {
-            Some(served) => vec![pin_mcp(opts, o, agent_dir, served)?],
+            Some(served) => {
+                if let Some(e) = &opts.endpoint
+                    && crate::formats::mcp_pin::public_url(&e.url) != e.url
+                {
+                    out.report.push(
+                        Diagnostic::warning(
+                            Code::HardcodedCredential,
+                            "manifest.toml",
+                            format!(
+                                "manifest.toml [pins] records the server's URL as {}: without its user:password@ part, fragment and the query parameters that could be secrets (the pin is signed and copied with every bundle)",
+                                crate::formats::mcp_pin::public_url(&e.url)
+                            ),
+                        )
+                        .with_help("a server that needs a secret should read it from a header or its own configuration, not from its URL"),
+                    );
+                }
+                vec![pin_mcp(opts, o, agent_dir, served)?]
+            }
             None => crate::agent::pins::pin(agent_dir, &out.fetched)?,
         };
     }
@@ -135,21 +155,29 @@ pub fn import(opts: &Options) -> Result<Import> {
 }
 
 /// Keeps the server's tools as its pin: named by `--server`, else by what the server calls
-/// itself, else by its program's file name; started again by the same command (a file gives
-/// none).
+/// itself, else by its program's file name (or its URL's host); started again by the same
+/// command, or reached again at its URL without what could be a secret in it
+/// ([`crate::formats::mcp_pin::public_url`]); a file gives neither.
 fn pin_mcp(opts: &Options, o: &Output, agent_dir: &Path, served: &Served) -> Result<String> {
     use crate::formats::mcp_pin::server_name_from;
-    let name = match (&o.server_name, &served.server_name, &opts.server) {
+    let name = match (&o.server_name, &served.server_name, &opts.server, &opts.endpoint) {
         (Some(n), ..) => n.clone(),
-        (None, Some(n), _) => server_name_from(n),
-        (None, None, Some(s)) => {
+        (None, Some(n), ..) => server_name_from(n),
+        (None, None, Some(s), _) => {
             server_name_from(Path::new(&s.program).file_name().and_then(|f| f.to_str()).unwrap_or(""))
         }
-        (None, None, None) => return Err(Error::Usage("--pin of a tools/list file needs --server NAME".to_owned())),
+        (None, None, None, Some(e)) => server_name_from(crate::formats::mcp_pin::host_of(&e.url)),
+        (None, None, None, None) => {
+            return Err(Error::Usage("--pin of a tools/list file needs --server NAME".to_owned()));
+        }
     };
-    let start = opts.server.as_ref().map(|s| crate::manifest::McpStart::Stdio {
-        command: std::iter::once(s.program.clone()).chain(s.args.iter().cloned()).collect(),
-    });
+    let start = match (&opts.server, &opts.endpoint) {
+        (Some(s), _) => Some(crate::manifest::McpStart::Stdio {
+            command: std::iter::once(s.program.clone()).chain(s.args.iter().cloned()).collect(),
+        }),
+        (None, Some(e)) => Some(crate::manifest::McpStart::Http { url: crate::formats::mcp_pin::public_url(&e.url) }),
+        (None, None) => None,
+    };
     crate::agent::pins::pin_mcp(agent_dir, &name, start, served.tools.clone())
 }
 

@@ -133,14 +133,25 @@ pub fn literal_credential_in_url(url: &str) -> Option<String> {
     let query = url.split_once('?').map(|(_, q)| q.split('#').next().unwrap_or(q))?;
     for pair in query.split('&') {
         let (key, value) = pair.split_once('=').unwrap_or((pair, ""));
-        let lower = key.to_ascii_lowercase();
-        let credential_key = CREDENTIAL_WORDS.iter().any(|w| lower.contains(w)) || lower == "key" || lower == "sig";
+        let credential_key = is_credential_parameter(key);
         let templated = value.starts_with('{') && value.ends_with('}');
         if credential_key && !value.is_empty() && !templated {
             return Some(format!("query parameter `{key}` carries a credential written literally"));
         }
     }
     None
+}
+
+/// Whether a URL's query parameter is named like a credential (`token`, `api_key`, `key`,
+/// `sig`, ...).
+pub fn is_credential_parameter(key: &str) -> bool {
+    let lower = key.to_ascii_lowercase();
+    CREDENTIAL_WORDS.iter().any(|w| lower.contains(w)) || lower == "key" || lower == "sig"
+}
+
+/// Whether a value looks like a token of a known issuer (`ghp_…`, `sk_live_…`, `AKIA…`).
+pub fn is_token(value: &str) -> bool {
+    looks_like_token(value)
 }
 
 /// Why the command line of a server (`[pins] command`, which is signed and copied with every

@@ -11,6 +11,11 @@ usage: guard_client.py STEPS_JSON -- COMMAND [ARGS...]
     {"op": "wait_list_changed"}             waits (5 s at most) for notifications/tools/list_changed
     {"op": "ping"}
     {"op": "resources"} / {"op": "prompts"}   prints how many the server lists
+    {"op": "concurrent", "n": N, "name": N, "args": {...}}
+                                            N calls at once; prints how many got each error
+                                            code ("ok" for results)
+    {"op": "child_peak_rss"}                the peak RSS (VmHWM, KiB) of this client's child
+                                            processes (the guard, over stdio)
   A call with "progress": true counts the progress notifications it gets.
 """
 import asyncio
@@ -37,6 +42,24 @@ def error_of(e):
     if err is None:
         return {"code": None, "message": str(e), "data": None}
     return {"code": err.code, "message": err.message, "data": err.data}
+
+
+def child_peak_rss():
+    import os
+    peak = 0
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+            if ppid != os.getpid():
+                continue
+            with open(f"/proc/{pid}/status") as f:
+                for line in f:
+                    if line.startswith("VmHWM:"):
+                        peak = max(peak, int(line.split()[1]))
+        except (OSError, ValueError, IndexError):
+            continue
+    return peak
 
 
 async def main():
@@ -88,6 +111,15 @@ async def main():
                         await asyncio.wait_for(changed.wait(), 5)
                         changed.clear()
                         out({"op": "wait_list_changed", "ok": True})
+                    elif op == "concurrent":
+                        calls = [session.call_tool(step["name"], step.get("args")) for _ in range(step["n"])]
+                        codes = {}
+                        for r in await asyncio.gather(*calls, return_exceptions=True):
+                            key = "ok" if not isinstance(r, BaseException) else str(error_of(r)["code"])
+                            codes[key] = codes.get(key, 0) + 1
+                        out({"op": op, "codes": codes})
+                    elif op == "child_peak_rss":
+                        out({"op": op, "kib": child_peak_rss()})
                     elif op == "ping":
                         await session.send_ping()
                         out({"op": "ping", "ok": True})

@@ -10,7 +10,9 @@ use std::process::{Command, Stdio};
 
 use serde_json::{Value, json};
 
-use crate::support::{Env, key, require_python_module, require_tool, testdata};
+use crate::support::{
+    Env, Stopped, everything_over_http, hostile_over_http, key, require_python_module, require_tool, testdata,
+};
 
 fn script(name: &str) -> String {
     testdata(&format!("mcp/{name}")).display().to_string()
@@ -115,6 +117,7 @@ const ARGUMENTS_INVALID: i64 = -32091;
 const DUPLICATE: i64 = -32092;
 const TOO_LARGE: i64 = -32094;
 const TIMEOUT: i64 = -32095;
+const NOT_READING: i64 = -32096;
 
 fn list() -> Value {
     json!({"op": "list"})
@@ -281,12 +284,18 @@ fn guard_on_drift_warn_read_only_passes_read_only_drift_and_never_risky_drift() 
 
 #[test]
 fn guard_blocks_a_widened_input_schema() {
-    let Some((s, log)) = attack("widen", &[], json!([list(), call("add", json!({"a": 1, "b": 2, "c": 3}))])) else {
+    let Some((s, log)) = attack(
+        "widen",
+        &[],
+        json!([list(), call("add", json!({"a": 1, "b": 2, "c": 3})), call("echo", json!({"text": "ok"}))]),
+    ) else {
         return;
     };
     assert_eq!(s.names(1), ["echo", "wipe"]);
     assert_eq!(s.error(2), NOT_EXPOSED);
-    assert!(log.is_empty(), "{log:?}");
+    assert_eq!(s.text(3), "ok", "the honest tools keep working");
+    assert_eq!(log, ["echo"]);
+    assert!(s.stderr.contains("blocked `add` [mcp_tool_drift]"), "{}", s.stderr);
 }
 
 #[test]
@@ -300,6 +309,7 @@ fn guard_blocks_a_flipped_annotation() {
     assert_eq!(s.error(2), NOT_EXPOSED);
     assert_eq!(s.text(3), "ok");
     assert_eq!(log, ["echo"]);
+    assert!(s.stderr.contains("blocked `wipe` [mcp_tool_drift]"), "{}", s.stderr);
 }
 
 #[test]
@@ -307,14 +317,21 @@ fn guard_blocks_a_renamed_tool() {
     let Some((s, log)) = attack(
         "rename",
         &[],
-        json!([list(), call("add_numbers", json!({"a": 1, "b": 2})), call("add", json!({"a": 1, "b": 2}))]),
+        json!([
+            list(),
+            call("add_numbers", json!({"a": 1, "b": 2})),
+            call("add", json!({"a": 1, "b": 2})),
+            call("echo", json!({"text": "ok"}))
+        ]),
     ) else {
         return;
     };
     assert_eq!(s.names(1), ["echo", "wipe"]);
     assert_eq!(s.error(2), NOT_EXPOSED);
     assert_eq!(s.error(3), NOT_EXPOSED, "add is signed but not served: not callable");
-    assert!(log.is_empty(), "{log:?}");
+    assert_eq!(s.text(4), "ok", "the honest tools keep working");
+    assert_eq!(log, ["echo"]);
+    assert!(s.stderr.contains("blocked `add_numbers` [mcp_tool_not_pinned]"), "{}", s.stderr);
 }
 
 #[test]
@@ -332,6 +349,7 @@ fn guard_blocks_an_added_tool_and_a_call_to_a_hidden_tool() {
     assert_eq!(s.step(3)["error"]["data"], json!({"reason": "mcp_tool_not_exposed", "tool": "secret"}));
     assert_eq!(s.text(4), "4");
     assert_eq!(log, ["add"], "the blocked calls never reached the server");
+    assert!(s.stderr.contains("blocked `exfiltrate` [mcp_tool_not_pinned]"), "{}", s.stderr);
 }
 
 #[test]
@@ -458,6 +476,51 @@ fn guard_answers_for_a_server_that_never_answers() {
     };
     assert_eq!(s.error(2), TIMEOUT);
     assert_eq!(s.text(3), "2");
+}
+
+/// The guard's memory bound for a hostile server (issue 34: 100 MiB), in KiB.
+const MEMORY_BOUND_KIB: u64 = 100 << 10;
+
+#[test]
+fn guard_answers_every_request_with_an_error_when_the_server_stops_reading() {
+    // 1000 calls at once: more than the pipe and the guard's queue hold. The guard neither
+    // grows nor waits: what it cannot queue is answered at once (mcp_server_not_reading), what
+    // it queued when the deadline passes (mcp_server_timeout).
+    let Some((s, _)) = attack(
+        "stops-reading",
+        &["--request-timeout", "3"],
+        json!([
+            list(),
+            call("wipe", json!({})),
+            {"op": "concurrent", "n": 1000, "name": "echo", "args": {"text": "x".repeat(100)}},
+            {"op": "child_peak_rss"},
+        ]),
+    ) else {
+        return;
+    };
+    assert_eq!(s.text(2), "wiped");
+    let codes = s.step(3)["codes"].as_object().unwrap_or_else(|| panic!("{}\n{}", s.step(3), s.stderr));
+    let count = |code: i64| codes.get(&code.to_string()).and_then(Value::as_u64).unwrap_or(0);
+    assert_eq!(count(NOT_READING) + count(TIMEOUT), 1000, "every call got an error: {codes:?}");
+    assert!(count(NOT_READING) > 0 && count(TIMEOUT) > 0, "{codes:?}");
+    let kib = s.step(4)["kib"].as_u64().unwrap();
+    assert!(kib > 0 && kib < MEMORY_BOUND_KIB, "the guard's peak RSS: {kib} KiB");
+}
+
+#[test]
+fn guard_stays_within_its_memory_bound_when_the_server_floods() {
+    // 90 MiB of log notifications, 50 MiB of it in messages over the cap, around one answer.
+    let Some((s, _)) = attack(
+        "flood",
+        &[],
+        json!([list(), call("echo", json!({"text": "a"})), call("add", json!({"a": 1, "b": 1})), {"op": "child_peak_rss"}]),
+    ) else {
+        return;
+    };
+    assert_eq!(s.text(2), "a", "the answer after the flood arrives");
+    assert_eq!(s.text(3), "2");
+    let kib = s.step(4)["kib"].as_u64().unwrap();
+    assert!(kib > 0 && kib < MEMORY_BOUND_KIB, "the guard's peak RSS: {kib} KiB");
 }
 
 #[test]
@@ -603,26 +666,35 @@ fn guard_passes_the_honest_tools_of_server_everything_over_stdio() {
     assert_eq!(s.step(9)["ok"], true);
 }
 
-/// A child process stopped (by its own pid) when the test ends, however it ends.
-struct Stopped(std::process::Child);
-
-impl Drop for Stopped {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
+/// `bundle guard BUNDLE --server NAME --upstream UPSTREAM --listen 127.0.0.1:0 ARGS`, stopped
+/// when dropped; the endpoint it listens at (the first line of its stderr).
+fn guard_over_http(bundle: &Path, server: &str, upstream: &str, args: &[&str]) -> (Stopped, String) {
+    let mut guard = Stopped(
+        crate::support::bin()
+            .args(["guard", bundle.to_str().unwrap(), "--key", &key("test.pub"), "--server", server])
+            .args(["--upstream-plain-http", "--upstream", upstream, "--listen", "127.0.0.1:0"])
+            .args(args)
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap(),
+    );
+    let mut first = String::new();
+    BufReader::new(guard.0.stderr.take().unwrap()).read_line(&mut first).unwrap();
+    let url = first.trim().strip_prefix("bundle guard: listening on ").unwrap_or_else(|| panic!("{first}")).to_owned();
+    (guard, url)
 }
 
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
-}
-
-/// Waits until something accepts connections on `port` (a server that has started).
-fn wait_for_port(port: u16) {
-    let until = std::time::Instant::now() + std::time::Duration::from_secs(30);
-    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(std::time::Instant::now() < until, "nothing listens on {port}");
-        std::thread::sleep(std::time::Duration::from_millis(50));
+/// Runs the SDK client over streamable HTTP at `url`.
+fn sdk_over_http(url: &str, steps: Value) -> Session {
+    let out = Command::new("python3")
+        .arg(script("guard_client.py"))
+        .arg(steps.to_string())
+        .args(["--url", url])
+        .output()
+        .unwrap();
+    Session {
+        steps: String::from_utf8_lossy(&out.stdout).lines().map(|l| serde_json::from_str(l).unwrap()).collect(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
     }
 }
 
@@ -633,50 +705,19 @@ fn guard_proxies_server_everything_over_streamable_http() {
     }
     let env = Env::new();
     let bundle = pinned_bundle(&env, "everything", &["mcp-server-everything", "stdio"]);
-    let port = free_port();
-    let _server = Stopped(
-        Command::new("mcp-server-everything")
-            .arg("streamableHttp")
-            .env("PORT", port.to_string())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap(),
-    );
-    wait_for_port(port);
+    let (_server, upstream) = everything_over_http();
     let audit = env.path().join("audit.jsonl");
-    let mut guard = Stopped(
-        crate::support::bin()
-            .args(["guard", bundle.to_str().unwrap(), "--key", &key("test.pub"), "--server", "everything"])
-            .args(["--upstream-plain-http", "--upstream", &format!("http://127.0.0.1:{port}/mcp")])
-            .args(["--listen", "127.0.0.1:0", "--audit", audit.to_str().unwrap()])
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap(),
+    let (_guard, url) = guard_over_http(&bundle, "everything", &upstream, &["--audit", audit.to_str().unwrap()]);
+    let s = sdk_over_http(
+        &url,
+        json!([
+            list(),
+            call("echo", json!({"message": "over http"})),
+            call("run_shell", json!({})),
+            call("get-sum", json!({"a": "x", "b": 1})),
+            {"op": "call", "name": "trigger-long-running-operation", "args": {"duration": 1, "steps": 3}, "progress": true},
+        ]),
     );
-    // The first line says where it listens (port 0: a free one).
-    let mut first = String::new();
-    BufReader::new(guard.0.stderr.take().unwrap()).read_line(&mut first).unwrap();
-    let url = first.trim().strip_prefix("bundle guard: listening on ").unwrap_or_else(|| panic!("{first}")).to_owned();
-    let out = Command::new("python3")
-        .arg(script("guard_client.py"))
-        .arg(
-            json!([
-                list(),
-                call("echo", json!({"message": "over http"})),
-                call("run_shell", json!({})),
-                call("get-sum", json!({"a": "x", "b": 1})),
-                {"op": "call", "name": "trigger-long-running-operation", "args": {"duration": 1, "steps": 3}, "progress": true},
-            ])
-            .to_string(),
-        )
-        .args(["--url", &url])
-        .output()
-        .unwrap();
-    let s = Session {
-        steps: String::from_utf8_lossy(&out.stdout).lines().map(|l| serde_json::from_str(l).unwrap()).collect(),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-    };
     assert!(s.names(1).contains(&"echo") && s.names(1).len() >= 10, "{:?}", s.names(1));
     assert_eq!(s.text(2), "Echo: over http");
     assert_eq!(s.error(3), NOT_EXPOSED);
@@ -707,4 +748,27 @@ fn guard_refuses_a_plain_http_upstream_unless_asked() {
     ]);
     out.expect_code(2);
     assert!(out.stderr.contains("needs --upstream-plain-http"), "{}", out.stderr);
+}
+
+#[test]
+fn guard_over_streamable_http_judges_the_new_list_before_the_client_hears_of_list_changed() {
+    if !ready() {
+        return;
+    }
+    let env = Env::new();
+    let log = env.path().join("calls.log");
+    let bundle = pinned_bundle(&env, "hostile", &["python3", &script("hostile_server.py"), "honest"]);
+    let (_server, upstream) = hostile_over_http("rug-pull", Some(&log));
+    let (_guard, url) = guard_over_http(&bundle, "hostile", &upstream, &[]);
+    let s = sdk_over_http(
+        &url,
+        json!([list(), call("add", json!({"a": 1, "b": 1})), {"op": "wait_list_changed"}, call("echo", json!({"text": "a"})), list(), call("add", json!({"a": 2, "b": 2}))]),
+    );
+    assert_eq!(s.names(1), ["echo", "add", "wipe"]);
+    assert_eq!(s.text(2), "2");
+    assert_eq!(s.step(3)["ok"], true, "the client hears of the change: {:?}\n{}", s.steps, s.stderr);
+    assert_eq!(s.error(4), NOT_EXPOSED, "the poisoned echo was judged before the client could call it");
+    assert_eq!(s.names(5), ["add", "wipe"]);
+    assert_eq!(s.text(6), "4", "the honest tools still work");
+    assert_eq!(calls(&log), ["add", "add"]);
 }

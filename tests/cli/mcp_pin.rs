@@ -2,7 +2,8 @@
 //! listed, exactly as served, in `pins/<server>.mcp.json` with its `[pins]` entry; `bundle
 //! check` holds the file to it offline; `bundle check --refresh` starts the server again and
 //! reports, per tool, what drifted in `bundle diff`'s words. The servers are the reference
-//! `mcp-server-time` and testdata/mcp/fake_server.py, which serves what a JSON file says.
+//! `mcp-server-time`, `server-everything` over streamable HTTP, and testdata/mcp/hostile_server.py
+//! in its `serve` mode, which serves what a JSON file says (over stdio or streamable HTTP).
 
 use std::path::{Path, PathBuf};
 
@@ -65,8 +66,8 @@ impl Fake {
     }
 
     fn command(&self) -> Vec<String> {
-        let script = testdata("mcp/fake_server.py").display().to_string();
-        vec!["python3".into(), script, self.config.display().to_string()]
+        let script = testdata("mcp/hostile_server.py").display().to_string();
+        vec!["python3".into(), script, "serve".into(), self.config.display().to_string()]
     }
 }
 
@@ -182,16 +183,17 @@ fn mcp_pin_records_the_command_never_the_env_values_and_refresh_passes_env_again
     let env = Env::new();
     let fake = Fake::new(&env, &json!({"tools": tools()}));
     // The server finds its tools through the environment only.
-    let script = testdata("mcp/fake_server.py").display().to_string();
+    let script = testdata("mcp/hostile_server.py").display().to_string();
     let setting = format!("FAKE_MCP_CONFIG={}", fake.config.display());
-    let out = pin_agent(&env, &["--server", "clock", "--env", &setting], &["python3".into(), script.clone()]);
+    let out =
+        pin_agent(&env, &["--server", "clock", "--env", &setting], &["python3".into(), script.clone(), "serve".into()]);
     out.expect_code(0);
     let text = std::fs::read_to_string(env.path().join("agent/manifest.toml")).unwrap();
     assert!(!text.contains("FAKE_MCP_CONFIG") && !text.contains("server.json"), "{text}");
     let m = manifest(&env.path().join("agent"));
     let recorded: Vec<&str> =
         m["pins"]["pins/clock.mcp.json"]["command"].as_array().unwrap().iter().map(|v| v.as_str().unwrap()).collect();
-    assert_eq!(recorded, ["python3", script.as_str()]);
+    assert_eq!(recorded, ["python3", script.as_str(), "serve"]);
 
     // Without the variable the server cannot start: a failure of the run, not drift.
     let out = env.run(&["check", "--refresh", "agent", "--format", "json", "--timeout", "10"]);
@@ -312,7 +314,7 @@ fn mcp_pin_refuses_a_command_that_carries_a_credential() {
     let setting = format!("FAKE_MCP_LOG={}", log.display());
     let out = pin_agent(&env, &["--server", "clock", "--env", &setting], &command);
     out.expect_code(2);
-    assert!(out.stderr.contains("argument 4 is the value of `--api-key`, written literally"), "{}", out.stderr);
+    assert!(out.stderr.contains("argument 5 is the value of `--api-key`, written literally"), "{}", out.stderr);
     assert!(!log.exists(), "refused before the server was started");
     assert!(!env.path().join("agent/pins").exists());
     assert!(!std::fs::read_to_string(env.path().join("agent/manifest.toml")).unwrap().contains("abc123"));
@@ -462,4 +464,80 @@ fn mcp_pin_fingerprints_are_blake3_of_an_independent_rfc8785_canonical_form() {
     assert_eq!(theirs.len(), 4);
     let ours: Vec<&str> = ours.iter().map(|(_, f)| f.as_str()).collect();
     assert_eq!(ours, theirs, "our fingerprints are BLAKE3 of what rfc8785 writes");
+}
+
+/// `bundle init agent`, then `import --from mcp --url URL --pin` into it.
+fn pin_agent_over_http(env: &Env, url: &str, extra: &[&str]) -> Run {
+    env.run(&["init", "agent"]).expect_code(0);
+    let mut args = vec!["import", "--from", "mcp", "--url", url, "--pin"];
+    args.extend_from_slice(extra);
+    args.extend_from_slice(&EXEC);
+    args.extend_from_slice(&["-o", "agent/tools.json", "--force"]);
+    env.run(&args)
+}
+
+#[test]
+fn mcp_pin_over_streamable_http_records_the_url_without_secrets_and_refresh_lists_it_again() {
+    if !require_tool("mcp-server-everything") {
+        return;
+    }
+    let env = Env::new();
+    let (server, endpoint) = crate::support::everything_over_http();
+    // A user:password@ and a token in the query reach the server, never the signed manifest.
+    let with_secrets = endpoint.replacen("http://", "http://user:hunter22@", 1) + "?token=s3cret-t0ken&profile=dev";
+    let out = pin_agent_over_http(&env, &with_secrets, &["--server", "everything", "--format", "json"]);
+    out.expect_code(0);
+    assert_eq!(
+        coded(&out).into_iter().filter(|(_, c, _)| c == "hardcoded_credential").count(),
+        1,
+        "the user is told what was left out: {}",
+        out.stdout
+    );
+    assert!(!out.stdout.contains("hunter22") && !out.stdout.contains("s3cret"), "{}", out.stdout);
+    let agent = env.path().join("agent");
+    let text = std::fs::read_to_string(agent.join("manifest.toml")).unwrap();
+    assert!(!text.contains("hunter22") && !text.contains("s3cret"), "{text}");
+    let m = manifest(&agent);
+    let entry = &m["pins"]["pins/everything.mcp.json"];
+    assert_eq!(entry["url"].as_str(), Some(format!("{endpoint}?profile=dev").as_str()));
+    assert!(entry.get("command").is_none());
+    let pin = read_json(&agent.join("pins/everything.mcp.json"));
+    let names: Vec<&str> = pin["tools"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap()).collect();
+    assert!(names.contains(&"echo") && names.len() >= 10, "{names:?}");
+
+    // Refresh lists the server at the pinned URL again: nothing drifted.
+    let fresh = env.run(&["check", "--refresh", "agent", "--format", "json"]);
+    fresh.expect_code(0);
+    assert_eq!(coded(&fresh), []);
+    // A server that is gone is a failure of the run (exit 2), not drift.
+    drop(server);
+    let gone = env.run(&["check", "--refresh", "agent", "--format", "json", "--timeout", "5"]);
+    gone.expect_code(2);
+    assert_eq!(coded(&gone)[0].1, "mcp_server_failed");
+    assert_eq!(coded(&gone)[0].2, "pins.\"pins/everything.mcp.json\"");
+}
+
+#[test]
+fn mcp_refresh_over_streamable_http_reports_each_drifted_tool() {
+    if !require_tool("python3") {
+        return;
+    }
+    let env = Env::new();
+    let fake = Fake::new(&env, &json!({"tools": tools(), "page_size": 2}));
+    let (_server, endpoint) = crate::support::hostile_over_http("serve", Some(&fake.config));
+    pin_agent_over_http(&env, &endpoint, &["--server", "clock"]).expect_code(0);
+    let pin = read_json(&env.path().join("agent/pins/clock.mcp.json"));
+    assert_eq!(pin["tools"], tools(), "every page, every field, as served");
+    env.run(&["check", "--refresh", "agent"]).expect_code(0);
+
+    let mut changed = tools();
+    changed[0]["annotations"]["readOnlyHint"] = json!(false);
+    changed.as_array_mut().unwrap().push(json!({"name": "delete_all", "inputSchema": {"type": "object"}}));
+    fake.serve(&json!({"tools": changed}));
+    let out = env.run(&["check", "--refresh", "agent", "--format", "json"]);
+    out.expect_code(1);
+    let found: Vec<String> = coded(&out).into_iter().map(|(s, c, p)| format!("{s} {c} {p}")).collect();
+    assert_eq!(found, ["error pin_drift tools.get_time", "error pin_drift tools.delete_all"]);
+    let help = out.json()["diagnostics"][0]["help"].as_str().unwrap().to_owned();
+    assert!(help.contains(&format!("bundle import --from mcp --url {endpoint} --pin --server clock")), "{help}");
 }

@@ -350,3 +350,58 @@ pub fn require_node_module(package: &str) -> Option<PathBuf> {
     skip(&format!("npm package {package}"), &install_hint(&format!("node:{package}")), "BUNDLE_REQUIRE_TOOLS");
     None
 }
+
+/// A child process stopped (by its own pid) when the test ends, however it ends.
+pub struct Stopped(pub std::process::Child);
+
+impl Drop for Stopped {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// A loopback port nothing listens on (at the moment of asking).
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+/// Waits until something accepts connections on `port` (a server that has started).
+pub fn wait_for_port(port: u16) {
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(std::time::Instant::now() < until, "nothing listens on {port}");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+}
+
+/// `mcp-server-everything` in its streamable HTTP mode on a free loopback port (stopped when
+/// dropped); its MCP endpoint.
+pub fn everything_over_http() -> (Stopped, String) {
+    let port = free_port();
+    let server = Stopped(
+        Command::new("mcp-server-everything")
+            .arg("streamableHttp")
+            .env("PORT", port.to_string())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    wait_for_port(port);
+    (server, format!("http://127.0.0.1:{port}/mcp"))
+}
+
+/// testdata/mcp/hostile_server.py over streamable HTTP on a free loopback port (stopped when
+/// dropped), in `mode` with its `arg`; its MCP endpoint.
+pub fn hostile_over_http(mode: &str, arg: Option<&Path>) -> (Stopped, String) {
+    let port = free_port();
+    let mut command = Command::new("python3");
+    command.arg(testdata("mcp/hostile_server.py")).args(["--http", &port.to_string(), mode]);
+    if let Some(arg) = arg {
+        command.arg(arg);
+    }
+    let server = Stopped(command.stdout(std::process::Stdio::null()).spawn().unwrap());
+    wait_for_port(port);
+    (server, format!("http://127.0.0.1:{port}/mcp"))
+}

@@ -1,6 +1,7 @@
 //! MCP pins in an agent folder: keeping what a server listed (`bundle import --from mcp
 //! --pin`, as `pins/<server>.mcp.json`, see `formats::mcp_pin`) and `bundle check --refresh`,
-//! which starts each pinned stdio server again, lists its tools, and reports per tool what
+//! which starts each pinned stdio server again (or reaches a streamable HTTP one at its URL),
+//! lists its tools, and reports per tool what
 //! drifted from its pin in `bundle diff`'s words (`contract::list_drift`).
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -18,14 +19,16 @@ use crate::error::{Error, Result};
 use crate::formats::mcp_pin::{self, McpPin};
 use crate::limits;
 use crate::manifest::{self, Manifest, McpStart, Pin, PinSource};
-use crate::mcp_client::{self, EnvVar, Limits, Server};
+use crate::mcp_client::{self, Endpoint, EnvVar, Limits, Server};
 use crate::regular_file::{self, Links};
 
-/// How `check --refresh` starts pinned MCP servers: the environment it passes on (`--env`,
-/// never recorded in the manifest) and the bounds of one listing (`--timeout`).
+/// How `check --refresh` reaches pinned MCP servers: the environment it passes on to a stdio
+/// server (`--env`, never recorded in the manifest), the roots it trusts for an https one
+/// (`--ca-cert`), and the bounds of one listing (`--timeout`).
 #[derive(Debug, Clone, Default)]
 pub struct McpRefresh {
     pub env: Vec<EnvVar>,
+    pub ca_certs: Vec<std::path::PathBuf>,
     pub limits: Limits,
 }
 
@@ -63,10 +66,11 @@ pub fn pin_mcp(agent_dir: &Path, server: &str, start: Option<McpStart>, tools: V
     Ok(files.remove(0))
 }
 
-/// Online: starts every pinned stdio MCP server again and reports, per tool, how what it lists
-/// now differs from the pin (`pin_drift` errors, one per tool, with the change classes). A
-/// server that cannot be listed is `mcp_server_failed` (exit 2); a pin that says nothing of how
-/// to start its server, or names a streamable HTTP one, is a warning that it was not refreshed.
+/// Online: starts every pinned stdio MCP server again, or reaches a streamable HTTP one at its
+/// pinned URL, and reports, per tool, how what it lists now differs from the pin (`pin_drift`
+/// errors, one per tool, with the change classes). A server that cannot be listed is
+/// `mcp_server_failed` (exit 2); a pin that says nothing of how to reach its server is a
+/// warning that it was not refreshed.
 pub fn refresh_mcp(
     opts: &McpRefresh,
     dir: &Path,
@@ -78,22 +82,25 @@ pub fn refresh_mcp(
     for (file, pin) in &m.pins {
         let PinSource::Mcp { server, start } = &pin.source else { continue };
         let key = manifest::join("pins", file);
-        let command = match start {
-            Some(McpStart::Stdio { command }) => command,
+        let listed = match start {
+            Some(McpStart::Stdio { command }) => {
+                let running =
+                    Server { program: command[0].clone(), args: command[1..].to_vec(), env: opts.env.clone() };
+                mcp_client::list_tools(&running, opts.limits).map_err(|f| f.diagnostic(&running))
+            }
             Some(McpStart::Http { url }) => {
-                diags.push(not_refreshed(manifest_name, &key, format!("{server} is a streamable HTTP server ({url}); check --refresh starts stdio servers only, so it was not refreshed")));
-                continue;
+                let endpoint = Endpoint { url: url.clone(), ca_certs: opts.ca_certs.clone() };
+                mcp_client::list_tools_http(&endpoint, opts.limits).map_err(|f| f.diagnostic_http(url))
             }
             None => {
                 diags.push(not_refreshed(manifest_name, &key, format!("{server} was pinned from a tools/list file: nothing says how to start it, so it was not refreshed")));
                 continue;
             }
         };
-        let running = Server { program: command[0].clone(), args: command[1..].to_vec(), env: opts.env.clone() };
-        let listed = match mcp_client::list_tools(&running, opts.limits) {
+        let listed = match listed {
             Ok(listed) => listed,
-            Err(failure) => {
-                diags.push(failure.diagnostic(&running).at_path(key));
+            Err(diagnostic) => {
+                diags.push(diagnostic.at_path(key));
                 continue;
             }
         };
@@ -114,7 +121,7 @@ pub fn refresh_mcp(
 fn not_refreshed(manifest_name: &str, key: &str, message: String) -> Diagnostic {
     Diagnostic::warning(Code::PinDrift, manifest_name, message)
         .at_path(key.to_owned())
-        .with_help("pin the server from its command to refresh it: bundle import --from mcp --stdio --pin --server NAME -- COMMAND …")
+        .with_help("pin the server from its command or URL to refresh it: bundle import --from mcp --stdio --pin --server NAME -- COMMAND …, or --url URL")
 }
 
 /// One `pin_drift` error per tool that drifted, in pinned order then served order: the

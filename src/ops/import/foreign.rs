@@ -1,6 +1,6 @@
 //! Imports whose format says what a tool takes but not how it is reached (OpenAI functions,
 //! MCP tools): every tool gets the transport the user gives (`--http` or `--exec`). MCP tools
-//! come from a file or from a live server over stdio (`crate::mcp_client`).
+//! come from a file or from a live server over stdio or streamable HTTP (`crate::mcp_client`).
 
 use std::path::Path;
 
@@ -9,7 +9,7 @@ use crate::diagnostic::{Report, Source};
 use crate::error::{Error, Result};
 use crate::formats::{self, Reach};
 use crate::limits;
-use crate::mcp_client::{self, Server};
+use crate::mcp_client;
 use crate::regular_file::Links;
 
 /// The transport every imported tool gets; a usage error when none was given.
@@ -53,13 +53,25 @@ pub struct Served {
 pub(super) fn import_mcp(opts: &Options, served: &mut Option<Served>, report: &mut Report) -> Result<Converted> {
     let reach = reach(opts, "MCP")?;
     let mut server_name = None;
-    let source = match &opts.server {
-        Some(server) => match list(server, opts, report) {
+    let live = match (&opts.server, &opts.endpoint) {
+        (Some(server), _) => {
+            Some((server.display(), mcp_client::list_tools(server, opts.limits).map_err(|f| f.diagnostic(server))))
+        }
+        (None, Some(endpoint)) => {
+            // Shown without what could be a secret in the URL, as the pin records it.
+            let shown = crate::formats::mcp_pin::public_url(&endpoint.url);
+            let listed = mcp_client::list_tools_http(endpoint, opts.limits).map_err(|f| f.diagnostic_http(&shown));
+            Some((shown, listed))
+        }
+        (None, None) => None,
+    };
+    let source = match live {
+        Some((shown, listed)) => match document(&shown, listed, report) {
             Some((source, name)) => {
                 server_name = name;
                 source
             }
-            None => return Ok((server.display(), None)),
+            None => return Ok((shown, None)),
         },
         None => match read_input(Path::new(single(opts)?), limits::MAX_IMPORT_BYTES, Links::Follow, report)? {
             Some(source) => source,
@@ -83,21 +95,25 @@ pub(super) fn import_mcp(opts: &Options, served: &mut Option<Served>, report: &m
     }
 }
 
-/// Lists the server's tools as a document the MCP format reads (`{"tools": [...]}`, pretty,
-/// so that problems point at a line); a failure is an `mcp_server_failed` error in `report`.
-fn list(server: &Server, opts: &Options, report: &mut Report) -> Option<(Source, Option<String>)> {
-    match mcp_client::list_tools(server, opts.limits) {
+/// The server's tools as a document the MCP format reads (`{"tools": [...]}`, pretty, so that
+/// problems point at a line); a failed listing is an `mcp_server_failed` error in `report`.
+fn document(
+    shown: &str,
+    listed: std::result::Result<mcp_client::Listed, crate::diagnostic::Diagnostic>,
+    report: &mut Report,
+) -> Option<(Source, Option<String>)> {
+    match listed {
         Ok(listed) => {
             let doc = serde_json::json!({"tools": listed.tools});
             let text = serde_json::to_string_pretty(&doc).unwrap_or_default() + "\n";
             let name = match &listed.server_name {
-                Some(n) => format!("{n} (tools/list of `{}`)", server.display()),
-                None => format!("tools/list of `{}`", server.display()),
+                Some(n) => format!("{n} (tools/list of `{shown}`)"),
+                None => format!("tools/list of `{shown}`"),
             };
             Some((Source::new(name, text), listed.server_name))
         }
-        Err(failure) => {
-            report.push(failure.diagnostic(server));
+        Err(diagnostic) => {
+            report.push(diagnostic);
             None
         }
     }

@@ -1,7 +1,7 @@
-//! Just enough of an MCP client (specification 2025-11-25) to list a server's tools over the
-//! stdio transport: start the server, `initialize`, `notifications/initialized`, `tools/list`
-//! page by page (`nextCursor`), then shut it down as the lifecycle says (close its stdin, wait,
-//! SIGTERM, SIGKILL).
+//! Just enough of an MCP client (specification 2025-11-25) to list a server's tools: start the
+//! server, `initialize`, `notifications/initialized`, `tools/list` page by page (`nextCursor`),
+//! then shut it down as the lifecycle says (close its stdin, wait, SIGTERM, SIGKILL). The walk
+//! is one function over a transport (`list_over`): stdio here, streamable HTTP in `http.rs`.
 //!
 //! The server is someone else's program and is treated as hostile: everything is bounded by one
 //! deadline and a byte budget for what it writes to stdout, a line that is not a JSON-RPC
@@ -27,7 +27,10 @@ pub const KNOWN_VERSIONS: &[&str] = &["2024-11-05", "2025-03-26", "2025-06-18", 
 /// At most this many bytes of the server's stderr are kept (the end of it).
 const STDERR_KEEP: usize = crate::limits::MAX_MCP_STDERR_BYTES;
 
+mod http;
+
 pub use crate::mcp_process::{EnvVar, INHERITED_ENV, Server};
+pub use http::{Endpoint, list_tools as list_tools_http};
 
 /// Replaces, in `text` (what a server wrote), every value of our environment of 4 characters
 /// or more by `$NAME`: a server's stderr is echoed in messages, and it must not carry a secret
@@ -104,6 +107,9 @@ pub enum McpError {
     ServerError { method: String, code: i64, message: String },
     #[error("the server's answer to `{method}` breaks the protocol: {message}")]
     Protocol { method: String, message: String },
+    /// Streamable HTTP: the endpoint could not be reached, or answered with an error status.
+    #[error("`{method}` over HTTP failed: {message}")]
+    Http { method: String, message: String },
 }
 
 /// A failed listing with the end of what the server wrote to stderr.
@@ -116,9 +122,36 @@ pub struct Failure {
 impl Failure {
     /// An `mcp_server_failed` error naming the server, with the end of its stderr and what to do.
     pub fn diagnostic(&self, server: &Server) -> Diagnostic {
-        let failure = self;
-        let mut message = failure.error.to_string();
-        let tail: Vec<&str> = failure.stderr.lines().map(str::trim_end).filter(|l| !l.trim().is_empty()).collect();
+        let help = match &self.error {
+            McpError::Spawn { .. } => {
+                "check the command after `--`: it must be a program on PATH or a path to one".to_owned()
+            }
+            McpError::Timeout { .. } => {
+                "check that the command starts an MCP server on stdio (not the HTTP transport); a slow server needs a longer --timeout".to_owned()
+            }
+            _ => format!(
+                "check that `{}` is an MCP server speaking the stdio transport (JSON-RPC, one message per line, nothing else on stdout)",
+                server.display()
+            ),
+        };
+        self.diagnostic_at(&server.display(), help)
+    }
+
+    /// The same for a streamable HTTP server at `url`.
+    pub fn diagnostic_http(&self, url: &str) -> Diagnostic {
+        let help = match &self.error {
+            McpError::Timeout { .. } => "a slow server needs a longer --timeout".to_owned(),
+            McpError::Http { .. } => format!(
+                "check that {url} is the server's MCP endpoint (streamable HTTP, e.g. https://HOST/mcp) and that it is running; a private CA's root is trusted with --ca-cert"
+            ),
+            _ => format!("check that {url} is an MCP server speaking the streamable HTTP transport"),
+        };
+        self.diagnostic_at(url, help)
+    }
+
+    fn diagnostic_at(&self, shown: &str, help: String) -> Diagnostic {
+        let mut message = self.error.to_string();
+        let tail: Vec<&str> = self.stderr.lines().map(str::trim_end).filter(|l| !l.trim().is_empty()).collect();
         if !tail.is_empty() {
             let last = &tail[tail.len().saturating_sub(12)..];
             let mut said = last.join(" ⏎ ");
@@ -128,17 +161,7 @@ impl Failure {
             }
             message.push_str(&format!("; its stderr ended with: {said}"));
         }
-        let help = match &failure.error {
-        McpError::Spawn { .. } => "check the command after `--`: it must be a program on PATH or a path to one".to_owned(),
-        McpError::Timeout { .. } => {
-            "check that the command starts an MCP server on stdio (not the HTTP transport); a slow server needs a longer --timeout".to_owned()
-        }
-        _ => format!(
-            "check that `{}` is an MCP server speaking the stdio transport (JSON-RPC, one message per line, nothing else on stdout)",
-            server.display()
-        ),
-    };
-        Diagnostic::error(Code::McpServerFailed, server.display(), message).with_help(help)
+        Diagnostic::error(Code::McpServerFailed, shown, message).with_help(help)
     }
 }
 
@@ -148,7 +171,7 @@ pub fn list_tools(server: &Server, limits: Limits) -> Result<Listed, Failure> {
         Ok(s) => s,
         Err(error) => return Err(Failure { error, stderr: String::new() }),
     };
-    let listed = session.run();
+    let listed = list_over(&mut session, limits.max_pages);
     let stderr = redact_env(&session.shutdown());
     listed.map_err(|error| Failure { error, stderr })
 }
@@ -208,69 +231,6 @@ impl Session {
         })
     }
 
-    fn run(&mut self) -> Result<Listed, McpError> {
-        let init = self.request(
-            "initialize",
-            json!({
-                "protocolVersion": PROTOCOL_VERSION,
-                "capabilities": {},
-                "clientInfo": {"name": "bundle", "version": env!("CARGO_PKG_VERSION")},
-            }),
-        )?;
-        let protocol_version = init.get("protocolVersion").and_then(Value::as_str).unwrap_or_default().to_owned();
-        if !KNOWN_VERSIONS.contains(&protocol_version.as_str()) {
-            return Err(McpError::Protocol {
-                method: "initialize".to_owned(),
-                message: format!(
-                    "protocol version {protocol_version:?} is not one this client knows ({})",
-                    KNOWN_VERSIONS.join(", ")
-                ),
-            });
-        }
-        if init.get("capabilities").and_then(|c| c.get("tools")).is_none() {
-            return Err(McpError::Protocol {
-                method: "initialize".to_owned(),
-                message: "the server does not declare the `tools` capability, so it has no tools to list".to_owned(),
-            });
-        }
-        let info = init.get("serverInfo");
-        // Names for messages: a server could send megabytes here.
-        let text = |k: &str| info.and_then(|i| i.get(k)).and_then(Value::as_str).map(|s| s.chars().take(80).collect());
-        let (server_name, server_version) = (text("name"), text("version"));
-        self.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
-
-        let mut tools = Vec::new();
-        let mut cursor: Option<String> = None;
-        let mut seen = std::collections::BTreeSet::new();
-        let mut pages = 0;
-        loop {
-            pages += 1;
-            if pages > self.limits.max_pages {
-                return Err(protocol("tools/list", format!("more than {} pages", self.limits.max_pages)));
-            }
-            let params = match &cursor {
-                Some(c) => json!({"cursor": c}),
-                None => json!({}),
-            };
-            let result = self.request("tools/list", params)?;
-            match result.get("tools") {
-                Some(Value::Array(page)) => tools.extend(page.iter().cloned()),
-                _ => return Err(protocol("tools/list", "the result has no `tools` array".to_owned())),
-            }
-            match result.get("nextCursor") {
-                None | Some(Value::Null) => break,
-                Some(Value::String(c)) => {
-                    if !seen.insert(c.clone()) {
-                        return Err(protocol("tools/list", format!("nextCursor {c:?} was already given (a loop)")));
-                    }
-                    cursor = Some(c.clone());
-                }
-                Some(_) => return Err(protocol("tools/list", "nextCursor is not a string".to_owned())),
-            }
-        }
-        Ok(Listed { tools, server_name, server_version, protocol_version, pages })
-    }
-
     /// Sends a request and waits for its answer: the `result`, or the error the server sent.
     fn request(&mut self, method: &str, params: Value) -> Result<Value, McpError> {
         let id = self.next_id;
@@ -278,45 +238,11 @@ impl Session {
         self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
         loop {
             let message = self.receive(method)?;
-            let Some(obj) = message.as_object() else {
-                return Err(garbage(method, &message.to_string()));
-            };
-            if let Some(request) = obj.get("method").and_then(Value::as_str) {
-                // A request from the server (only `ping` is allowed this early) or a
-                // notification (logging, progress): answered or ignored.
-                if let Some(rid) = obj.get("id") {
-                    let answer = if request == "ping" {
-                        json!({"jsonrpc": "2.0", "id": rid, "result": {}})
-                    } else {
-                        json!({"jsonrpc": "2.0", "id": rid, "error": {"code": -32601, "message": "Method not found"}})
-                    };
-                    self.send(&answer);
-                }
-                continue;
+            match incoming(&message, id, method)? {
+                Incoming::Answer(result) => return Ok(result),
+                Incoming::Request(answer) => self.send(&answer),
+                Incoming::Notification => {}
             }
-            if obj.get("id").and_then(Value::as_i64) != Some(id) {
-                return Err(protocol(
-                    method,
-                    format!("an answer with id {} came instead of {id}", obj.get("id").unwrap_or(&Value::Null)),
-                ));
-            }
-            if let Some(error) = obj.get("error") {
-                return Err(McpError::ServerError {
-                    method: method.to_owned(),
-                    code: error.get("code").and_then(Value::as_i64).unwrap_or_default(),
-                    message: error
-                        .get("message")
-                        .and_then(Value::as_str)
-                        .unwrap_or_default()
-                        .chars()
-                        .take(500)
-                        .collect(),
-                });
-            }
-            return match obj.get("result") {
-                Some(r @ Value::Object(_)) => Ok(r.clone()),
-                _ => Err(protocol(method, "the answer has no `result` object".to_owned())),
-            };
         }
     }
 
@@ -346,17 +272,10 @@ impl Session {
         match line {
             // The caps of every JSON file (values, depth), shared by all the server's
             // messages: a 15 MiB answer must not become a gigabyte of values.
-            Line::Message(text) => {
-                let source = crate::diagnostic::Source::new("tools/list", text.as_str());
-                match crate::json::parse_within(&source, &self.budget, &mut Vec::new()) {
-                    Ok(doc) if doc.value.get("jsonrpc").and_then(Value::as_str) == Some("2.0") => Ok(doc.value),
-                    Err(d) if d.code == crate::diagnostic::Code::LimitExceeded => {
-                        self.closed = true;
-                        Err(McpError::Protocol { method: method.to_owned(), message: d.message })
-                    }
-                    _ => Err(garbage(method, &text)),
-                }
-            }
+            Line::Message(text) => parse_message(&text, &self.budget, method).map_err(|(over, e)| {
+                self.closed |= over;
+                e
+            }),
             Line::Eof => {
                 self.closed = true;
                 Err(McpError::Exited { method: method.to_owned(), status: self.exit_status() })
@@ -383,6 +302,144 @@ impl Session {
         drop(self.stdin.take());
         crate::mcp_process::stop(&mut self.child);
         self.stderr.recv_timeout(Duration::from_millis(500)).unwrap_or_default()
+    }
+}
+
+/// What the listing needs of a transport: a request answered (its `result`), a notification
+/// sent.
+trait Link {
+    fn request(&mut self, method: &str, params: Value) -> Result<Value, McpError>;
+    fn notify(&mut self, message: &Value);
+}
+
+/// The listing itself, whatever the transport: `initialize`, `notifications/initialized`, then
+/// `tools/list` page by page (at most `max_pages`, a cursor never given twice).
+fn list_over(link: &mut dyn Link, max_pages: usize) -> Result<Listed, McpError> {
+    let init = link.request(
+        "initialize",
+        json!({
+            "protocolVersion": PROTOCOL_VERSION,
+            "capabilities": {},
+            "clientInfo": {"name": "bundle", "version": env!("CARGO_PKG_VERSION")},
+        }),
+    )?;
+    let protocol_version = init.get("protocolVersion").and_then(Value::as_str).unwrap_or_default().to_owned();
+    if !KNOWN_VERSIONS.contains(&protocol_version.as_str()) {
+        return Err(McpError::Protocol {
+            method: "initialize".to_owned(),
+            message: format!(
+                "protocol version {protocol_version:?} is not one this client knows ({})",
+                KNOWN_VERSIONS.join(", ")
+            ),
+        });
+    }
+    if init.get("capabilities").and_then(|c| c.get("tools")).is_none() {
+        return Err(McpError::Protocol {
+            method: "initialize".to_owned(),
+            message: "the server does not declare the `tools` capability, so it has no tools to list".to_owned(),
+        });
+    }
+    let info = init.get("serverInfo");
+    // Names for messages: a server could send megabytes here.
+    let text = |k: &str| info.and_then(|i| i.get(k)).and_then(Value::as_str).map(|s| s.chars().take(80).collect());
+    let (server_name, server_version) = (text("name"), text("version"));
+    link.notify(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+
+    let mut tools = Vec::new();
+    let mut cursor: Option<String> = None;
+    let mut seen = std::collections::BTreeSet::new();
+    let mut pages = 0;
+    loop {
+        pages += 1;
+        if pages > max_pages {
+            return Err(protocol("tools/list", format!("more than {} pages", max_pages)));
+        }
+        let params = match &cursor {
+            Some(c) => json!({"cursor": c}),
+            None => json!({}),
+        };
+        let result = link.request("tools/list", params)?;
+        match result.get("tools") {
+            Some(Value::Array(page)) => tools.extend(page.iter().cloned()),
+            _ => return Err(protocol("tools/list", "the result has no `tools` array".to_owned())),
+        }
+        match result.get("nextCursor") {
+            None | Some(Value::Null) => break,
+            Some(Value::String(c)) => {
+                if !seen.insert(c.clone()) {
+                    return Err(protocol("tools/list", format!("nextCursor {c:?} was already given (a loop)")));
+                }
+                cursor = Some(c.clone());
+            }
+            Some(_) => return Err(protocol("tools/list", "nextCursor is not a string".to_owned())),
+        }
+    }
+    Ok(Listed { tools, server_name, server_version, protocol_version, pages })
+}
+
+/// What one message from the server is, while a request `id` of `method` waits.
+enum Incoming {
+    /// The answer to it: its `result`.
+    Answer(Value),
+    /// A request of the server's, with the answer to send back (`ping` is answered, anything
+    /// else is not offered this early).
+    Request(Value),
+    /// A notification (logging, progress): ignored.
+    Notification,
+}
+
+fn incoming(message: &Value, id: i64, method: &str) -> Result<Incoming, McpError> {
+    let Some(obj) = message.as_object() else {
+        return Err(garbage(method, &message.to_string()));
+    };
+    if let Some(request) = obj.get("method").and_then(Value::as_str) {
+        return Ok(match obj.get("id") {
+            Some(rid) if request == "ping" => Incoming::Request(json!({"jsonrpc": "2.0", "id": rid, "result": {}})),
+            Some(rid) => Incoming::Request(
+                json!({"jsonrpc": "2.0", "id": rid, "error": {"code": -32601, "message": "Method not found"}}),
+            ),
+            None => Incoming::Notification,
+        });
+    }
+    if obj.get("id").and_then(Value::as_i64) != Some(id) {
+        return Err(protocol(
+            method,
+            format!("an answer with id {} came instead of {id}", obj.get("id").unwrap_or(&Value::Null)),
+        ));
+    }
+    if let Some(error) = obj.get("error") {
+        return Err(McpError::ServerError {
+            method: method.to_owned(),
+            code: error.get("code").and_then(Value::as_i64).unwrap_or_default(),
+            message: error.get("message").and_then(Value::as_str).unwrap_or_default().chars().take(500).collect(),
+        });
+    }
+    match obj.get("result") {
+        Some(r @ Value::Object(_)) => Ok(Incoming::Answer(r.clone())),
+        _ => Err(protocol(method, "the answer has no `result` object".to_owned())),
+    }
+}
+
+/// One message's text as JSON, within the caps of every JSON file (values, depth) shared by all
+/// the server's messages (`budget`): a 15 MiB answer must not become a gigabyte of values.
+/// `Err(true)`: over the caps (nothing more is read); `Err(false)`: not a JSON-RPC message.
+fn parse_message(text: &str, budget: &crate::json::Budget, method: &str) -> Result<Value, (bool, McpError)> {
+    let source = crate::diagnostic::Source::new("tools/list", text);
+    match crate::json::parse_within(&source, budget, &mut Vec::new()) {
+        Ok(doc) if doc.value.get("jsonrpc").and_then(Value::as_str) == Some("2.0") => Ok(doc.value),
+        Err(d) if d.code == crate::diagnostic::Code::LimitExceeded => {
+            Err((true, McpError::Protocol { method: method.to_owned(), message: d.message }))
+        }
+        _ => Err((false, garbage(method, text))),
+    }
+}
+
+impl Link for Session {
+    fn request(&mut self, method: &str, params: Value) -> Result<Value, McpError> {
+        Session::request(self, method, params)
+    }
+    fn notify(&mut self, message: &Value) {
+        self.send(message);
     }
 }
 
