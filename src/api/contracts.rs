@@ -232,6 +232,7 @@ impl ContractGate {
             grants: Vec::new(),
             skills: Vec::new(),
             pins: Vec::new(),
+            models: Vec::new(),
         };
         let findings =
             baseline::judge(&self.reference, &live, &self.label).map_err(|e| Error::failed("usage", e.to_string()))?;
