@@ -367,7 +367,8 @@ mod tests {
         let mut r: Vec<Res> = resources.iter().map(|(n, d)| Res { name: (*n).to_owned(), sha256: *d }).collect();
         model_signing::sort(&mut r);
         let s = model_signing::statement("m", &r, &["model.sig".to_owned()]);
-        (model_signing::sign(&s, &key), key)
+        let mut signer = crate::keys::P256Signer::File(key.clone());
+        (model_signing::sign(&s, &mut signer).unwrap(), key)
     }
 
     #[test]
