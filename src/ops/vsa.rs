@@ -20,7 +20,7 @@ use crate::evidence::files::Kind;
 use crate::evidence::judge::Judged;
 use crate::evidence::vsa::{self, Predicate, Property, ResourceDescriptor, Verifier};
 use crate::keys::Signer;
-use crate::ops::gate::Verdict;
+use crate::ops::gate::{CosignatureOrigin, Verdict};
 use crate::ops::input::BundleSource;
 use crate::timestamp::Timestamp;
 
@@ -87,7 +87,7 @@ pub fn summarise(source: &BundleSource, verdict: &Verdict, req: &VsaRequest) -> 
         time_verified: req.time.unwrap_or_else(Timestamp::now).to_string(),
         resource_uri: source.label().display().to_string(),
         policy: policy(req, policy_version)?,
-        input_attestations: inputs(source, judged, agent.as_deref(), req)?,
+        input_attestations: inputs(source, judged, counted_cosignatures(verdict), agent.as_deref(), req)?,
         verification_result: result.to_owned(),
         verified_levels: levels,
         slsa_version: vsa::SLSA_VERSION.to_owned(),
@@ -153,12 +153,22 @@ fn policy(req: &VsaRequest, version: Option<u64>) -> Result<ResourceDescriptor, 
     Ok(ResourceDescriptor::sha256(uri, crate::evidence::hex(&hasher.finalize())))
 }
 
-/// `inputAttestations`: the attestations judged sound, the co-signature and keyless files read
-/// (those given, else the ones beside a bundle file, under a trust policy), the policy updates
-/// followed and the agent's approved baseline.
+/// The co-signatures that counted, where the gate passed the bundle.
+fn counted_cosignatures(verdict: &Verdict) -> &[CosignatureOrigin] {
+    match verdict {
+        Verdict::Passed { cosignatures, .. } => cosignatures,
+        Verdict::Refused { .. } => &[],
+    }
+}
+
+/// `inputAttestations`: the attestations judged sound, a registry's co-signature referrers
+/// that counted, the co-signature and keyless files read (those given, else the ones beside a
+/// bundle file, under a trust policy), the policy updates followed and the agent's approved
+/// baseline.
 fn inputs(
     source: &BundleSource,
     judged: &[Judged],
+    cosignatures: &[CosignatureOrigin],
     agent: Option<&str>,
     req: &VsaRequest,
 ) -> Result<Vec<ResourceDescriptor>, crate::Error> {
@@ -167,6 +177,13 @@ fn inputs(
         .filter(|j| j.is_ok())
         .map(|j| ResourceDescriptor::sha256(attestation_uri(source, &j.source), j.sha256.clone()))
         .collect();
+    // A file's co-signatures are named below by their file; a registry's by their referrer.
+    out.extend(
+        cosignatures
+            .iter()
+            .filter(|c| c.source.starts_with("referrer "))
+            .map(|c| ResourceDescriptor::sha256(attestation_uri(source, &c.source), c.sha256.clone())),
+    );
     let mut files: Vec<PathBuf> = req.policy_updates.clone();
     if req.trust_policy.is_some() {
         let beside = |given: &[PathBuf], path: PathBuf| match (given, source) {
