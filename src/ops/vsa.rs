@@ -96,10 +96,25 @@ pub fn summarise(source: &BundleSource, verdict: &Verdict, req: &VsaRequest) -> 
     Ok(Statement::new(vec![Subject::sha256(&name, &sha256)], vsa::VSA_V1, predicate))
 }
 
-/// The statement signed by `signer` in a Sigstore bundle (its file bytes).
-pub fn sign(statement: &Statement, signer: &mut Signer) -> Result<Vec<u8>, crate::Error> {
-    let key_id = signer.public_key().key_id_hex();
-    let bundle = SigstoreBundle::sign_statement(statement, &key_id, |pae| signer.sign_ed25519(pae))?;
+/// The key that signs a summary: an Ed25519 key (a minisign key file, an ssh-agent's or a
+/// token's Ed25519 key; the key id is the minisign one), or a P-256 key (a PEM file, an
+/// ssh-agent's ecdsa-sha2-nistp256 key or a token's P-256 key; the key id is the SHA-256 of
+/// its public key PEM).
+#[derive(Debug)]
+pub enum VsaKey {
+    Ed25519(Signer),
+    P256(crate::keys::P256Signer),
+}
+
+/// The statement signed by `key` in a Sigstore bundle (its file bytes).
+pub fn sign(statement: &Statement, key: &mut VsaKey) -> Result<Vec<u8>, crate::Error> {
+    let bundle = match key {
+        VsaKey::Ed25519(signer) => {
+            let key_id = signer.public_key().key_id_hex();
+            SigstoreBundle::sign_statement(statement, &key_id, |pae| signer.sign_ed25519(pae))?
+        }
+        VsaKey::P256(signer) => SigstoreBundle::sign_statement_p256(statement, signer)?,
+    };
     Ok(bundle.to_json())
 }
 

@@ -117,7 +117,7 @@ fn model_signing_needs_a_p256_key_and_an_agent_folder() {
 }
 
 /// The PEM (SubjectPublicKeyInfo) of a P-256 public key given as DER.
-fn pem_of_der(der: &[u8]) -> String {
+pub(crate) fn pem_of_der(der: &[u8]) -> String {
     use p256::pkcs8::{DecodePublicKey as _, EncodePublicKey as _, LineEnding};
     p256::PublicKey::from_public_key_der(der).unwrap().to_public_key_pem(LineEnding::LF).unwrap()
 }
