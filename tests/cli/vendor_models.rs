@@ -203,6 +203,8 @@ fn a_changed_byte_another_key_and_a_missing_signature_are_refused_with_their_cod
     let vendor = std::fs::read(agent.join("keys/vendor.pub")).unwrap();
     std::fs::copy(dir.join("other.pub"), agent.join("keys/vendor.pub")).unwrap();
     refused_everywhere(&env, &agent, "wrong-key", "model_signature_wrong_key");
+    std::fs::write(agent.join("keys/vendor.pub"), "-----BEGIN PUBLIC KEY-----\nnot a key\n").unwrap();
+    refused_everywhere(&env, &agent, "not-a-key", "model_key_invalid");
     std::fs::write(agent.join("keys/vendor.pub"), &vendor).unwrap();
 
     let signature = agent.join(MODEL).join("model.sig");
