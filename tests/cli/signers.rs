@@ -896,7 +896,7 @@ fn a_vsa_of_a_registry_release_names_the_co_signature_referrers_that_counted() {
     let inputs = statement["predicate"]["inputAttestations"].as_array().unwrap().clone();
     // The co-signature referrer, as the ORAS client lists it: its manifest's digest in the URI,
     // its layer's (the signatures' bytes) as the digest.
-    if !crate::support::require_python_module("oras") {
+    if !crate::support::require_python_module("oras.client") {
         return;
     }
     std::fs::create_dir_all(dir.join("layers")).unwrap();
