@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use super::{Hashing, current_digests, display_prefix, pins, read_source, stale_entries};
+use super::{Hashing, current_digests, display_prefix, models, pins, read_source, stale_entries};
 use crate::diagnostic::{Code, Diagnostic, Report};
 use crate::manifest::{self, Manifest};
 use crate::policy::{self, Policy};
@@ -26,6 +26,8 @@ pub struct CheckedAgent {
     pub schema_files: Vec<String>,
     /// The skills in `skills/`, in folder-name order.
     pub skills: Vec<crate::skill::facts::SkillFacts>,
+    /// The vendor-signed models of `[[models]]`, each checked against its key.
+    pub models: Vec<crate::attest::model_verify::ModelFacts>,
 }
 
 /// An agent folder with at least one error.
@@ -100,8 +102,10 @@ pub fn check_agent_with(dir: &Path, opts: Options<'_>) -> AgentCheck {
         }
     }
     let mut mcp_pins = Vec::new();
+    let mut model_facts = Vec::new();
     if let Some((m, src)) = manifest.as_ref() {
         mcp_pins = pins::check(dir, &prefix, m, &src.name, &mut diags);
+        model_facts = models::check(dir, &prefix, m, &mut diags);
         if let Some(with) = opts.refresh {
             pins::refresh(with, dir, &prefix, m, &src.name, &mut diags);
         }
@@ -128,9 +132,17 @@ pub fn check_agent_with(dir: &Path, opts: Options<'_>) -> AgentCheck {
     report.diagnostics.extend(diags);
     let dir = dir.to_path_buf();
     match (manifest, manifest_text, valid) {
-        (Some(manifest), Some(manifest_text), Some(valid)) if !report.has_errors() => {
-            Ok(CheckedAgent { dir, manifest, manifest_text, tools: valid.model, policy, report, schema_files, skills })
-        }
+        (Some(manifest), Some(manifest_text), Some(valid)) if !report.has_errors() => Ok(CheckedAgent {
+            dir,
+            manifest,
+            manifest_text,
+            tools: valid.model,
+            policy,
+            report,
+            schema_files,
+            skills,
+            models: model_facts,
+        }),
         (manifest, ..) => {
             // Each missing part has reported an error; this keeps the invariant if one did not.
             if !report.has_errors() {

@@ -13,6 +13,7 @@ use crate::{limits, manifest, tools};
 mod check;
 mod digests;
 mod lock;
+pub mod models;
 pub mod pins;
 pub mod skills;
 pub mod stat_cache;

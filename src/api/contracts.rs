@@ -238,6 +238,7 @@ impl ContractGate {
             grants: Vec::new(),
             skills: Vec::new(),
             pins: Vec::new(),
+            models: Vec::new(),
         };
         let findings = baseline::judge(&self.reference, &live, &self.label)
             .map_err(|e| Error::failed(ErrorCode::Usage, e.to_string()))?;

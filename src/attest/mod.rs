@@ -17,6 +17,7 @@
 
 pub mod dsse;
 pub mod model_signing;
+pub mod model_verify;
 pub mod sigstore_bundle;
 pub mod statement;
 

@@ -16,14 +16,13 @@ use std::collections::BTreeMap;
 
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
-use p256::ecdsa::SigningKey;
 use serde_json::{Value, json};
 use sha2::{Digest as _, Sha256};
 
 use super::dsse::{PAYLOAD_TYPE_IN_TOTO, pae};
 use super::sigstore_bundle::MEDIA_TYPE_V03;
 use super::statement::{Statement, Subject};
-use crate::keys::p256_key;
+use crate::keys::{P256Signer, SignerError, p256_key};
 
 /// The predicate type of a model signature v1.0.
 pub const PREDICATE_TYPE: &str = "https://model_signing/signature/v1.0";
@@ -73,11 +72,12 @@ pub fn statement(model_name: &str, resources: &[Resource], ignore_paths: &[Strin
 
 /// The signature file: `statement` in a DSSE envelope signed by `key` (ECDSA P-256, SHA-256,
 /// DER, over the PAE), in a Sigstore bundle whose hint names the public key as `model_signing`
-/// does. Compact JSON and a newline; the same statement and key give the same bytes.
-pub fn sign(statement: &Statement, key: &SigningKey) -> Vec<u8> {
+/// does. Compact JSON and a newline; the same statement and key file give the same bytes (a
+/// token or an agent may sign with a random nonce).
+pub fn sign(statement: &Statement, key: &mut P256Signer) -> Result<Vec<u8>, SignerError> {
     let payload = statement.to_payload();
-    let signature = p256_key::sign(key, &pae(PAYLOAD_TYPE_IN_TOTO, &payload));
-    let hint = hex::encode(Sha256::digest(p256_key::public_pem(key.verifying_key()).as_bytes()));
+    let signature = key.sign(&pae(PAYLOAD_TYPE_IN_TOTO, &payload))?;
+    let hint = hex::encode(Sha256::digest(p256_key::public_pem(&key.verifying_key()).as_bytes()));
     let bundle = json!({
         "mediaType": MEDIA_TYPE_V03,
         "verificationMaterial": {"publicKey": {"hint": hint}, "tlogEntries": []},
@@ -89,7 +89,7 @@ pub fn sign(statement: &Statement, key: &SigningKey) -> Vec<u8> {
     });
     let mut bytes = serde_json::to_vec(&bundle).expect("a bundle serialises");
     bytes.push(b'\n');
-    bytes
+    Ok(bytes)
 }
 
 #[cfg(test)]

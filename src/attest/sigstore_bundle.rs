@@ -60,6 +60,29 @@ impl SigstoreBundle {
         })
     }
 
+    /// A bundle around `statement`, signed by a P-256 key (ECDSA with SHA-256, DER, over the
+    /// PAE); the hint and the signature's `keyid` are the SHA-256 (hex) of the public key's PEM,
+    /// as OpenSSF model signing names keys.
+    pub fn sign_statement_p256(
+        statement: &Statement,
+        key: &mut crate::keys::P256Signer,
+    ) -> Result<Self, crate::keys::SignerError> {
+        use sha2::Digest as _;
+        let pem = crate::keys::p256_key::public_pem(&key.verifying_key());
+        let hint: String = sha2::Sha256::digest(pem.as_bytes()).iter().map(|b| format!("{b:02x}")).collect();
+        let mut envelope = Envelope::new(PAYLOAD_TYPE_IN_TOTO, statement.to_payload());
+        let sig = key.sign(&envelope.pae())?;
+        envelope.signatures.push(super::dsse::EnvelopeSignature { keyid: hint.clone(), sig });
+        Ok(SigstoreBundle {
+            media_type: MEDIA_TYPE_V03.to_owned(),
+            verification_material: VerificationMaterial {
+                public_key: PublicKeyIdentifier { hint },
+                tlog_entries: Vec::new(),
+            },
+            dsse_envelope: envelope,
+        })
+    }
+
     /// The file bytes: compact JSON and a newline, the same bytes for the same bundle.
     pub fn to_json(&self) -> Vec<u8> {
         let mut bytes = serde_json::to_vec(self).expect("a Sigstore bundle always serialises");

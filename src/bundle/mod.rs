@@ -4,6 +4,7 @@
 //! here.
 
 pub mod file;
+mod models;
 pub mod open;
 mod refused;
 mod signature;

@@ -116,6 +116,8 @@ pub struct Verified {
     /// was known: the signatures as authenticated, for the caller to bind to the file and
     /// count again once it is read (`signers` took the keyless ones at their word until then).
     pub unbound: Option<Authenticated>,
+    /// The vendor-signed models of `[[models]]`, each checked against its key.
+    pub models: Vec<crate::attest::model_verify::ModelFacts>,
 }
 
 /// Where verified entries go: nowhere (verify), or a folder (unpack).
@@ -197,10 +199,11 @@ fn run(
         let mut out = sink.open(path, false).map_err(io_err)?;
         out.write_all(bytes).and_then(|()| out.flush()).map_err(io_err)?;
     }
-    let Streamed { files, kept } = stream_entries(&mut reader, &manifest, sink)?;
+    let Streamed { files, kept, models } = stream_entries(&mut reader, &manifest, sink)?;
     reader.finish()?;
 
     let tools = validate_tools(&kept)?;
+    let models = super::models::check(&manifest, &models)?;
     Ok(Verified {
         manifest,
         key_id: signature.key_id_hex(),
@@ -213,6 +216,7 @@ fn run(
         manifest_bytes,
         signers,
         unbound,
+        models,
     })
 }
 
@@ -331,6 +335,8 @@ fn read_signature_entry<R: BufRead>(reader: &mut ArchiveReader<R>) -> Result<Vec
 struct Streamed {
     files: Vec<VerifiedFile>,
     kept: HashMap<String, Vec<u8>>,
+    /// The SHA-256 of model files, and the models' signatures and keys.
+    models: super::models::ModelInputs,
 }
 
 /// Every entry after the signature, streamed into the sink and hashed, each checked against
@@ -401,6 +407,7 @@ fn stream_all<R: BufRead>(
     let mut seen_paths: HashSet<String> = HashSet::with_capacity(listed.len());
     let mut kept: HashMap<String, Vec<u8>> = HashMap::new();
     let mut kept_total = 0;
+    let mut models = super::models::ModelInputs::default();
     let mut previous: Option<String> = None;
     while let Some(mut entry) = reader.next_entry()? {
         let path = entry.path.clone();
@@ -445,12 +452,22 @@ fn stream_all<R: BufRead>(
         let named = path == tools::FILE_NAME || path == policy::FILE_NAME;
         let keep = is_held(&path, entry.size, kept_total);
         let executable = entry.executable;
-        let copy = copy_entry(hasher, &mut entry, &path, keep, sink)?;
+        let model_file = super::models::to_hold(manifest, &path, entry.size);
+        let mut sha256 = super::models::hasher(manifest, &path);
+        let copy = copy_entry(hasher, &mut entry, &path, keep || model_file, sha256.as_mut(), sink)?;
+        if let Some(sha256) = sha256 {
+            models.sha256.insert(path.clone(), sha2::Digest::finalize(sha256).into());
+        }
         if let Some(bytes) = copy {
-            if !named {
-                kept_total += bytes.len() as u64;
+            if model_file {
+                models.held.insert(path.clone(), bytes.clone());
             }
-            kept.insert(path.clone(), bytes);
+            if keep {
+                if !named {
+                    kept_total += bytes.len() as u64;
+                }
+                kept.insert(path.clone(), bytes);
+            }
         }
         digests.0.push_back((path.clone(), expected.blake3));
         digests.compare(hasher, false)?;
@@ -464,7 +481,7 @@ fn stream_all<R: BufRead>(
         });
         previous = Some(path);
     }
-    Ok((Streamed { files: seen, kept }, seen_paths))
+    Ok((Streamed { files: seen, kept, models }, seen_paths))
 }
 
 /// Streams one entry into the sink while hashing it (its hash is queued in `hasher`); returns
@@ -474,6 +491,7 @@ fn copy_entry<R: BufRead>(
     entry: &mut Entry<'_, R>,
     path: &str,
     keep: bool,
+    mut sha256: Option<&mut sha2::Sha256>,
     sink: &mut dyn Sink,
 ) -> Result<Option<Vec<u8>>, Rejection> {
     let here = Some(path);
@@ -486,6 +504,9 @@ fn copy_entry<R: BufRead>(
         .hash(size, entry, |chunk| {
             if let Some(c) = &mut copy {
                 c.extend_from_slice(chunk);
+            }
+            if let Some(h) = &mut sha256 {
+                sha2::Digest::update(*h, chunk);
             }
             out.write_all(chunk).map_err(SinkError::wrap)
         })

@@ -29,7 +29,8 @@ pub struct Args {
     #[arg(value_name = "BUNDLE|AGENT_DIR", required_unless_present = "model_signing")]
     bundle: Option<PathBuf>,
     /// Write an OpenSSF model signature (`model_signing` v1.0, SHA-256 file digests) of the agent
-    /// folder, signed with the P-256 key --key names (a PEM file).
+    /// folder, signed with the P-256 key --key names: a PEM file, `ssh-agent:` (the agent's
+    /// ecdsa-sha2-nistp256 key) or a `pkcs11:` URI naming a P-256 key on a token.
     #[arg(long, conflicts_with = "from")]
     model_signing: bool,
     /// With --model-signing: the signature file (default: <AGENT_DIR>.model.sig beside the folder).
@@ -104,17 +105,12 @@ pub fn run(args: Args, global: Global) -> anyhow::Result<Outcome> {
 fn model_signing(args: &Args, global: Global) -> anyhow::Result<Outcome> {
     use agent_bundle::ops::model_sign::{self, ModelSignError};
     let dir = args.bundle.clone().unwrap_or_else(|| PathBuf::from("."));
-    let Some(key) = &args.key.key else {
-        anyhow::bail!(
-            "--model-signing needs --key: a P-256 secret key file (make one with `bundle keygen --kind p256 NAME`)"
-        );
-    };
-    let key = agent_bundle::keys::p256_key::read_secret(std::path::Path::new(key))?;
+    let mut key = super::keys::open_p256_signer(&args.key)?;
     let output = match &args.output {
         Some(o) => o.clone(),
         None => model_sign::default_output(&dir)?,
     };
-    match model_sign::sign(&dir, &key, &output) {
+    match model_sign::sign(&dir, &mut key, &output) {
         Ok(done) => {
             match args.format {
                 Format::Json => output::print_json(&serde_json::json!({

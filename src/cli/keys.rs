@@ -116,6 +116,29 @@ fn open_external(reference: KeyRef, args: &SecretKeyArgs) -> anyhow::Result<Sign
     })
 }
 
+/// The P-256 signer `--key` names (`attest --model-signing`): a PEM secret key file,
+/// `ssh-agent:` (its only ecdsa-sha2-nistp256 key, or `ssh-agent:SHA256:...`), or a `pkcs11:`
+/// URI naming a P-256 key on a token.
+pub fn open_p256_signer(args: &SecretKeyArgs) -> anyhow::Result<agent_bundle::keys::P256Signer> {
+    use agent_bundle::keys::{P256Signer, p256_key, pkcs11_p256::TokenP256, ssh_agent_p256::AgentP256};
+    let Some(reference) = &args.key else {
+        bail!(
+            "--model-signing needs --key: a P-256 secret key file (make one with `bundle keygen --kind p256 NAME`), ssh-agent: or a pkcs11: URI"
+        );
+    };
+    Ok(match KeyRef::parse(reference)? {
+        KeyRef::File(path) => P256Signer::File(p256_key::read_secret(&path)?),
+        KeyRef::SshAgent { fingerprint } => {
+            P256Signer::SshAgent(AgentP256::open(std::env::var_os(AUTH_SOCK_ENV), fingerprint.as_deref())?)
+        }
+        KeyRef::Pkcs11(uri) => {
+            let module = std::env::var_os(MODULE_ENV).map(PathBuf::from);
+            let pin = |token: &str| token_pin(token, args);
+            P256Signer::Pkcs11(TokenP256::open(&uri, module, &pin)?)
+        }
+    })
+}
+
 /// A token's PIN when the URI has none: from --password-env, else a prompt on a terminal.
 fn token_pin(token: &str, args: &SecretKeyArgs) -> Option<Zeroizing<String>> {
     if let Some(var) = &args.password_env {

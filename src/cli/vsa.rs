@@ -3,10 +3,9 @@
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
-use agent_bundle::keys::Signer;
 use agent_bundle::ops::gate::Verdict;
 use agent_bundle::ops::input::BundleSource;
-use agent_bundle::ops::vsa::{self, VsaRequest};
+use agent_bundle::ops::vsa::{self, VsaKey, VsaRequest};
 
 use super::args::{GateArgs, TrustArgs};
 use super::keys::{SecretKeyArgs, open_signer};
@@ -21,7 +20,8 @@ pub struct VsaArgs {
     #[arg(long, value_name = "FILE", requires_all = ["vsa_key", "verifier_id"])]
     pub emit_vsa: Option<PathBuf>,
     /// The key that signs the verification summary: a minisign secret key file, `ssh-agent:` or
-    /// a `pkcs11:` URI.
+    /// a `pkcs11:` URI (Ed25519), or a P-256 key: a PEM file (`bundle keygen --kind p256`), or an
+    /// agent's or token's P-256 key where it holds no Ed25519 one (or the one named is P-256).
     #[arg(long, value_name = "KEY", requires = "emit_vsa")]
     pub vsa_key: Option<OsString>,
     /// Read --vsa-key's password (or PIN) from this environment variable.
@@ -37,8 +37,33 @@ pub struct VsaArgs {
 pub struct Emitter {
     target: PathBuf,
     several: bool,
-    signer: Signer,
+    signer: VsaKey,
     request: VsaRequest,
+}
+
+/// The key --vsa-key names: a P-256 key where it is one (a PEM file; an ssh-agent or a token
+/// that holds a P-256 key but no Ed25519 one, or whose named key is P-256), else Ed25519.
+fn open_vsa_key(args: &SecretKeyArgs) -> anyhow::Result<VsaKey> {
+    use agent_bundle::error_code::ErrorCode;
+    use agent_bundle::keys::{KeyRef, SignerError};
+    if let Some(reference) = &args.key
+        && let Ok(KeyRef::File(path)) = KeyRef::parse(reference)
+        && std::fs::read(&path).is_ok_and(|b| b.starts_with(b"-----BEGIN"))
+    {
+        return Ok(VsaKey::P256(super::keys::open_p256_signer(args)?));
+    }
+    match open_signer(args) {
+        Ok(signer) => Ok(VsaKey::Ed25519(signer)),
+        Err(e) => {
+            let not_ed25519 = e
+                .downcast_ref::<SignerError>()
+                .is_some_and(|s| matches!(s.code(), ErrorCode::UnsupportedKey | ErrorCode::KeyNotFound));
+            match not_ed25519 {
+                true => super::keys::open_p256_signer(args).map(VsaKey::P256).map_err(|_| e),
+                false => Err(e),
+            }
+        }
+    }
 }
 
 impl VsaArgs {
@@ -66,7 +91,7 @@ impl VsaArgs {
             );
         }
         let signer =
-            open_signer(&SecretKeyArgs { key: Some(key.clone()), password_env: self.vsa_password_env.clone() })?;
+            open_vsa_key(&SecretKeyArgs { key: Some(key.clone()), password_env: self.vsa_password_env.clone() })?;
         let request = VsaRequest {
             verifier_id: id.clone(),
             time: super::args::source_date_epoch()?

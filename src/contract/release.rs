@@ -24,6 +24,8 @@ pub struct AgentContracts {
     pub skills: Vec<crate::skill::facts::SkillFacts>,
     /// The MCP servers pinned in manifest.toml `[pins]` (`format = "mcp"`), by file.
     pub pins: Vec<PinnedServer>,
+    /// The vendor-signed models of manifest.toml `[[models]]`, checked against their keys.
+    pub models: Vec<crate::attest::model_verify::ModelFacts>,
 }
 
 /// One pinned MCP server: its name, the pin file, and every Tool object it served.
@@ -89,6 +91,7 @@ pub fn from_verified(v: &Verified, origin: &Path) -> Result<AgentContracts, Cont
         // Read by the callers that compare them (`agent::pins::mcp::pins_of`): a pin that cannot be read must
         // not take the tools' contracts (and what attests them) with it.
         pins: Vec::new(),
+        models: v.models.clone(),
     })
 }
 

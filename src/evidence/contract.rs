@@ -25,6 +25,10 @@ struct Predicate<'a> {
     /// so that the predicate of an agent without skills is what it always was.
     #[serde(skip_serializing_if = "<[_]>::is_empty")]
     skills: Vec<SkillFacts<'a>>,
+    /// The vendor-signed models (`[[models]]`): folder, root digest as OpenSSF model signing
+    /// computes it, and the SHA-256 of the vendor's public key. Absent when there are none.
+    #[serde(skip_serializing_if = "<[_]>::is_empty")]
+    models: &'a [crate::attest::model_verify::ModelFacts],
 }
 
 #[derive(Debug, Serialize)]
@@ -100,6 +104,7 @@ pub fn predicate(agent: &AgentContracts, manifest_blake3: &blake3::Hash) -> Valu
             .iter()
             .map(|s| SkillFacts { name: &s.name, digest: &s.digest, allowed_tools: &s.allowed_tools })
             .collect(),
+        models: &agent.models,
     };
     serde_json::to_value(predicate).expect("the contract predicate always serialises")
 }

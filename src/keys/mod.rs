@@ -12,8 +12,10 @@
 
 pub mod p256_key;
 pub mod pkcs11;
+pub mod pkcs11_p256;
 pub mod reference;
 pub mod ssh_agent;
+pub mod ssh_agent_p256;
 
 use std::path::PathBuf;
 
@@ -90,6 +92,40 @@ impl Signer {
     }
 }
 
+/// Something that makes ECDSA P-256 signatures (OpenSSF model signing): a PEM key file, an
+/// ssh-agent's `ecdsa-sha2-nistp256` key, or a P-256 key on a PKCS#11 token.
+#[derive(Debug)]
+pub enum P256Signer {
+    File(p256::ecdsa::SigningKey),
+    SshAgent(ssh_agent_p256::AgentP256),
+    Pkcs11(pkcs11_p256::TokenP256),
+}
+
+impl P256Signer {
+    pub fn verifying_key(&self) -> p256::ecdsa::VerifyingKey {
+        match self {
+            P256Signer::File(key) => *key.verifying_key(),
+            P256Signer::SshAgent(agent) => *agent.verifying_key(),
+            P256Signer::Pkcs11(token) => *token.verifying_key(),
+        }
+    }
+
+    /// ECDSA P-256 with SHA-256 over `message`, DER-encoded. A signature from an agent or
+    /// token is verified with the public key before it is returned.
+    pub fn sign(&mut self, message: &[u8]) -> Result<Vec<u8>, SignerError> {
+        use p256::ecdsa::signature::Verifier as _;
+        let signature = match self {
+            P256Signer::File(key) => return Ok(p256_key::sign(key, message)),
+            P256Signer::SshAgent(agent) => agent.sign(message)?,
+            P256Signer::Pkcs11(token) => token.sign(message)?,
+        };
+        if self.verifying_key().verify(message, &signature).is_err() {
+            return Err(SignerError::Mismatch("an ECDSA P-256 signature".to_owned()));
+        }
+        Ok(signature.to_der().as_bytes().to_vec())
+    }
+}
+
 /// Why an external key cannot be used. Each message says what to fix; none ever holds a PIN.
 #[derive(Debug, thiserror::Error)]
 pub enum SignerError {
@@ -117,6 +153,13 @@ pub enum SignerError {
     Protocol(String),
     #[error("{what} is {found}, not Ed25519; minisign signatures need an Ed25519 key")]
     NotEd25519 { what: String, found: String },
+    #[error("{what} is {found}, not P-256; model signatures need a P-256 (secp256r1) key")]
+    NotP256 { what: String, found: String },
+    #[error(
+        "the ssh-agent holds no ecdsa-sha2-nistp256 key{}; load one with `ssh-add` (make it with `ssh-keygen -t ecdsa -b 256`)",
+        listed(available)
+    )]
+    AgentNoP256 { available: Vec<String> },
     #[error("{reason}")]
     ModuleMissing { reason: String },
     #[error("no PKCS#11 token matches {wanted}{}; fix token= (or serial=, slot-id=) in the URI", listed(available))]
@@ -179,11 +222,12 @@ impl SignerError {
             SignerError::Reference(_) => ErrorCode::KeyReference,
             SignerError::AgentUnavailable { .. } => ErrorCode::SshAgentUnavailable,
             SignerError::AgentNoEd25519 { .. } | SignerError::AgentKeyNotFound { .. } => ErrorCode::KeyNotFound,
+            SignerError::AgentNoP256 { .. } => ErrorCode::KeyNotFound,
             SignerError::KeyNotFound { .. } => ErrorCode::KeyNotFound,
             SignerError::AgentAmbiguous { .. } | SignerError::Ambiguous { .. } => ErrorCode::AmbiguousKey,
             SignerError::AgentRefused { .. } => ErrorCode::SignRefused,
             SignerError::Protocol(_) => ErrorCode::SshAgentProtocol,
-            SignerError::NotEd25519 { .. } => ErrorCode::UnsupportedKey,
+            SignerError::NotEd25519 { .. } | SignerError::NotP256 { .. } => ErrorCode::UnsupportedKey,
             SignerError::ModuleMissing { .. } => ErrorCode::Pkcs11Module,
             SignerError::TokenNotFound { .. } => ErrorCode::TokenNotFound,
             SignerError::PinRequired { .. } => ErrorCode::PinRequired,

@@ -100,11 +100,11 @@ fn eddsa() -> Mechanism<'static> {
     Mechanism::Eddsa(EddsaParams::new(EddsaSignatureScheme::Pure))
 }
 
-fn ck(doing: &str, e: CkError) -> SignerError {
+pub(super) fn ck(doing: &str, e: CkError) -> SignerError {
     SignerError::Pkcs11(format!("{doing}: {e}"))
 }
 
-fn load(module: &Path) -> Result<Pkcs11, SignerError> {
+pub(super) fn load(module: &Path) -> Result<Pkcs11, SignerError> {
     if !module.is_file() {
         return Err(SignerError::ModuleMissing {
             reason: format!(
@@ -123,7 +123,7 @@ fn load(module: &Path) -> Result<Pkcs11, SignerError> {
 }
 
 /// The one slot whose token matches the URI's token attributes.
-fn find_token(context: &Pkcs11, uri: &Pkcs11Uri) -> Result<Slot, SignerError> {
+pub(super) fn find_token(context: &Pkcs11, uri: &Pkcs11Uri) -> Result<Slot, SignerError> {
     let slots = context.get_slots_with_token().map_err(|e| ck("listing the tokens", e))?;
     let mut matching = Vec::new();
     let mut seen = Vec::new();
@@ -156,7 +156,7 @@ fn find_token(context: &Pkcs11, uri: &Pkcs11Uri) -> Result<Slot, SignerError> {
 
 /// The PIN from `pin-value`, `pin-source`, or the caller's fallback (an environment variable
 /// or a prompt), in that order.
-fn pin(
+pub(super) fn pin(
     uri: &Pkcs11Uri,
     fallback: &dyn Fn(&str) -> Option<Zeroizing<String>>,
     token: &str,
@@ -185,7 +185,7 @@ fn read_pin_file(path: &Path) -> Result<Zeroizing<String>, SignerError> {
     Ok(Zeroizing::new(pin.to_owned()))
 }
 
-fn login(session: &Session, pin: Option<Zeroizing<String>>, token: &str) -> Result<(), SignerError> {
+pub(super) fn login(session: &Session, pin: Option<Zeroizing<String>>, token: &str) -> Result<(), SignerError> {
     let auth = pin.map(|p| AuthPin::from(p.as_str()));
     match session.login(UserType::User, auth.as_ref()) {
         Ok(()) | Err(CkError::Pkcs11(RvError::UserAlreadyLoggedIn, _)) => Ok(()),
@@ -237,7 +237,7 @@ fn find_key(session: &Session, uri: &Pkcs11Uri, token: &str) -> Result<ObjectHan
     }
 }
 
-fn describe(session: &Session, key: ObjectHandle) -> String {
+pub(super) fn describe(session: &Session, key: ObjectHandle) -> String {
     let attrs = session.get_attributes(key, &[AttributeType::Label, AttributeType::Id]).unwrap_or_default();
     let mut parts = Vec::new();
     for attr in attrs {

@@ -25,11 +25,11 @@ use ssh_encoding::{Decode, Encode};
 use super::{SignerError, derived_key_id};
 use crate::minisign::PublicKey;
 
-const SSH_AGENT_FAILURE: u8 = 5;
+pub(super) const SSH_AGENT_FAILURE: u8 = 5;
 const SSH_AGENTC_REQUEST_IDENTITIES: u8 = 11;
 const SSH_AGENT_IDENTITIES_ANSWER: u8 = 12;
-const SSH_AGENTC_SIGN_REQUEST: u8 = 13;
-const SSH_AGENT_SIGN_RESPONSE: u8 = 14;
+pub(super) const SSH_AGENTC_SIGN_REQUEST: u8 = 13;
+pub(super) const SSH_AGENT_SIGN_RESPONSE: u8 = 14;
 const ED25519: &str = "ssh-ed25519";
 
 /// Larger answers are refused (a hostile socket cannot make us allocate much).
@@ -40,12 +40,12 @@ const TIMEOUT: Duration = Duration::from_secs(120);
 /// The agent's socket. (OpenSSH's agent on Windows listens on a named pipe, which this client
 /// does not speak: there every connection fails with "unsupported".)
 #[cfg(unix)]
-type Stream = std::os::unix::net::UnixStream;
+pub(super) type Stream = std::os::unix::net::UnixStream;
 #[cfg(not(unix))]
-type Stream = std::fs::File;
+pub(super) type Stream = std::fs::File;
 
 #[cfg(unix)]
-fn connect(socket: &Path) -> std::io::Result<Stream> {
+pub(super) fn connect(socket: &Path) -> std::io::Result<Stream> {
     let stream = Stream::connect(socket)?;
     stream.set_read_timeout(Some(TIMEOUT))?;
     stream.set_write_timeout(Some(TIMEOUT))?;
@@ -53,7 +53,7 @@ fn connect(socket: &Path) -> std::io::Result<Stream> {
 }
 
 #[cfg(not(unix))]
-fn connect(_socket: &Path) -> std::io::Result<Stream> {
+pub(super) fn connect(_socket: &Path) -> std::io::Result<Stream> {
     Err(std::io::Error::new(std::io::ErrorKind::Unsupported, "ssh-agent signing needs a Unix socket"))
 }
 
@@ -70,10 +70,10 @@ pub struct AgentKey {
 }
 
 /// A key the agent lists: its wire blob, algorithm name and SHA-256 fingerprint.
-struct Identity {
-    blob: Vec<u8>,
-    algorithm: String,
-    fingerprint: String,
+pub(super) struct Identity {
+    pub(super) blob: Vec<u8>,
+    pub(super) algorithm: String,
+    pub(super) fingerprint: String,
     /// The key's comment (often `user@host` or the key file's name), shortened.
     comment: String,
     ed25519: Option<[u8; 32]>,
@@ -132,7 +132,7 @@ impl AgentKey {
     }
 }
 
-fn identities(stream: &mut Stream) -> Result<Vec<Identity>, SignerError> {
+pub(super) fn identities(stream: &mut Stream) -> Result<Vec<Identity>, SignerError> {
     let answer = request(stream, &[SSH_AGENTC_REQUEST_IDENTITIES])?;
     let Some((&SSH_AGENT_IDENTITIES_ANSWER, mut body)) = answer.split_first() else {
         return Err(SignerError::Protocol("unexpected answer to a list-keys request".to_owned()));
@@ -151,7 +151,7 @@ fn identities(stream: &mut Stream) -> Result<Vec<Identity>, SignerError> {
 }
 
 /// Sends one message and reads one answer (u32 length, then the body).
-fn request(stream: &mut Stream, body: &[u8]) -> Result<Vec<u8>, SignerError> {
+pub(super) fn request(stream: &mut Stream, body: &[u8]) -> Result<Vec<u8>, SignerError> {
     let io = |e: std::io::Error| SignerError::Protocol(format!("talking to the agent: {e}"));
     let len = u32::try_from(body.len()).map_err(|_| SignerError::Protocol("request too large".to_owned()))?;
     let mut message = len.to_be_bytes().to_vec();
@@ -168,7 +168,7 @@ fn request(stream: &mut Stream, body: &[u8]) -> Result<Vec<u8>, SignerError> {
     Ok(answer)
 }
 
-fn wire(e: ssh_encoding::Error) -> SignerError {
+pub(super) fn wire(e: ssh_encoding::Error) -> SignerError {
     SignerError::Protocol(format!("malformed agent message: {e}"))
 }
 
@@ -189,7 +189,7 @@ fn identity(blob: Vec<u8>) -> Result<Identity, SignerError> {
 }
 
 /// `SHA256:... (ssh-ed25519, comment)`, for messages.
-fn describe(key: &Identity) -> String {
+pub(super) fn describe(key: &Identity) -> String {
     if key.comment.is_empty() {
         format!("{} ({})", key.fingerprint, key.algorithm)
     } else {

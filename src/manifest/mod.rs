@@ -51,6 +51,31 @@ pub struct Manifest {
     /// `[pins."<file>"]`: remote tool definitions kept by `bundle import --pin` (RAP toolsets,
     /// MCP servers' tool lists), by the agent file that holds the pinned copy.
     pub pins: BTreeMap<String, Pin>,
+    /// `[[models]]`: model folders signed by their vendor, each checked against its key.
+    pub models: Vec<ModelSpec>,
+}
+
+/// One `[[models]]` entry: a folder of the agent holding a model its vendor signed with
+/// OpenSSF model signing, the signature file (default `<path>/model.sig`) and the P-256 public
+/// key (PEM, a file of the agent) the signature must verify with.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ModelSpec {
+    pub path: String,
+    pub signature: String,
+    pub key: String,
+}
+
+impl ModelSpec {
+    /// The signature's path inside the model folder, when it lies there (then the folder's
+    /// check leaves it out, as `model_signing verify` does).
+    pub fn signature_inside(&self) -> Option<&str> {
+        self.signature.strip_prefix(&self.path).and_then(|rest| rest.strip_prefix('/'))
+    }
+
+    /// The path of `file` (an agent file) inside the model folder, if it lies there.
+    pub fn inside<'a>(&self, file: &'a str) -> Option<&'a str> {
+        file.strip_prefix(&self.path).and_then(|rest| rest.strip_prefix('/'))
+    }
 }
 
 /// A remote tool definition pinned at import: where it came from and the BLAKE3 digest of the

@@ -14,9 +14,10 @@ use crate::limits::MAX_TOML_ITEMS;
 use crate::paths;
 use crate::timestamp::Timestamp;
 
+mod models;
 mod pins;
 
-const TOP_KEYS: &[&str] = &["bundle", "agent", "artifacts", "files", "pins"];
+const TOP_KEYS: &[&str] = &["bundle", "agent", "artifacts", "files", "pins", "models"];
 const BUNDLE_KEYS: &[&str] = &["format", "allow_secret_files", "expires"];
 const AGENT_KEYS: &[&str] = &["name", "version"];
 const ARTIFACT_KINDS: &[&str] = &["tools", "policy"];
@@ -132,6 +133,7 @@ impl Parser<'_> {
         };
         let files = self.files(root);
         let pins = self.pins(root);
+        let models = self.models(root);
         Some(Manifest {
             format: format?,
             name: name?,
@@ -142,6 +144,7 @@ impl Parser<'_> {
             allow_secret_files,
             expires,
             pins,
+            models,
         })
     }
 

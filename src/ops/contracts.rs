@@ -60,6 +60,7 @@ fn load_folder(dir: &Path) -> Result<AgentContracts, LoadError> {
         grants: release::grants(&checked.policy),
         skills: checked.skills,
         pins,
+        models: checked.models,
     })
 }
 

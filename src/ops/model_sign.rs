@@ -12,7 +12,6 @@ use std::collections::BTreeSet;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
-use p256::ecdsa::SigningKey;
 use sha2::{Digest as _, Sha256};
 
 use crate::attest::model_signing::{self, GIT_PATHS, Resource};
@@ -53,7 +52,7 @@ pub fn default_output(dir: &Path) -> Result<PathBuf, Error> {
 }
 
 /// Signs the agent folder `dir` with `key` and writes the signature to `output` (atomically).
-pub fn sign(dir: &Path, key: &SigningKey, output: &Path) -> Result<ModelSigned, ModelSignError> {
+pub fn sign(dir: &Path, key: &mut crate::keys::P256Signer, output: &Path) -> Result<ModelSigned, ModelSignError> {
     let full = std::fs::canonicalize(dir).map_err(|e| Error::io(dir, e))?;
     let name = full.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
     let manifest_path = dir.join(crate::manifest::FILE_NAME);
@@ -88,7 +87,7 @@ pub fn sign(dir: &Path, key: &SigningKey, output: &Path) -> Result<ModelSigned, 
     }
     model_signing::sort(&mut resources);
     let statement = model_signing::statement(&name, &resources, &ignore_paths);
-    let bytes = model_signing::sign(&statement, key);
+    let bytes = model_signing::sign(&statement, key).map_err(Error::Signer)?;
     crate::atomic::write(output, &bytes, true).map_err(|e| Error::io(output, e))?;
     Ok(ModelSigned {
         name,

@@ -20,7 +20,7 @@ use crate::evidence::files::Kind;
 use crate::evidence::judge::Attestation;
 use crate::evidence::vsa::{self, Predicate, Property, ResourceDescriptor, Verifier};
 use crate::keys::Signer;
-use crate::ops::gate::Verdict;
+use crate::ops::gate::{CosignatureOrigin, Verdict};
 use crate::ops::input::BundleSource;
 use crate::timestamp::Timestamp;
 
@@ -87,7 +87,7 @@ pub fn summarise(source: &BundleSource, verdict: &Verdict, req: &VsaRequest) -> 
         time_verified: req.time.unwrap_or_else(Timestamp::now).to_string(),
         resource_uri: source.label().display().to_string(),
         policy: policy(req, policy_version)?,
-        input_attestations: inputs(source, judged, agent.as_deref(), req)?,
+        input_attestations: inputs(source, judged, counted_cosignatures(verdict), agent.as_deref(), req)?,
         verification_result: result.to_owned(),
         verified_levels: levels,
         slsa_version: vsa::SLSA_VERSION.to_owned(),
@@ -96,10 +96,25 @@ pub fn summarise(source: &BundleSource, verdict: &Verdict, req: &VsaRequest) -> 
     Ok(Statement::new(vec![Subject::sha256(&name, &sha256)], vsa::VSA_V1, predicate))
 }
 
-/// The statement signed by `signer` in a Sigstore bundle (its file bytes).
-pub fn sign(statement: &Statement, signer: &mut Signer) -> Result<Vec<u8>, crate::Error> {
-    let key_id = signer.public_key().key_id_hex();
-    let bundle = SigstoreBundle::sign_statement(statement, &key_id, |pae| signer.sign_ed25519(pae))?;
+/// The key that signs a summary: an Ed25519 key (a minisign key file, an ssh-agent's or a
+/// token's Ed25519 key; the key id is the minisign one), or a P-256 key (a PEM file, an
+/// ssh-agent's ecdsa-sha2-nistp256 key or a token's P-256 key; the key id is the SHA-256 of
+/// its public key PEM).
+#[derive(Debug)]
+pub enum VsaKey {
+    Ed25519(Signer),
+    P256(crate::keys::P256Signer),
+}
+
+/// The statement signed by `key` in a Sigstore bundle (its file bytes).
+pub fn sign(statement: &Statement, key: &mut VsaKey) -> Result<Vec<u8>, crate::Error> {
+    let bundle = match key {
+        VsaKey::Ed25519(signer) => {
+            let key_id = signer.public_key().key_id_hex();
+            SigstoreBundle::sign_statement(statement, &key_id, |pae| signer.sign_ed25519(pae))?
+        }
+        VsaKey::P256(signer) => SigstoreBundle::sign_statement_p256(statement, signer)?,
+    };
     Ok(bundle.to_json())
 }
 
@@ -153,12 +168,22 @@ fn policy(req: &VsaRequest, version: Option<u64>) -> Result<ResourceDescriptor, 
     Ok(ResourceDescriptor::sha256(uri, hex::encode(hasher.finalize())))
 }
 
-/// `inputAttestations`: the attestations judged sound, the co-signature and keyless files read
-/// (those given, else the ones beside a bundle file, under a trust policy), the policy updates
-/// followed and the agent's approved baseline.
+/// The co-signatures that counted, where the gate passed the bundle.
+fn counted_cosignatures(verdict: &Verdict) -> &[CosignatureOrigin] {
+    match verdict {
+        Verdict::Passed { cosignatures, .. } => cosignatures,
+        Verdict::Refused { .. } => &[],
+    }
+}
+
+/// `inputAttestations`: the attestations judged sound, a registry's co-signature referrers
+/// that counted, the co-signature and keyless files read (those given, else the ones beside a
+/// bundle file, under a trust policy), the policy updates followed and the agent's approved
+/// baseline.
 fn inputs(
     source: &BundleSource,
     judged: &[Attestation],
+    cosignatures: &[CosignatureOrigin],
     agent: Option<&str>,
     req: &VsaRequest,
 ) -> Result<Vec<ResourceDescriptor>, crate::Error> {
@@ -167,6 +192,13 @@ fn inputs(
         .filter(|j| j.is_ok())
         .map(|j| ResourceDescriptor::sha256(attestation_uri(source, &j.report.source), hex::encode(j.sha256)))
         .collect();
+    // A file's co-signatures are named below by their file; a registry's by their referrer.
+    out.extend(
+        cosignatures
+            .iter()
+            .filter(|c| c.source.starts_with("referrer "))
+            .map(|c| ResourceDescriptor::sha256(attestation_uri(source, &c.source), c.sha256.clone())),
+    );
     let mut files: Vec<PathBuf> = req.policy_updates.clone();
     if req.trust_policy.is_some() {
         let beside = |given: &[PathBuf], path: PathBuf| match (given, source) {

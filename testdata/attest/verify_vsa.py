@@ -3,7 +3,9 @@
 Usage: verify_vsa.py VERIFIER_KEY.pub BUNDLE_SHA256 SIGSTORE_JSON...
 
 For each Sigstore bundle: sigstore-models parses it; securesystemslib verifies its DSSE envelope
-with the verifier's minisign public key (and refuses it once a byte of the payload changed);
+with the verifier's public key — a minisign public key file, or a P-256 public key in PEM
+(scheme ecdsa-sha2-nistp256, key id the SHA-256 of its PEM) — and refuses it once a byte of the
+payload changed;
 in-toto-attestation validates the Statement v1 and parses the predicate with its SLSA VSA v1
 protobuf (predicates/vsa/v1) with no unknown field allowed.
 
@@ -19,8 +21,11 @@ Prints `ok FILE RESULT LEVELS` per file; exits non-zero on the first failure.
 
 import base64
 import copy
+import hashlib
 import json
 import sys
+
+from cryptography.hazmat.primitives import serialization
 
 from google.protobuf import json_format
 from in_toto_attestation.predicates.vsa.v1 import vsa_pb2
@@ -38,8 +43,15 @@ def minisign_key(path):
     return SSlibKey(keyid, "ed25519", "ed25519", {"public": raw[10:].hex()})
 
 
+def pem_key(path):
+    public = serialization.load_pem_public_key(open(path, "rb").read())
+    pem = public.public_bytes(serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo)
+    return SSlibKey.from_crypto(public, keyid=hashlib.sha256(pem).hexdigest(), scheme="ecdsa-sha2-nistp256")
+
+
 def main():
-    key = minisign_key(sys.argv[1])
+    pem = open(sys.argv[1], "rb").read().startswith(b"-----BEGIN PUBLIC KEY-----")
+    key = pem_key(sys.argv[1]) if pem else minisign_key(sys.argv[1])
     sha256 = sys.argv[2]
     for path in sys.argv[3:]:
         text = open(path).read()

@@ -557,10 +557,15 @@ impl SoftHsm {
         Some(hsm)
     }
 
-    fn tool(&self, name: &str) -> Command {
+    pub(crate) fn tool(&self, name: &str) -> Command {
         let mut c = Command::new(name);
         c.env("SOFTHSM2_CONF", &self.conf);
         c
+    }
+
+    /// The SoftHSM2 module's path.
+    pub(crate) fn module(&self) -> &Path {
+        &self.module
     }
 
     /// Imports the Ed25519 key with this seed as a PKCS#8 PEM file (RFC 8410).
@@ -586,7 +591,7 @@ impl SoftHsm {
             .args(extra));
     }
 
-    fn keypairgen(&self, key_type: &str, label: &str, id: &str) {
+    pub(crate) fn keypairgen(&self, key_type: &str, label: &str, id: &str) {
         sh(self.tool("pkcs11-tool").arg("--module").arg(&self.module).args([
             "--token-label",
             "bundle-test",

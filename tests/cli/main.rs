@@ -56,4 +56,5 @@ mod skills;
 mod stat_cache;
 mod tls;
 mod tool;
+mod vendor_models;
 mod vsa;

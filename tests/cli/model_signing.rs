@@ -115,3 +115,70 @@ fn model_signing_needs_a_p256_key_and_an_agent_folder() {
     // An existing key is not replaced without --force.
     bundle(dir, &["keygen", "--kind", "p256", "model"]).expect_code(2);
 }
+
+/// The PEM (SubjectPublicKeyInfo) of a P-256 public key given as DER.
+pub(crate) fn pem_of_der(der: &[u8]) -> String {
+    use p256::pkcs8::{DecodePublicKey as _, EncodePublicKey as _, LineEnding};
+    p256::PublicKey::from_public_key_der(der).unwrap().to_public_key_pem(LineEnding::LF).unwrap()
+}
+
+#[test]
+fn p256_keys_on_a_pkcs11_token_and_in_an_ssh_agent_sign_what_model_signing_verifies() {
+    use crate::keys::{PIN, SoftHsm, SshAgent};
+    if !require_tool("model_signing") || !require_tool("ssh-agent") || !require_tool("ssh-keygen") {
+        return;
+    }
+    let Some(hsm) = SoftHsm::start() else { return };
+    let env = Env::new();
+    let dir = env.path();
+    env.copy("agents/mailer", "mailer");
+    bundle(dir, &["lock", "mailer"]).expect_code(0);
+
+    // A key made on the token (it never leaves it); its public key read back as DER.
+    hsm.keypairgen("EC:prime256v1", "model", "0a");
+    let der = dir.join("token.der");
+    let out = hsm
+        .tool("pkcs11-tool")
+        .arg("--module")
+        .arg(hsm.module())
+        .args(["--token-label", "bundle-test", "--read-object", "--type", "pubkey", "--label", "model", "-o"])
+        .arg(&der)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    std::fs::write(dir.join("token.pub"), pem_of_der(&std::fs::read(&der).unwrap())).unwrap();
+    let uri = format!("pkcs11:token=bundle-test;object=model?pin-value={PIN}");
+    let signed = hsm.run(&env, &["attest", "--model-signing", "--key", &uri, "mailer", "-o", "token.sig"]);
+    signed.expect_code(0);
+    let (ok, said) = stock_verify(dir, "token.sig", "token.pub", "mailer");
+    assert!(ok, "token: {said}");
+
+    // An ecdsa-sha2-nistp256 key in a real ssh-agent (beside an Ed25519 key it must not pick).
+    let agent = SshAgent::start();
+    let ed = agent.keygen("ed25519", "release");
+    agent.add(&ed);
+    let ec = agent.keygen("ecdsa", "model");
+    agent.add(&ec);
+    let out = Command::new("ssh-keygen").args(["-e", "-m", "PKCS8", "-f"]).arg(ec.with_extension("pub")).output();
+    let out = out.unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    std::fs::write(dir.join("agent.pub"), &out.stdout).unwrap();
+    agent.run(&env, &["attest", "--model-signing", "--key", "ssh-agent:", "mailer", "-o", "agent.sig"]).expect_code(0);
+    let (ok, said) = stock_verify(dir, "agent.sig", "agent.pub", "mailer");
+    assert!(ok, "ssh-agent: {said}");
+    // Each refuses the other's key, and a changed byte.
+    let (ok, said) = stock_verify(dir, "agent.sig", "token.pub", "mailer");
+    assert!(!ok && said.contains("Key mismatch"), "{said}");
+    let prompt = dir.join("mailer/prompts/system.md");
+    let mut bytes = std::fs::read(&prompt).unwrap();
+    bytes[0] ^= 1;
+    std::fs::write(&prompt, bytes).unwrap();
+    let (ok, said) = stock_verify(dir, "token.sig", "token.pub", "mailer");
+    assert!(!ok && said.contains("Hash mismatch"), "{said}");
+    // An agent with no P-256 key says so, with a code.
+    let plain = SshAgent::start();
+    plain.add(&ed);
+    let out = plain.run(&env, &["attest", "--model-signing", "--key", "ssh-agent:", "mailer", "--format", "json"]);
+    out.expect_code(2);
+    assert!(out.stderr.contains("no ecdsa-sha2-nistp256 key"), "{}", out.stderr);
+}

@@ -933,3 +933,78 @@ fn evidence_over_its_cap_gets_the_same_code_from_a_file_and_from_a_registry() {
         assert!(doc["message"].as_str().unwrap().contains("over the cap"), "{repo}: {doc:#}");
     }
 }
+
+#[test]
+fn a_vsa_of_a_registry_release_names_the_co_signature_referrers_that_counted() {
+    use crate::registry::{self, Setup};
+    let Some(reg) = registry::start(Setup::Plain) else { return };
+    let team = Team::new();
+    team.standard("policy.toml", "", TWO_WITH_SECURITY);
+    let dir = team.env.path();
+    let reference = format!("oci://{}/team/mailer:3", reg.host());
+    let pushed = team.oci(&["push", "mailer.agent.bundle", &reference, "--plain-http", "--key", "alice.pub"]);
+    pushed.expect_code(0);
+    let cosign = ["cosign", &reference, "--trust-policy", "policy.toml", "--plain-http", "--key", "bob.key"];
+    team.oci(&cosign).expect_code(0);
+    team.oci(&["keygen", "gate"]).expect_code(0);
+    let gate = "https://deploy.example.com/gates/production";
+    let verify = [
+        "verify",
+        &reference,
+        "--plain-http",
+        "--trust-policy",
+        "policy.toml",
+        "--emit-vsa",
+        "oci.vsa.json",
+        "--vsa-key",
+        "gate.key",
+        "--verifier-id",
+        gate,
+        "--format",
+        "json",
+    ];
+    let doc = team.oci(&verify).expect_code(0).json();
+    assert_eq!(statuses(&doc), ["counted", "counted"], "{doc:#}");
+    let vsa = std::fs::read(dir.join("oci.vsa.json")).unwrap();
+    let vsa: serde_json::Value = serde_json::from_slice(&vsa).unwrap();
+    use base64::Engine as _;
+    let payload = base64::engine::general_purpose::STANDARD.decode(vsa["dsseEnvelope"]["payload"].as_str().unwrap());
+    let statement: serde_json::Value = serde_json::from_slice(&payload.unwrap()).unwrap();
+    let inputs = statement["predicate"]["inputAttestations"].as_array().unwrap().clone();
+    // The co-signature referrer, as the ORAS client lists it: its manifest's digest in the URI,
+    // its layer's (the signatures' bytes) as the digest.
+    if !crate::support::require_python_module("oras.client") {
+        return;
+    }
+    std::fs::create_dir_all(dir.join("layers")).unwrap();
+    let subject = team.oci(&[
+        "push",
+        "mailer.agent.bundle",
+        &reference,
+        "--plain-http",
+        "--key",
+        "alice.pub",
+        "--format",
+        "json",
+    ]);
+    let subject = subject.expect_code(0).json()["digest"].as_str().unwrap().to_owned();
+    let out = std::process::Command::new("python3")
+        .current_dir(dir)
+        .arg(crate::support::testdata("attest/referrers.py"))
+        .args(["list", &reg.host(), "team/mailer", &subject, "layers"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let listed: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let cosig = agent_bundle::trust_policy::signatures::COSIGNATURE_ARTIFACT_TYPE;
+    let referrers: Vec<&serde_json::Value> =
+        listed["index"]["manifests"].as_array().unwrap().iter().filter(|m| m["artifactType"] == cosig).collect();
+    assert_eq!(referrers.len(), 1, "{listed:#}");
+    let digest = referrers[0]["digest"].as_str().unwrap();
+    let layer = listed["manifests"][digest]["layers"][0]["digest"].as_str().unwrap();
+    let want = serde_json::json!({
+        "uri": format!("oci://{}/team/mailer@{digest}", reg.host()),
+        "digest": {"sha256": layer.trim_start_matches("sha256:")},
+    });
+    assert!(inputs.contains(&want), "{want} is not among {inputs:#?}");
+}

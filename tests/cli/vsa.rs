@@ -243,3 +243,65 @@ fn push_attach_vsa_puts_it_beside_the_bundle_and_the_gate_leaves_it_alone() {
     assert_eq!(first, format!("oci://{}/team/mailer@{referrer}", reg.host()));
     verifiers_accept(dir, &sha256_hex(&dir.join("agent.bundle")), &["oci.vsa.json"]);
 }
+
+#[test]
+fn a_vsa_signed_by_a_p256_key_file_token_or_ssh_agent_verifies_with_securesystemslib() {
+    use crate::keys::{PIN, SoftHsm, SshAgent};
+    let env = Env::new();
+    setup(&env);
+    let dir = env.path();
+    let sha256 = sha256_hex(&dir.join("agent.bundle"));
+    let verify = |mut c: Command, key: &str, out: &str| {
+        c.current_dir(dir).env("SOURCE_DATE_EPOCH", EPOCH).env_remove("GITHUB_ACTIONS");
+        c.args(["verify", "agent.bundle", "--key", "release.pub", "--emit-vsa", out, "--vsa-key", key]);
+        c.args(["--verifier-id", GATE]);
+        Run::from(c.output().unwrap()).expect_code(0);
+    };
+    // A P-256 key file (PEM): deterministic signatures, so the same inputs give the same bytes.
+    bundle(dir, EPOCH, &["keygen", "--kind", "p256", "gatep"]).expect_code(0);
+    verify(bin(), "gatep.key", "file.vsa.json");
+    verify(bin(), "gatep.key", "again.vsa.json");
+    assert!(std::fs::read(dir.join("file.vsa.json")).unwrap() == std::fs::read(dir.join("again.vsa.json")).unwrap());
+    let mut checked = vec![("gatep.pub", "file.vsa.json")];
+
+    // A P-256 key made on a token, and one in a real ssh-agent beside an Ed25519 key.
+    let hsm = SoftHsm::start();
+    if let Some(hsm) = &hsm {
+        hsm.keypairgen("EC:prime256v1", "gate", "0b");
+        let der = dir.join("token.der");
+        let mut read = hsm.tool("pkcs11-tool");
+        read.arg("--module").arg(hsm.module());
+        read.args(["--token-label", "bundle-test", "--read-object", "--type", "pubkey", "--label", "gate"]);
+        let out = read.arg("-o").arg(&der).output().unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let pem = crate::model_signing::pem_of_der(&std::fs::read(&der).unwrap());
+        std::fs::write(dir.join("token.pub"), pem).unwrap();
+        let uri = format!("pkcs11:token=bundle-test;object=gate?pin-value={PIN}");
+        verify(hsm.command(&env), &uri, "token.vsa.json");
+        checked.push(("token.pub", "token.vsa.json"));
+    }
+    let agent = crate::support::require_tool("ssh-agent").then(SshAgent::start);
+    if let Some(agent) = &agent {
+        let ed = agent.keygen("ed25519", "other");
+        agent.add(&ed);
+        let ec = agent.keygen("ecdsa", "gate");
+        agent.add(&ec);
+        let fingerprint = Command::new("ssh-keygen").args(["-l", "-E", "sha256", "-f"]).arg(&ec).output().unwrap();
+        let fingerprint = String::from_utf8_lossy(&fingerprint.stdout).split_whitespace().nth(1).unwrap().to_owned();
+        let out = Command::new("ssh-keygen").args(["-e", "-m", "PKCS8", "-f"]).arg(ec.with_extension("pub")).output();
+        std::fs::write(dir.join("agent.pub"), out.unwrap().stdout).unwrap();
+        verify(agent.command(&env), &format!("ssh-agent:{fingerprint}"), "agent.vsa.json");
+        checked.push(("agent.pub", "agent.vsa.json"));
+    }
+    let Some(python) = python() else { return };
+    for (public, file) in checked {
+        let out = Command::new(&python)
+            .current_dir(dir)
+            .arg(testdata("attest/verify_vsa.py"))
+            .args([public, &sha256, file])
+            .output()
+            .unwrap();
+        let said = String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success() && said.starts_with(&format!("ok {file} PASSED")), "{file}: {said}");
+    }
+}

@@ -23,6 +23,8 @@ use crate::trust_policy::{FileDigest, KeylessOffer, bound, signatures};
 #[derive(Debug)]
 pub(super) struct Gathered {
     pub cosignatures: Vec<Signature>,
+    /// Where each of `cosignatures` came from (same order).
+    pub cosignature_origins: Vec<super::verdict::CosignatureOrigin>,
     pub offers: Vec<KeylessOffer>,
     /// Attestations not yet judged (a file's: its SHA-256 is known only after the pass).
     pub attestations: Vec<(String, Vec<u8>)>,
@@ -90,7 +92,7 @@ impl Gate {
         input: &mut BundleInput<'_>,
     ) -> Result<Result<Gathered, Verdict>, GateError> {
         let Evidence { cosignatures, keyless, keyless_named, attestations, referred, sha256, config } = evidence;
-        let cosignatures = match parse_cosignatures(&cosignatures) {
+        let (cosignatures, cosignature_origins) = match parse_cosignatures(&cosignatures) {
             Ok(c) => c,
             Err(rejection) => return Ok(Err(Verdict::refused(rejection))),
         };
@@ -120,6 +122,7 @@ impl Gate {
         let attestations: Vec<(String, Vec<u8>)> = attestations.into_iter().map(|p| (p.source, p.bytes)).collect();
         let mut gathered = Gathered {
             cosignatures,
+            cosignature_origins,
             offers: Vec::new(),
             attestations,
             judged: None,
@@ -267,10 +270,12 @@ impl Gate {
     }
 }
 
-/// Each co-signature list parsed; one that is over the cap or not a list of minisign
-/// signatures refuses the bundle.
-fn parse_cosignatures(pieces: &[Piece]) -> Result<Vec<Signature>, Rejection> {
+/// Each co-signature list parsed, with where each signature came from; one that is over the
+/// cap or not a list of minisign signatures refuses the bundle.
+fn parse_cosignatures(pieces: &[Piece]) -> Result<(Vec<Signature>, Vec<super::verdict::CosignatureOrigin>), Rejection> {
+    use sha2::Digest as _;
     let mut all = Vec::new();
+    let mut origins = Vec::new();
     for piece in pieces {
         let shown = &piece.source;
         if piece.bytes.len() as u64 > signatures::MAX_SIGNATURES_BYTES {
@@ -283,7 +288,12 @@ fn parse_cosignatures(pieces: &[Piece]) -> Result<Vec<Signature>, Rejection> {
         let text = String::from_utf8_lossy(&piece.bytes);
         let found = signatures::parse(&text)
             .map_err(|why| Rejection::new(Reason::BadSignature, Some(shown), format!("{shown}: {why}")))?;
+        let origin = super::verdict::CosignatureOrigin {
+            source: piece.source.clone(),
+            sha256: hex::encode(sha2::Sha256::digest(&piece.bytes)),
+        };
+        origins.extend(std::iter::repeat_n(origin, found.len()));
         all.extend(found);
     }
-    Ok(all)
+    Ok((all, origins))
 }

@@ -21,7 +21,7 @@ mod verdict;
 use std::io::BufRead;
 use std::path::{Path, PathBuf};
 
-pub use verdict::{AgentId, BaselineReport, Verdict, VerdictReport};
+pub use verdict::{AgentId, BaselineReport, CosignatureOrigin, Verdict, VerdictReport};
 
 use self::evidence::Gathered;
 use crate::bundle::verify::{self, Expect, PolicyTrust, Reason, Rejection, Sink, Trust, Verified};
@@ -247,6 +247,7 @@ impl Gate {
     ) -> Result<Verdict, GateError> {
         let referred = std::mem::take(&mut gathered.kept);
         let refused_evidence = gathered.refused.take();
+        let origins = std::mem::take(&mut gathered.cosignature_origins);
         let expect = Expect {
             name: self.opts.name.as_deref(),
             now: Some(self.opts.now),
@@ -317,7 +318,16 @@ impl Gate {
                 .map_err(GateError::Record)?;
         }
         sink.commit()?;
-        Ok(Verdict::Passed { verified: Box::new(verified), baseline: report, keyless, attestations, sha256, referred })
+        let cosignatures = counted_cosignatures(&verified, &origins);
+        Ok(Verdict::Passed {
+            verified: Box::new(verified),
+            baseline: report,
+            keyless,
+            attestations,
+            sha256,
+            referred,
+            cosignatures,
+        })
     }
 
     /// Whether the policy's rules refuse a bundle that does not meet them (all but `cosign`).
@@ -428,4 +438,23 @@ pub fn gate(input: impl BufRead, origin: &Path, opts: GateOptions, sink: &mut dy
     let gate = Gate::open(opts)?;
     let evidence = Evidence::gather(Some(origin).filter(|p| p.is_file()), &gate.wanted())?;
     gate.judge(BundleInput::from_reader(input, origin, evidence), sink)
+}
+
+/// Where the co-signatures that counted came from (`cosig:N` is the N-th of `origins`), each
+/// piece once, in the order the signatures were judged.
+fn counted_cosignatures(
+    verified: &Verified,
+    origins: &[verdict::CosignatureOrigin],
+) -> Vec<verdict::CosignatureOrigin> {
+    let mut out: Vec<verdict::CosignatureOrigin> = Vec::new();
+    let Some(signers) = &verified.signers else { return out };
+    for v in signers.signatures.iter().filter(|v| v.status == crate::trust_policy::SignatureStatus::Counted) {
+        let index = v.source.strip_prefix("cosig:").and_then(|n| n.parse::<usize>().ok());
+        if let Some(origin) = index.and_then(|n| origins.get(n.wrapping_sub(1)))
+            && !out.contains(origin)
+        {
+            out.push(origin.clone());
+        }
+    }
+    out
 }

@@ -26,6 +26,15 @@ fn display<S: serde::Serializer>(path: &Path, s: S) -> Result<S::Ok, S::Error> {
     s.collect_str(&path.display())
 }
 
+/// Where a co-signature that counted came from: a `.cosig` file or a registry referrer
+/// (`referrer sha256:…`), and the SHA-256 of that piece's bytes (for a summary's
+/// `inputAttestations`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CosignatureOrigin {
+    pub source: String,
+    pub sha256: String,
+}
+
 /// The gate's judgement of one bundle.
 #[derive(Debug)]
 pub enum Verdict {
@@ -42,6 +51,8 @@ pub enum Verdict {
         /// Of a registry's attestation referrers, the first accepted of each kind, as fetched
         /// (for a pull to keep beside its file; the others' bytes were dropped once judged).
         referred: Vec<crate::ops::input::Piece>,
+        /// With a trust policy: where the co-signatures that counted came from, each once.
+        cosignatures: Vec<CosignatureOrigin>,
     },
     /// Refused with a stable reason code. `baseline` is set when the bundle itself verified
     /// and its contracts were compared: the drift that refused it is there.
