@@ -127,7 +127,7 @@ impl<R: BufRead> ArchiveReader<R> {
     /// `2^limits.max_window_log`.
     ///
     /// The frames of a seekable bundle are decoded on one thread per usable CPU when there is
-    /// more than one (see [`decode`](super::decode)), giving the same entries and errors.
+    /// more than one (the module `archive::decode`), giving the same entries and errors.
     pub fn new(input: R, limits: Limits) -> Result<Self, ArchiveError> {
         Self::with_threads(input, limits, super::decode::threads() > 1)
     }
