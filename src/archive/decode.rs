@@ -17,14 +17,22 @@
 //!   frame (the one frame of a bundle from an earlier release, a frame of unknown content size)
 //!   is decoded on the reading thread while it is read, in bounded memory.
 //!
-//! Memory: at most `threads + 2` frames in flight, each at most [`MAX_BUFFERED_FRAME`]
-//! compressed and [`MAX_FRAME_CONTENT`] decoded, plus one zstd context (window at most 16 MiB)
-//! per decoding thread.
+//! Memory: with `n` decoding threads ([`pool`]; `n` is the number of usable CPUs), at most `n`
+//! frames queued and the one being served: at most `n + 1` buffers of compressed bytes (each at
+//! most [`MAX_BUFFERED_FRAME`]) and `n + 1` of decoded bytes (each at most
+//! [`MAX_FRAME_CONTENT`]) exist, reused from frame to frame (for a bundle `pack` wrote, frames of
+//! at most 4 MiB, on 2 CPUs: 24 MiB); plus one zstd context per decoding thread (no window: a
+//! frame decoded whole is decoded into its buffer), and on the reading thread one streaming
+//! context (window at most 16 MiB) for frames decoded while they are read.
+
+mod pool;
 
 use std::cell::RefCell;
 use std::collections::VecDeque;
 use std::io::{self, BufRead};
 use std::sync::mpsc::{Receiver, sync_channel};
+
+use pool::{Done, Job, Pool};
 
 use zstd::stream::raw::{Decoder, InBuffer, Operation, OutBuffer};
 
@@ -58,8 +66,8 @@ struct Info {
 
 /// A frame read from the input and not yet served.
 enum Pending {
-    /// Decoding on another thread.
-    Job(Receiver<Decoded>, Info),
+    /// Decoding on another thread, in one call; if that fails, decoded on this thread.
+    Job(Receiver<Done>, FrameHeader, Info),
     /// Read whole, of bounded content; decoded whole on this thread when reached.
     Whole { bytes: Vec<u8>, header: FrameHeader, info: Info },
     /// Read whole (or up to a fault of the walk); decoded on this thread when reached.
@@ -98,9 +106,15 @@ pub(crate) struct FrameStream<R> {
     state: InputState,
     queue: VecDeque<Pending>,
     current: Current,
-    /// Frames in flight at most; 1 when decoding on this thread only.
+    /// Frames queued at most; 1 when decoding on this thread only.
     in_flight: usize,
-    threaded: bool,
+    /// Decoding threads wanted (0: this thread only).
+    threads: usize,
+    /// Started at the first frame that may be decoded elsewhere.
+    pool: Option<Pool>,
+    /// Buffers of frames served, for the next frames: compressed, and decoded.
+    spare_in: Vec<Vec<u8>>,
+    spare_out: Vec<Vec<u8>>,
     dctx: Decoder<'static>,
     walked: Walked,
 }
@@ -114,7 +128,7 @@ impl<R: BufRead> FrameStream<R> {
         let header = frames::read_header(&magic, &mut input, 1u64 << max_window_log)?;
         let mut dctx = Decoder::new().map_err(io_err)?;
         dctx.set_parameter(zstd::zstd_safe::DParameter::WindowLogMax(max_window_log)).map_err(io_err)?;
-        let in_flight = if threaded { threads() + 2 } else { 1 };
+        let threads = if threaded { threads() } else { 0 };
         Ok(FrameStream {
             input,
             max_window_log,
@@ -122,8 +136,11 @@ impl<R: BufRead> FrameStream<R> {
             state: InputState::Frames,
             queue: VecDeque::new(),
             current: Current::Idle,
-            in_flight,
-            threaded,
+            in_flight: threads.max(1),
+            threads,
+            pool: None,
+            spare_in: Vec::new(),
+            spare_out: Vec::new(),
             dctx,
             walked: Walked::default(),
         })
@@ -131,26 +148,63 @@ impl<R: BufRead> FrameStream<R> {
 
     /// Reads decompressed bytes: `Ok(0)` only once every data frame has been served whole.
     pub fn read(&mut self, buf: &mut [u8]) -> Result<usize, Fault> {
+        let available = self.fill_buf()?;
+        let n = buf.len().min(available.len());
+        buf[..n].copy_from_slice(&available[..n]);
+        self.consume(n);
+        Ok(n)
+    }
+
+    /// The decoded bytes ready to be served, without copying them (as `BufRead::fill_buf`):
+    /// empty only once every data frame has been served whole. What [`read`](Self::read)
+    /// would give, at the same places.
+    pub fn fill_buf(&mut self) -> Result<&[u8], Fault> {
+        self.ready()?;
+        Ok(self.buffered())
+    }
+
+    /// The bytes [`fill_buf`](Self::fill_buf) gave last, less those consumed since.
+    pub fn buffered(&self) -> &[u8] {
+        match &self.current {
+            Current::Bytes { data, pos, .. } => &data[*pos..],
+            Current::Stream(inline, ..) => inline.pending(),
+            Current::Idle => &[],
+        }
+    }
+
+    /// Marks `n` bytes of [`buffered`](Self::buffered) as served.
+    pub fn consume(&mut self, n: usize) {
+        match &mut self.current {
+            Current::Bytes { data, pos, .. } => *pos = (*pos + n).min(data.len()),
+            Current::Stream(inline, ..) => inline.consume(n),
+            Current::Idle => {}
+        }
+    }
+
+    /// Moves on until the current frame has bytes to serve, or every frame was served.
+    fn ready(&mut self) -> Result<(), Fault> {
         loop {
             match &mut self.current {
                 Current::Bytes { data, pos, fault, info } => {
                     if *pos < data.len() {
-                        let n = buf.len().min(data.len() - *pos);
-                        buf[..n].copy_from_slice(&data[*pos..*pos + n]);
-                        *pos += n;
-                        return Ok(n);
+                        return Ok(());
                     }
                     if let Some(fault) = fault.take() {
                         return Err(fault);
                     }
                     let info = Info { produced: data.len() as u64, ..*info };
                     self.walked.add(info.compressed, info.produced, info.checksum);
+                    let data = std::mem::take(data);
+                    recycle(&mut self.spare_out, data, self.in_flight);
                     self.current = Current::Idle;
                 }
                 Current::Stream(inline, walker, info) => {
-                    let n = inline.read(&mut self.dctx, walker.as_mut(), &mut self.input, buf)?;
-                    if n > 0 {
-                        return Ok(n);
+                    if !inline.pending().is_empty() {
+                        return Ok(());
+                    }
+                    inline.fill(&mut self.dctx, walker.as_mut(), &mut self.input)?;
+                    if !inline.pending().is_empty() {
+                        return Ok(());
                     }
                     let mut info = *info;
                     info.produced = inline.produced;
@@ -164,7 +218,7 @@ impl<R: BufRead> FrameStream<R> {
                 }
                 Current::Idle => {
                     self.top_up();
-                    let Some(next) = self.queue.pop_front() else { return Ok(0) };
+                    let Some(next) = self.queue.pop_front() else { return Ok(()) };
                     self.current = self.start(next)?;
                     self.top_up();
                 }
@@ -177,13 +231,24 @@ impl<R: BufRead> FrameStream<R> {
         self.dctx.reinit().map_err(Fault::Io)?;
         Ok(match next {
             Pending::Fault(f) => return Err(f),
-            Pending::Job(rx, info) => {
-                let Decoded { data, fault } =
+            Pending::Job(rx, header, info) => {
+                let Done { bytes, out, decoded } =
                     rx.recv().map_err(|_| Fault::Io(io::Error::other("a decoding thread panicked")))?;
-                Current::Bytes { data, pos: 0, fault, info }
+                if decoded {
+                    recycle(&mut self.spare_in, bytes, self.in_flight);
+                    Current::Bytes { data: out, pos: 0, fault: None, info }
+                } else {
+                    // A frame one call could not decode: the streaming decoder, here, finds the
+                    // bytes before its fault and the fault (a decoding thread allocates nothing).
+                    recycle(&mut self.spare_out, out, self.in_flight);
+                    Current::Stream(Inline::new(bytes, &header, None), None, info)
+                }
             }
             Pending::Whole { bytes, header, info } => {
-                let Decoded { data, fault } = decode_whole(&bytes, &header, self.max_window_log, MAX_FRAME_CONTENT);
+                let out = self.spare_out.pop().unwrap_or_default();
+                let Decoded { data, fault } =
+                    decode_whole(&bytes, out, &header, self.max_window_log, MAX_FRAME_CONTENT);
+                recycle(&mut self.spare_in, bytes, self.in_flight);
                 Current::Bytes { data, pos: 0, fault, info }
             }
             Pending::Buffered { bytes, header, fault, info } => {
@@ -228,7 +293,8 @@ impl<R: BufRead> FrameStream<R> {
             },
         };
         let mut walker = Walker::new(&header);
-        let mut bytes = Vec::new();
+        let mut bytes = self.spare_in.pop().unwrap_or_default();
+        bytes.clear();
         bytes.extend_from_slice(header.bytes());
         let walk = walker.read_into(&mut self.input, &mut bytes, MAX_BUFFERED_FRAME - header.len);
         if walk.is_ok() && !walker.done() {
@@ -241,20 +307,45 @@ impl<R: BufRead> FrameStream<R> {
             self.state = InputState::Failed;
         }
         let bounded = header.content_size.is_some_and(|n| n <= MAX_FRAME_CONTENT);
-        if bounded && fault.is_none() && !self.threaded {
-            return Some(Pending::Whole { bytes, header, info });
+        if !bounded || fault.is_some() {
+            return Some(Pending::Buffered { bytes, header, fault, info });
         }
-        if bounded && fault.is_none() {
-            let (tx, rx) = sync_channel(1);
-            let max_window_log = self.max_window_log;
-            rayon::spawn(move || {
-                let decoded = decode_whole(&bytes, &header, max_window_log, MAX_FRAME_CONTENT);
-                // The receiver is gone only when the reader was dropped midway.
-                let _ = tx.send(decoded);
-            });
-            return Some(Pending::Job(rx, info));
+        if self.start_pool() {
+            let (reply, rx) = sync_channel(1);
+            // Allocated here, so that the decoding threads never allocate: under an
+            // address-space limit (`ulimit -v`) each thread that allocates costs the allocator
+            // a reservation of its own.
+            let mut out = self.spare_out.pop().unwrap_or_default();
+            out.clear();
+            out.reserve(header.content_size.unwrap_or(0) as usize);
+            let pool = self.pool.as_ref().expect("started");
+            if pool.submit(Job { bytes, out, header, reply }) {
+                return Some(Pending::Job(rx, header, info));
+            }
+            return Some(self.failed(Fault::Io(io::Error::other("a decoding thread panicked"))));
         }
-        Some(Pending::Buffered { bytes, header, fault, info })
+        Some(Pending::Whole { bytes, header, info })
+    }
+
+    /// Starts the decoding threads on first use; `false` when decoding on this thread only, or
+    /// when they cannot be started (then every frame is decoded here, giving the same).
+    fn start_pool(&mut self) -> bool {
+        if self.pool.is_none() && self.threads > 0 {
+            match Pool::start(self.threads, self.max_window_log) {
+                Ok(pool) => self.pool = Some(pool),
+                Err(_) => {
+                    self.threads = 0;
+                    self.in_flight = 1;
+                }
+            }
+        }
+        self.pool.is_some()
+    }
+
+    /// Whether frames are being decoded on other threads: the reading thread then has time to
+    /// spare (to hash, say), and when not, it is the one decoding.
+    pub fn decodes_elsewhere(&self) -> bool {
+        self.pool.is_some()
     }
 
     fn failed(&mut self, fault: Fault) -> Pending {
@@ -284,67 +375,110 @@ impl<R: BufRead> FrameStream<R> {
     }
 }
 
-/// Usable CPUs (affinity mask or cgroup quota), without starting rayon's pool.
+/// Usable CPUs (affinity mask or cgroup quota).
 pub(crate) fn threads() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get())
 }
 
-/// Decodes a whole frame at once (on another thread): one call into libzstd when the frame is
-/// well formed, else the streaming decoder's bytes up to its fault, then the fault.
-///
-/// A frame without a content size (or declaring more than `limit`) is decoded by the streaming
-/// decoder only, and stops with a fault once it gives more than `limit` bytes.
-pub(crate) fn decode_whole(bytes: &[u8], header: &FrameHeader, max_window_log: u32, limit: u64) -> Decoded {
+/// Keeps `buf` for a later frame, unless `limit` are kept already.
+fn recycle(spare: &mut Vec<Vec<u8>>, buf: Vec<u8>, limit: usize) {
+    if spare.len() < limit && buf.capacity() > 0 {
+        spare.push(buf);
+    }
+}
+
+/// Decodes a whole frame at once with this thread's contexts (see [`Contexts::decode`]), into
+/// `out` (emptied first, its capacity reused).
+pub(crate) fn decode_whole(
+    bytes: &[u8],
+    out: Vec<u8>,
+    header: &FrameHeader,
+    max_window_log: u32,
+    limit: u64,
+) -> Decoded {
     thread_local! {
-        static CONTEXTS: RefCell<Option<(zstd::bulk::Decompressor<'static>, Decoder<'static>)>> =
-            const { RefCell::new(None) };
+        static CONTEXTS: RefCell<Option<Contexts>> = const { RefCell::new(None) };
     }
     CONTEXTS.with(|cell| {
         let mut cell = cell.borrow_mut();
         if cell.is_none() {
-            let setup = || -> io::Result<_> {
-                let window = zstd::zstd_safe::DParameter::WindowLogMax(max_window_log);
-                let mut bulk = zstd::bulk::Decompressor::new()?;
-                bulk.set_parameter(window)?;
-                let mut stream = Decoder::new()?;
-                stream.set_parameter(window)?;
-                Ok((bulk, stream))
-            };
-            match setup() {
+            match Contexts::new(max_window_log) {
                 Ok(c) => *cell = Some(c),
-                Err(e) => return Decoded { data: Vec::new(), fault: Some(Fault::Io(e)) },
+                Err(e) => return Decoded { data: out, fault: Some(Fault::Io(e)) },
             }
         }
-        let (bulk, stream) = cell.as_mut().expect("set above");
+        cell.as_mut().expect("set above").decode(bytes, out, header, limit)
+    })
+}
+
+/// The libzstd contexts a frame decoded whole needs: one-shot, and streaming for a frame that
+/// fails.
+pub(crate) struct Contexts {
+    bulk: zstd::bulk::Decompressor<'static>,
+    stream: Decoder<'static>,
+}
+
+impl Contexts {
+    pub fn new(max_window_log: u32) -> io::Result<Self> {
+        let window = zstd::zstd_safe::DParameter::WindowLogMax(max_window_log);
+        let mut bulk = zstd::bulk::Decompressor::new()?;
+        bulk.set_parameter(window)?;
+        let mut stream = Decoder::new()?;
+        stream.set_parameter(window)?;
+        Ok(Contexts { bulk, stream })
+    }
+
+    /// Decodes a whole frame into `out` (emptied first): one call into libzstd when the frame is
+    /// well formed, else the streaming decoder's bytes up to its fault, then the fault.
+    ///
+    /// A frame without a content size (or declaring more than `limit`) is decoded by the
+    /// streaming decoder only, and stops with a fault once it gives more than `limit` bytes.
+    pub fn decode(&mut self, bytes: &[u8], mut out: Vec<u8>, header: &FrameHeader, limit: u64) -> Decoded {
+        out.clear();
         let size = header.content_size.filter(|&n| n <= limit).unwrap_or(0) as usize;
-        if header.content_size.is_some_and(|n| n <= limit)
-            && zstd::zstd_safe::find_frame_compressed_size(bytes) == Ok(bytes.len())
-        {
-            let mut data = Vec::with_capacity(size);
-            if bulk.decompress_to_buffer(bytes, &mut data).is_ok_and(|n| n == size) {
-                return Decoded { data, fault: None };
-            }
+        out.reserve(size);
+        if decode_at_once(&mut self.bulk, bytes, &mut out, header, limit) {
+            return Decoded { data: out, fault: None };
         }
         // The same streaming decoder as on the reading thread, for the same bytes and fault.
-        let mut data = Vec::new();
         let mut inline = Inline::new(bytes.to_vec(), header, None);
         let mut piece = vec![0u8; STREAM_PIECE];
-        data.reserve(size);
-        if let Err(e) = stream.reinit() {
-            return Decoded { data, fault: Some(Fault::Io(e)) };
+        out.reserve(size);
+        if let Err(e) = self.stream.reinit() {
+            return Decoded { data: out, fault: Some(Fault::Io(e)) };
         }
         loop {
-            match inline.read(stream, None, &mut io::empty(), &mut piece) {
-                Ok(0) => return Decoded { data, fault: None },
-                Ok(n) if (data.len() + n) as u64 > limit => {
+            match inline.read(&mut self.stream, None, &mut io::empty(), &mut piece) {
+                Ok(0) => return Decoded { data: out, fault: None },
+                Ok(n) if (out.len() + n) as u64 > limit => {
                     let reason = format!("the zstd frame decodes to more than {limit} bytes");
-                    return Decoded { data, fault: Some(Fault::Malformed(reason)) };
+                    return Decoded { data: out, fault: Some(Fault::Malformed(reason)) };
                 }
-                Ok(n) => data.extend_from_slice(&piece[..n]),
-                Err(fault) => return Decoded { data, fault: Some(fault) },
+                Ok(n) => out.extend_from_slice(&piece[..n]),
+                Err(fault) => return Decoded { data: out, fault: Some(fault) },
             }
         }
-    })
+    }
+}
+
+/// Decodes a well-formed frame of known content size (at most `limit`) in one call into `out`
+/// (empty, with room for the content, so that nothing is allocated): `true` when it gave
+/// exactly that content; `false` (and `out` empty) for any other frame.
+pub(crate) fn decode_at_once(
+    bulk: &mut zstd::bulk::Decompressor<'static>,
+    bytes: &[u8],
+    out: &mut Vec<u8>,
+    header: &FrameHeader,
+    limit: u64,
+) -> bool {
+    let Some(size) = header.content_size.filter(|&n| n <= limit) else { return false };
+    let whole = zstd::zstd_safe::find_frame_compressed_size(bytes) == Ok(bytes.len());
+    if whole && out.capacity() >= size as usize && bulk.decompress_to_buffer(bytes, out).is_ok_and(|n| n as u64 == size)
+    {
+        return true;
+    }
+    out.clear();
+    false
 }
 
 /// One frame through libzstd's streaming decoder: from bytes already read, then (for a frame
@@ -399,6 +533,15 @@ impl Inline {
             produced: 0,
             finished: false,
         }
+    }
+
+    /// Decoded bytes not served yet.
+    fn pending(&self) -> &[u8] {
+        &self.out[self.out_pos..self.out_len]
+    }
+
+    fn consume(&mut self, n: usize) {
+        self.out_pos = (self.out_pos + n).min(self.out_len);
     }
 
     /// Decoded bytes of the frame into `buf`; `Ok(0)` at its verified end.

@@ -126,11 +126,10 @@ impl<R: BufRead> ArchiveReader<R> {
     /// `LimitExceeded` if the frame's window is larger than
     /// `2^limits.max_window_log`.
     ///
-    /// Frames are decoded on this thread only: decoding them on other threads too (the tested
-    /// `with_threads(.., true)`) was slower than one thread on the 2-vCPU bench (1.50 s
-    /// against 1.34 s for 1 GiB) and held up to 87 MiB, so it stays off until it pays.
+    /// The frames of a seekable bundle are decoded on one thread per usable CPU when there is
+    /// more than one (the module `archive::decode`), giving the same entries and errors.
     pub fn new(input: R, limits: Limits) -> Result<Self, ArchiveError> {
-        Self::with_threads(input, limits, false)
+        Self::with_threads(input, limits, super::decode::threads() > 1)
     }
 
     /// [`new`](Self::new), decoding frames on other threads too (`threaded`) or on this one
@@ -295,9 +294,10 @@ impl<R: BufRead> ArchiveReader<R> {
         result
     }
 
-    fn skip_with(&mut self, scratch: &mut [u8]) -> Result<(), ArchiveError> {
+    fn skip_with(&mut self, _scratch: &mut [u8]) -> Result<(), ArchiveError> {
         while self.remaining > 0 {
-            self.read_data(scratch)?;
+            let n = self.fill_data()?.len();
+            self.consume_data(n);
         }
         let padding = std::mem::take(&mut self.padding);
         let mut pad = [0u8; BLOCK];
@@ -336,6 +336,37 @@ impl<R: BufRead> ArchiveReader<R> {
         }
     }
 
+    /// The current entry's data decoded and not read yet, without copying it: at most its
+    /// remaining bytes, empty only at its end; the same errors as [`read_data`](Self::read_data).
+    fn fill_data(&mut self) -> Result<&[u8], ArchiveError> {
+        if self.poisoned {
+            return Err(ArchiveError::malformed(self.current.as_deref(), "reading stopped at an earlier error"));
+        }
+        if self.remaining == 0 {
+            return Ok(&[]);
+        }
+        let available = match self.stream.fill_buf() {
+            Ok(bytes) => bytes.len(),
+            Err(f) => {
+                self.poisoned = true;
+                return Err(self.fault_error(f));
+            }
+        };
+        if available == 0 {
+            self.poisoned = true;
+            return Err(ArchiveError::malformed(self.current.as_deref(), "the archive ends inside the entry data"));
+        }
+        let n = available.min(usize::try_from(self.remaining).unwrap_or(usize::MAX));
+        Ok(&self.stream.buffered()[..n])
+    }
+
+    /// Marks `n` bytes of what [`fill_data`](Self::fill_data) gave as read.
+    fn consume_data(&mut self, n: usize) {
+        let n = n.min(usize::try_from(self.remaining).unwrap_or(usize::MAX));
+        self.stream.consume(n);
+        self.remaining -= n as u64;
+    }
+
     /// Reads one 512-byte block: `Ok(false)` if the stream ends before it,
     /// `Malformed` if it ends inside it.
     fn read_block(&mut self, block: &mut [u8; BLOCK]) -> Result<bool, ArchiveError> {
@@ -357,6 +388,12 @@ impl<R: BufRead> ArchiveReader<R> {
         Ok(())
     }
 
+    /// Whether frames are being decoded on other threads, so that this one has time to spare
+    /// (when not, this thread is the decoder).
+    pub(crate) fn decodes_elsewhere(&self) -> bool {
+        self.stream.decodes_elsewhere()
+    }
+
     /// Reads decompressed bytes; `Ok(0)` only at the verified end of the
     /// frame (or for an empty `buf`).
     fn decode(&mut self, buf: &mut [u8]) -> Result<usize, ArchiveError> {
@@ -372,35 +409,41 @@ impl<R: BufRead> ArchiveReader<R> {
 impl<R: BufRead> Entry<'_, R> {
     /// Reads the rest of the entry into `out` and returns the BLAKE3 hash of
     /// the bytes this call read (all of them, on a fresh entry).
+    /// The decoded bytes are hashed and written where they are, without a copy.
     pub fn copy_to(&mut self, out: &mut dyn Write) -> Result<blake3::Hash, ArchiveError> {
-        let mut scratch = std::mem::take(&mut self.reader.scratch);
-        let result = self.copy_with(out, &mut scratch);
-        self.reader.scratch = scratch;
-        result
+        let mut hasher = blake3::Hasher::new();
+        loop {
+            let data = self.reader.fill_data()?;
+            if data.is_empty() {
+                return Ok(hasher.finalize());
+            }
+            hasher.update(data);
+            let n = data.len();
+            out.write_all(data).map_err(|source| ArchiveError::Io { path: Some(self.path.clone()), source })?;
+            self.reader.consume_data(n);
+        }
     }
 
     /// BLAKE3 hash of the rest of the entry (all of it, on a fresh entry).
     pub fn hash(&mut self) -> Result<blake3::Hash, ArchiveError> {
         self.copy_to(&mut io::sink())
     }
-
-    fn copy_with(&mut self, out: &mut dyn Write, scratch: &mut [u8]) -> Result<blake3::Hash, ArchiveError> {
-        let mut hasher = blake3::Hasher::new();
-        loop {
-            let n = self.reader.read_data(scratch)?;
-            if n == 0 {
-                return Ok(hasher.finalize());
-            }
-            hasher.update(&scratch[..n]);
-            out.write_all(&scratch[..n])
-                .map_err(|source| ArchiveError::Io { path: Some(self.path.clone()), source })?;
-        }
-    }
 }
 
 impl<R: BufRead> Read for Entry<'_, R> {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         self.reader.read_data(buf).map_err(io::Error::other)
+    }
+}
+
+/// The entry's data where it was decoded: a reader that hashes or writes it needs no copy.
+impl<R: BufRead> BufRead for Entry<'_, R> {
+    fn fill_buf(&mut self) -> io::Result<&[u8]> {
+        self.reader.fill_data().map_err(io::Error::other)
+    }
+
+    fn consume(&mut self, amt: usize) {
+        self.reader.consume_data(amt);
     }
 }
 

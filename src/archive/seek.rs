@@ -155,7 +155,8 @@ impl<F: Read + Seek> Seekable<F> {
         if walk.is_err() || !rest.is_empty() {
             return Err(mismatch(format!("frame {n} does not end where the seek table says")));
         }
-        let Decoded { data, fault } = decode::decode_whole(&bytes, &header, self.max_window_log, MAX_FRAME_CONTENT);
+        let Decoded { data, fault } =
+            decode::decode_whole(&bytes, Vec::new(), &header, self.max_window_log, MAX_FRAME_CONTENT);
         if let Some(fault) = fault {
             return Err(fault.into_error(None, self.max_window_log));
         }

@@ -346,7 +346,9 @@ fn stream_entries<R: BufRead>(
     manifest: &Manifest,
     sink: &mut dyn Sink,
 ) -> Result<Streamed, Rejection> {
-    let mut hasher = EntryHasher::new();
+    // With frames decoded on other threads, this thread hashes (it would otherwise wait for
+    // them); when it is the decoder, large entries are hashed beside it if a CPU is free.
+    let mut hasher = if reader.decodes_elsewhere() { EntryHasher::with_thread(false) } else { EntryHasher::new() };
     let mut digests = Unchecked::default();
     let streamed = stream_all(reader, manifest, sink, &mut hasher, &mut digests);
     // Whatever ended the stream, a digest that does not match is reported first: it is what
