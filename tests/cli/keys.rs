@@ -462,13 +462,15 @@ impl SshAgent {
             .spawn()
             .expect("start ssh-agent");
         let agent = SshAgent { child, socket, dir };
+        // The socket file appears at bind(), before listen(): wait until a client can connect
+        // (a loaded machine once ran `ssh-add` in between and was refused).
         for _ in 0..500 {
-            if agent.socket.exists() {
+            if std::os::unix::net::UnixStream::connect(&agent.socket).is_ok() {
                 return agent;
             }
             std::thread::sleep(std::time::Duration::from_millis(10));
         }
-        panic!("ssh-agent did not create {}", agent.socket.display());
+        panic!("ssh-agent did not listen on {}", agent.socket.display());
     }
 
     pub(crate) fn keygen(&self, kind: &str, name: &str) -> PathBuf {
