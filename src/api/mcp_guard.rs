@@ -160,8 +160,9 @@ impl McpGuard {
         match self.judge.judge_page(&mut listing, result) {
             Ok(filtered) => {
                 self.judge.finish_listing(listing);
+                let page = result.get("tools").and_then(Value::as_array).map_or(&[][..], Vec::as_slice);
                 Ok(GuardedList {
-                    tools: filtered.tools,
+                    tools: filtered.tools(page),
                     decisions: filtered.judged.into_iter().map(GuardDecision).collect(),
                 })
             }

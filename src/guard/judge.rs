@@ -74,11 +74,24 @@ impl Block {
     }
 }
 
-/// A page of `tools/list` after judging: the tools to show and every decision.
+/// A page of `tools/list` after judging: which of its tools to show and every decision.
 #[derive(Debug, Clone)]
 pub struct Filtered {
-    pub tools: Vec<Value>,
+    /// The positions in the page's `tools` of the tools to show, in order.
+    pub shown: Vec<usize>,
     pub judged: Vec<Judged>,
+}
+
+impl Filtered {
+    /// Whether every tool of the page is shown (the answer may pass as it came).
+    pub fn shows_all(&self) -> bool {
+        self.shown.len() == self.judged.len()
+    }
+
+    /// The tools to show, copied out of the page's `tools`.
+    pub fn tools(&self, page: &[Value]) -> Vec<Value> {
+        self.shown.iter().filter_map(|&i| page.get(i).cloned()).collect()
+    }
 }
 
 /// One `tools/list` walk through the pages (`nextCursor`): names already seen in it, and
@@ -205,7 +218,7 @@ impl Judge {
         }
         let mut shown = Vec::with_capacity(tools.len());
         let mut judged = Vec::with_capacity(tools.len());
-        for (tool, name) in tools.iter().zip(names) {
+        for (i, (tool, name)) in tools.iter().zip(names).enumerate() {
             listing.seen.insert(name.to_owned());
             let verdict = self.judge_tool(name, tool);
             if verdict.decision == Decision::Block {
@@ -214,11 +227,11 @@ impl Judge {
             } else {
                 listing.passed.insert(name.to_owned());
                 self.exposed.insert(name.to_owned());
-                shown.push(tool.clone());
+                shown.push(i);
             }
             judged.push(verdict);
         }
-        Ok(Filtered { tools: shown, judged })
+        Ok(Filtered { shown, judged })
     }
 
     /// Ends a walk through every page: what the walk passed is now exactly what may be called
@@ -237,6 +250,19 @@ impl Judge {
 
     /// Judges one served Tool object against its pin.
     pub fn judge_tool(&self, name: &str, tool: &Value) -> Judged {
+        // The common case without canonicalising: a served tool equal to its pin as a JSON value
+        // (objects compared as maps, whatever their key order) has the pin's canonical form, so
+        // its fingerprint.
+        if let Some(pin) = self.pins.get(name).filter(|pin| pin.tool == *tool) {
+            return Judged {
+                tool: name.to_owned(),
+                decision: Decision::Pass,
+                reason: GuardReason::ToolIdentical,
+                served: Some(pin.fingerprint.clone()),
+                signed: Some(pin.fingerprint.clone()),
+                changed: Vec::new(),
+            };
+        }
         let served = fingerprint(tool);
         let Some(pin) = self.pins.get(name) else {
             return Judged {

@@ -402,7 +402,13 @@ impl Session {
             }
             Ok(filtered) => {
                 let mut out = Vec::with_capacity(filtered.judged.len() + 1);
-                let all_passed = filtered.judged.iter().all(|j| j.decision == Decision::Pass);
+                // Shown whole (passed, or read-only drift let through with a warning): the
+                // answer goes on as it came, without being written again.
+                let shows_all = filtered.shows_all();
+                let shown = match (shows_all, result.get("tools").and_then(Value::as_array)) {
+                    (false, Some(page)) => filtered.tools(page),
+                    _ => Vec::new(),
+                };
                 for j in filtered.judged {
                     if j.decision == Decision::Warn {
                         out.push(Action::Warn(format!(
@@ -419,11 +425,11 @@ impl Session {
                 } else {
                     self.judge.finish_listing(listing);
                 }
-                if all_passed {
+                if shows_all {
                     out.push(Action::ToClient(line));
                 } else {
                     let mut result = result.clone();
-                    result["tools"] = Value::Array(filtered.tools);
+                    result["tools"] = Value::Array(shown);
                     out.push(Action::ToClient(
                         json!({"jsonrpc": "2.0", "id": pending.id, "result": result}).to_string(),
                     ));
