@@ -226,6 +226,14 @@ caps! {
     MAX_GUARD_ID_BYTES: usize = 256, Bytes, "a JSON-RPC `id` kept by `bundle guard`", "a refusal is answered without the `id`";
     /// The default deadline of one request through `bundle guard` (`guard --request-timeout`).
     MCP_GUARD_TIMEOUT_SECS: u64 = 300, Seconds, "one request through `bundle guard` (default `guard --request-timeout`)", "error answer (`mcp_server_timeout`)";
+    /// `[[models]]` entries of a manifest (vendor-signed models).
+    MAX_MODELS: usize = 64, Count, "`[[models]]` entries in manifest.toml", "`limit_exceeded`";
+    /// A vendor's model signature (`model.sig`; a resource is about 150 bytes: 100,000 fit).
+    MAX_MODEL_SIGNATURE_BYTES: u64 = 16 << 20, Bytes, "a vendor's model signature (`model.sig`)", "`model_signature_malformed`";
+    /// The files a vendor's model signature may list.
+    MAX_MODEL_RESOURCES: usize = 100_000, Count, "files listed by a vendor's model signature", "`model_signature_malformed`";
+    /// A vendor's public key file named by `[[models]]`.
+    MAX_MODEL_KEY_BYTES: u64 = 16 << 10, Bytes, "a vendor's public key file (`[[models]] key`)", "`model_key_invalid`";
     /// What the library's `Bundle::load` (Python `agent_bundle.Bundle.load`) holds in memory at
     /// most unless told otherwise.
     DEFAULT_MAX_LOADED_BYTES: u64 = 1 << 30, Bytes, "a bundle loaded into memory by the library or Python (default `max_loaded_bytes`)", "`limit_exceeded`";

@@ -27,12 +27,10 @@ use crate::keys::p256_key;
 
 /// The signature file `model_signing sign` writes by default, looked for in the model folder.
 pub const DEFAULT_SIGNATURE: &str = "model.sig";
-/// The largest model signature read (a resource is about 150 bytes: 100,000 files fit).
-pub const MAX_MODEL_SIGNATURE_BYTES: u64 = 16 << 20;
-/// The most resources (files) a model signature may list.
-pub const MAX_RESOURCES: usize = 100_000;
-/// The largest public key file read.
-pub const MAX_KEY_BYTES: u64 = 16 << 10;
+/// The caps on a vendor's signature and key ([`crate::limits`]).
+pub use crate::limits::{
+    MAX_MODEL_KEY_BYTES as MAX_KEY_BYTES, MAX_MODEL_RESOURCES as MAX_RESOURCES, MAX_MODEL_SIGNATURE_BYTES,
+};
 
 /// The ways a model signature fails; [`Failure::as_str`] is the stable code.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -7,11 +7,10 @@ use toml_edit::{Item, TableLike};
 use super::super::ModelSpec;
 use super::Parser;
 use crate::diagnostic::Code;
+use crate::limits::MAX_MODELS;
 use crate::paths;
 
 const MODEL_KEYS: &[&str] = &["path", "signature", "key"];
-/// The most `[[models]]` entries.
-const MAX_MODELS: usize = 64;
 
 impl Parser<'_> {
     pub(super) fn models(&mut self, root: &dyn TableLike) -> Vec<ModelSpec> {
