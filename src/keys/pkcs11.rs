@@ -54,23 +54,7 @@ impl TokenKey {
         module_env: Option<PathBuf>,
         pin_fallback: &dyn Fn(&str) -> Option<Zeroizing<String>>,
     ) -> Result<TokenKey, SignerError> {
-        let module = uri.module_path.clone().or(module_env.filter(|p| !p.as_os_str().is_empty())).ok_or_else(|| {
-            SignerError::ModuleMissing {
-                reason: format!("no PKCS#11 module named: add module-path=... to the URI or set {MODULE_ENV}"),
-            }
-        })?;
-        let context = load(&module)?;
-        let slot = find_token(&context, uri)?;
-        let token = context.get_token_info(slot).map_err(|e| ck("reading the token", e))?;
-        let label = token.label().trim().to_owned();
-        if token.user_pin_locked() {
-            return Err(SignerError::PinLocked { token: label });
-        }
-        let session = context.open_ro_session(slot).map_err(|e| ck("opening a session", e))?;
-        if token.login_required() {
-            let pin = if token.protected_authentication_path() { None } else { Some(pin(uri, pin_fallback, &label)?) };
-            login(&session, pin, &label)?;
-        }
+        let (session, label) = open_session(uri, module_env, pin_fallback)?;
         let key = find_key(&session, uri, &label)?;
         let raw = public_key(&session, key, &label)?;
         let public = PublicKey::from_ed25519(derived_key_id(&raw), raw)
@@ -98,6 +82,34 @@ impl TokenKey {
 /// CKM_EDDSA without parameters: pure Ed25519 (not Ed25519ph or Ed25519ctx).
 fn eddsa() -> Mechanism<'static> {
     Mechanism::Eddsa(EddsaParams::new(EddsaSignatureScheme::Pure))
+}
+
+/// Loads the module, finds the token `uri` names and opens a read-only session on it, logged
+/// in when the token needs it (with the URI's PIN, else `pin_fallback`'s): the session and the
+/// token's label. Shared by the Ed25519 and the P-256 token keys.
+pub(super) fn open_session(
+    uri: &Pkcs11Uri,
+    module_env: Option<PathBuf>,
+    pin_fallback: &dyn Fn(&str) -> Option<Zeroizing<String>>,
+) -> Result<(Session, String), SignerError> {
+    let module = uri.module_path.clone().or(module_env.filter(|p| !p.as_os_str().is_empty())).ok_or_else(|| {
+        SignerError::ModuleMissing {
+            reason: format!("no PKCS#11 module named: add module-path=... to the URI or set {MODULE_ENV}"),
+        }
+    })?;
+    let context = load(&module)?;
+    let slot = find_token(&context, uri)?;
+    let token = context.get_token_info(slot).map_err(|e| ck("reading the token", e))?;
+    let label = token.label().trim().to_owned();
+    if token.user_pin_locked() {
+        return Err(SignerError::PinLocked { token: label });
+    }
+    let session = context.open_ro_session(slot).map_err(|e| ck("opening a session", e))?;
+    if token.login_required() {
+        let pin = if token.protected_authentication_path() { None } else { Some(pin(uri, pin_fallback, &label)?) };
+        login(&session, pin, &label)?;
+    }
+    Ok((session, label))
 }
 
 pub(super) fn ck(doing: &str, e: CkError) -> SignerError {

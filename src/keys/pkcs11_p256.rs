@@ -14,7 +14,7 @@ use sha2::{Digest as _, Sha256};
 use zeroize::Zeroizing;
 
 use super::SignerError;
-use super::pkcs11::{MODULE_ENV, ck, describe, find_token, load, login, pin};
+use super::pkcs11::{ck, describe, open_session};
 use super::reference::Pkcs11Uri;
 
 /// DER of the OID 1.2.840.10045.3.1.7 (prime256v1, secp256r1): CKA_EC_PARAMS of a P-256 key.
@@ -42,23 +42,7 @@ impl TokenP256 {
         module_env: Option<PathBuf>,
         pin_fallback: &dyn Fn(&str) -> Option<Zeroizing<String>>,
     ) -> Result<TokenP256, SignerError> {
-        let module = uri.module_path.clone().or(module_env.filter(|p| !p.as_os_str().is_empty())).ok_or_else(|| {
-            SignerError::ModuleMissing {
-                reason: format!("no PKCS#11 module named: add module-path=... to the URI or set {MODULE_ENV}"),
-            }
-        })?;
-        let context = load(&module)?;
-        let slot = find_token(&context, uri)?;
-        let token = context.get_token_info(slot).map_err(|e| ck("reading the token", e))?;
-        let label = token.label().trim().to_owned();
-        if token.user_pin_locked() {
-            return Err(SignerError::PinLocked { token: label });
-        }
-        let session = context.open_ro_session(slot).map_err(|e| ck("opening a session", e))?;
-        if token.login_required() {
-            let pin = if token.protected_authentication_path() { None } else { Some(pin(uri, pin_fallback, &label)?) };
-            login(&session, pin, &label)?;
-        }
+        let (session, label) = open_session(uri, module_env, pin_fallback)?;
         let key = find_key(&session, uri, &label)?;
         let public = public_key(&session, key, &label)?;
         Ok(TokenP256 { session, key, public, description: format!("{uri} on token \"{label}\"") })
