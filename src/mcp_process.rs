@@ -114,9 +114,26 @@ pub fn stop(child: &mut Child) {
             let _ = child.wait();
         }
     }
-    // Whatever the server started and left running goes too; SIGKILL is delivered
-    // asynchronously, so give the group a moment to be gone (a killed child of an exited
-    // parent may stay a zombie until init reaps it, which is why this is bounded).
+    stop_group(child);
+}
+
+/// Stops the server at once when the guard itself is asked to stop (its stdin is already
+/// closed): SIGTERM without the first wait, SIGKILL after [`GRACE`], then its whole group.
+pub fn stop_now(child: &mut Child) {
+    if !matches!(child.try_wait(), Ok(Some(_))) {
+        signal_group(child, Signal::Term);
+        if !wait_for(child, GRACE) {
+            signal_group(child, Signal::Kill);
+            let _ = child.wait();
+        }
+    }
+    stop_group(child);
+}
+
+/// Whatever the server started and left running goes too; SIGKILL is delivered
+/// asynchronously, so the group gets a moment to be gone (a killed child of an exited parent
+/// may stay a zombie until init reaps it, which is why this is bounded).
+fn stop_group(child: &mut Child) {
     if signal_group(child, Signal::Kill) {
         let until = Instant::now() + Duration::from_millis(250);
         while group_alive(child) && Instant::now() < until {

@@ -167,6 +167,19 @@ pub fn run(args: Args, global: Global) -> anyhow::Result<Outcome> {
     match guarded {
         Guarded::Refused(verdict) => super::verify::render(&args.bundle, &verdict, Format::Human, global),
         Guarded::Ended { end: End::ClientClosed, .. } => Ok(Outcome::Ok),
+        Guarded::Ended { end: End::Stopped { signal, name }, .. } => {
+            output::print_error_line(
+                global,
+                &format!(
+                    "note: the guard was stopped by {name}; the MCP server `{}` was stopped first",
+                    sanitize(&args.server)
+                ),
+            );
+            // Ends as the signal would have ended it (a shell that sent SIGINT sees so).
+            let _ = std::io::stderr().flush();
+            let _ = signal_hook::low_level::emulate_default_handler(signal);
+            Ok(Outcome::Failed)
+        }
         Guarded::Ended { end: End::ServerExited { status, stderr }, .. } => {
             let mut message = format!(
                 "error[mcp_server_failed]: the MCP server `{}` of `{}` ended the session ({status})",

@@ -35,54 +35,97 @@ pub enum Frame {
 
 /// Reads the next message of `input`, skipping empty lines.
 pub fn read(input: &mut impl BufRead, caps: Caps) -> Frame {
-    let mut line = Vec::new();
-    let mut scan = Scan::default();
-    let mut over: Option<String> = None;
-    let mut any = false;
+    let mut framer = Framer::new(caps);
     loop {
         let buf = match input.fill_buf() {
-            Ok([]) | Err(_) if !any => return Frame::Eof,
-            // A last line without a line break is a message too.
-            Ok([]) | Err(_) => break,
+            Ok([]) | Err(_) => return framer.end().unwrap_or(Frame::Eof),
             Ok(buf) => buf,
         };
-        any = true;
+        let (n, frame) = framer.feed_line(buf);
+        input.consume(n);
+        if let Some(frame) = frame {
+            return frame;
+        }
+    }
+}
+
+/// Cuts messages out of bytes as they arrive, in any pieces (the guard's event loop reads
+/// whatever a pipe holds): at most one message in progress is kept, and only while it is
+/// within the caps.
+#[derive(Debug)]
+pub struct Framer {
+    caps: Caps,
+    line: Vec<u8>,
+    scan: Scan,
+    over: Option<String>,
+    /// Bytes of the current line were seen.
+    any: bool,
+}
+
+impl Framer {
+    pub fn new(caps: Caps) -> Self {
+        Framer { caps, line: Vec::new(), scan: Scan::default(), over: None, any: false }
+    }
+
+    /// Feeds `bytes`, handing every complete message to `each`, in order.
+    pub fn feed(&mut self, mut bytes: &[u8], mut each: impl FnMut(Frame)) {
+        while !bytes.is_empty() {
+            let (n, frame) = self.feed_line(bytes);
+            bytes = &bytes[n..];
+            if let Some(frame) = frame {
+                each(frame);
+            }
+        }
+    }
+
+    /// The end of the stream: a last line without a line break is a message too.
+    pub fn end(&mut self) -> Option<Frame> {
+        if self.any { self.finish() } else { None }
+    }
+
+    /// Takes bytes of `buf` up to and including the first line break: how many, and the
+    /// message that line break ended (none for an empty line).
+    fn feed_line(&mut self, buf: &[u8]) -> (usize, Option<Frame>) {
         let (chunk, done) = match buf.iter().position(|&b| b == b'\n') {
             Some(i) => (&buf[..i], true),
             None => (buf, false),
         };
-        scan.feed(chunk);
-        scan.bytes += chunk.len();
-        if over.is_none() {
-            over = scan.over(caps);
+        self.any = true;
+        self.scan.feed(chunk);
+        self.scan.bytes += chunk.len();
+        if self.over.is_none() {
+            self.over = self.scan.over(self.caps);
         }
-        if over.is_none() {
-            line.extend_from_slice(chunk);
+        if self.over.is_none() {
+            self.line.extend_from_slice(chunk);
         } else {
-            line = Vec::new();
+            self.line = Vec::new();
         }
         let n = chunk.len() + usize::from(done);
-        input.consume(n);
-        if done {
-            if scan.bytes == 0 || line.iter().all(u8::is_ascii_whitespace) && over.is_none() {
-                // An empty line: not a message.
-                line.clear();
-                scan = Scan::default();
-                any = false;
-                continue;
-            }
-            break;
+        (n, if done { self.finish() } else { None })
+    }
+
+    /// The message now complete (none for an empty line); the framer starts a new one.
+    fn finish(&mut self) -> Option<Frame> {
+        let line = std::mem::take(&mut self.line);
+        let scan = std::mem::take(&mut self.scan);
+        let over = self.over.take();
+        self.any = false;
+        if let Some(why) = over {
+            return Some(Frame::Refused { id: scan.id(), why });
         }
-    }
-    if let Some(why) = over {
-        return Frame::Refused { id: scan.id(), why };
-    }
-    if line.last() == Some(&b'\r') {
-        line.pop();
-    }
-    match String::from_utf8(line) {
-        Ok(text) => Frame::Line(text),
-        Err(_) => Frame::Refused { id: scan.id(), why: "it is not UTF-8".to_owned() },
+        if scan.bytes == 0 || line.iter().all(u8::is_ascii_whitespace) {
+            // An empty line: not a message.
+            return None;
+        }
+        let mut line = line;
+        if line.last() == Some(&b'\r') {
+            line.pop();
+        }
+        Some(match String::from_utf8(line) {
+            Ok(text) => Frame::Line(text),
+            Err(_) => Frame::Refused { id: scan.id(), why: "it is not UTF-8".to_owned() },
+        })
     }
 }
 
@@ -253,6 +296,22 @@ mod tests {
             })
             .collect();
         assert_eq!(lines, ["{\"a\":1}", "{\"b\":2}", "{\"c\":3}"]);
+    }
+
+    #[test]
+    fn messages_cut_into_any_pieces_come_out_the_same() {
+        let text = "{\"a\":1}\n\n{\"id\":2,\"b\":[1,2]}\r\n{\"c\":\"\u{e9}\"}\n";
+        let whole = frames(text, Caps::default());
+        for size in 1..text.len() {
+            let mut framer = Framer::new(Caps::default());
+            let mut got = Vec::new();
+            for piece in text.as_bytes().chunks(size) {
+                framer.feed(piece, |f| got.push(f));
+            }
+            got.extend(framer.end());
+            assert_eq!(format!("{got:?}"), format!("{whole:?}"), "pieces of {size}");
+        }
+        assert_eq!(whole.len(), 3);
     }
 
     #[test]

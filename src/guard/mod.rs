@@ -12,6 +12,7 @@ pub mod judge;
 pub mod pins;
 pub mod reason;
 pub mod session;
+pub mod signals;
 pub mod stdio;
 
 pub use judge::{Decision, Judge, OnDrift, Policy};

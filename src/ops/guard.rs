@@ -59,7 +59,8 @@ pub enum Transport {
 pub enum Guarded {
     /// The gate refused the bundle; no server was started.
     Refused(Verdict),
-    /// The session ran and ended (`End::ServerExited` is an exit 2 for the command).
+    /// The session ran and ended (`End::ServerExited` and `End::Stopped` are an exit 2 for
+    /// the command).
     Ended { verdict: Verdict, end: End },
 }
 
@@ -175,7 +176,13 @@ pub fn guard(
         .map_err(|source| GuardError::Spawn { program: server.program.clone(), source })?;
     let session = Session::new(judge, opts.timeout);
     let mut both = Both { report: &mut *report, audit: audit.as_mut() };
-    let end = stdio::run(session, started, io::stdin(), io::stdout(), Caps::default(), &mut both, server_log);
+    // Without the handlers a signal still ends the guard, only without stopping the server.
+    let signals = crate::guard::signals::StopSignals::install();
+    if let Err(e) = &signals {
+        both.warn(&format!("cannot handle SIGTERM, SIGINT and SIGHUP ({e}); a signal would leave the server running"));
+    }
+    let stop = signals.as_ref().ok().map(|s| s as &dyn stdio::StopSignal);
+    let end = stdio::run(session, started, io::stdin(), io::stdout(), Caps::default(), &mut both, server_log, stop);
     Ok(Guarded::Ended { verdict, end })
 }
 

@@ -772,3 +772,72 @@ fn guard_over_streamable_http_judges_the_new_list_before_the_client_hears_of_lis
     assert_eq!(s.text(6), "4", "the honest tools still work");
     assert_eq!(calls(&log), ["add", "add"]);
 }
+
+#[test]
+fn guard_stopped_by_a_signal_stops_its_server_first() {
+    // The server runs in a process group of its own, so a signal meant for the guard (an MCP
+    // host's SIGTERM, a terminal's SIGINT or SIGHUP) does not reach it: the guard must stop it.
+    // `stops-reading` keeps the server alive after its stdin closes, so a guard that just dies
+    // would leave it running.
+    use std::os::unix::process::ExitStatusExt;
+    if !ready() {
+        return;
+    }
+    let env = Env::new();
+    let log = env.path().join("calls.log");
+    let bundle = pinned_bundle(&env, "hostile", &["python3", &script("hostile_server.py"), "honest"]);
+    for (number, name) in [(15, "TERM"), (2, "INT"), (1, "HUP")] {
+        let mut guard = crate::support::bin()
+            .args(["guard", bundle.to_str().unwrap(), "--key", &key("test.pub"), "--server", "hostile", "--"])
+            .args(hostile("stops-reading", &log))
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut stdin = guard.stdin.take().unwrap();
+        let mut answers = BufReader::new(guard.stdout.take().unwrap()).lines();
+        for line in [
+            initialize(),
+            json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}),
+            json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "wipe", "arguments": {}}}),
+        ] {
+            writeln!(stdin, "{line}").unwrap();
+            answers.next().expect("an answer").unwrap();
+        }
+        let children = std::fs::read_dir(format!("/proc/{}/task", guard.id()))
+            .unwrap()
+            .flat_map(|task| {
+                std::fs::read_to_string(task.unwrap().path().join("children"))
+                    .unwrap_or_default()
+                    .split_whitespace()
+                    .map(str::to_owned)
+                    .collect::<Vec<_>>()
+            })
+            .collect::<Vec<_>>();
+        assert_eq!(children.len(), 1, "the guard's children: {children:?}");
+        let server = Path::new("/proc").join(&children[0]);
+        assert!(server.exists());
+        let sent = Command::new("kill").args(["-s", name, &guard.id().to_string()]).status().unwrap();
+        assert!(sent.success());
+        let until = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        let status = loop {
+            if let Some(status) = guard.try_wait().unwrap() {
+                break status;
+            }
+            if std::time::Instant::now() > until {
+                let _ = guard.kill();
+                panic!("the guard did not end within 10 s of SIG{name}");
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        };
+        let mut stderr = String::new();
+        std::io::Read::read_to_string(&mut guard.stderr.take().unwrap(), &mut stderr).unwrap();
+        assert!(!server.exists(), "the server ({}) still runs after the guard got SIG{name}", server.display());
+        assert_eq!(status.signal(), Some(number), "it ends as SIG{name} would have ended it: {status:?}\n{stderr}");
+        assert!(
+            stderr.contains(&format!("the guard was stopped by SIG{name}; the MCP server `hostile` was stopped first")),
+            "{stderr}"
+        );
+    }
+}
