@@ -25,11 +25,11 @@ use ssh_encoding::{Decode, Encode};
 use super::{SignerError, derived_key_id};
 use crate::minisign::PublicKey;
 
-pub(super) const SSH_AGENT_FAILURE: u8 = 5;
+const SSH_AGENT_FAILURE: u8 = 5;
 const SSH_AGENTC_REQUEST_IDENTITIES: u8 = 11;
 const SSH_AGENT_IDENTITIES_ANSWER: u8 = 12;
-pub(super) const SSH_AGENTC_SIGN_REQUEST: u8 = 13;
-pub(super) const SSH_AGENT_SIGN_RESPONSE: u8 = 14;
+const SSH_AGENTC_SIGN_REQUEST: u8 = 13;
+const SSH_AGENT_SIGN_RESPONSE: u8 = 14;
 const ED25519: &str = "ssh-ed25519";
 
 /// Larger answers are refused (a hostile socket cannot make us allocate much).
@@ -108,27 +108,38 @@ impl AgentKey {
 
     /// A plain Ed25519 signature of `message` by the agent.
     pub fn sign(&mut self, message: &[u8]) -> Result<[u8; 64], SignerError> {
-        let mut sign_request = vec![SSH_AGENTC_SIGN_REQUEST];
-        self.blob.as_slice().encode(&mut sign_request).map_err(wire)?;
-        message.encode(&mut sign_request).map_err(wire)?;
-        0u32.encode(&mut sign_request).map_err(wire)?;
-        let answer = request(&mut self.stream, &sign_request)?;
-        match answer.split_first() {
-            Some((&SSH_AGENT_SIGN_RESPONSE, mut body)) => {
-                let signature = Vec::<u8>::decode(&mut body).map_err(wire)?;
-                let mut sig = signature.as_slice();
-                let algorithm = String::decode(&mut sig).map_err(wire)?;
-                let bytes = Vec::<u8>::decode(&mut sig).map_err(wire)?;
-                if algorithm != ED25519 || !sig.is_empty() {
-                    return Err(SignerError::Protocol(format!("the agent answered with a `{algorithm}` signature")));
-                }
-                bytes
-                    .try_into()
-                    .map_err(|_| SignerError::Protocol("the agent's Ed25519 signature is not 64 bytes".to_owned()))
+        let bytes = sign_raw(&mut self.stream, &self.blob, message, ED25519, &self.fingerprint)?;
+        bytes.try_into().map_err(|_| SignerError::Protocol("the agent's Ed25519 signature is not 64 bytes".to_owned()))
+    }
+}
+
+/// One sign exchange (`SSH_AGENTC_SIGN_REQUEST` without flags) with the key `blob`: the
+/// signature blob of the answer, which must be of `algorithm`.
+pub(super) fn sign_raw(
+    stream: &mut Stream,
+    blob: &[u8],
+    message: &[u8],
+    algorithm: &str,
+    fingerprint: &str,
+) -> Result<Vec<u8>, SignerError> {
+    let mut sign_request = vec![SSH_AGENTC_SIGN_REQUEST];
+    blob.encode(&mut sign_request).map_err(wire)?;
+    message.encode(&mut sign_request).map_err(wire)?;
+    0u32.encode(&mut sign_request).map_err(wire)?;
+    let answer = request(stream, &sign_request)?;
+    match answer.split_first() {
+        Some((&SSH_AGENT_SIGN_RESPONSE, mut body)) => {
+            let signature = Vec::<u8>::decode(&mut body).map_err(wire)?;
+            let mut sig = signature.as_slice();
+            let answered = String::decode(&mut sig).map_err(wire)?;
+            let bytes = Vec::<u8>::decode(&mut sig).map_err(wire)?;
+            if answered != algorithm || !sig.is_empty() {
+                return Err(SignerError::Protocol(format!("the agent answered with a `{answered}` signature")));
             }
-            Some((&SSH_AGENT_FAILURE, _)) => Err(SignerError::AgentRefused { fingerprint: self.fingerprint.clone() }),
-            _ => Err(SignerError::Protocol("unexpected answer to a sign request".to_owned())),
+            Ok(bytes)
         }
+        Some((&SSH_AGENT_FAILURE, _)) => Err(SignerError::AgentRefused { fingerprint: fingerprint.to_owned() }),
+        _ => Err(SignerError::Protocol("unexpected answer to a sign request".to_owned())),
     }
 }
 

@@ -7,13 +7,10 @@ use std::ffi::OsString;
 use std::path::PathBuf;
 
 use p256::ecdsa::{Signature, VerifyingKey};
-use ssh_encoding::{Decode, Encode};
+use ssh_encoding::Decode;
 
 use super::SignerError;
-use super::ssh_agent::{
-    AUTH_SOCK_ENV, SSH_AGENT_FAILURE, SSH_AGENT_SIGN_RESPONSE, SSH_AGENTC_SIGN_REQUEST, Stream, connect, describe,
-    identities, request, wire,
-};
+use super::ssh_agent::{AUTH_SOCK_ENV, Stream, connect, describe, identities, sign_raw, wire};
 
 const NISTP256: &str = "ecdsa-sha2-nistp256";
 
@@ -76,31 +73,14 @@ impl AgentP256 {
 
     /// ECDSA P-256 with SHA-256 over `message`, by the agent.
     pub fn sign(&mut self, message: &[u8]) -> Result<Signature, SignerError> {
-        let mut sign_request = vec![SSH_AGENTC_SIGN_REQUEST];
-        self.blob.as_slice().encode(&mut sign_request).map_err(wire)?;
-        message.encode(&mut sign_request).map_err(wire)?;
-        0u32.encode(&mut sign_request).map_err(wire)?;
-        let answer = request(&mut self.stream, &sign_request)?;
-        match answer.split_first() {
-            Some((&SSH_AGENT_SIGN_RESPONSE, mut body)) => {
-                let signature = Vec::<u8>::decode(&mut body).map_err(wire)?;
-                let mut sig = signature.as_slice();
-                let algorithm = String::decode(&mut sig).map_err(wire)?;
-                let blob = Vec::<u8>::decode(&mut sig).map_err(wire)?;
-                if algorithm != NISTP256 || !sig.is_empty() {
-                    return Err(SignerError::Protocol(format!("the agent answered with a `{algorithm}` signature")));
-                }
-                let mut rs = blob.as_slice();
-                let (r, s) = (Vec::<u8>::decode(&mut rs).map_err(wire)?, Vec::<u8>::decode(&mut rs).map_err(wire)?);
-                let (Some(r), Some(s)) = (scalar(&r), scalar(&s)) else {
-                    return Err(SignerError::Protocol("the agent's ECDSA signature is malformed".to_owned()));
-                };
-                Signature::from_scalars(r, s)
-                    .map_err(|_| SignerError::Protocol("the agent's ECDSA signature is out of range".to_owned()))
-            }
-            Some((&SSH_AGENT_FAILURE, _)) => Err(SignerError::AgentRefused { fingerprint: self.fingerprint.clone() }),
-            _ => Err(SignerError::Protocol("unexpected answer to a sign request".to_owned())),
-        }
+        let blob = sign_raw(&mut self.stream, &self.blob, message, NISTP256, &self.fingerprint)?;
+        let mut rs = blob.as_slice();
+        let (r, s) = (Vec::<u8>::decode(&mut rs).map_err(wire)?, Vec::<u8>::decode(&mut rs).map_err(wire)?);
+        let (Some(r), Some(s)) = (scalar(&r), scalar(&s)) else {
+            return Err(SignerError::Protocol("the agent's ECDSA signature is malformed".to_owned()));
+        };
+        Signature::from_scalars(r, s)
+            .map_err(|_| SignerError::Protocol("the agent's ECDSA signature is out of range".to_owned()))
     }
 }
 
