@@ -46,7 +46,6 @@ crate::codes::stable_codes! {
     AttestationSubjectMismatch => "attestation_subject_mismatch": "An attestation is about another file: no subject has the bundle's SHA-256.",
     AttestationContractMismatch => "attestation_contract_mismatch": "The agent-contract attestation says something other than the bundle's signed tools.json and policy.caps.",
     ProvenanceMismatch => "provenance_mismatch": "The provenance's source repository, ref or builder is not the one --source-repo, --source-ref or --builder-id requires.",
-    IoError => "io_error": "An entry could not be written while unpacking (exit 2). A bundle that cannot be read at all (a file, a registry: `auth_failed`, `tls_error`, `timeout`) is an error with its own exit-2 code, not a rejection.",
     ThresholdNotMet => "threshold_not_met": "With --trust-policy: fewer distinct counted keys (or keys of a required role) than a rule for the agent needs.",
     RevokedKey => "revoked_key": "With --trust-policy: a rule is not met, and a signature did not count because its key is revoked.",
     KeyOutsideWindow => "key_outside_window": "With --trust-policy: a rule is not met, and a signature did not count because its key is outside its not_before/not_after window.",
@@ -73,13 +72,6 @@ crate::codes::stable_codes! {
     ModelMismatch => "model_mismatch": "A model folder's files are not the ones its vendor signed: a SHA-256 differs, a signed file is missing, or a file is not signed.",
 }
 
-impl Reason {
-    /// Whether this is a failure to judge (exit 2) rather than a rejection (exit 1).
-    pub fn is_failure(self) -> bool {
-        matches!(self, Reason::IoError)
-    }
-}
-
 /// A rejected bundle: the reason code, the entry concerned, and a message.
 #[derive(Debug, Clone)]
 pub struct Rejection {
@@ -102,8 +94,16 @@ impl Rejection {
     }
 }
 
-impl From<ArchiveError> for Rejection {
-    fn from(e: ArchiveError) -> Self {
+/// An archive the reader refused is a rejection; an I/O error under the reader is not (it is no
+/// verdict on the bundle) and is given back as the entry it happened at and its cause.
+impl TryFrom<ArchiveError> for Rejection {
+    type Error = (Option<String>, std::io::Error);
+
+    fn try_from(e: ArchiveError) -> Result<Self, Self::Error> {
+        let e = match e {
+            ArchiveError::Io { path, source } => return Err((path, source)),
+            e => e,
+        };
         let reason = match e.code() {
             "unsupported_entry_type" => Reason::UnsupportedEntryType,
             "unsafe_path" => Reason::UnsafePath,
@@ -111,18 +111,15 @@ impl From<ArchiveError> for Rejection {
             "limit_exceeded" => Reason::LimitExceeded,
             "trailing_data" => Reason::TrailingData,
             "seek_table_mismatch" => Reason::SeekTableMismatch,
-            "io_error" => Reason::IoError,
             _ => Reason::MalformedArchive,
         };
         let path = match &e {
             ArchiveError::UnsupportedEntryType { path, .. }
             | ArchiveError::UnsafePath { path, .. }
             | ArchiveError::UnsafeMode { path, .. } => Some(path.clone()),
-            ArchiveError::Malformed { path, .. }
-            | ArchiveError::LimitExceeded { path, .. }
-            | ArchiveError::Io { path, .. } => path.clone(),
+            ArchiveError::Malformed { path, .. } | ArchiveError::LimitExceeded { path, .. } => path.clone(),
             _ => None,
         };
-        Rejection { reason, path, message: e.to_string(), agent: None, key_id: None }
+        Ok(Rejection { reason, path, message: e.to_string(), agent: None, key_id: None })
     }
 }

@@ -14,10 +14,10 @@ use super::error::Error;
 use super::keyless::Keyless;
 use super::policy::TrustPolicy;
 use super::verdict::Verdict;
-use crate::bundle::verify::{self, Discard, Sink};
+use crate::bundle::verify::{self, Discard, Reason, Rejection, Sink};
 use crate::error::ErrorCode;
 use crate::evidence::judge::AttestPolicy;
-use crate::ops::gate::{self, AttestOptions, Gate, GateOptions, PolicyOptions};
+use crate::ops::gate::{self, AttestOptions, Gate, GateError, GateOptions, PolicyOptions};
 use crate::ops::input::{BundleInput, Evidence};
 use crate::timestamp::Timestamp;
 
@@ -318,7 +318,7 @@ impl Bundle {
     /// could be made (an unreadable baseline, a malformed state file, ...).
     pub fn verify(self, options: &VerifyOptions) -> Result<Verdict, Error> {
         let gate = Gate::open(options.gate_options()?).map_err(Error::from_gate)?;
-        let verdict = self.run(gate, &mut Discard)?;
+        let verdict = self.run(gate, &mut Discard)?.map_err(Error::from_gate)?;
         Ok(Verdict::from_gate(&verdict))
     }
 
@@ -328,16 +328,18 @@ impl Bundle {
     pub fn load(self, options: &VerifyOptions) -> Result<VerifiedAgent, Error> {
         let gate = Gate::open(options.gate_options()?).map_err(Error::from_gate)?;
         let mut sink = MemorySink { entries: Vec::new(), held: 0, cap: options.max_loaded_bytes, over: false };
-        let mut verdict = self.run(gate, &mut sink)?;
-        if sink.over
-            && let gate::Verdict::Refused { rejection, .. } = &mut verdict
-        {
-            rejection.reason = verify::Reason::LimitExceeded;
-            rejection.message = format!(
-                "the bundle holds more than {} bytes, the most this loader keeps in memory (max_loaded_bytes)",
-                sink.cap
-            );
-        }
+        let verdict = match self.run(gate, &mut sink)? {
+            // The sink refused to hold more: the loader's limit, not a failure to write.
+            Err(GateError::Verify(failed)) if sink.over => {
+                let message = format!(
+                    "the bundle holds more than {} bytes, the most this loader keeps in memory (max_loaded_bytes)",
+                    sink.cap
+                );
+                let path = failed.entry.as_deref();
+                gate::Verdict::refused(failed.refused_as(Rejection::new(Reason::LimitExceeded, path, message)))
+            }
+            judged => judged.map_err(Error::from_gate)?,
+        };
         let api_verdict = Verdict::from_gate(&verdict);
         let gate::Verdict::Passed { .. } = verdict else { return Err(Error::Refused(Box::new(api_verdict))) };
         let mut index = HashMap::with_capacity(sink.entries.len());
@@ -347,7 +349,8 @@ impl Bundle {
         Ok(VerifiedAgent { verdict: api_verdict, entries: sink.entries, index })
     }
 
-    fn run(self, gate: Gate, sink: &mut dyn Sink) -> Result<gate::Verdict, Error> {
+    /// The gate's verdict; `Err` outside: the bundle could not be opened or its evidence read.
+    fn run(self, gate: Gate, sink: &mut dyn Sink) -> Result<Result<gate::Verdict, GateError>, Error> {
         let origin = self.origin;
         // The evidence beside a file of the origin's name, as `bundle verify` gathers it.
         let beside = Some(origin.as_path()).filter(|p| p.is_file());
@@ -364,7 +367,7 @@ impl Bundle {
                 Source::Bytes(bytes) => Box::new(std::io::Cursor::new(bytes)),
                 Source::Reader(reader) => Box::new(BufReader::with_capacity(1 << 20, reader)),
             };
-        gate.judge(BundleInput::from_reader(reader, &origin, evidence), sink).map_err(Error::from_gate)
+        Ok(gate.judge(BundleInput::from_reader(reader, &origin, evidence), sink))
     }
 }
 

@@ -29,12 +29,6 @@ impl ReasonCode {
         self.0.describe()
     }
 
-    /// Whether the bundle could not be judged (`io_error` and the registry failures), which the
-    /// command line reports with exit status 2, rather than judged and refused (exit 1).
-    pub fn is_failure(self) -> bool {
-        self.0.is_failure()
-    }
-
     /// Every reason code, in documentation order.
     pub fn all() -> impl Iterator<Item = ReasonCode> {
         Reason::ALL.iter().map(|r| ReasonCode(*r))

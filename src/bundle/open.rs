@@ -15,12 +15,10 @@ use std::fs::File;
 use std::io::{self, BufReader, Seek, SeekFrom, Write};
 
 use super::SIGNATURE_ENTRY;
-use super::verify::{Expect, Head, LIMITS, Trust, head};
-use crate::archive::{ArchiveError, ArchiveReader, BLOCK, Seekable};
+use super::verify::{Expect, Head, LIMITS, Trust, VerifyError, VerifyIoError, head};
+use crate::archive::{ArchiveReader, BLOCK, Seekable};
 use crate::manifest::Manifest;
 use crate::rejection::{Reason, Rejection};
-
-use super::refused::Refused;
 
 /// Where a listed file is, and what it must be.
 #[derive(Debug, Clone)]
@@ -51,15 +49,11 @@ fn entry_len(size: u64) -> u64 {
 
 impl OpenBundle {
     /// Opens `file`: reads and checks entries 1 and 2 (signature, manifest, `expect`), and the
-    /// seek table if there is one.
-    pub fn open(file: File, trust: Trust<'_>, expect: &Expect<'_>) -> Result<OpenBundle, Refused> {
+    /// seek table if there is one. A file that cannot be read is [`VerifyError::Io`].
+    pub fn open(file: File, trust: Trust<'_>, expect: &Expect<'_>) -> Result<OpenBundle, VerifyError> {
         let (mut signer, mut agent) = (None, None);
         let opened = Self::open_inner(file, trust, expect, &mut signer, &mut agent);
-        opened.map_err(|mut r| {
-            r.key_id = signer;
-            r.agent = agent;
-            r
-        })
+        opened.map_err(|e| e.learned(agent, signer))
     }
 
     fn open_inner(
@@ -68,8 +62,8 @@ impl OpenBundle {
         expect: &Expect<'_>,
         signer: &mut Option<String>,
         agent: &mut Option<(String, String)>,
-    ) -> Result<OpenBundle, Refused> {
-        let io_err = |e: io::Error| Rejection::from(ArchiveError::Io { path: None, source: e });
+    ) -> Result<OpenBundle, VerifyError> {
+        let io_err = |e: io::Error| VerifyIoError::read(None, e);
         file.seek(SeekFrom::Start(0)).map_err(io_err)?;
         let head = {
             let mut reader = ArchiveReader::with_threads(BufReader::new(&file), LIMITS, false)?;
@@ -116,33 +110,48 @@ impl OpenBundle {
 
     /// Writes the file `path` to `out`; `Ok(false)` if the manifest does not list it. Nothing
     /// written to `out` may be used unless this returns `Ok(true)`: the digest is compared
-    /// after the last byte.
-    pub fn read_to(&mut self, path: &str, out: &mut dyn Write) -> Result<bool, Rejection> {
+    /// after the last byte. A failure to read the bundle or to write to `out` is
+    /// [`VerifyError::Io`].
+    pub fn read_to(&mut self, path: &str, out: &mut dyn Write) -> Result<bool, VerifyError> {
         let Some(place) = self.places.get(path).cloned() else { return Ok(false) };
-        let hash = match &mut self.seekable {
-            Some(s) => s.read_entry(place.offset, path, place.size, place.executable, out)?,
-            None => self.read_sequentially(path, &place, out)?,
+        let mut out = Written { inner: out, failed: false };
+        let read = match &mut self.seekable {
+            Some(s) => {
+                s.read_entry(place.offset, path, place.size, place.executable, &mut out).map_err(VerifyError::from)
+            }
+            None => self.read_sequentially(path, &place, &mut out),
+        };
+        let hash = match read {
+            // The archive reader reports a failed write as an I/O error like a failed read.
+            Err(VerifyError::Io(e)) if out.failed => return Err(VerifyIoError::write(path, e.source).into()),
+            read => read?,
         };
         if hash != place.blake3 {
             return Err(Rejection::new(
                 Reason::DigestMismatch,
                 Some(path),
                 format!("`{path}` has BLAKE3 {}, the manifest says {}", hash.to_hex(), place.blake3.to_hex()),
-            ));
+            )
+            .into());
         }
         Ok(true)
     }
 
     /// Reads `path` into memory (see [`read_to`](Self::read_to)); `Ok(None)` if not listed.
-    pub fn read(&mut self, path: &str) -> Result<Option<Vec<u8>>, Rejection> {
+    pub fn read(&mut self, path: &str) -> Result<Option<Vec<u8>>, VerifyError> {
         let size = self.size(path).unwrap_or(0);
         let mut out = Vec::with_capacity(usize::try_from(size).unwrap_or(0));
         Ok(self.read_to(path, &mut out)?.then_some(out))
     }
 
     /// Without a seek table: decode from the start up to the entry.
-    fn read_sequentially(&mut self, path: &str, place: &Place, out: &mut dyn Write) -> Result<blake3::Hash, Rejection> {
-        let io_err = |e: io::Error| Rejection::from(ArchiveError::Io { path: None, source: e });
+    fn read_sequentially(
+        &mut self,
+        path: &str,
+        place: &Place,
+        out: &mut dyn Write,
+    ) -> Result<blake3::Hash, VerifyError> {
+        let io_err = |e: io::Error| VerifyIoError::read(None, e);
         self.file.seek(SeekFrom::Start(0)).map_err(io_err)?;
         let mut reader = ArchiveReader::new(BufReader::new(&self.file), LIMITS)?;
         let mut at = 0;
@@ -165,6 +174,24 @@ impl OpenBundle {
             Reason::MalformedArchive,
             Some(path),
             format!("`{path}` is not where the signed manifest puts it in the archive"),
-        ))
+        )
+        .into())
+    }
+}
+
+/// The caller's output, noting whether writing to it failed (the archive reader reports its
+/// output's errors and its input's alike).
+struct Written<'a> {
+    inner: &'a mut dyn Write,
+    failed: bool,
+}
+
+impl Write for Written<'_> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.inner.write(buf).inspect_err(|_| self.failed = true)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.inner.flush().inspect_err(|_| self.failed = true)
     }
 }

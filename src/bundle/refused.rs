@@ -5,7 +5,6 @@
 
 use std::ops::{Deref, DerefMut};
 
-use crate::archive::ArchiveError;
 use crate::rejection::Rejection;
 use crate::trust_policy::SignersVerdict;
 
@@ -27,12 +26,6 @@ impl Refused {
 impl From<Rejection> for Refused {
     fn from(rejection: Rejection) -> Self {
         Refused { rejection, signers: None }
-    }
-}
-
-impl From<ArchiveError> for Refused {
-    fn from(e: ArchiveError) -> Self {
-        Rejection::from(e).into()
     }
 }
 

@@ -8,11 +8,14 @@
 //! listed but absent, and any bytes after the tar end or the zstd frame. tools.json is
 //! validated again, against the bundle's own schema files and policy.caps.
 
+mod error;
+
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::io::{self, BufRead, Read, Write};
 
 use serde::Serialize;
 
+pub use self::error::{IoDirection, VerifyError, VerifyIoError};
 pub use super::refused::Refused;
 use super::signature::{authenticate, check_signature, check_signed_for, judge_signers, parse_signature};
 pub use super::signature::{count_for, policy_rejection, reason_of};
@@ -143,26 +146,23 @@ impl Sink for Discard {
 }
 
 /// Verifies a bundle read from `input`, writing entries to `sink` as they stream by. Nothing
-/// written to the sink may be used unless this returns `Ok`.
+/// written to the sink may be used unless this returns `Ok`. A bundle that cannot be read, or
+/// an entry the sink cannot take, is [`VerifyError::Io`]: no verdict on the bundle.
 pub fn verify(
     input: impl BufRead,
     trust: Trust<'_>,
     expect: &Expect<'_>,
     sink: &mut dyn Sink,
-) -> Result<Verified, Refused> {
+) -> Result<Verified, VerifyError> {
     let mut signer = None;
     let mut agent = None;
     let result = run(input, trust, expect, sink, &mut signer, &mut agent);
-    result.map_err(|mut r| {
-        r.key_id = signer;
-        r.agent = agent;
-        r
-    })
+    result.map_err(|e| e.learned(agent, signer))
 }
 
-fn read_small(entry: &mut dyn Read, size: u64) -> Result<Vec<u8>, Rejection> {
+fn read_small(entry: &mut dyn Read, size: u64) -> Result<Vec<u8>, VerifyError> {
     let mut buf = Vec::with_capacity(size as usize);
-    entry.read_to_end(&mut buf).map_err(|e| Rejection::from(ArchiveError::from(e)))?;
+    entry.read_to_end(&mut buf).map_err(ArchiveError::from)?;
     Ok(buf)
 }
 
@@ -177,7 +177,7 @@ fn run(
     sink: &mut dyn Sink,
     signer: &mut Option<String>,
     agent: &mut Option<(String, String)>,
-) -> Result<Verified, Refused> {
+) -> Result<Verified, VerifyError> {
     let mut reader = ArchiveReader::new(input, LIMITS)?;
     let Head {
         manifest_bytes,
@@ -190,12 +190,12 @@ fn run(
         manifest_blake3,
     } = head(&mut reader, trust, expect, signer, agent)?;
     if let Some(refusal) = expect.refuse_after_signature {
-        return Err(Refused { rejection: refusal.clone(), signers: signers.map(Box::new) });
+        return Err(Refused { rejection: refusal.clone(), signers: signers.map(Box::new) }.into());
     }
 
     // The manifest and its signature go to the sink too (an unpacked agent keeps them).
     for (path, bytes) in [(manifest::FILE_NAME, &manifest_bytes), (SIGNATURE_ENTRY, &signature_text)] {
-        let io_err = |e: io::Error| Rejection::new(Reason::IoError, Some(path), format!("cannot write `{path}`: {e}"));
+        let io_err = |e: io::Error| VerifyIoError::write(path, e);
         let mut out = sink.open(path, false).map_err(io_err)?;
         out.write_all(bytes).and_then(|()| out.flush()).map_err(io_err)?;
     }
@@ -241,7 +241,7 @@ pub(crate) fn head<R: BufRead>(
     expect: &Expect<'_>,
     signer: &mut Option<String>,
     agent: &mut Option<(String, String)>,
-) -> Result<Head, Refused> {
+) -> Result<Head, VerifyError> {
     let manifest_bytes = read_manifest_entry(reader)?;
     let signature_text = read_signature_entry(reader)?;
     let signature = parse_signature(&signature_text)?;
@@ -278,54 +278,60 @@ pub(crate) fn head<R: BufRead>(
 }
 
 /// Entry 1: the manifest, under a small cap.
-fn read_manifest_entry<R: BufRead>(reader: &mut ArchiveReader<R>) -> Result<Vec<u8>, Rejection> {
+fn read_manifest_entry<R: BufRead>(reader: &mut ArchiveReader<R>) -> Result<Vec<u8>, VerifyError> {
     let Some(mut entry) = reader.next_entry()? else {
         return Err(Rejection::new(
             Reason::MalformedManifest,
             None,
             "the bundle is empty: entry 1 must be manifest.toml",
-        ));
+        )
+        .into());
     };
     if entry.path != manifest::FILE_NAME {
         return Err(Rejection::new(
             Reason::MalformedManifest,
             Some(&entry.path),
             format!("entry 1 is `{}`; it must be manifest.toml", entry.path),
-        ));
+        )
+        .into());
     }
     if entry.size > MAX_MANIFEST_BYTES {
         return Err(Rejection::new(
             Reason::LimitExceeded,
             Some(manifest::FILE_NAME),
             format!("manifest.toml is {} bytes; at most {MAX_MANIFEST_BYTES} are accepted", entry.size),
-        ));
+        )
+        .into());
     }
     let size = entry.size;
     read_small(&mut entry, size)
 }
 
 /// Entry 2: the signature, under a smaller cap.
-fn read_signature_entry<R: BufRead>(reader: &mut ArchiveReader<R>) -> Result<Vec<u8>, Rejection> {
+fn read_signature_entry<R: BufRead>(reader: &mut ArchiveReader<R>) -> Result<Vec<u8>, VerifyError> {
     let Some(mut entry) = reader.next_entry()? else {
         return Err(Rejection::new(
             Reason::MissingSignature,
             None,
             "the bundle ends after manifest.toml: entry 2 must be manifest.toml.minisig",
-        ));
+        )
+        .into());
     };
     if entry.path != SIGNATURE_ENTRY {
         return Err(Rejection::new(
             Reason::MissingSignature,
             Some(&entry.path),
             format!("entry 2 is `{}`; it must be {SIGNATURE_ENTRY}", entry.path),
-        ));
+        )
+        .into());
     }
     if entry.size > MAX_SIGNATURE_BYTES {
         return Err(Rejection::new(
             Reason::LimitExceeded,
             Some(SIGNATURE_ENTRY),
             format!("the signature is {} bytes; at most {MAX_SIGNATURE_BYTES} are accepted", entry.size),
-        ));
+        )
+        .into());
     }
     let size = entry.size;
     read_small(&mut entry, size)
@@ -345,7 +351,7 @@ fn stream_entries<R: BufRead>(
     reader: &mut ArchiveReader<R>,
     manifest: &Manifest,
     sink: &mut dyn Sink,
-) -> Result<Streamed, Rejection> {
+) -> Result<Streamed, VerifyError> {
     // With frames decoded on other threads, this thread hashes (it would otherwise wait for
     // them); when it is the decoder, large entries are hashed beside it if a CPU is free.
     let mut hasher = if reader.decodes_elsewhere() { EntryHasher::with_thread(false) } else { EntryHasher::new() };
@@ -360,7 +366,8 @@ fn stream_entries<R: BufRead>(
             Reason::MissingEntry,
             Some(path),
             format!("the manifest lists `{path}`, which is not in the bundle"),
-        ));
+        )
+        .into());
     }
     Ok(streamed)
 }
@@ -373,13 +380,13 @@ struct Unchecked(VecDeque<(String, blake3::Hash)>);
 impl Unchecked {
     /// Compares every hash that is ready (all of them, waiting for each, when `wait`) with its
     /// entry's digest.
-    fn compare(&mut self, hasher: &mut EntryHasher, wait: bool) -> Result<(), Rejection> {
+    fn compare(&mut self, hasher: &mut EntryHasher, wait: bool) -> Result<(), VerifyError> {
         while !self.0.is_empty() {
             let next = if wait { hasher.wait() } else { hasher.ready() };
             let hash = match next {
                 Ok(Some(hash)) => hash,
                 Ok(None) => return Ok(()),
-                Err(e) => return Err(Rejection::from(ArchiveError::from(e))),
+                Err(e) => return Err(ArchiveError::from(e).into()),
             };
             let Some((path, expected)) = self.0.pop_front() else { return Ok(()) };
             if hash != expected {
@@ -387,7 +394,8 @@ impl Unchecked {
                     Reason::DigestMismatch,
                     Some(&path),
                     format!("`{path}` has BLAKE3 {}, the manifest says {}", hash.to_hex(), expected.to_hex()),
-                ));
+                )
+                .into());
             }
         }
         Ok(())
@@ -402,7 +410,7 @@ fn stream_all<R: BufRead>(
     sink: &mut dyn Sink,
     hasher: &mut EntryHasher,
     digests: &mut Unchecked,
-) -> Result<(Streamed, HashSet<String>), Rejection> {
+) -> Result<(Streamed, HashSet<String>), VerifyError> {
     let listed = manifest.entries();
     let mut seen: Vec<VerifiedFile> = Vec::with_capacity(listed.len());
     // Membership by set: a bundle may hold a million entries.
@@ -415,14 +423,17 @@ fn stream_all<R: BufRead>(
         let path = entry.path.clone();
         let here = Some(path.as_str());
         if path == manifest::FILE_NAME || path == SIGNATURE_ENTRY || seen_paths.contains(&path) {
-            return Err(Rejection::new(Reason::DuplicateEntry, here, format!("`{path}` appears twice in the bundle")));
+            return Err(
+                Rejection::new(Reason::DuplicateEntry, here, format!("`{path}` appears twice in the bundle")).into()
+            );
         }
         let Some(Some(expected)) = listed.get(path.as_str()) else {
             return Err(Rejection::new(
                 Reason::UnlistedEntry,
                 here,
                 format!("`{path}` is in the bundle but not in the signed manifest"),
-            ));
+            )
+            .into());
         };
         if let Some(prev) = &previous
             && prev.as_bytes() >= path.as_bytes()
@@ -431,7 +442,8 @@ fn stream_all<R: BufRead>(
                 Reason::MalformedArchive,
                 here,
                 format!("`{path}` comes after `{prev}`: entries must be in byte-wise sorted order"),
-            ));
+            )
+            .into());
         }
         if entry.executable != expected.executable {
             return Err(Rejection::new(
@@ -442,14 +454,16 @@ fn stream_all<R: BufRead>(
                     mode_name(entry.executable),
                     mode_name(expected.executable)
                 ),
-            ));
+            )
+            .into());
         }
         if entry.size != expected.size {
             return Err(Rejection::new(
                 Reason::SizeMismatch,
                 here,
                 format!("`{path}` is {} bytes in the archive, the manifest says {}", entry.size, expected.size),
-            ));
+            )
+            .into());
         }
         let named = path == tools::FILE_NAME || path == policy::FILE_NAME;
         let keep = is_held(&path, entry.size, kept_total);
@@ -495,11 +509,8 @@ fn copy_entry<R: BufRead>(
     keep: bool,
     mut sha256: Option<&mut sha2::Sha256>,
     sink: &mut dyn Sink,
-) -> Result<Option<Vec<u8>>, Rejection> {
-    let here = Some(path);
-    let mut out = sink
-        .open(path, entry.executable)
-        .map_err(|e| Rejection::new(Reason::IoError, here, format!("cannot write `{path}`: {e}")))?;
+) -> Result<Option<Vec<u8>>, VerifyError> {
+    let mut out = sink.open(path, entry.executable).map_err(|e| VerifyIoError::write(path, e))?;
     let mut copy = keep.then(Vec::new);
     let size = entry.size;
     hasher
@@ -513,10 +524,10 @@ fn copy_entry<R: BufRead>(
             out.write_all(chunk).map_err(SinkError::wrap)
         })
         .map_err(|e| match SinkError::unwrap(e) {
-            Ok(sink) => Rejection::new(Reason::IoError, here, format!("cannot write `{path}`: {sink}")),
-            Err(archive) => Rejection::from(ArchiveError::from(archive)),
+            Ok(sink) => VerifyIoError::write(path, sink).into(),
+            Err(archive) => VerifyError::from(ArchiveError::from(archive)),
         })?;
-    out.flush().map_err(|e| Rejection::new(Reason::IoError, here, format!("cannot write `{path}`: {e}")))?;
+    out.flush().map_err(|e| VerifyIoError::write(path, e))?;
     Ok(copy)
 }
 

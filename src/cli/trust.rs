@@ -178,15 +178,16 @@ fn sign(args: SignArgs, global: Global) -> anyhow::Result<Outcome> {
         doc["ok"] = true.into();
         output::print_json(&doc)?;
     } else {
+        // One pair of parentheses at most: a key outside this version asks its question in them.
         let who = match (&signed.signer, signed.root) {
-            (Some(n), true) => format!("root signer `{n}` of this version"),
-            (Some(n), false) => format!("signer `{n}`, not a root signer of this version"),
-            (None, _) => "not a signer of this version (a root signer of the previous one?)".to_owned(),
+            (Some(n), true) => format!(" (root signer `{n}` of this version)"),
+            (Some(n), false) => format!(" (signer `{n}`, not a root signer of this version)"),
+            (None, _) => ", not a signer of this version (a root signer of the previous one?)".to_owned(),
         };
         output::status(
             global,
             &format!(
-                "signed trust policy `{}` version {} with key {} ({who}); {} holds {} signature(s)",
+                "signed trust policy `{}` version {} with key {}{who}; {} holds {} signature(s)",
                 signed.policy,
                 signed.version,
                 signed.key_id,
@@ -238,7 +239,11 @@ pub fn chain_human(global: Global, report: &ChainReport) {
             .iter()
             .map(|t| {
                 let whose = if t.by == "own" { "own roots".to_owned() } else { format!("{} roots", t.by) };
-                format!("{whose} {} of {} ({})", t.counted, t.needed, t.signers.join(", "))
+                let counted = match t.signers.as_slice() {
+                    [] => "no root signature counted".to_owned(),
+                    signers => signers.join(", "),
+                };
+                format!("{whose} {} of {} ({counted})", t.counted, t.needed)
             })
             .collect();
         output::status(global, &format!("  v{} {}: {}", step.version, step.origin, tallies.join("; ")));

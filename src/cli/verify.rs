@@ -141,7 +141,6 @@ fn verify_one(
 pub fn outcome_of(verdict: &Verdict) -> Outcome {
     match verdict {
         Verdict::Passed { .. } => Outcome::Ok,
-        Verdict::Refused { rejection, .. } if rejection.reason.is_failure() => Outcome::Failed,
         Verdict::Refused { .. } => Outcome::Rejected,
     }
 }

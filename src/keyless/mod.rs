@@ -15,7 +15,7 @@ mod policy;
 mod root;
 mod verdict;
 
-pub use policy::{ClaimMatch, Field, Given, IdentityPolicy, IdentityPolicyError, Matcher, PolicyError};
+pub use policy::{ClaimMatch, Field, Given, IdentityPolicy, IdentityPolicyError, Matcher, PatternError};
 pub use root::{MAX_TRUSTED_ROOT_BYTES, RootError, TrustedRoot};
 pub use verdict::reason_of;
 

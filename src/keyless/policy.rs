@@ -19,17 +19,17 @@ pub enum Matcher {
 /// An invalid pattern.
 #[derive(Debug, thiserror::Error)]
 #[error("invalid pattern `{pattern}`: {message}")]
-pub struct PolicyError {
+pub struct PatternError {
     pub pattern: String,
     pub message: String,
 }
 
 impl Matcher {
     /// A pattern matched against the whole value.
-    pub fn pattern(pattern: &str) -> Result<Matcher, PolicyError> {
+    pub fn pattern(pattern: &str) -> Result<Matcher, PatternError> {
         regex::Regex::new(&format!("^(?:{pattern})$"))
             .map(Matcher::Pattern)
-            .map_err(|e| PolicyError { pattern: pattern.to_owned(), message: e.to_string() })
+            .map_err(|e| PatternError { pattern: pattern.to_owned(), message: e.to_string() })
     }
 
     pub fn matches(&self, value: &str) -> bool {
@@ -157,7 +157,7 @@ pub enum IdentityPolicyError {
     #[error("neither an exact value nor a pattern given; one is required")]
     Neither(Field),
     #[error("{1}")]
-    Pattern(Field, #[source] PolicyError),
+    Pattern(Field, #[source] PatternError),
 }
 
 impl IdentityPolicyError {

@@ -158,8 +158,10 @@ pub fn make(input: &Path, opts: &CardOptions, key: &mut CardKey) -> std::result:
 fn from_bundle(path: &Path) -> std::result::Result<Described, CardFailure> {
     let file = File::open(path).map_err(|e| Error::io(path, e))?;
     let mut reader = Sha256Read::new(BufReader::with_capacity(1 << 20, file), true);
-    let verified = verify::verify(&mut reader, Trust::Unchecked, &Expect::default(), &mut Discard)
-        .map_err(|r| CardFailure::Rejected(r.into_rejection()))?;
+    let verified = match verify::verify(&mut reader, Trust::Unchecked, &Expect::default(), &mut Discard) {
+        Ok(v) => v,
+        Err(e) => return Err(CardFailure::Rejected(e.rejection(path)?)),
+    };
     let sha256 = reader.finish().map_err(|e| Error::io(path, e))?.expect("hashing");
     let agent = release::from_verified(&verified, path)
         .map_err(|e| Error::Usage(format!("cannot compute the tool contracts of {}: {e}", path.display())))?;
@@ -455,7 +457,8 @@ fn judge_bundle(card: &Value, path: &Path, keys: &TrustedKeys, verdict: &mut Car
     let mut reader = Sha256Read::new(BufReader::with_capacity(1 << 20, file), true);
     let verified = match verify::verify(&mut reader, Trust::Keys(keys), &Expect::default(), &mut Discard) {
         Ok(v) => v,
-        Err(r) => {
+        Err(e) => {
+            let r = e.rejection(path)?;
             mismatch(verdict, format!("the bundle is refused: {} [{}]", r.message, r.reason.as_str()));
             return Ok(());
         }

@@ -72,7 +72,7 @@ pub fn attest(bundle: &Path, signer: &mut Signer, opts: &AttestOptions) -> Resul
         &Expect::default(),
         &mut Discard,
     )
-    .map_err(|r| AttestFailure::Rejected(r.into_rejection()))?;
+    .map_err(|e| e.rejection(bundle).map_or_else(AttestFailure::from, AttestFailure::Rejected))?;
     std::io::copy(&mut hashing, &mut std::io::sink()).map_err(|e| Error::io(bundle, e))?;
     let sha256: [u8; 32] = hashing.sha256.finalize().into();
     let contracts = release::from_verified(&verified, bundle)

@@ -8,7 +8,7 @@ use std::path::Path;
 
 use crate::atomic::Output;
 use crate::bundle::open::OpenBundle;
-use crate::bundle::verify::{Expect, Refused, Trust};
+use crate::bundle::verify::{Expect, IoDirection, Refused, Trust, VerifyError};
 use crate::timestamp::Timestamp;
 use crate::trust::TrustedKeys;
 
@@ -35,8 +35,8 @@ pub struct Catted {
 
 /// Checks the signature of `bundle` with `keys` and its manifest (the agent name when `name`,
 /// the expiry at `now`), then writes the file `path` to `to` once its bytes are the signed ones.
-/// A refused bundle (or file) is `Ok(Err(..))`; an unlisted path or an unreadable bundle is an
-/// error.
+/// A refused bundle (or file) is `Ok(Err(..))`; an unlisted path, an unreadable bundle or an
+/// output that cannot be written is an error.
 pub fn cat(
     bundle: &Path,
     path: &str,
@@ -49,13 +49,20 @@ pub fn cat(
     let expect = Expect { name, now: Some(now), ..Expect::default() };
     let mut open = match OpenBundle::open(file, Trust::Keys(keys), &expect) {
         Ok(open) => open,
-        Err(refused) => return Ok(Err(refused)),
+        Err(e) => return Ok(Err(e.refusal(bundle)?)),
     };
     let agent = (open.manifest.name.clone(), open.manifest.version.to_string());
-    let refused = |mut r: Refused, open: &OpenBundle| {
-        r.key_id = Some(open.key_id.clone());
-        r.agent = Some((open.manifest.name.clone(), open.manifest.version.to_string()));
-        Ok(Err(r))
+    // A refusal names the agent and signer; a file that cannot be written names the output.
+    let refused = |e: VerifyError, open: &OpenBundle, output: &Path| match e {
+        VerifyError::Io(failed) if failed.direction == IoDirection::Write => {
+            Err(crate::Error::io(output, failed.source))
+        }
+        e => {
+            let mut r = e.refusal(bundle)?;
+            r.key_id = Some(open.key_id.clone());
+            r.agent = Some((open.manifest.name.clone(), open.manifest.version.to_string()));
+            Ok(Err(r))
+        }
     };
     let Some(size) = open.size(path) else {
         return Err(crate::Error::Usage(format!(
@@ -72,15 +79,15 @@ pub fn cat(
             }
             let bytes = match open.read(path) {
                 Ok(bytes) => bytes.unwrap_or_default(),
-                Err(r) => return refused(r.into(), &open),
+                Err(e) => return refused(e, &open, Path::new("standard output")),
             };
             out.write_all(&bytes).and_then(|()| out.flush()).map_err(|e| crate::Error::io("standard output", e))?;
         }
         Destination::File(target) => {
             let output = Output::new(target, "--output")?;
             let mut temp = output.temp()?;
-            if let Err(r) = open.read_to(path, temp.as_file_mut()) {
-                return refused(r.into(), &open);
+            if let Err(e) = open.read_to(path, temp.as_file_mut()) {
+                return refused(e, &open, target);
             }
             temp.as_file().sync_all().map_err(|e| crate::Error::io(target, e))?;
             output.commit(temp)?;

@@ -66,14 +66,14 @@ fn load_folder(dir: &Path) -> Result<AgentContracts, LoadError> {
 
 fn load_bundle(path: &Path) -> Result<AgentContracts, LoadError> {
     let file = File::open(path).map_err(|e| crate::Error::io(path, e))?;
-    let verified =
-        verify::verify(BufReader::with_capacity(1 << 20, file), Trust::Unchecked, &Expect::default(), &mut Discard)
-            .map_err(|r| r.into_rejection())
-            .map_err(|r| LoadError::Rejected {
-                path: path.display().to_string(),
-                code: r.reason,
-                message: r.message,
-            })?;
+    let read = BufReader::with_capacity(1 << 20, file);
+    let verified = match verify::verify(read, Trust::Unchecked, &Expect::default(), &mut Discard) {
+        Ok(v) => v,
+        Err(e) => {
+            let r = e.rejection(path)?;
+            return Err(LoadError::Rejected { path: path.display().to_string(), code: r.reason, message: r.message });
+        }
+    };
     let shown = || path.display().to_string();
     let mut agent =
         release::from_verified(&verified, path).map_err(|source| LoadError::Contract { path: shown(), source })?;

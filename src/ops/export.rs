@@ -89,8 +89,8 @@ pub fn export(opts: &Options, trust: &BundleTrust<'_>) -> Result<Export> {
         };
         let v = match verified {
             Ok(v) => v,
-            Err(r) => {
-                out.rejection = Some(r.into_rejection());
+            Err(e) => {
+                out.rejection = Some(e.rejection(&opts.input)?);
                 return Ok(out);
             }
         };

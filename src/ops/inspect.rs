@@ -1,7 +1,7 @@
 //! `bundle inspect`: what a bundle holds, read through the one way in ([`super::input`]).
 //! Expiry is shown, not enforced: inspecting an expired bundle is how one finds out why.
 
-use crate::bundle::verify::{self, Discard, Expect, Refused, Rejection, Trust, Verified};
+use crate::bundle::verify::{self, Discard, Expect, Rejection, Trust, Verified, VerifyError};
 use crate::contract::release::PinnedServer;
 use crate::contract::{Contract, ContractError, release};
 use crate::evidence;
@@ -65,7 +65,7 @@ pub fn inspect(source: &BundleSource, keys: Option<&TrustedKeys>) -> Result<Insp
         let mut bytes = Sha256Read::new(bytes, hash);
         let verified = verify::verify(&mut bytes, trust, &Expect::default(), &mut Discard);
         let sha256 = bytes.finish().map_err(|e| InputError::File { path: label.clone(), source: e })?;
-        Ok::<_, InputError>(verified.map(|v| (v, sha256.or(evidence.sha256))).map_err(Refused::into_rejection))
+        Ok::<_, InputError>(verified.map(|v| (v, sha256.or(evidence.sha256))))
     })?;
     Ok(match judged {
         Ok((verified, sha256)) => {
@@ -85,6 +85,7 @@ pub fn inspect(source: &BundleSource, keys: Option<&TrustedKeys>) -> Result<Insp
             let pins = crate::agent::pins::mcp::pins_of(&verified);
             Inspected::Bundle { verified: Box::new(verified), contracts, pins, attestations, skills }
         }
-        Err(rejection) => Inspected::Refused(rejection),
+        Err(VerifyError::Refused(refused)) => Inspected::Refused(refused.into_rejection()),
+        Err(VerifyError::Io(failed)) => return Err(InputError::File { path: label, source: failed.source }),
     })
 }

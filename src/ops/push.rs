@@ -12,7 +12,7 @@ use std::path::Path;
 use std::sync::{Arc, Mutex};
 
 use crate::attest::SigstoreBundle;
-use crate::bundle::verify::{self, Discard, Expect, Rejection, Trust, Verified};
+use crate::bundle::verify::{self, Discard, Expect, Rejection, Trust, Verified, VerifyError};
 use crate::evidence::files;
 use crate::oci::artifact::{self, Config, Sha256Counter};
 use crate::oci::client::BlobPush;
@@ -92,8 +92,11 @@ pub fn push(opts: &Options<'_>) -> Result<Pushed, PushError> {
     let mut input = read_ahead::sequential(hashing, size).map_err(io)?;
     let trust = opts.keys.map_or(Trust::Unchecked, Trust::Keys);
     let expect = Expect { now: Some(opts.now), ..Expect::default() };
-    let verified = verify::verify(&mut input, trust, &expect, &mut Discard)
-        .map_err(|r| PushError::Rejected(r.into_rejection()))?;
+    let verified = match verify::verify(&mut input, trust, &expect, &mut Discard) {
+        Ok(v) => v,
+        Err(VerifyError::Refused(r)) => return Err(PushError::Rejected(r.into_rejection())),
+        Err(VerifyError::Io(e)) => return Err(io(e.source).into()),
+    };
     // The end of the input is reached only after every byte was hashed (on the reading thread).
     std::io::copy(&mut input, &mut std::io::sink()).map_err(io)?;
     drop(input);

@@ -441,6 +441,41 @@ fn a_full_disk_gives_a_clear_error_and_no_temp_files() {
     eprintln!("full disk: lock: {}", lock.stderr.trim());
 }
 
+/// Issue 35: an unpack onto a full disk is no verdict on the bundle: exit 2 and one JSON error
+/// document with `io_error`, the entry and the operating system's cause (it was a rejection
+/// whose reason was `io_error`, in the verdict's shape), and nothing is left behind.
+#[test]
+fn unpack_onto_a_full_disk_is_an_io_error_not_a_rejection() {
+    let env = Env::new();
+    env.copy("agents/minimal", "agent");
+    run_in(env.path(), &["pack", "agent", "--key", &key("test.key"), "-o", "a.agent.bundle"]).expect_code(0);
+    let Some(_small) = Mount::tmpfs(&env.path().join("small"), "64k") else { return };
+    {
+        use std::io::Write;
+        let mut filler = std::fs::File::create(env.path().join("small/filler")).unwrap();
+        let chunk = vec![0u8; 4096];
+        while filler.write_all(&chunk).is_ok() {}
+        while filler.write_all(&chunk[..1]).is_ok() {}
+    }
+    let k = key("test.pub");
+    let unpack = |format: &str| {
+        run_in(env.path(), &["unpack", "a.agent.bundle", "small/deploy", "--key", &k, "--format", format])
+    };
+    let out = unpack("json");
+    let doc = out.expect_code(2).json();
+    let keys: Vec<&String> = doc.as_object().unwrap().keys().collect();
+    assert_eq!(keys, ["ok", "code", "message", "causes"], "the error document: {}", out.stdout);
+    assert_eq!(doc["code"], "io_error");
+    let message = doc["message"].as_str().unwrap();
+    assert!(message.starts_with("cannot write `manifest.toml`: No space left on device"), "{message}");
+    let human = unpack("human");
+    human.expect_code(2);
+    assert!(human.stderr.starts_with("error: cannot write `manifest.toml`: "), "{}", human.stderr);
+    assert!(!human.stderr.contains("rejected"), "{}", human.stderr);
+    let left: Vec<_> = std::fs::read_dir(env.path().join("small")).unwrap().map(|e| e.unwrap().file_name()).collect();
+    assert_eq!(left, ["filler"], "the staging folder is removed");
+}
+
 #[test]
 fn pack_never_renames_over_a_device_fifo_or_folder() {
     // A FIFO stands in for `-o /dev/null` or `-o /dev/stdout`: the rename that makes the

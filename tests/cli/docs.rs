@@ -65,6 +65,22 @@ fn book_lists_every_verify_reason_code_with_its_description() {
     check_region(CODES_PAGE, "reason-codes", &table(Reason::ALL, Reason::as_str, Reason::describe));
 }
 
+/// Issue 35: a rejection is a verdict on the bundle (exit 1), an exit-2 code is the absence of
+/// one; no code is both (`io_error` was, a rejection whose reason exited 2), so the book's
+/// table of verify's reasons lists none of the exit-2 codes.
+#[test]
+fn no_verify_reason_is_an_exit_2_code() {
+    let exit_2: Vec<&str> = ErrorCode::ALL.iter().map(|c| c.as_str()).collect();
+    let both: Vec<&str> = Reason::ALL.iter().map(|r| r.as_str()).filter(|r| exit_2.contains(r)).collect();
+    assert_eq!(both, Vec::<&str>::new(), "codes that are both a rejection reason and an exit-2 error");
+    let page = std::fs::read_to_string(repo().join(CODES_PAGE)).unwrap();
+    let begin = page.find("<!-- begin generated: reason-codes -->").expect("the reason table");
+    let table = &page[begin..begin + page[begin..].find("<!-- end generated: reason-codes -->").unwrap()];
+    for code in exit_2 {
+        assert!(!table.contains(&format!("| `{code}` |")), "{CODES_PAGE} lists `{code}` as a rejection reason");
+    }
+}
+
 #[test]
 fn book_lists_every_signing_key_code_with_its_meaning() {
     check_region(

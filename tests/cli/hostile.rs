@@ -80,20 +80,19 @@ fn corpus_covers_every_reason() {
     let cases = corpus();
     assert!(cases.len() >= 40, "only {} cases", cases.len());
     let codes: BTreeSet<&str> = cases.iter().map(|c| c.code.as_str()).collect();
-    // io_error is the reader's failure; contract_drift needs a baseline (tests/cli/baseline.rs);
-    // rollback depends on what the verifier accepted before (tests/cli/freshness.rs); the
-    // registry codes need a registry (tests/cli/oci.rs); the trust-policy codes need a policy
-    // and co-signatures (tests/cli/signers.rs); the keyless codes a Sigstore bundle
-    // (tests/cli/keyless.rs); the attestation codes judge files beside the bundle, each with
-    // its own hostile case in tests/cli/attest.rs; the model codes need a vendor's signature
-    // made by model_signing (tests/cli/vendor_models.rs forges a bundle for each).
+    // contract_drift needs a baseline (tests/cli/baseline.rs); rollback depends on what the
+    // verifier accepted before (tests/cli/freshness.rs); the registry codes need a registry
+    // (tests/cli/oci.rs); the trust-policy codes need a policy and co-signatures
+    // (tests/cli/signers.rs); the keyless codes a Sigstore bundle (tests/cli/keyless.rs); the
+    // attestation codes judge files beside the bundle, each with its own hostile case in
+    // tests/cli/attest.rs; the model codes need a vendor's signature made by model_signing
+    // (tests/cli/vendor_models.rs forges a bundle for each).
     for reason in Reason::ALL.iter().filter(|r| {
         !r.as_str().starts_with("keyless_")
             && !r.as_str().starts_with("model_")
             && !matches!(
                 r,
-                Reason::IoError
-                    | Reason::ContractDrift
+                Reason::ContractDrift
                     | Reason::Rollback
                     | Reason::UnsupportedArtifact
                     | Reason::BlobMismatch

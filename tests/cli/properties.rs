@@ -98,7 +98,7 @@ fn verify_capture(bundle: &[u8], keys: &TrustedKeys) -> Result<Capture, verify::
     let expect = Expect { now: Some(Timestamp::now()), ..Expect::default() };
     verify::verify(bundle, Trust::Keys(keys), &expect, &mut capture)
         .map(|_| capture)
-        .map_err(verify::Refused::into_rejection)
+        .map_err(|e| e.rejection(std::path::Path::new("in memory")).expect("bytes in memory are always read"))
 }
 
 proptest! {

@@ -24,7 +24,9 @@ use std::path::{Path, PathBuf};
 pub use verdict::{AgentId, BaselineReport, CosignatureOrigin, Verdict, VerdictReport};
 
 use self::evidence::Gathered;
-use crate::bundle::verify::{self, Expect, PolicyTrust, Reason, Rejection, Sink, Trust, Verified};
+use crate::bundle::verify::{
+    self, Expect, PolicyTrust, Reason, Rejection, Sink, Trust, Verified, VerifyError, VerifyIoError,
+};
 use crate::contract::baseline::{self, Baseline, BaselineError};
 use crate::contract::release;
 use crate::evidence::judge::AttestPolicy;
@@ -112,6 +114,10 @@ pub enum GateError {
     /// The bundle could not be read (a missing file, a registry failure).
     #[error(transparent)]
     Input(#[from] crate::ops::input::InputError),
+    /// The verifier could not read the bundle, or the sink could not take an entry (a full
+    /// disk under `unpack`): no verdict on the bundle.
+    #[error(transparent)]
+    Verify(VerifyIoError),
 }
 
 impl crate::error::Coded for GateError {
@@ -121,6 +127,7 @@ impl crate::error::Coded for GateError {
             GateError::State(e) | GateError::Record(e) => e.code(),
             GateError::Other(e) => e.code(),
             GateError::Input(e) => e.code(),
+            GateError::Verify(e) => e.code(),
         }
     }
 }
@@ -134,6 +141,7 @@ impl GateError {
             GateError::Record(e) => e,
             GateError::Other(e) => e,
             GateError::Input(e) => e,
+            GateError::Verify(e) => e,
         }
     }
 }
@@ -234,7 +242,13 @@ impl Gate {
             Ok(gathered) => gathered,
             Err(refused) => return Ok(refused),
         };
-        input.judge(|bytes| self.judge_stream(bytes, &label, gathered, sink))
+        // A bundle that could not be read or written is handed to the input as such, so that
+        // a fault of the stream under it can still explain it.
+        let judged = input.judge(|bytes| match self.judge_stream(bytes, &label, gathered, sink) {
+            Err(GateError::Verify(failed)) => Ok(Err(failed)),
+            judged => judged.map(Ok),
+        })?;
+        judged.map_err(GateError::Verify)
     }
 
     /// The streaming pass over the bundle and everything judged after it.
@@ -279,7 +293,7 @@ impl Gate {
             Ok(v) => v,
             // The evidence's own refusal, now that the signature stands: with its judgements,
             // and the agent and key the signature authenticated.
-            Err(refused)
+            Err(VerifyError::Refused(refused))
                 if refused_evidence.as_ref().and_then(Verdict::rejection).is_some_and(|r| r.same_as(&refused)) =>
             {
                 let mut verdict = refused_evidence.expect("matched above");
@@ -288,7 +302,8 @@ impl Gate {
                 }
                 return Ok(verdict);
             }
-            Err(refused) => return Ok(Verdict::refused(refused)),
+            Err(VerifyError::Refused(refused)) => return Ok(Verdict::refused(refused)),
+            Err(VerifyError::Io(failed)) => return Err(GateError::Verify(failed)),
         };
         let sha256 = input.finish().map_err(|e| crate::Error::io(origin, e))?.or(gathered.sha256);
         if let Err(refused) = self.bind_keyless(&mut verified, sha256.as_ref()) {

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
-use crate::bundle::verify::{Reason, Refused, Rejection, Verified};
+use crate::bundle::verify::{Reason, Refused, Rejection, Verified, VerifyIoError};
 use crate::contract::baseline::Findings;
 use crate::evidence::judge::{self, Attestation};
 use crate::keyless::KeylessSigner;
@@ -154,22 +154,25 @@ impl Verdict {
     }
 }
 
-/// A fault of the stream a verdict was reached on overturns it ([`crate::ops::input`]).
-impl crate::ops::input::Judgement for Verdict {
+/// A fault of the stream a verdict was reached on overturns it ([`crate::ops::input`]), and
+/// explains a bundle the verifier could not read (`Err`).
+impl crate::ops::input::Judgement for Result<Verdict, VerifyIoError> {
     fn refused(rejection: Rejection) -> Self {
-        Verdict::refused(rejection)
+        Ok(Verdict::refused(rejection))
     }
 
-    fn refused_for(self, mut rejection: Rejection) -> Self {
-        if let Verdict::Refused { rejection: earlier, .. } = self {
-            rejection.agent = earlier.agent;
-            rejection.key_id = earlier.key_id;
-        }
-        Verdict::refused(rejection)
+    fn refused_for(self, rejection: Rejection) -> Self {
+        Ok(Verdict::refused(match self {
+            Ok(Verdict::Refused { rejection: earlier, .. }) => {
+                Rejection { agent: earlier.agent, key_id: earlier.key_id, ..rejection }
+            }
+            Ok(Verdict::Passed { .. }) => rejection,
+            Err(failed) => failed.refused_as(rejection),
+        }))
     }
 
     fn rejection(&self) -> Option<&Rejection> {
-        Verdict::rejection(self)
+        self.as_ref().ok().and_then(Verdict::rejection)
     }
 }
 

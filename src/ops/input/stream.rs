@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use super::{Evidence, InputError};
+use crate::bundle::verify::VerifyError;
 use crate::oci::artifact::BlobMismatch;
 use crate::oci::{self, Artifact, OciError};
 use crate::progress::Progress;
@@ -91,21 +92,25 @@ pub trait Judgement: Sized {
     fn rejection(&self) -> Option<&Rejection>;
 }
 
-impl<T> Judgement for Result<T, Rejection> {
+/// The verifier's own result: a bundle that could not be read ([`VerifyError::Io`]) is no
+/// judgement of its bytes, so a fault of the stream under it stands instead.
+impl<T> Judgement for Result<T, VerifyError> {
     fn refused(rejection: Rejection) -> Self {
-        Err(rejection)
+        Err(rejection.into())
     }
 
-    fn refused_for(self, mut rejection: Rejection) -> Self {
-        if let Err(earlier) = self {
-            rejection.agent = earlier.agent;
-            rejection.key_id = earlier.key_id;
-        }
-        Err(rejection)
+    fn refused_for(self, rejection: Rejection) -> Self {
+        Err(match self {
+            Err(VerifyError::Io(failed)) => failed.refused_as(rejection).into(),
+            Err(VerifyError::Refused(earlier)) => {
+                Rejection { agent: earlier.rejection.agent, key_id: earlier.rejection.key_id, ..rejection }.into()
+            }
+            Ok(_) => rejection.into(),
+        })
     }
 
     fn rejection(&self) -> Option<&Rejection> {
-        self.as_ref().err()
+        self.as_ref().err().and_then(VerifyError::refused).map(|r| &r.rejection)
     }
 }
 
@@ -302,8 +307,7 @@ fn overturn<J: Judgement, E: From<InputError>>(
     fault: &Fault,
     label: &Path,
 ) -> Result<J, E> {
-    let refused_for_its_bytes =
-        judged.as_ref().is_ok_and(|j| j.rejection().is_some_and(|r| r.reason != Reason::IoError));
+    let refused_for_its_bytes = judged.as_ref().is_ok_and(|j| j.rejection().is_some());
     if !reached || refused_for_its_bytes {
         return judged;
     }
