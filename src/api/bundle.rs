@@ -249,6 +249,9 @@ impl VerifyOptions {
                 sigstore: Vec::new(),
             }),
             keyless: self.keyless.as_ref().map(Keyless::requirement).transpose()?,
+            // The API names no trusted root for models yet: a model signed with a Sigstore
+            // identity is refused (`model_trusted_root_missing`).
+            model_root: None,
         })
     }
 }

@@ -29,7 +29,7 @@ fn load_folder(dir: &Path) -> Result<AgentContracts, LoadError> {
         ))
         .into());
     }
-    let checked = match agent::check_agent_with(dir, agent::CheckOptions { digests: false, refresh: None }) {
+    let checked = match agent::check_agent_with(dir, agent::CheckOptions { digests: false, refresh: None, trusted_root: None }) {
         Ok(checked) => checked,
         Err(problems) => {
             let d = problems.report.diagnostics.iter().find(|d| d.is_error());
