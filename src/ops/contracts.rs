@@ -16,12 +16,18 @@ use crate::tools;
 /// Reads a bundle (a file) or an agent folder. A bundle's signature is not checked (that is
 /// `bundle verify`'s job); its archive, digests and tools.json are. A folder must pass `bundle
 /// check`, except that its manifest's digests may be stale.
+/// A `[[models]]` entry's Sigstore identity has no trusted root to be judged by here, and is
+/// refused (`model_trusted_root_missing`); `pack` gives its own ([`load_folder_with_root`]).
 pub fn load(path: &Path) -> Result<AgentContracts, LoadError> {
     let meta = std::fs::metadata(path).map_err(|e| crate::Error::io(path, e))?;
-    if meta.is_dir() { load_folder(path) } else { load_bundle(path) }
+    if meta.is_dir() { load_folder_with_root(path, None) } else { load_bundle(path) }
 }
 
-fn load_folder(dir: &Path) -> Result<AgentContracts, LoadError> {
+/// An agent folder, a `[[models]]` identity judged under `root`.
+pub fn load_folder_with_root(
+    dir: &Path,
+    root: Option<&crate::keyless::TrustedRoot>,
+) -> Result<AgentContracts, LoadError> {
     let shown = dir.display().to_string();
     if !dir.join(tools::FILE_NAME).is_file() {
         return Err(crate::Error::Usage(format!(
@@ -29,7 +35,7 @@ fn load_folder(dir: &Path) -> Result<AgentContracts, LoadError> {
         ))
         .into());
     }
-    let checked = match agent::check_agent_with(dir, agent::CheckOptions { digests: false, refresh: None, trusted_root: None }) {
+    let checked = match agent::check_agent_with(dir, agent::CheckOptions { digests: false, refresh: None, trusted_root: root }) {
         Ok(checked) => checked,
         Err(problems) => {
             let d = problems.report.diagnostics.iter().find(|d| d.is_error());

@@ -452,7 +452,7 @@ impl Contents<'_> {
                     expires: opts.expires,
                     source_date_epoch: opts.source_date_epoch,
                 };
-                let agent = crate::ops::contracts::load(self.dir)
+                let agent = crate::ops::contracts::load_folder_with_root(self.dir, opts.trusted_root.as_deref())
                     .map_err(|e| Error::Usage(format!("cannot attest the agent's contracts: {e}")))?;
                 evidence::for_packed(&facts, &agent, output, &sha256, self.manifest, key)?
             }
