@@ -83,7 +83,7 @@ crate::codes::stable_codes! {
     InvalidPin => "invalid_pin": "A pinned MCP tool list (`pins/<server>.mcp.json`) is not a pin document: not `{\"version\": 1, \"server\", \"tools\"}`, a tool without a name, or two tools of one name.",
     InvalidModelSigner => "invalid_model_signer": "A `[[models]]` entry names both a `key` and a Sigstore identity, an identity or issuer both exactly and by pattern, or a pattern that is not a regular expression.",
     ModelSignatureMissing => "model_signature_missing": "A model folder named in manifest.toml `[[models]]` has no signature file (`model.sig`, or the `signature` given).",
-    ModelSignatureMalformed => "model_signature_malformed": "A model signature is not an OpenSSF model signature v1.0 (a Sigstore bundle v0.3 with a DSSE envelope, `files` serialization with SHA-256, no links), is over its caps, or repeats a key.",
+    ModelSignatureMalformed => "model_signature_malformed": "A model signature is not an OpenSSF model signature v1.0 (a Sigstore bundle v0.3 with a DSSE envelope, `files` or `shards` serialization with SHA-256, no links), is over its caps, repeats a key, or is not serialized the way its `[[models]]` entry says (`shard_size`).",
     ModelKeyInvalid => "model_key_invalid": "The public key a `[[models]]` entry names is missing or not a P-256 public key in PEM.",
     ModelTrustedRootMissing => "model_trusted_root_missing": "A `[[models]]` entry names a Sigstore identity, and no trusted root was given to judge it by (`--trusted-root`, or a trust policy's `[sigstore] trusted_root`): the signature cannot be checked, so it is refused.",
     ModelSignatureWrongKey => "model_signature_wrong_key": "A model signature's key hint names another key than the one its `[[models]]` entry names.",
