@@ -79,8 +79,8 @@ impl ResourceHasher {
 /// The resources of the file at `path` on disk, named by `name`.
 pub fn of_file(path: &std::path::Path, name: &str, layout: Layout) -> std::io::Result<Vec<(String, [u8; 32])>> {
     use std::io::Read as _;
-    let mut file =
-        crate::regular_file::open(path, crate::regular_file::Links::Refuse).map_err(crate::regular_file::ReadError::into_io)?;
+    let mut file = crate::regular_file::open(path, crate::regular_file::Links::Refuse)
+        .map_err(crate::regular_file::ReadError::into_io)?;
     let mut hasher = ResourceHasher::new(name, layout);
     let mut buf = vec![0u8; 1 << 20];
     loop {

@@ -555,7 +555,10 @@ mod tests {
             text.replacen("{", "{\"mediaType\":\"x\",", 1).into_bytes(),
             vec![b' '; MAX_MODEL_SIGNATURE_BYTES as usize + 1],
         ] {
-            assert_eq!(open(&bad, Signer::Key(key.verifying_key()), Layout::Files).unwrap_err().failure, Failure::Malformed);
+            assert_eq!(
+                open(&bad, Signer::Key(key.verifying_key()), Layout::Files).unwrap_err().failure,
+                Failure::Malformed
+            );
         }
         assert_eq!(parse_key(b"-----BEGIN PUBLIC KEY-----\n").unwrap_err().failure, Failure::KeyInvalid);
     }

@@ -25,9 +25,9 @@ pub(crate) struct ModelInputs {
 
 /// Whether the entry at `path` of `size` bytes is a model's signature or key file to hold.
 pub(crate) fn to_hold(m: &Manifest, path: &str, size: u64) -> bool {
-    m.models
-        .iter()
-        .any(|s| (s.signature == path && size <= MAX_MODEL_SIGNATURE_BYTES) || (s.key() == Some(path) && size <= MAX_KEY_BYTES))
+    m.models.iter().any(|s| {
+        (s.signature == path && size <= MAX_MODEL_SIGNATURE_BYTES) || (s.key() == Some(path) && size <= MAX_KEY_BYTES)
+    })
 }
 
 /// The resource hasher for an entry of a model folder (by the layout its entry declares).

@@ -35,21 +35,22 @@ pub fn load_folder_with_root(
         ))
         .into());
     }
-    let checked = match agent::check_agent_with(dir, agent::CheckOptions { digests: false, refresh: None, trusted_root: root }) {
-        Ok(checked) => checked,
-        Err(problems) => {
-            let d = problems.report.diagnostics.iter().find(|d| d.is_error());
-            let at = d.map(|d| (d.file.clone(), d.line));
-            let message = d.map_or_else(
-                || "the agent has problems".to_owned(),
-                |d| {
-                    let at = d.line.map(|l| format!(":{l}")).unwrap_or_default();
-                    format!("{}{at}: {} [{}]", d.file, d.message, d.code)
-                },
-            );
-            return Err(LoadError::Invalid { path: shown, message, at });
-        }
-    };
+    let checked =
+        match agent::check_agent_with(dir, agent::CheckOptions { digests: false, refresh: None, trusted_root: root }) {
+            Ok(checked) => checked,
+            Err(problems) => {
+                let d = problems.report.diagnostics.iter().find(|d| d.is_error());
+                let at = d.map(|d| (d.file.clone(), d.line));
+                let message = d.map_or_else(
+                    || "the agent has problems".to_owned(),
+                    |d| {
+                        let at = d.line.map(|l| format!(":{l}")).unwrap_or_default();
+                        format!("{}{at}: {} [{}]", d.file, d.message, d.code)
+                    },
+                );
+                return Err(LoadError::Invalid { path: shown, message, at });
+            }
+        };
     let contracts = contract::tool_contracts(&checked.tools, &dir.to_path_buf())
         .map_err(|source| LoadError::Contract { path: shown.clone(), source })?;
     let read = |f: &str| {

@@ -100,7 +100,7 @@ pub fn pack(dir: &Path, key: &mut Signer, opts: &PackOptions, progress: &dyn Pro
         dir,
         agent::CheckOptions { digests: false, refresh: None, trusted_root: opts.trusted_root.as_deref() },
     )
-        .map_err(|problems| PackFailure::Rejected(problems.report))?;
+    .map_err(|problems| PackFailure::Rejected(problems.report))?;
     refuse_expired(dir, &checked.manifest, opts)?;
     let (current, manifest_text, relocked) = if opts.locked {
         (claimed(dir, &checked.manifest)?, checked.manifest_text.to_string(), false)

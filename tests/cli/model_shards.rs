@@ -62,21 +62,26 @@ fn shard_signed_agent(env: &Env, shard_line: &str) -> Option<PathBuf> {
 }
 
 fn set_entry(env: &Env, agent: &Path, shard_line: &str) {
-    let manifest = std::fs::read_to_string(agent.join("manifest.toml")).unwrap();
-    let base = manifest.split("\n[[models]]").next().unwrap().to_owned();
-    let entry = format!("\n[[models]]\npath = \"{MODEL}\"\nkey = \"keys/vendor.pub\"\n{shard_line}\n");
-    std::fs::write(agent.join("manifest.toml"), base + &entry).unwrap();
     // Lock refuses a folder check refuses: lock without the entry, then put it back.
-    std::fs::write(agent.join("manifest.toml"), &manifest.split("\n[[models]]").next().unwrap()).unwrap();
+    let manifest = std::fs::read_to_string(agent.join("manifest.toml")).unwrap();
+    std::fs::write(agent.join("manifest.toml"), manifest.split("\n[[models]]").next().unwrap()).unwrap();
     bundle(env.path(), &["lock", "mailer"]).expect_code(0);
     let locked = std::fs::read_to_string(agent.join("manifest.toml")).unwrap();
+    let entry = format!("\n[[models]]\npath = \"{MODEL}\"\nkey = \"keys/vendor.pub\"\n{shard_line}\n");
     std::fs::write(agent.join("manifest.toml"), locked + &entry).unwrap();
 }
 
 fn verify_forged(dir: &Path, agent: &Path, name: &str) -> Run {
     let forged = dir.join(name);
     let public = forge(agent, &forged);
-    bin().current_dir(dir).args(["verify", "--format", "json", "--key"]).arg(&public).arg(&forged).output().unwrap().into()
+    bin()
+        .current_dir(dir)
+        .args(["verify", "--format", "json", "--key"])
+        .arg(&public)
+        .arg(&forged)
+        .output()
+        .unwrap()
+        .into()
 }
 
 #[test]

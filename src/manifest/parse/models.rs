@@ -51,7 +51,8 @@ impl Parser<'_> {
             };
             let signer = self.model_signer(table, &key);
             let shard_size = self.shard_size(table, &key);
-            if let (Some(path), Some(signature), Some(signer), Some(shard_size)) = (path, signature, signer, shard_size) {
+            if let (Some(path), Some(signature), Some(signer), Some(shard_size)) = (path, signature, signer, shard_size)
+            {
                 if models.iter().any(|m: &ModelSpec| m.path == path) {
                     self.error(
                         Code::DuplicateId,
