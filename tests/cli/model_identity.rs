@@ -180,3 +180,47 @@ fn another_identity_another_root_and_a_changed_byte_are_refused_with_their_codes
     out.expect_code(1);
     assert_eq!(out.json()["code"], "model_mismatch", "{}", out.stdout);
 }
+
+/// A trust policy signed by `reviewer` in which `release` alone may sign mail* agents, with
+/// `root` imported as its pinned trusted root.
+fn trust_policy(env: &Env, file: &str, root: &str) {
+    let public = |name: &str| {
+        let text = std::fs::read_to_string(env.path().join(format!("{name}.pub"))).unwrap();
+        text.lines().nth(1).unwrap().to_owned()
+    };
+    let text = format!(
+        "format = 1\nid = \"acme\"\nversion = 1\nexpires = 2099-01-01T00:00:00Z\n\n[root]\nthreshold = 1\nsigners = [\"reviewer\"]\n\n\
+         [[signer]]\nname = \"release\"\npublic_key = \"{}\"\n\n\
+         [[signer]]\nname = \"reviewer\"\npublic_key = \"{}\"\n\n\
+         [[rule]]\nagents = [\"mail*\"]\nthreshold = 1\n",
+        public("release"),
+        public("reviewer")
+    );
+    std::fs::write(env.path().join(file), text).unwrap();
+    bundle(env.path(), &["trust", "import-root", file, root]).expect_code(0);
+    bundle(env.path(), &["trust", "sign", file, "--key", "reviewer.key"]).expect_code(0);
+}
+
+#[test]
+fn under_a_trust_policy_the_model_identity_is_judged_by_the_policys_root() {
+    let env = Env::new();
+    let dir = env.path();
+    agent_with_model(&env, &format!("identity = \"{IDENTITY}\""));
+    let root = production();
+    bundle(dir, &["keygen", "release"]).expect_code(0);
+    bundle(dir, &["keygen", "reviewer"]).expect_code(0);
+    let pack = ["pack", "mailer", "--key", "release.key", "--trusted-root", &root, "-o", "m.agent.bundle"];
+    bundle(dir, &pack).expect_code(0);
+    trust_policy(&env, "production.toml", &root);
+    let staging = testdata("sigstore/trusted_root.staging.json").display().to_string();
+    trust_policy(&env, "staging.toml", &staging);
+    let verify =
+        |policy: &str| bundle(dir, &["verify", "m.agent.bundle", "--trust-policy", policy, "--format", "json"]);
+    verify("production.toml").expect_code(0);
+    let out = verify("staging.toml");
+    out.expect_code(1);
+    assert_eq!(out.json()["code"], "model_signature_invalid", "{}", out.stdout);
+    // The policy names the root: --trusted-root beside it is refused, not silently ignored.
+    let out = bundle(dir, &["verify", "m.agent.bundle", "--trust-policy", "production.toml", "--trusted-root", &root]);
+    out.expect_code(2);
+}
