@@ -92,6 +92,14 @@ fn a_model_signed_with_a_sigstore_identity_is_checked_by_check_pack_and_verify_o
     out.expect_code(1);
     assert_eq!(out.json()["code"], "model_trusted_root_missing", "{}", out.stdout);
 
+    // The library's verifier agrees, given the root (`VerifyOptions::models_trusted_root`).
+    use agent_bundle::api::{Bundle, TrustedKeys, VerifyOptions};
+    let keys = TrustedKeys::read(dir.join("release.pub")).unwrap();
+    let verdict = |opts: &VerifyOptions| Bundle::open(dir.join("m.agent.bundle")).unwrap().verify(opts).unwrap();
+    assert!(verdict(&VerifyOptions::new(keys.clone()).models_trusted_root(&root)).is_ok());
+    let refused = verdict(&VerifyOptions::new(keys));
+    assert_eq!(refused.code().map(|c| c.as_str()), Some("model_trusted_root_missing"));
+
     // A pattern that matches the whole identity is accepted too.
     set_entry(&env, &agent, "identity_regexp = \"stefanb@us\\\\.ibm\\\\.com\"");
     bundle(dir, &["check", "mailer", "--trusted-root", &root]).expect_code(0);
