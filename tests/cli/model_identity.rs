@@ -92,6 +92,14 @@ fn a_model_signed_with_a_sigstore_identity_is_checked_by_check_pack_and_verify_o
     out.expect_code(1);
     assert_eq!(out.json()["code"], "model_trusted_root_missing", "{}", out.stdout);
 
+    // push verifies before it uploads: refused without the root; with it, on to the registry
+    // (none listens here: exit 2, after the bundle passed).
+    let push = ["push", "m.agent.bundle", "oci://127.0.0.1:1/m:1", "--key", "release.pub", "--plain-http"];
+    let out = bundle(dir, &[&push[..], &["--format", "json"]].concat());
+    out.expect_code(1);
+    assert_eq!(out.json()["code"], "model_trusted_root_missing", "{}", out.stdout);
+    bundle(dir, &[&push[..], &["--trusted-root", &root]].concat()).expect_code(2);
+
     // The library's verifier agrees, given the root (`VerifyOptions::models_trusted_root`).
     use agent_bundle::api::{Bundle, TrustedKeys, VerifyOptions};
     let keys = TrustedKeys::read(dir.join("release.pub")).unwrap();
