@@ -231,7 +231,10 @@ caps! {
     /// A vendor's model signature (`model.sig`; a resource is about 150 bytes: 100,000 fit).
     MAX_MODEL_SIGNATURE_BYTES: u64 = 16 << 20, Bytes, "a vendor's model signature (`model.sig`)", "`model_signature_malformed`";
     /// The files a vendor's model signature may list.
-    MAX_MODEL_RESOURCES: usize = 100_000, Count, "files listed by a vendor's model signature", "`model_signature_malformed`";
+    MAX_MODEL_RESOURCES: usize = 100_000, Count, "files (or file shards) listed by a vendor's model signature", "`model_signature_malformed`";
+    /// The smallest shard a `[[models]]` entry may declare (`shard_size`): the shard digests a
+    /// verifier keeps while a bundle streams by are at most 32 bytes per this many bytes of model.
+    MIN_MODEL_SHARD_BYTES: u64 = 64 << 10, Bytes, "a model's shard size (`[[models]] shard_size`, at least)", "`limit_exceeded`";
     /// A vendor's public key file named by `[[models]]`.
     MAX_MODEL_KEY_BYTES: u64 = 16 << 10, Bytes, "a vendor's public key file (`[[models]] key`)", "`model_key_invalid`";
     /// What the library's `Bundle::load` (Python `agent_bundle.Bundle.load`) holds in memory at

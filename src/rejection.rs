@@ -65,10 +65,12 @@ crate::codes::stable_codes! {
     KeylessSignatureInvalid => "keyless_signature_invalid": "With --sigstore: the signature does not verify with the certificate's key.",
     KeylessSubjectMismatch => "keyless_subject_mismatch": "With --sigstore: the Sigstore bundle signs another file (message digest or in-toto subject is not the bundle's sha256).",
     ModelSignatureMissing => "model_signature_missing": "A model folder named in manifest.toml `[[models]]` has no signature file (`model.sig`, or the `signature` given).",
-    ModelSignatureMalformed => "model_signature_malformed": "A model signature is not an OpenSSF model signature v1.0 (a Sigstore bundle v0.3 with a DSSE envelope, `files` serialization with SHA-256, no links), is over its caps, or repeats a key.",
+    ModelSignatureMalformed => "model_signature_malformed": "A model signature is not an OpenSSF model signature v1.0 (a Sigstore bundle v0.3 with a DSSE envelope, `files` or `shards` serialization with SHA-256, no links), is over its caps, repeats a key, or is not serialized the way its `[[models]]` entry says (`shard_size`).",
     ModelKeyInvalid => "model_key_invalid": "The public key a `[[models]]` entry names is missing or not a P-256 public key in PEM.",
+    ModelTrustedRootMissing => "model_trusted_root_missing": "A `[[models]]` entry names a Sigstore identity, and no trusted root was given to judge it by (`--trusted-root`, or a trust policy's `[sigstore] trusted_root`): the signature cannot be checked, so it is refused.",
     ModelSignatureWrongKey => "model_signature_wrong_key": "A model signature's key hint names another key than the one its `[[models]]` entry names.",
-    ModelSignatureInvalid => "model_signature_invalid": "No signature of a model signature verifies with the key its `[[models]]` entry names (tampered, or another key).",
+    ModelSignatureWrongIdentity => "model_signature_wrong_identity": "A Sigstore model signature verified, but its certificate's identity or OIDC issuer is not the one its `[[models]]` entry names.",
+    ModelSignatureInvalid => "model_signature_invalid": "No signature of a model signature verifies with the key its `[[models]]` entry names (tampered, or another key); or, for a Sigstore identity, the signature, certificate chain, SCT, transparency-log entry or signing time does not verify under the trusted root (the message names the `keyless_*` reason).",
     ModelMismatch => "model_mismatch": "A model folder's files are not the ones its vendor signed: a SHA-256 differs, a signed file is missing, or a file is not signed.",
 }
 

@@ -61,11 +61,14 @@ pub struct Options<'a> {
     /// Fetch every pinned URL and start every pinned stdio MCP server, and report drift
     /// (`bundle check --refresh`; network, other programs).
     pub refresh: Option<&'a pins::Refresh>,
+    /// The Sigstore trusted root a `[[models]]` identity is judged against (`--trusted-root`);
+    /// without one such a model is refused (`model_trusted_root_missing`).
+    pub trusted_root: Option<&'a crate::keyless::TrustedRoot>,
 }
 
 impl Default for Options<'_> {
     fn default() -> Self {
-        Options { digests: true, refresh: None }
+        Options { digests: true, refresh: None, trusted_root: None }
     }
 }
 
@@ -105,7 +108,7 @@ pub fn check_agent_with(dir: &Path, opts: Options<'_>) -> AgentCheck {
     let mut model_facts = Vec::new();
     if let Some((m, src)) = manifest.as_ref() {
         mcp_pins = pins::check(dir, &prefix, m, &src.name, &mut diags);
-        model_facts = models::check(dir, &prefix, m, &mut diags);
+        model_facts = models::check(dir, &prefix, m, opts.trusted_root, &mut diags);
         if let Some(with) = opts.refresh {
             pins::refresh(with, dir, &prefix, m, &src.name, &mut diags);
         }

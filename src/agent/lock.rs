@@ -73,8 +73,10 @@ impl LockReport for LockOutcome {
 /// Codes `lock` repairs rather than refuses.
 pub fn lock_can_fix(d: &Diagnostic) -> bool {
     let in_digests = d.path.as_deref().is_some_and(|p| p.starts_with("files") || p.starts_with("artifacts"));
+    // A trusted root not given is no problem of the folder: lock judges no model's signer.
     d.severity == Severity::Warning
         || d.code == Code::InvalidDigest
+        || d.code == Code::ModelTrustedRootMissing
         || (in_digests && matches!(d.code, Code::MissingField | Code::WrongType))
 }
 

@@ -81,6 +81,7 @@ pub struct VerifyOptions {
     discover_attestations: bool,
     attest: AttestPolicy,
     keyless: Option<Keyless>,
+    models_trusted_root: Option<PathBuf>,
     max_loaded_bytes: u64,
 }
 
@@ -101,6 +102,7 @@ impl VerifyOptions {
             discover_attestations: true,
             attest: AttestPolicy::default(),
             keyless: None,
+            models_trusted_root: None,
             max_loaded_bytes: DEFAULT_MAX_LOADED_BYTES,
         }
     }
@@ -211,6 +213,15 @@ impl VerifyOptions {
         self
     }
 
+    /// The Sigstore trusted_root.json the identities of the bundle's vendor-signed models
+    /// (manifest.toml `[[models]]`) are judged against (`--trusted-root`); never downloaded.
+    /// Without it such a model is refused (`model_trusted_root_missing`); under a trust policy
+    /// the policy's pinned root is used instead.
+    pub fn models_trusted_root(mut self, path: impl Into<PathBuf>) -> VerifyOptions {
+        self.models_trusted_root = Some(path.into());
+        self
+    }
+
     /// The most [`Bundle::load`] holds in memory (the bundle's unpacked size); a larger bundle
     /// is refused with `limit_exceeded`. [`DEFAULT_MAX_LOADED_BYTES`] unless set.
     pub fn max_loaded_bytes(mut self, bytes: u64) -> VerifyOptions {
@@ -249,6 +260,13 @@ impl VerifyOptions {
                 sigstore: Vec::new(),
             }),
             keyless: self.keyless.as_ref().map(Keyless::requirement).transpose()?,
+            model_root: self
+                .models_trusted_root
+                .as_deref()
+                .map(crate::keyless::TrustedRoot::read)
+                .transpose()
+                .map_err(|e| Error::coded(&e))?
+                .map(Arc::new),
         })
     }
 }

@@ -16,6 +16,7 @@
 //! in-toto-attestation) in `tests/cli/attest.rs`. The PAE is one line ([`dsse::pae`]).
 
 pub mod dsse;
+pub mod model_resources;
 pub mod model_signing;
 pub mod model_verify;
 pub mod sigstore_bundle;

@@ -1,15 +1,17 @@
-//! Checking an OpenSSF model signature a model's vendor made (`model_signing sign key`, a
-//! `model.sig` beside the weights) the way `model_signing verify key` 1.1.1 checks it: the
-//! Sigstore bundle v0.3, the public-key hint (SHA-256 of the key's PEM), the ECDSA P-256
-//! signature over the DSSE pre-authentication encoding, the in-toto statement of predicate
-//! `https://model_signing/signature/v1.0`, the root digest over the resources, and then the
-//! folder's files against the resources, leaving out the signature's `ignore_paths`, the git
-//! paths and the signature file itself.
+//! Checking an OpenSSF model signature a model's vendor made (`model_signing sign key` or
+//! `sign sigstore`, a `model.sig` beside the weights) the way `model_signing verify` 1.1.1
+//! checks it: the Sigstore bundle v0.3; with a key, the public-key hint (SHA-256 of the key's
+//! PEM) and the ECDSA P-256 signature over the DSSE pre-authentication encoding; with a
+//! Sigstore identity, the keyless verifier of `crate::keyless` (Fulcio chain, SCT, Rekor
+//! entry, signing time, under the operator's trusted root) and the identity policy; then the
+//! in-toto statement of predicate `https://model_signing/signature/v1.0`, the root digest over
+//! the resources, and the folder's files against the resources, leaving out the signature's
+//! `ignore_paths`, the git paths and the signature file itself.
 //!
 //! The file is hostile input: read under [`MAX_MODEL_SIGNATURE_BYTES`], every JSON object
 //! checked for a repeated key, at most [`MAX_RESOURCES`] resources, every name a safe relative
-//! path. What is not understood is refused: only the `files` serialization with SHA-256 (what
-//! the stock CLI signs and rehashes with), symbolic links never allowed.
+//! path. What is not understood is refused: only the `files` and `shards` serializations with
+//! SHA-256, the shard size the `[[models]]` entry declares, symbolic links never allowed.
 
 use std::collections::BTreeMap;
 
@@ -21,6 +23,7 @@ use serde::Deserialize;
 use sha2::{Digest as _, Sha256};
 
 use super::dsse::{PAYLOAD_TYPE_IN_TOTO, pae};
+use super::model_resources::Layout;
 use super::model_signing::{GIT_PATHS, PREDICATE_TYPE};
 use super::sigstore_bundle::MEDIA_TYPE_V03;
 use crate::keys::p256_key;
@@ -43,9 +46,13 @@ pub enum Failure {
     Malformed,
     /// The public key named in manifest.toml is not a P-256 public key in PEM.
     KeyInvalid,
+    /// A Sigstore identity is named and no trusted root was given to judge it by.
+    NoTrustedRoot,
     /// The bundle's key hint names another key.
     WrongKey,
-    /// No signature verifies with the key.
+    /// The Sigstore certificate names another identity or issuer.
+    WrongIdentity,
+    /// No signature verifies with the key; or the Sigstore signature does not verify.
     Invalid,
     /// The model's files are not the ones signed (a digest, a file missing, a file extra).
     Mismatch,
@@ -57,7 +64,9 @@ impl Failure {
             Failure::Missing => "model_signature_missing",
             Failure::Malformed => "model_signature_malformed",
             Failure::KeyInvalid => "model_key_invalid",
+            Failure::NoTrustedRoot => "model_trusted_root_missing",
             Failure::WrongKey => "model_signature_wrong_key",
+            Failure::WrongIdentity => "model_signature_wrong_identity",
             Failure::Invalid => "model_signature_invalid",
             Failure::Mismatch => "model_mismatch",
         }
@@ -75,38 +84,87 @@ impl ModelError {
     fn new(failure: Failure, message: impl Into<String>) -> Self {
         ModelError { failure, message: message.into() }
     }
+
+    /// A Sigstore identity with no trusted root to judge it by: refused, never skipped.
+    pub fn no_trusted_root() -> Self {
+        let why = "the signature must come from a Sigstore identity, and no trusted root was given to judge it by";
+        ModelError::new(Failure::NoTrustedRoot, why)
+    }
 }
 
-/// A model signature whose signature verified with the key: what it says was signed.
+/// Who must have signed a model signature.
+#[derive(Debug, Clone, Copy)]
+pub enum Signer<'a> {
+    /// The vendor's P-256 public key.
+    Key(&'a VerifyingKey),
+    /// A Sigstore certificate identity, judged under the operator's trusted root.
+    Identity { root: &'a crate::keyless::TrustedRoot, policy: &'a crate::keyless::IdentityPolicy },
+}
+
+/// Who signed, as verified.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SignedBy {
+    /// The SHA-256 (hex) of the key's PEM.
+    Key(String),
+    /// The certificate's identity (SAN) and OIDC issuer.
+    Identity { identity: String, issuer: String },
+}
+
+/// A model signature whose signature verified: what it says was signed.
 #[derive(Debug, Clone)]
 pub struct SignedModel {
     /// The subject's name (the model folder's name when signed).
     pub name: String,
     /// The root digest: SHA-256 over the resources' digests in manifest order (hex).
     pub root_sha256: String,
-    /// Each file's SHA-256, by `/`-separated path inside the model folder.
+    /// How the folder was cut into resources.
+    pub layout: Layout,
+    /// Each resource's SHA-256, by name: a file's `/`-separated path inside the model folder,
+    /// or a shard's `path:start:end`.
     pub resources: BTreeMap<String, [u8; 32]>,
     /// The paths the signer left out (relative to the model folder).
     pub ignore_paths: Vec<String>,
+    pub signed_by: SignedBy,
 }
 
 /// What the agent-contract predicate says of a vendor-signed model: where it is, its root
-/// digest as `model_signing` computes it, and the key that signed it.
+/// digest as `model_signing` computes it, and the key or the Sigstore identity that signed it.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct ModelFacts {
     pub path: String,
     /// `{"sha256": <root digest>}`.
     pub root_digest: BTreeMap<String, String>,
     /// The SHA-256 (hex) of the signer's public key PEM (the bundle's `publicKey.hint`).
-    pub key_sha256: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub key_sha256: Option<String>,
+    /// The Sigstore certificate's identity (SAN), for a signature made with Sigstore.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub identity: Option<String>,
+    /// The Sigstore certificate's OIDC issuer.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub issuer: Option<String>,
+    /// The shard size, for a signature serialized by file shards.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub shard_size: Option<u64>,
 }
 
 impl ModelFacts {
-    pub fn new(path: &str, signed: &SignedModel, key: &VerifyingKey) -> Self {
+    pub fn new(path: &str, signed: &SignedModel) -> Self {
+        let (key_sha256, identity, issuer) = match &signed.signed_by {
+            SignedBy::Key(hint) => (Some(hint.clone()), None, None),
+            SignedBy::Identity { identity, issuer } => (None, Some(identity.clone()), Some(issuer.clone())),
+        };
+        let shard_size = match signed.layout {
+            Layout::Files => None,
+            Layout::Shards(size) => Some(size),
+        };
         ModelFacts {
             path: path.to_owned(),
             root_digest: BTreeMap::from([("sha256".to_owned(), signed.root_sha256.clone())]),
-            key_sha256: key_hint(key),
+            key_sha256,
+            identity,
+            issuer,
+            shard_size,
         }
     }
 }
@@ -195,6 +253,9 @@ struct Serialization {
     allow_symlinks: bool,
     #[serde(default)]
     ignore_paths: Vec<String>,
+    /// A number (`model_signing` 1.1.1 writes it as a float, `1024.0`), for `shards`.
+    #[serde(default)]
+    shard_size: Option<serde_json::Number>,
 }
 
 #[derive(Deserialize)]
@@ -205,9 +266,10 @@ struct Resource {
     digest: String,
 }
 
-/// Checks the signature file's bytes with `key` and returns what it signs. The files are not
-/// compared here ([`SignedModel::compare`]).
-pub fn open(bytes: &[u8], key: &VerifyingKey) -> Result<SignedModel, ModelError> {
+/// Checks the signature file's bytes: signed by `signer`, serialized as `layout` says (the
+/// `[[models]]` entry's `shard_size`). Returns what it signs; the files are not compared here
+/// ([`SignedModel::compare`]).
+pub fn open(bytes: &[u8], signer: Signer<'_>, layout: Layout) -> Result<SignedModel, ModelError> {
     let malformed = |why: String| ModelError::new(Failure::Malformed, why);
     if bytes.len() as u64 > MAX_MODEL_SIGNATURE_BYTES {
         return Err(malformed(format!("larger than {MAX_MODEL_SIGNATURE_BYTES} bytes")));
@@ -217,15 +279,6 @@ pub fn open(bytes: &[u8], key: &VerifyingKey) -> Result<SignedModel, ModelError>
     if bundle.media_type != MEDIA_TYPE_V03 {
         return Err(malformed(format!("media type `{}`; model_signing writes {MEDIA_TYPE_V03}", bundle.media_type)));
     }
-    let want = key_hint(key);
-    if let Some(hint) = bundle.verification_material.public_key.and_then(|k| k.hint).filter(|h| !h.is_empty())
-        && hint != want
-    {
-        return Err(ModelError::new(
-            Failure::WrongKey,
-            format!("signed by the key with hint {hint}, not by the key named (hint {want})"),
-        ));
-    }
     let envelope = bundle.dsse_envelope;
     if envelope.payload_type != PAYLOAD_TYPE_IN_TOTO {
         return Err(malformed(format!("DSSE payload type `{}`, not {PAYLOAD_TYPE_IN_TOTO}", envelope.payload_type)));
@@ -234,8 +287,34 @@ pub fn open(bytes: &[u8], key: &VerifyingKey) -> Result<SignedModel, ModelError>
     if envelope.signatures.len() > super::MAX_SIGNATURES {
         return Err(malformed(format!("more than {} signatures", super::MAX_SIGNATURES)));
     }
-    let message = pae(PAYLOAD_TYPE_IN_TOTO, &payload);
-    let verifies = envelope.signatures.iter().any(|s| {
+    let signed_by = match signer {
+        Signer::Key(key) => {
+            let hint = bundle.verification_material.public_key.and_then(|k| k.hint).filter(|h| !h.is_empty());
+            by_key(key, hint, &payload, &envelope.signatures)?
+        }
+        Signer::Identity { root, policy } => by_identity(bytes, root, policy)?,
+    };
+    statement(&payload, layout, signed_by).map_err(malformed)
+}
+
+/// The ECDSA signature with the key (after its hint, when there is one).
+fn by_key(
+    key: &VerifyingKey,
+    hint: Option<String>,
+    payload: &[u8],
+    signatures: &[Signature],
+) -> Result<SignedBy, ModelError> {
+    let want = key_hint(key);
+    if let Some(hint) = hint
+        && hint != want
+    {
+        return Err(ModelError::new(
+            Failure::WrongKey,
+            format!("signed by the key with hint {hint}, not by the key named (hint {want})"),
+        ));
+    }
+    let message = pae(PAYLOAD_TYPE_IN_TOTO, payload);
+    let verifies = signatures.iter().any(|s| {
         let Ok(der) = STANDARD.decode(&s.sig) else { return false };
         DerSignature::from_bytes(&der).is_ok_and(|sig| key.verify(&message, &sig).is_ok())
     });
@@ -245,10 +324,33 @@ pub fn open(bytes: &[u8], key: &VerifyingKey) -> Result<SignedModel, ModelError>
             "no signature in the envelope verifies with the key named (tampered, or signed by another key)",
         ));
     }
-    statement(&payload).map_err(malformed)
+    Ok(SignedBy::Key(want))
 }
 
-fn statement(payload: &[u8]) -> Result<SignedModel, String> {
+/// The keyless verification of the whole Sigstore bundle over the statement's subject (the
+/// root digest), then the identity policy on the verified certificate.
+fn by_identity(
+    bytes: &[u8],
+    root: &crate::keyless::TrustedRoot,
+    policy: &crate::keyless::IdentityPolicy,
+) -> Result<SignedBy, ModelError> {
+    use crate::rejection::Reason;
+    let bundle = crate::keyless::SigstoreBundle::from_bytes("the model signature", bytes);
+    let claimed = crate::keyless::verify_claimed(root, &bundle).map_err(|r| {
+        let failure = match r.reason {
+            Reason::KeylessMalformed | Reason::KeylessUnsupportedVersion => Failure::Malformed,
+            _ => Failure::Invalid,
+        };
+        ModelError::new(failure, format!("{} ({})", r.message, r.reason.as_str()))
+    })?;
+    let signer = claimed.signer;
+    policy
+        .check(&signer.identity, &signer.issuer, &claimed.claims)
+        .map_err(|why| ModelError::new(Failure::WrongIdentity, format!("signed with Sigstore, but {why}")))?;
+    Ok(SignedBy::Identity { identity: signer.identity, issuer: signer.issuer })
+}
+
+fn statement(payload: &[u8], layout: Layout, signed_by: SignedBy) -> Result<SignedModel, String> {
     let s: Statement = crate::signed_json::from_slice(payload).map_err(|e| format!("the statement: {e}"))?;
     if s.kind != super::statement::STATEMENT_TYPE_V1 {
         return Err(format!("statement type `{}`, not {}", s.kind, super::statement::STATEMENT_TYPE_V1));
@@ -262,12 +364,7 @@ fn statement(payload: &[u8]) -> Result<SignedModel, String> {
     let root = subject.digest.get("sha256").ok_or("the subject has no sha256 digest")?;
     let p = s.predicate;
     let ser = &p.serialization;
-    if ser.method != "files" || ser.hash_type != "sha256" {
-        return Err(format!(
-            "serialization `{}` with `{}`; only `files` with `sha256` is checked (what `model_signing sign` writes by default)",
-            ser.method, ser.hash_type
-        ));
-    }
+    let algorithm = serialization(ser, layout)?;
     if ser.allow_symlinks {
         return Err("it allows symbolic links; an agent bundle holds none".to_owned());
     }
@@ -281,14 +378,14 @@ fn statement(payload: &[u8]) -> Result<SignedModel, String> {
     let mut resources = BTreeMap::new();
     let mut hasher = Sha256::new();
     for r in &p.resources {
-        crate::paths::check(&r.name).map_err(|why| format!("resource `{}`: {why}", r.name))?;
-        if r.algorithm != "sha256" {
-            return Err(format!("resource `{}` has algorithm `{}`, not sha256", r.name, r.algorithm));
+        let name = resource_name(&r.name, layout).map_err(|why| format!("resource `{}`: {why}", r.name))?;
+        if r.algorithm != algorithm {
+            return Err(format!("resource `{}` has algorithm `{}`, not {algorithm}", r.name, r.algorithm));
         }
         let digest =
             unhex(&r.digest).ok_or_else(|| format!("resource `{}`: the digest is not 64 hex digits", r.name))?;
         hasher.update(digest);
-        if resources.insert(r.name.clone(), digest).is_some() {
+        if resources.insert(name, digest).is_some() {
             return Err(format!("resource `{}` is listed twice", r.name));
         }
     }
@@ -299,9 +396,68 @@ fn statement(payload: &[u8]) -> Result<SignedModel, String> {
     Ok(SignedModel {
         name: subject.name.clone(),
         root_sha256: computed,
+        layout,
         resources,
         ignore_paths: ser.ignore_paths.iter().map(|p| p.trim_end_matches('/').to_owned()).collect(),
+        signed_by,
     })
+}
+
+/// Checks the serialization against the layout the `[[models]]` entry declares; returns the
+/// `algorithm` each resource must name (`sha256`, or `sha256-sharded-<size>` for shards).
+fn serialization(ser: &Serialization, layout: Layout) -> Result<String, String> {
+    if ser.hash_type != "sha256" {
+        return Err(format!("hash type `{}`; only `sha256` is checked", ser.hash_type));
+    }
+    let shard_size = match &ser.shard_size {
+        None => None,
+        // An integer, or a float with no fraction (what `model_signing` writes) below 2^53.
+        Some(n) => Some(
+            n.as_u64()
+                .or_else(|| n.as_f64().filter(|f| f.fract() == 0.0 && *f >= 1.0 && *f < 9.0e15).map(|f| f as u64))
+                .filter(|n| *n > 0)
+                .ok_or_else(|| format!("shard size `{n}` is not a whole number of bytes"))?,
+        ),
+    };
+    match (ser.method.as_str(), shard_size, layout) {
+        ("files", None, Layout::Files) => Ok("sha256".to_owned()),
+        ("shards", Some(size), Layout::Shards(declared)) if size == declared => Ok(format!("sha256-sharded-{size}")),
+        ("shards", Some(size), _) => Err(format!(
+            "serialized by shards of {size} bytes, and the [[models]] entry {}: write `shard_size = {size}` in it",
+            match layout {
+                Layout::Files => "declares no `shard_size`".to_owned(),
+                Layout::Shards(declared) => format!("declares `shard_size = {declared}`"),
+            }
+        )),
+        ("files", None, Layout::Shards(declared)) => Err(format!(
+            "serialized by whole files, and the [[models]] entry declares `shard_size = {declared}`: remove it"
+        )),
+        (method, _, _) => Err(format!(
+            "serialization `{method}`{}; only `files`, and `shards` with a shard size, are checked",
+            if shard_size.is_some() { " with a shard size" } else { "" }
+        )),
+    }
+}
+
+/// A resource's name as the layout reads it: a safe path, or `path:start:end` with a safe
+/// path and `start < end` (normalised, as `model_signing` compares the numbers).
+fn resource_name(name: &str, layout: Layout) -> Result<String, String> {
+    match layout {
+        Layout::Files => crate::paths::check(name).map(|()| name.to_owned()),
+        Layout::Shards(_) => {
+            let parts: Vec<&str> = name.split(':').collect();
+            let [path, start, end] = parts.as_slice() else {
+                return Err("a shard is named `path:start:end`".to_owned());
+            };
+            crate::paths::check(path)?;
+            let number = |n: &str| n.parse::<u64>().map_err(|_| format!("`{n}` is not a byte offset"));
+            let (start, end) = (number(start)?, number(end)?);
+            if start >= end {
+                return Err("a shard ends after it starts".to_owned());
+            }
+            Ok(format!("{path}:{start}:{end}"))
+        }
+    }
 }
 
 impl SignedModel {
@@ -372,7 +528,7 @@ mod tests {
     #[test]
     fn our_own_model_signatures_open_and_compare() {
         let (bytes, key) = signed(&[("w.bin", [1; 32]), ("sub/a", [2; 32])]);
-        let m = open(&bytes, key.verifying_key()).unwrap();
+        let m = open(&bytes, Signer::Key(key.verifying_key()), Layout::Files).unwrap();
         assert_eq!(m.resources.len(), 2);
         assert!(m.ignores("model.sig", None) && m.ignores(".git/x", None) && !m.ignores("w.bin", None));
         let mut actual = BTreeMap::from([("w.bin".to_owned(), [1; 32]), ("sub/a".to_owned(), [2; 32])]);
@@ -388,18 +544,73 @@ mod tests {
     fn hostile_signatures_are_refused_with_their_kind() {
         let (bytes, key) = signed(&[("w.bin", [1; 32])]);
         let other = p256::ecdsa::SigningKey::from_slice(&[8u8; 32]).unwrap();
-        assert_eq!(open(&bytes, other.verifying_key()).unwrap_err().failure, Failure::WrongKey);
+        let other = Signer::Key(other.verifying_key());
+        assert_eq!(open(&bytes, other, Layout::Files).unwrap_err().failure, Failure::WrongKey);
         let text = String::from_utf8(bytes.clone()).unwrap();
         let no_hint = text.replacen("\"hint\":\"", "\"hint\":\"\",\"x\":\"", 1);
-        assert_eq!(open(no_hint.as_bytes(), other.verifying_key()).unwrap_err().failure, Failure::Invalid);
+        assert_eq!(open(no_hint.as_bytes(), other, Layout::Files).unwrap_err().failure, Failure::Invalid);
         for bad in [
             b"{}".to_vec(),
             b"[1,".to_vec(),
             text.replacen("{", "{\"mediaType\":\"x\",", 1).into_bytes(),
             vec![b' '; MAX_MODEL_SIGNATURE_BYTES as usize + 1],
         ] {
-            assert_eq!(open(&bad, key.verifying_key()).unwrap_err().failure, Failure::Malformed);
+            assert_eq!(
+                open(&bad, Signer::Key(key.verifying_key()), Layout::Files).unwrap_err().failure,
+                Failure::Malformed
+            );
         }
         assert_eq!(parse_key(b"-----BEGIN PUBLIC KEY-----\n").unwrap_err().failure, Failure::KeyInvalid);
+    }
+
+    fn identity(identity: &str, issuer: &str) -> crate::keyless::IdentityPolicy {
+        use crate::keyless::Given;
+        let exact = |v| Given { exact: Some(v), pattern: None };
+        crate::keyless::IdentityPolicy::new(exact(identity), exact(issuer), Vec::new()).expect("a policy")
+    }
+
+    const SIGSTORE_SIGNED: &str = "testdata/models/v1.1.0-sigstore/model.sig";
+    const VENDOR: (&str, &str) = ("stefanb@us.ibm.com", "https://sigstore.verify.ibm.com/oauth2");
+
+    #[test]
+    fn a_real_sigstore_model_signature_verifies_offline_for_its_identity_only() {
+        use crate::keyless::TrustedRoot;
+        let read = |p: &str| TrustedRoot::read(std::path::Path::new(p)).expect("a trusted root");
+        let production = read("testdata/sigstore/trusted_root.production.json");
+        let bytes = std::fs::read(SIGSTORE_SIGNED).unwrap();
+        let vendor = identity(VENDOR.0, VENDOR.1);
+        let m = open(&bytes, Signer::Identity { root: &production, policy: &vendor }, Layout::Files).unwrap();
+        assert_eq!(m.signed_by, SignedBy::Identity { identity: VENDOR.0.into(), issuer: VENDOR.1.into() });
+        assert_eq!(m.resources.keys().collect::<Vec<_>>(), ["signme-1", "signme-2"]);
+        let other = identity("mallory@example.com", VENDOR.1);
+        let e = open(&bytes, Signer::Identity { root: &production, policy: &other }, Layout::Files).unwrap_err();
+        assert_eq!(e.failure, Failure::WrongIdentity, "{}", e.message);
+        // Another instance's root: the chain does not verify.
+        let staging = read("testdata/sigstore/trusted_root.staging.json");
+        let e = open(&bytes, Signer::Identity { root: &staging, policy: &vendor }, Layout::Files).unwrap_err();
+        assert_eq!(e.failure, Failure::Invalid, "{}", e.message);
+        assert!(e.message.contains("(keyless_"), "{}", e.message);
+        // Declared as shards, it is not what the entry says.
+        let e = open(&bytes, Signer::Identity { root: &production, policy: &vendor }, Layout::Shards(1 << 20));
+        assert_eq!(e.unwrap_err().failure, Failure::Malformed);
+        // A key is not an identity: the certificate's signature is not the key's.
+        let key = p256::ecdsa::SigningKey::from_slice(&[7u8; 32]).unwrap();
+        let e = open(&bytes, Signer::Key(key.verifying_key()), Layout::Files).unwrap_err();
+        assert_eq!(e.failure, Failure::Invalid);
+    }
+
+    #[test]
+    fn a_tampered_sigstore_model_signature_is_refused() {
+        let production =
+            crate::keyless::TrustedRoot::read(std::path::Path::new("testdata/sigstore/trusted_root.production.json"))
+                .unwrap();
+        let vendor = identity(VENDOR.0, VENDOR.1);
+        let mut doc: serde_json::Value = serde_json::from_slice(&std::fs::read(SIGSTORE_SIGNED).unwrap()).unwrap();
+        let payload = STANDARD.decode(doc["dsseEnvelope"]["payload"].as_str().unwrap()).unwrap();
+        let text = String::from_utf8(payload).unwrap().replacen("signme-1", "signme-3", 1);
+        doc["dsseEnvelope"]["payload"] = STANDARD.encode(text).into();
+        let bytes = serde_json::to_vec(&doc).unwrap();
+        let e = open(&bytes, Signer::Identity { root: &production, policy: &vendor }, Layout::Files).unwrap_err();
+        assert_eq!(e.failure, Failure::Invalid, "{}", e.message);
     }
 }

@@ -84,6 +84,9 @@ pub struct Expect<'a> {
     /// hears of a wrong key before the evidence that key also fails to vouch for, and no file's
     /// data is read.
     pub refuse_after_signature: Option<&'a Rejection>,
+    /// The Sigstore trusted root a `[[models]]` identity is judged against; without one such a
+    /// model is refused (`model_trusted_root_missing`).
+    pub model_root: Option<&'a crate::keyless::TrustedRoot>,
 }
 
 /// One file of a verified bundle.
@@ -203,7 +206,7 @@ fn run(
     reader.finish()?;
 
     let tools = validate_tools(&kept)?;
-    let models = super::models::check(&manifest, &models)?;
+    let models = super::models::check(&manifest, &models, expect.model_root)?;
     Ok(Verified {
         manifest,
         key_id: signature.key_id_hex(),
@@ -469,10 +472,10 @@ fn stream_all<R: BufRead>(
         let keep = is_held(&path, entry.size, kept_total);
         let executable = entry.executable;
         let model_file = super::models::to_hold(manifest, &path, entry.size);
-        let mut sha256 = super::models::hasher(manifest, &path);
-        let copy = copy_entry(hasher, &mut entry, &path, keep || model_file, sha256.as_mut(), sink)?;
-        if let Some(sha256) = sha256 {
-            models.sha256.insert(path.clone(), sha2::Digest::finalize(sha256).into());
+        let mut resources = super::models::hasher(manifest, &path);
+        let copy = copy_entry(hasher, &mut entry, &path, keep || model_file, resources.as_mut(), sink)?;
+        if let Some(resources) = resources {
+            models.resources.insert(path.clone(), resources.finish());
         }
         if let Some(bytes) = copy {
             if model_file {
@@ -507,7 +510,7 @@ fn copy_entry<R: BufRead>(
     entry: &mut Entry<'_, R>,
     path: &str,
     keep: bool,
-    mut sha256: Option<&mut sha2::Sha256>,
+    mut resources: Option<&mut crate::attest::model_resources::ResourceHasher>,
     sink: &mut dyn Sink,
 ) -> Result<Option<Vec<u8>>, VerifyError> {
     let mut out = sink.open(path, entry.executable).map_err(|e| VerifyIoError::write(path, e))?;
@@ -518,8 +521,8 @@ fn copy_entry<R: BufRead>(
             if let Some(c) = &mut copy {
                 c.extend_from_slice(chunk);
             }
-            if let Some(h) = &mut sha256 {
-                sha2::Digest::update(*h, chunk);
+            if let Some(h) = &mut resources {
+                h.update(chunk);
             }
             out.write_all(chunk).map_err(SinkError::wrap)
         })

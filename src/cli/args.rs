@@ -144,6 +144,7 @@ impl GateArgs {
             attest: self.attest.options(),
             policy,
             keyless: None,
+            model_root: None,
         }
     }
 }

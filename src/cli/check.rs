@@ -48,6 +48,11 @@ pub struct Args {
     /// addition to the public (Mozilla) roots. Repeatable.
     #[arg(long, value_name = "PEM", requires = "refresh")]
     ca_cert: Vec<std::path::PathBuf>,
+    /// The Sigstore trusted_root.json a `[[models]]` entry's identity is judged against
+    /// (`gh attestation trusted-root`, or sigstore's TUF repository); never downloaded. Without
+    /// it, a model signed with a Sigstore identity is refused (`model_trusted_root_missing`).
+    #[arg(long, value_name = "FILE")]
+    trusted_root: Option<std::path::PathBuf>,
 }
 
 pub fn run(args: Args, global: Global) -> anyhow::Result<Outcome> {
@@ -61,7 +66,9 @@ pub fn run(args: Args, global: Global) -> anyhow::Result<Outcome> {
     } else {
         None
     };
-    let opts = agent_bundle::agent::CheckOptions { digests: true, refresh: refresh.as_ref() };
+    let root = args.trusted_root.as_deref().map(agent_bundle::keyless::TrustedRoot::read).transpose()?;
+    let opts =
+        agent_bundle::agent::CheckOptions { digests: true, refresh: refresh.as_ref(), trusted_root: root.as_ref() };
     let mut all = Report::default();
     let mut agents = Vec::new();
     // Only the summaries and the problems stay, taken from each result on its checking thread.

@@ -20,10 +20,11 @@ pub struct KeylessArgs {
     /// (repeatable; default: BUNDLE.sigstore.json beside the bundle, when it exists).
     #[arg(long, value_name = "FILE.sigstore.json")]
     pub sigstore: Vec<PathBuf>,
-    /// The Sigstore trusted_root.json (Fulcio CAs, CT logs, Rekor logs, TSAs) to judge it by;
+    /// The Sigstore trusted_root.json (Fulcio CAs, CT logs, Rekor logs, TSAs) to judge it by,
+    /// and the identities of the bundle's vendor-signed models (manifest.toml `[[models]]`);
     /// never downloaded (`gh attestation trusted-root`, or sigstore's TUF repository). Under
     /// --trust-policy the policy names its own.
-    #[arg(long, value_name = "FILE", requires = "sigstore")]
+    #[arg(long, value_name = "FILE")]
     pub trusted_root: Option<PathBuf>,
     /// The signer's identity (the certificate's SAN: an email, or a workflow URI
     /// `https://github.com/OWNER/REPO/.github/workflows/FILE@REF`), exactly.
@@ -66,7 +67,10 @@ impl KeylessArgs {
     pub fn apply(&self, opts: &mut agent_bundle::ops::gate::GateOptions) -> anyhow::Result<()> {
         match opts.policy.as_mut() {
             Some(policy) => policy.sigstore = self.policy_files()?,
-            None => opts.keyless = self.requirement()?,
+            None => {
+                opts.keyless = self.requirement()?;
+                opts.model_root = self.trusted_root.as_deref().map(TrustedRoot::read).transpose()?.map(Arc::new);
+            }
         }
         Ok(())
     }

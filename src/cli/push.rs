@@ -48,6 +48,11 @@ pub struct Args {
     /// its manifest, in cosign's Sigstore-bundle layout, for admission steps that read it.
     #[arg(long, value_name = "FILE")]
     attach_vsa: Option<PathBuf>,
+    /// The Sigstore trusted_root.json the identities of the bundle's vendor-signed models
+    /// (manifest.toml `[[models]]`) are judged against; never downloaded. Without it, a model
+    /// signed with a Sigstore identity is refused (`model_trusted_root_missing`).
+    #[arg(long, value_name = "FILE")]
+    trusted_root: Option<PathBuf>,
     #[command(flatten)]
     registry: RegistryArgs,
     /// Upload blobs larger than BYTES in PATCH chunks of BYTES (default 32 MiB); for tests.
@@ -74,6 +79,7 @@ pub fn run(args: Args, global: Global) -> anyhow::Result<Outcome> {
     } else {
         None
     };
+    let root = args.trusted_root.as_deref().map(agent_bundle::keyless::TrustedRoot::read).transpose()?;
     let opts = push::Options {
         bundle: &args.bundle,
         reference,
@@ -85,6 +91,7 @@ pub fn run(args: Args, global: Global) -> anyhow::Result<Outcome> {
         created: super::args::source_date_epoch()?
             .map(|s| agent_bundle::timestamp::Timestamp::from_unix(i64::try_from(s).unwrap_or(i64::MAX), 0)),
         vsa: args.attach_vsa.as_deref(),
+        trusted_root: root.as_ref(),
     };
     let result = match push::push(&opts) {
         Ok(p) => Ok(p),

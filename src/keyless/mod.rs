@@ -44,6 +44,12 @@ impl SigstoreBundle {
         let text = String::from_utf8(bytes).unwrap_or_default();
         Ok(SigstoreBundle { file: path.display().to_string(), text })
     }
+
+    /// A Sigstore bundle already read (within its caller's cap), named `file` in messages.
+    pub fn from_bytes(file: &str, bytes: &[u8]) -> Self {
+        let text = String::from_utf8(bytes.to_vec()).unwrap_or_default();
+        SigstoreBundle { file: file.to_owned(), text }
+    }
 }
 
 /// What the gate requires of a keyless signature: a Sigstore bundle whose signer satisfies

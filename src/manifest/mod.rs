@@ -56,13 +56,38 @@ pub struct Manifest {
 }
 
 /// One `[[models]]` entry: a folder of the agent holding a model its vendor signed with
-/// OpenSSF model signing, the signature file (default `<path>/model.sig`) and the P-256 public
-/// key (PEM, a file of the agent) the signature must verify with.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// OpenSSF model signing, the signature file (default `<path>/model.sig`), who must have signed
+/// it, and the shard size when it was signed by file shards.
+#[derive(Debug, Clone)]
 pub struct ModelSpec {
     pub path: String,
     pub signature: String,
-    pub key: String,
+    pub signer: ModelSigner,
+    /// `shard_size`: the signature is serialized by file shards of this many bytes
+    /// (`model_signing`'s `shards` method); `None`, by whole files. Declared here because a
+    /// verifier streaming the bundle hashes the shards before it reaches the signature.
+    pub shard_size: Option<u64>,
+}
+
+/// Who must have signed a model.
+#[derive(Debug, Clone)]
+pub enum ModelSigner {
+    /// `key`: a P-256 public key (PEM), a file of the agent (`model_signing sign key`).
+    Key(String),
+    /// `identity` (or `identity_regexp`) and `issuer` (or `issuer_regexp`): a Sigstore
+    /// certificate identity (`model_signing sign sigstore`), judged against the operator's
+    /// trusted root (`--trusted-root`, or a trust policy's), never one the agent ships.
+    Identity(crate::keyless::IdentityPolicy),
+}
+
+impl ModelSpec {
+    /// The key file, when the model is signed with a key.
+    pub fn key(&self) -> Option<&str> {
+        match &self.signer {
+            ModelSigner::Key(key) => Some(key),
+            ModelSigner::Identity(_) => None,
+        }
+    }
 }
 
 impl ModelSpec {

@@ -16,12 +16,18 @@ use crate::tools;
 /// Reads a bundle (a file) or an agent folder. A bundle's signature is not checked (that is
 /// `bundle verify`'s job); its archive, digests and tools.json are. A folder must pass `bundle
 /// check`, except that its manifest's digests may be stale.
+/// A `[[models]]` entry's Sigstore identity has no trusted root to be judged by here, and is
+/// refused (`model_trusted_root_missing`); `pack` gives its own ([`load_folder_with_root`]).
 pub fn load(path: &Path) -> Result<AgentContracts, LoadError> {
     let meta = std::fs::metadata(path).map_err(|e| crate::Error::io(path, e))?;
-    if meta.is_dir() { load_folder(path) } else { load_bundle(path) }
+    if meta.is_dir() { load_folder_with_root(path, None) } else { load_bundle(path) }
 }
 
-fn load_folder(dir: &Path) -> Result<AgentContracts, LoadError> {
+/// An agent folder, a `[[models]]` identity judged under `root`.
+pub fn load_folder_with_root(
+    dir: &Path,
+    root: Option<&crate::keyless::TrustedRoot>,
+) -> Result<AgentContracts, LoadError> {
     let shown = dir.display().to_string();
     if !dir.join(tools::FILE_NAME).is_file() {
         return Err(crate::Error::Usage(format!(
@@ -29,21 +35,22 @@ fn load_folder(dir: &Path) -> Result<AgentContracts, LoadError> {
         ))
         .into());
     }
-    let checked = match agent::check_agent_with(dir, agent::CheckOptions { digests: false, refresh: None }) {
-        Ok(checked) => checked,
-        Err(problems) => {
-            let d = problems.report.diagnostics.iter().find(|d| d.is_error());
-            let at = d.map(|d| (d.file.clone(), d.line));
-            let message = d.map_or_else(
-                || "the agent has problems".to_owned(),
-                |d| {
-                    let at = d.line.map(|l| format!(":{l}")).unwrap_or_default();
-                    format!("{}{at}: {} [{}]", d.file, d.message, d.code)
-                },
-            );
-            return Err(LoadError::Invalid { path: shown, message, at });
-        }
-    };
+    let checked =
+        match agent::check_agent_with(dir, agent::CheckOptions { digests: false, refresh: None, trusted_root: root }) {
+            Ok(checked) => checked,
+            Err(problems) => {
+                let d = problems.report.diagnostics.iter().find(|d| d.is_error());
+                let at = d.map(|d| (d.file.clone(), d.line));
+                let message = d.map_or_else(
+                    || "the agent has problems".to_owned(),
+                    |d| {
+                        let at = d.line.map(|l| format!(":{l}")).unwrap_or_default();
+                        format!("{}{at}: {} [{}]", d.file, d.message, d.code)
+                    },
+                );
+                return Err(LoadError::Invalid { path: shown, message, at });
+            }
+        };
     let contracts = contract::tool_contracts(&checked.tools, &dir.to_path_buf())
         .map_err(|source| LoadError::Contract { path: shown.clone(), source })?;
     let read = |f: &str| {

@@ -58,7 +58,10 @@ pub fn export(opts: &Options, trust: &BundleTrust<'_>) -> Result<Export> {
     let mut out = Export::default();
     let display = opts.input.display().to_string();
     let (tools, files, agent_name): (ToolsFile, Box<dyn AgentFiles>, String) = if opts.input.is_dir() {
-        match agent::check_agent_with(&opts.input, agent::CheckOptions { digests: false, refresh: None }) {
+        match agent::check_agent_with(
+            &opts.input,
+            agent::CheckOptions { digests: false, refresh: None, trusted_root: None },
+        ) {
             Ok(c) => (c.tools, Box::new(opts.input.clone()), c.manifest.name),
             Err(problems) => {
                 out.report = problems.report;

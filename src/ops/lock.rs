@@ -23,7 +23,8 @@ pub fn lock_paths(paths: &[PathBuf]) -> Result<Vec<LockOutcome>> {
 /// make the pre-commit hook say "files were modified", which invites re-staging instead of
 /// fixing. The check's problems are the report, and nothing is written.
 fn lock_checked(dir: &Path) -> LockOutcome {
-    let Err(problems) = check_agent_with(dir, CheckOptions { digests: false, refresh: None }) else {
+    let Err(problems) = check_agent_with(dir, CheckOptions { digests: false, refresh: None, trusted_root: None })
+    else {
         return lock_agent_with(dir, Hashing::StatCache);
     };
     if !problems.report.diagnostics.iter().any(|d| d.is_error() && !lock_can_fix(d)) {

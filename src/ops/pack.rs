@@ -42,6 +42,8 @@ pub struct PackOptions {
     /// `--attest`: also write signed provenance and contract attestations beside the bundle
     /// (crate::evidence); without it, stale ones of an earlier pack are removed.
     pub attest: bool,
+    /// The Sigstore trusted root a `[[models]]` identity is judged against (`--trusted-root`).
+    pub trusted_root: Option<std::sync::Arc<crate::keyless::TrustedRoot>>,
 }
 
 /// A written bundle.
@@ -94,8 +96,11 @@ pub fn pack(dir: &Path, key: &mut Signer, opts: &PackOptions, progress: &dyn Pro
     // archive pass compares every file's hash with the manifest's as it reads it (so each file
     // is read once); otherwise `lock` hashes everything first (the manifest is entry 1, so its
     // digests must be known before anything is written).
-    let checked = agent::check_agent_with(dir, agent::CheckOptions { digests: false, refresh: None })
-        .map_err(|problems| PackFailure::Rejected(problems.report))?;
+    let checked = agent::check_agent_with(
+        dir,
+        agent::CheckOptions { digests: false, refresh: None, trusted_root: opts.trusted_root.as_deref() },
+    )
+    .map_err(|problems| PackFailure::Rejected(problems.report))?;
     refuse_expired(dir, &checked.manifest, opts)?;
     let (current, manifest_text, relocked) = if opts.locked {
         (claimed(dir, &checked.manifest)?, checked.manifest_text.to_string(), false)
@@ -447,7 +452,7 @@ impl Contents<'_> {
                     expires: opts.expires,
                     source_date_epoch: opts.source_date_epoch,
                 };
-                let agent = crate::ops::contracts::load(self.dir)
+                let agent = crate::ops::contracts::load_folder_with_root(self.dir, opts.trusted_root.as_deref())
                     .map_err(|e| Error::Usage(format!("cannot attest the agent's contracts: {e}")))?;
                 evidence::for_packed(&facts, &agent, output, &sha256, self.manifest, key)?
             }

@@ -40,6 +40,9 @@ pub struct Options<'a> {
     /// `--attach-vsa`: a verification summary of this bundle (a Sigstore bundle, as `verify
     /// --emit-vsa` writes it), pushed beside the attestations as a referrer.
     pub vsa: Option<&'a Path>,
+    /// The Sigstore trusted root a `[[models]]` identity of the bundle is judged against
+    /// (`--trusted-root`); without one such a model is refused (`model_trusted_root_missing`).
+    pub trusted_root: Option<&'a crate::keyless::TrustedRoot>,
 }
 
 /// What was pushed.
@@ -91,7 +94,7 @@ pub fn push(opts: &Options<'_>) -> Result<Pushed, PushError> {
     let hashing = Hashing { inner: file.try_clone().map_err(io)?, hash: Arc::clone(&hash) };
     let mut input = read_ahead::sequential(hashing, size).map_err(io)?;
     let trust = opts.keys.map_or(Trust::Unchecked, Trust::Keys);
-    let expect = Expect { now: Some(opts.now), ..Expect::default() };
+    let expect = Expect { now: Some(opts.now), model_root: opts.trusted_root, ..Expect::default() };
     let verified = match verify::verify(&mut input, trust, &expect, &mut Discard) {
         Ok(v) => v,
         Err(VerifyError::Refused(r)) => return Err(PushError::Rejected(r.into_rejection())),

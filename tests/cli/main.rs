@@ -34,6 +34,8 @@ mod lock;
 mod mcp;
 mod mcp_pin;
 mod mcpb;
+mod model_identity;
+mod model_shards;
 mod model_signing;
 mod monorepo;
 mod network;

@@ -73,6 +73,7 @@ fn pack_agent(dir: &Path, files: &Files, secret: &mut Signer) -> Vec<u8> {
         expires: None,
         force: true,
         attest: false,
+        trusted_root: None,
     };
     match pack::pack(&agent, secret, &opts, &agent_bundle::progress::Silent) {
         Ok(_) => std::fs::read(out).unwrap(),

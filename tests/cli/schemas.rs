@@ -91,6 +91,23 @@ fn inline_cases() -> Vec<(String, String)> {
         pin("mcp-no-server", "format = \"mcp\"\ncommand = [\"x\"]\n"),
         pin("other-format", "format = \"openapi\"\nurl = \"https://a.example/\"\n"),
     ]);
+    // [[models]]: a key, or an identity and an issuer (each exactly or by pattern), and a shard size.
+    let model = |name: &str, body: &str| {
+        (format!("model-{name}"), format!("{LOCKED}\n[[models]]\npath = \"models/m\"\n{body}"))
+    };
+    cases.extend([
+        model("key", "key = \"k.pub\"\n"),
+        model("identity", "identity = \"a@example.com\"\nissuer = \"https://accounts.example.com\"\n"),
+        model("patterns", "identity_regexp = \".*@example\\\\.com\"\nissuer_regexp = \"https://.*\"\n"),
+        model("key-and-identity", "key = \"k.pub\"\nidentity = \"a\"\nissuer = \"i\"\n"),
+        model("identity-no-issuer", "identity = \"a\"\n"),
+        model("identity-both", "identity = \"a\"\nidentity_regexp = \"a\"\nissuer = \"i\"\n"),
+        model("identity-empty", "identity = \"\"\nissuer = \"i\"\n"),
+        model("neither", "signature = \"m.sig\"\n"),
+        model("shards", "key = \"k.pub\"\nshard_size = 1000000000\n"),
+        model("shards-small", "key = \"k.pub\"\nshard_size = 4096\n"),
+        model("shards-string", "key = \"k.pub\"\nshard_size = \"1GB\"\n"),
+    ]);
     cases
 }
 

@@ -15,7 +15,7 @@ use base64::Engine as _;
 
 use crate::support::{Env, Run, bin, require_tool};
 
-fn bundle(dir: &Path, args: &[&str]) -> Run {
+pub(crate) fn bundle(dir: &Path, args: &[&str]) -> Run {
     bin().current_dir(dir).args(args).output().expect("run bundle").into()
 }
 
@@ -66,7 +66,7 @@ fn signed_root(signature: &Path) -> String {
 }
 
 /// The codes of a `--format json` report's diagnostics.
-fn codes(out: &Run) -> Vec<String> {
+pub(crate) fn codes(out: &Run) -> Vec<String> {
     let json = out.json();
     json["diagnostics"].as_array().unwrap().iter().map(|d| d["code"].as_str().unwrap().to_owned()).collect()
 }
@@ -74,7 +74,7 @@ fn codes(out: &Run) -> Vec<String> {
 /// A bundle of the folder `from` (manifest.toml locked, every other file an entry), signed by
 /// a minisign key whose public key is written to `<out>.pub`: what `pack` writes, without its
 /// checks.
-fn forge(from: &Path, out: &Path) -> PathBuf {
+pub(crate) fn forge(from: &Path, out: &Path) -> PathBuf {
     let key = SecretKey::from_seed(&[5; 32], [5; 8]);
     let manifest = std::fs::read(from.join("manifest.toml")).unwrap();
     let doc: toml_edit::DocumentMut = std::str::from_utf8(&manifest).unwrap().parse().unwrap();
@@ -235,7 +235,16 @@ fn models_entries_are_checked_as_manifest_keys() {
     for (extra, code) in [
         ("\n[[models]]\npath = \"../outside\"\nkey = \"k.pub\"\n", "unsafe_path"),
         ("\n[[models]]\npath = \"models/a\"\n", "missing_field"),
-        ("\n[[models]]\npath = \"models/a\"\nkey = \"k.pub\"\nidentity = \"x\"\n", "unknown_field"),
+        ("\n[[models]]\npath = \"models/a\"\nkey = \"k.pub\"\nfingerprint = \"x\"\n", "unknown_field"),
+        ("\n[[models]]\npath = \"models/a\"\nkey = \"k.pub\"\nidentity = \"x\"\n", "invalid_model_signer"),
+        ("\n[[models]]\npath = \"models/a\"\nidentity = \"x\"\n", "missing_field"),
+        (
+            "\n[[models]]\npath = \"models/a\"\nidentity = \"x\"\nidentity_regexp = \"x\"\nissuer = \"i\"\n",
+            "invalid_model_signer",
+        ),
+        ("\n[[models]]\npath = \"models/a\"\nidentity_regexp = \"(\"\nissuer = \"i\"\n", "invalid_model_signer"),
+        ("\n[[models]]\npath = \"models/a\"\nkey = \"k.pub\"\nshard_size = 1024\n", "limit_exceeded"),
+        ("\n[[models]]\npath = \"models/a\"\nkey = \"k.pub\"\nshard_size = \"1 GB\"\n", "wrong_type"),
         ("models = 1\n", "wrong_type"),
     ] {
         let text = if extra.starts_with('\n') { format!("{manifest}{extra}") } else { format!("{extra}{manifest}") };

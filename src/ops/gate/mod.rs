@@ -64,6 +64,9 @@ pub struct GateOptions {
     /// A keyless (Sigstore) signature the bundle file must carry (`--sigstore`), judged over
     /// the file's SHA-256 after the bundle itself verified.
     pub keyless: Option<std::sync::Arc<crate::keyless::Requirement>>,
+    /// The Sigstore trusted root a `[[models]]` identity of the bundle is judged against
+    /// (`--trusted-root`); under a trust policy, the policy's `[sigstore] trusted_root` is.
+    pub model_root: Option<std::sync::Arc<crate::keyless::TrustedRoot>>,
 }
 
 /// The attestation part of the gate (docs/book/src/guides/attestations.md).
@@ -268,6 +271,10 @@ impl Gate {
             state: self.state.as_ref().map(|s| &s.state),
             min_version: self.opts.min_version.as_ref(),
             refuse_after_signature: refused_evidence.as_ref().and_then(Verdict::rejection),
+            model_root: match &self.policy {
+                Some(Ok((policy, _))) => policy.trusted_root.as_deref(),
+                _ => self.opts.model_root.as_deref(),
+            },
         };
         let enforce = self.enforce();
         let trust = match &self.policy {

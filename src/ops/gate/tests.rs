@@ -36,6 +36,7 @@ fn options(state: Option<PathBuf>) -> GateOptions {
         attest: AttestOptions::default(),
         policy: None,
         keyless: None,
+        model_root: None,
     }
 }
 
