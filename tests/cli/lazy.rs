@@ -116,6 +116,7 @@ fn a_bundle_rewritten_after_open_gives_digest_mismatch_never_other_bytes() {
     // One byte of noise flipped in a later frame, its checksum made right again: the frame
     // decodes, and only the signed digest can tell.
     let (frame, at, changed) = a_stored_byte_in_a_later_frame(&original);
+    assert!(frame.start > 0, "a later frame, not the one of the manifest");
     let mut swapped = original.clone();
     swapped[frame.start + at] ^= 0x55;
     swapped[frame.end - 4..frame.end].copy_from_slice(&checksum(&changed));
