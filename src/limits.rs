@@ -239,5 +239,5 @@ caps! {
     MAX_MODEL_KEY_BYTES: u64 = 16 << 10, Bytes, "a vendor's public key file (`[[models]] key`)", "`model_key_invalid`";
     /// What the library's `Bundle::load` (Python `agent_bundle.Bundle.load`) holds in memory at
     /// most unless told otherwise.
-    DEFAULT_MAX_LOADED_BYTES: u64 = 1 << 30, Bytes, "a bundle loaded into memory by the library or Python (default `max_loaded_bytes`)", "`limit_exceeded`";
+    DEFAULT_MAX_LOADED_BYTES: u64 = 1 << 30, Bytes, "a bundle loaded into memory by the library or Python, or one file read by a lazy open (default `max_loaded_bytes`)", "`limit_exceeded`";
 }

@@ -5,7 +5,8 @@ streaming pass over a bundle (trusted signature, versions, expiry, rollback, eve
 nothing missing, extra or unsafe, and with a baseline the release gate), with the same stable
 reason codes, and the same options (trusted keys or a trust policy, attestation requirements, a
 keyless signer, name, versions, clock, state, baseline). ``open_verified`` keeps every entry as it was verified, so the runtime never reads
-the bundle's path again; ``ContractGate`` holds the tools a runtime is about to expose to the
+the bundle's path again (with ``lazy=True`` it judges the signature and manifest only, and each
+read decodes one file's frames and is held to its signed digest); ``ContractGate`` holds the tools a runtime is about to expose to the
 contracts the bundle signed (or a baseline approved); ``VerifiedBundle.mcp_guard`` is the judge of
 ``bundle guard`` for a runtime that talks to MCP servers in-process.
 
@@ -20,6 +21,7 @@ from ._native import (
     DriftReport,
     InvalidTool,
     Keyless,
+    LazyVerifiedBundle,
     McpBlocked,
     McpGuard,
     Reason,
@@ -46,6 +48,7 @@ __all__ = [
     "DriftReport",
     "InvalidTool",
     "Keyless",
+    "LazyVerifiedBundle",
     "McpBlocked",
     "McpGuard",
     "Reason",

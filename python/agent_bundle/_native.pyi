@@ -2,7 +2,7 @@
 
 import datetime
 import os
-from typing import Any, Dict, Iterable, Iterator, List, Literal, Mapping, Optional, Sequence, Tuple, Union, final
+from typing import Any, Dict, Iterable, Iterator, List, Literal, Mapping, Optional, Sequence, Tuple, Union, final, overload
 
 _Path = Union[str, "os.PathLike[str]"]
 _Keys = Union["TrustedKeys", _Path, Sequence[Union["TrustedKeys", _Path]]]
@@ -184,6 +184,38 @@ class VerifiedBundle:
         """Closes the bundle; never suppresses an exception."""
 
 @final
+class LazyVerifiedBundle:
+    """A bundle whose signature and manifest passed the gate's checks at open
+    (``open_verified(..., lazy=True)``); each read decodes only the frames of one file and
+    returns it once its BLAKE3 is the signed one (``BundleRejected`` otherwise, with code
+    ``digest_mismatch`` when the file changed since it was opened)."""
+
+    @property
+    def agent(self) -> str: ...
+    @property
+    def version(self) -> str: ...
+    @property
+    def signer(self) -> str: ...
+    @property
+    def seekable(self) -> bool:
+        """Whether the bundle has a seek table (else each read decodes from its start)."""
+    @property
+    def closed(self) -> bool: ...
+    def paths(self) -> List[str]:
+        """The paths the signed manifest lists, in bundle order."""
+    def read(self, path: str) -> bytes: ...
+    def read_text(self, path: str) -> str: ...
+    def size(self, path: str) -> int: ...
+    def blake3(self, path: str) -> str: ...
+    def is_executable(self, path: str) -> bool: ...
+    def close(self) -> None: ...
+    def __contains__(self, path: str, /) -> bool: ...
+    def __len__(self) -> int: ...
+    def __enter__(self) -> "LazyVerifiedBundle": ...
+    def __exit__(self, *args: object) -> Literal[False]:
+        """Closes the bundle file; never suppresses an exception."""
+
+@final
 class ToolDrift:
     """One tool whose live contract is not the reference one."""
 
@@ -270,6 +302,7 @@ def verify(
     builder_id: Optional[str] = None,
     keyless: Optional[Keyless] = None,
 ) -> Verdict: ...
+@overload
 def open_verified(
     bundle: Union[_Path, bytes],
     *,
@@ -290,6 +323,53 @@ def open_verified(
     builder_id: Optional[str] = None,
     keyless: Optional[Keyless] = None,
     max_loaded_bytes: Optional[int] = None,
+    lazy: Literal[False] = False,
 ) -> VerifiedBundle: ...
+@overload
+def open_verified(
+    bundle: Union[_Path, bytes],
+    *,
+    trusted_keys: Optional[_Keys] = None,
+    trust_policy: Optional[_Policy] = None,
+    policy_updates: Optional[Iterable[_Policy]] = None,
+    cosignatures: Optional[Sequence[_Path]] = None,
+    name: Optional[str] = None,
+    min_version: Optional[str] = None,
+    baseline: Optional[_Path] = None,
+    state: Optional[_Path] = None,
+    now: Optional[_Time] = None,
+    attestations: Optional[Sequence[_Path]] = None,
+    discover_attestations: bool = True,
+    require_provenance: bool = False,
+    source_repo: Optional[str] = None,
+    source_ref: Optional[str] = None,
+    builder_id: Optional[str] = None,
+    keyless: Optional[Keyless] = None,
+    max_loaded_bytes: Optional[int] = None,
+    lazy: Literal[True],
+) -> LazyVerifiedBundle: ...
+@overload
+def open_verified(
+    bundle: Union[_Path, bytes],
+    *,
+    trusted_keys: Optional[_Keys] = None,
+    trust_policy: Optional[_Policy] = None,
+    policy_updates: Optional[Iterable[_Policy]] = None,
+    cosignatures: Optional[Sequence[_Path]] = None,
+    name: Optional[str] = None,
+    min_version: Optional[str] = None,
+    baseline: Optional[_Path] = None,
+    state: Optional[_Path] = None,
+    now: Optional[_Time] = None,
+    attestations: Optional[Sequence[_Path]] = None,
+    discover_attestations: bool = True,
+    require_provenance: bool = False,
+    source_repo: Optional[str] = None,
+    source_ref: Optional[str] = None,
+    builder_id: Optional[str] = None,
+    keyless: Optional[Keyless] = None,
+    max_loaded_bytes: Optional[int] = None,
+    lazy: bool = False,
+) -> Union[VerifiedBundle, LazyVerifiedBundle]: ...
 def contract_fingerprint(tool: _ToolDef) -> Tool: ...
 def reason_codes() -> Dict[str, str]: ...

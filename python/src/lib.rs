@@ -654,11 +654,14 @@ impl VerifiedBundle {
 
 /// Judges a bundle and keeps its entries as verified: reads never go back to the path. Raises
 /// BundleRejected (with the verdict) when it is refused. Usable as a context manager.
+/// With `lazy=True` (a bundle file): judges the signature and manifest only and returns a
+/// LazyVerifiedBundle whose reads each decode one file's frames and check its signed BLAKE3;
+/// options that need every byte raise VerificationError (code `usage`).
 #[pyfunction]
 #[pyo3(signature = (bundle, *, trusted_keys=None, trust_policy=None, policy_updates=None, cosignatures=None,
     name=None, min_version=None, baseline=None, state=None, now=None, attestations=None,
     discover_attestations=true, require_provenance=false, source_repo=None, source_ref=None, builder_id=None,
-    keyless=None, max_loaded_bytes=None))]
+    keyless=None, max_loaded_bytes=None, lazy=false))]
 #[allow(clippy::too_many_arguments)]
 fn open_verified<'py>(
     py: Python<'py>,
@@ -680,7 +683,8 @@ fn open_verified<'py>(
     builder_id: Option<String>,
     keyless: Option<Keyless>,
     max_loaded_bytes: Option<u64>,
-) -> PyResult<VerifiedBundle> {
+    lazy: bool,
+) -> PyResult<Py<PyAny>> {
     let opts = GateKwargs {
         trusted_keys,
         trust_policy,
@@ -702,8 +706,144 @@ fn open_verified<'py>(
     }
     .options(py)?;
     let bundle = bundle_of(py, bundle)?;
+    if lazy {
+        let open = py.detach(move || bundle.open_lazy(&opts)).map_err(|e| to_py_err(py, e))?;
+        return Ok(Py::new(py, LazyVerifiedBundle::new(open))?.into_any());
+    }
     let agent = py.detach(move || bundle.load(&opts)).map_err(|e| to_py_err(py, e))?;
-    Ok(VerifiedBundle { agent: Some(agent) })
+    Ok(Py::new(py, VerifiedBundle { agent: Some(agent) })?.into_any())
+}
+
+/// A bundle whose signature and manifest passed the gate's checks at open; each read decodes
+/// only the frames of one file (an old one-frame bundle: from its start) and returns it once
+/// its BLAKE3 is the signed one. Reads go back to the bundle file, each checked again, with the
+/// GIL released; one read at a time (a lock), from any thread.
+#[pyclass(module = "agent_bundle", frozen)]
+struct LazyVerifiedBundle {
+    inner: std::sync::Mutex<Option<api::LazyBundle>>,
+    agent: api::AgentId,
+    signer: String,
+    seekable: bool,
+    files: Vec<api::VerifiedFile>,
+}
+
+impl LazyVerifiedBundle {
+    fn new(open: api::LazyBundle) -> LazyVerifiedBundle {
+        LazyVerifiedBundle {
+            agent: open.agent().clone(),
+            signer: open.signer().to_owned(),
+            seekable: open.is_seekable(),
+            files: open.files().to_vec(),
+            inner: std::sync::Mutex::new(Some(open)),
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Option<api::LazyBundle>> {
+        // A read re-seeks the file each time: a panic in another read leaves nothing half done.
+        self.inner.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    fn listed(&self, path: &str) -> PyResult<&api::VerifiedFile> {
+        match self.files.binary_search_by(|f| f.path.as_str().cmp(path)) {
+            Ok(i) => Ok(&self.files[i]),
+            Err(_) => Err(PyKeyError::new_err(path.to_owned())),
+        }
+    }
+
+    fn read_bytes(&self, py: Python<'_>, path: &str) -> PyResult<Vec<u8>> {
+        self.listed(path)?;
+        let read = py.detach(|| {
+            let mut guard = self.lock();
+            guard.as_mut().map(|open| open.read(path))
+        });
+        match read {
+            None => Err(PyValueError::new_err("the verified bundle is closed")),
+            Some(Ok(Some(bytes))) => Ok(bytes),
+            Some(Ok(None)) => Err(PyKeyError::new_err(path.to_owned())),
+            Some(Err(e)) => Err(to_py_err(py, e)),
+        }
+    }
+}
+
+#[pymethods]
+impl LazyVerifiedBundle {
+    /// The agent's name, as the signed manifest states it.
+    #[getter]
+    fn agent(&self) -> String {
+        self.agent.name.clone()
+    }
+    #[getter]
+    fn version(&self) -> String {
+        self.agent.version.clone()
+    }
+    /// The signing key's id (16 hex digits).
+    #[getter]
+    fn signer(&self) -> String {
+        self.signer.clone()
+    }
+    /// Whether the bundle has a seek table (else each read decodes from its start).
+    #[getter]
+    fn seekable(&self) -> bool {
+        self.seekable
+    }
+    /// The paths the signed manifest lists, in bundle order.
+    fn paths(&self) -> Vec<String> {
+        self.files.iter().map(|f| f.path.clone()).collect()
+    }
+    /// The file's bytes once they have the signed BLAKE3; KeyError when the manifest does not
+    /// list it, BundleRejected (code digest_mismatch, ...) when the file is not the signed one.
+    fn read<'py>(&self, py: Python<'py>, path: &str) -> PyResult<Bound<'py, PyBytes>> {
+        let bytes = self.read_bytes(py, path)?;
+        Ok(PyBytes::new(py, &bytes))
+    }
+    /// The file's text (UTF-8), read as `read` does.
+    fn read_text(&self, py: Python<'_>, path: &str) -> PyResult<String> {
+        let bytes = self.read_bytes(py, path)?;
+        String::from_utf8(bytes).map_err(|_| PyValueError::new_err(format!("{path} is not UTF-8")))
+    }
+    /// The file's size in bytes, as signed.
+    fn size(&self, path: &str) -> PyResult<u64> {
+        Ok(self.listed(path)?.size)
+    }
+    /// The file's BLAKE3 (64 hex digits), as signed.
+    fn blake3(&self, path: &str) -> PyResult<String> {
+        Ok(self.listed(path)?.blake3.clone())
+    }
+    /// Whether the file is executable, as signed.
+    fn is_executable(&self, path: &str) -> PyResult<bool> {
+        Ok(self.listed(path)?.executable)
+    }
+    fn __contains__(&self, path: &str) -> bool {
+        self.listed(path).is_ok()
+    }
+    fn __len__(&self) -> usize {
+        self.files.len()
+    }
+    /// Closes the bundle file; reads afterwards raise ValueError.
+    fn close(&self) {
+        self.lock().take();
+    }
+    #[getter]
+    fn closed(&self) -> bool {
+        self.lock().is_none()
+    }
+    fn __repr__(&self, py: Python<'_>) -> String {
+        format!(
+            "LazyVerifiedBundle(agent={}, version={}, files={}{})",
+            py_repr(py, Some(&self.agent.name)),
+            py_repr(py, Some(&self.agent.version)),
+            self.files.len(),
+            if self.closed() { ", closed" } else { "" }
+        )
+    }
+    fn __enter__(slf: Py<Self>) -> Py<Self> {
+        slf
+    }
+    #[pyo3(signature = (*_args))]
+    fn __exit__(&self, _args: &Bound<'_, pyo3::types::PyTuple>) -> bool {
+        self.close();
+        false
+    }
 }
 
 /// A tool definition as JSON text: a str as is, anything else through `json.dumps`.
@@ -958,6 +1098,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Reason>()?;
     m.add_class::<Tool>()?;
     m.add_class::<VerifiedBundle>()?;
+    m.add_class::<LazyVerifiedBundle>()?;
     m.add_class::<ContractGate>()?;
     m.add_class::<McpGuard>()?;
     m.add_class::<DriftReport>()?;

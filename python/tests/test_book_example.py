@@ -117,10 +117,12 @@ def package_blocks():
 
 
 def test_the_package_blocks_are_found():
-    # python-runtime.md: "Verify" and "Load only verified bytes" (the options block is marked).
+    # python-runtime.md: "Verify", "Load only verified bytes" and "Open one file without reading
+    # the rest" (the options block is marked).
     assert [(p, c.split("\n")[0]) for p, _, c in package_blocks()] == [
         ("python-runtime.md", "import agent_bundle"),
         ("python-runtime.md", 'with agent_bundle.open_verified("mailer-1.4.0.agent.bundle", trusted_keys="release.pub") as agent:'),
+        ("python-runtime.md", 'with agent_bundle.open_verified("mailer-1.4.0.agent.bundle", trusted_keys="release.pub", lazy=True) as agent:'),
     ]
 
 

@@ -3,7 +3,7 @@ type-checked (never run) by ``mypy --strict`` in scripts/test-python.sh: the stu
 strictly typed runtime use the package without a cast or an ignore, and ``assert_type`` pins
 what each call returns. ``stubtest`` checks the same stubs against the built module."""
 
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple, Union
 
 from typing_extensions import assert_type
 
@@ -16,6 +16,7 @@ from agent_bundle import (
     DriftReport,
     InvalidTool,
     Keyless,
+    LazyVerifiedBundle,
     McpBlocked,
     McpGuard,
     Reason,
@@ -90,6 +91,22 @@ def load(path: str) -> Tuple[str, int]:
         raise
     except AgentBundleError:
         raise
+
+
+def read_one(path: str) -> bytes:
+    with agent_bundle.open_verified(path, trusted_keys="release.pub", discover_attestations=False, lazy=True) as lazy:
+        assert_type(lazy, LazyVerifiedBundle)
+        assert_type(lazy.seekable, bool)
+        assert_type(lazy.blake3("tools.json"), str)
+        listed: List[str] = lazy.paths()
+        assert_type(lazy.read_text("tools.json"), str)
+        return lazy.read(listed[0])
+
+
+def either(path: str, lazy: bool) -> int:
+    opened = agent_bundle.open_verified(path, trusted_keys="release.pub", lazy=lazy)
+    assert_type(opened, Union[VerifiedBundle, LazyVerifiedBundle])
+    return len(opened)
 
 
 def contracts() -> Dict[str, str]:

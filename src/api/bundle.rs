@@ -223,13 +223,45 @@ impl VerifyOptions {
     }
 
     /// The most [`Bundle::load`] holds in memory (the bundle's unpacked size); a larger bundle
-    /// is refused with `limit_exceeded`. [`DEFAULT_MAX_LOADED_BYTES`] unless set.
+    /// is refused with `limit_exceeded`. For a [`Bundle::open_lazy`] bundle, the most one
+    /// [`LazyBundle::read`](super::LazyBundle::read) holds (one file's size).
+    /// [`DEFAULT_MAX_LOADED_BYTES`] unless set.
     pub fn max_loaded_bytes(mut self, bytes: u64) -> VerifyOptions {
         self.max_loaded_bytes = bytes;
         self
     }
 
-    fn gate_options(&self) -> Result<GateOptions, Error> {
+    /// The first option set that only a pass over every byte of the bundle at `origin` can
+    /// judge, named as [`VerifyOptions`] names it.
+    pub(super) fn needs_every_byte(&self, origin: &Path) -> Option<&'static str> {
+        let discovered = self.discover_attestations && !crate::evidence::files::discover(origin).is_empty();
+        [
+            (self.policy.is_some(), "a trust policy"),
+            (!self.policy_updates.is_empty(), "policy updates"),
+            (!self.cosignatures.is_empty(), "co-signatures"),
+            (self.state.is_some(), "a state file (state)"),
+            (self.baseline.is_some(), "a baseline"),
+            (!self.attestations.is_empty(), "attestations"),
+            (
+                self.attest.needs_provenance(),
+                "provenance requirements (require_provenance, source_repo, source_ref, builder_id)",
+            ),
+            (
+                discovered,
+                "the attestations found beside the bundle (discover_attestations off opens it without judging them)",
+            ),
+            (self.keyless.is_some(), "a keyless signer"),
+        ]
+        .into_iter()
+        .find_map(|(set, name)| set.then_some(name))
+    }
+
+    /// The most one read of [`super::LazyBundle::read`] (or [`Bundle::load`]) holds in memory.
+    pub(super) fn max_loaded(&self) -> u64 {
+        self.max_loaded_bytes
+    }
+
+    pub(super) fn gate_options(&self) -> Result<GateOptions, Error> {
         let min_version = self
             .min_version
             .as_deref()
@@ -286,7 +318,7 @@ fn timestamp(t: SystemTime) -> Timestamp {
     }
 }
 
-enum Source {
+pub(super) enum Source {
     File(File),
     Bytes(Arc<[u8]>),
     Reader(Box<dyn Read + Send>),
@@ -295,8 +327,8 @@ enum Source {
 /// A bundle to judge: a file, bytes, or a stream. It is read once, front to back, by whichever
 /// of [`Bundle::verify`] or [`Bundle::load`] consumes it.
 pub struct Bundle {
-    source: Source,
-    origin: PathBuf,
+    pub(super) source: Source,
+    pub(super) origin: PathBuf,
 }
 
 impl std::fmt::Debug for Bundle {

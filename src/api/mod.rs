@@ -26,7 +26,8 @@
 //! What is here: [`Bundle`] (a bundle from a file, bytes or a reader) judged with
 //! [`VerifyOptions`] (trusted keys or a [`TrustPolicy`], attestation requirements, a
 //! [`Keyless`] signer, name, versions, clock, state, baseline) into a [`Verdict`] (or loaded into a [`VerifiedAgent`] whose files are held
-//! from the verified bytes); [`ToolContract`] and [`contract_fingerprint`] (the fingerprint the
+//! from the verified bytes, or opened into a [`LazyBundle`] whose files are read one at a time,
+//! each decoding only its own frames and checked against the signed manifest); [`ToolContract`] and [`contract_fingerprint`] (the fingerprint the
 //! gate compares); [`ContractGate`] (live tool definitions against the signed or approved
 //! contracts); [`McpGuard`] (the judge of `bundle guard`, in-process); [`diff()`] of two
 //! releases. Every judgement carries a [`ReasonCode`]; everything that stops a judgement is an
@@ -39,6 +40,7 @@ mod contracts;
 mod diff;
 mod error;
 mod keyless;
+mod lazy;
 mod mcp_guard;
 mod policy;
 mod verdict;
@@ -51,6 +53,7 @@ pub use contracts::{ContractGate, DriftReport, Risk, ToolContract, ToolDrift, co
 pub use diff::{ReleaseDiff, ToolChange, ToolChangeStatus, diff};
 pub use error::{Error, FailureCode};
 pub use keyless::Keyless;
+pub use lazy::LazyBundle;
 pub use mcp_guard::{GuardDecision, GuardOptions, GuardRefusal, GuardedList, McpGuard};
 pub use policy::TrustPolicy;
 pub use verdict::{AgentId, Finding, ReasonCode, Verdict};

@@ -114,6 +114,19 @@ impl<F: Read + Seek> Seekable<F> {
         Ok(hasher.finalize())
     }
 
+    /// Holds every frame before the one that holds tar offset `offset` to the table (each
+    /// decoded, one at a time): a read that found other bytes than the signed ones at `offset`
+    /// calls this, so that a table that lies about where frames start in the tar stream is
+    /// `seek_table_mismatch`, as the verifier that decodes every frame calls it, and not a
+    /// damaged entry. Costs a decode from the start, only when a read already failed.
+    pub fn check_frames_before(&mut self, offset: u64) -> Result<(), ArchiveError> {
+        let first = self.frames.partition_point(|f| f.tar_at + f.decompressed <= offset);
+        for i in 0..first {
+            self.frame(i)?;
+        }
+        Ok(())
+    }
+
     fn check_header(&self, block: &[u8], path: &str, size: u64, executable: bool) -> Result<(), ArchiveError> {
         let block: &[u8; BLOCK] = block.try_into().expect("one block");
         let h = parse_header(block)?;

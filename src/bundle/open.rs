@@ -9,6 +9,9 @@
 //! format fixes the entries' order and sizes (§3), so no untrusted offset is ever believed.
 //! Every read goes back to the file and is checked again: a bundle changed after it was opened
 //! gives a rejection (`digest_mismatch` when the frames still decode), never other bytes.
+//! A read that finds other bytes than the signed ones holds the frames before its entry to the
+//! seek table (decoding them), so that a table that lies about where frames start is
+//! `seek_table_mismatch`, as the verifier that decodes every frame calls it.
 
 use std::collections::BTreeMap;
 use std::fs::File;
@@ -16,7 +19,7 @@ use std::io::{self, BufReader, Seek, SeekFrom, Write};
 
 use super::SIGNATURE_ENTRY;
 use super::verify::{Expect, Head, LIMITS, Trust, VerifyError, VerifyIoError, head};
-use crate::archive::{ArchiveReader, BLOCK, Seekable};
+use crate::archive::{ArchiveError, ArchiveReader, BLOCK, Seekable};
 use crate::manifest::Manifest;
 use crate::rejection::{Reason, Rejection};
 
@@ -117,7 +120,18 @@ impl OpenBundle {
         let mut out = Written { inner: out, failed: false };
         let read = match &mut self.seekable {
             Some(s) => {
-                s.read_entry(place.offset, path, place.size, place.executable, &mut out).map_err(VerifyError::from)
+                let read = s.read_entry(place.offset, path, place.size, place.executable, &mut out);
+                // Other bytes than the signed ones where the manifest puts the entry: the table
+                // may lie about where the frames start (the frames are the truth).
+                let other_bytes = match &read {
+                    Ok(hash) => *hash != place.blake3,
+                    Err(ArchiveError::Io { .. } | ArchiveError::SeekTable { .. }) => false,
+                    Err(_) => true,
+                };
+                if other_bytes {
+                    s.check_frames_before(place.offset)?;
+                }
+                read.map_err(VerifyError::from)
             }
             None => self.read_sequentially(path, &place, &mut out),
         };

@@ -5,7 +5,7 @@ use crate::support::{Env, key, noise, testdata};
 
 /// The mailer agent plus a 9 MiB text file and a 5 MiB incompressible one, packed: several
 /// frames, files split across frames and files sharing one.
-fn big_bundle(env: &Env) -> std::path::PathBuf {
+pub fn big_bundle(env: &Env) -> std::path::PathBuf {
     let agent = env.copy("agents/mailer", "big");
     std::fs::create_dir_all(agent.join("data")).unwrap();
     let text: Vec<u8> = b"a line of the knowledge base\n".iter().copied().cycle().take(9 << 20).collect();

@@ -30,6 +30,7 @@ mod import;
 mod keyless;
 mod keyless_signers;
 mod keys;
+mod lazy;
 mod lock;
 mod mcp;
 mod mcp_pin;
