@@ -24,7 +24,6 @@ use serde_json::Value;
 use toml_edit::{Array, DocumentMut, Item, Table, value};
 
 use super::changes::Impact;
-use super::mcp_changes::{mcp_read_only, tool_drift};
 use super::release::{AgentContracts, LoadError, PinnedServer};
 use super::skill_changes::compare_skills;
 use crate::contract::{self, Change, Contract, Risk};
@@ -35,6 +34,8 @@ use crate::skill::facts::SkillFacts;
 
 /// The only baseline file format this build reads and writes.
 pub const FORMAT: i64 = 1;
+
+mod mcp;
 
 const TOP_KEYS: &[&str] = &["format", "agent", "tools", "skills", "mcp"];
 /// `tools` is what the gate reads; `file` and `approved_from` are for people reading the file.
@@ -168,66 +169,8 @@ pub fn parse(text: &str) -> Result<Baseline, String> {
         }
     }
     let skills = parse_skills(&doc)?;
-    let mcp = parse_mcp(&doc)?;
+    let mcp = mcp::parse_mcp(&doc)?;
     Ok(Baseline { agent, tools, skills, mcp })
-}
-
-/// The `[mcp.<server>]` tables: a server name as pins have them, and `tools`, a list of Tool
-/// objects each written as its RFC 8785 canonical JSON (so that an entry edited by hand is
-/// noticed), with a name, no name twice.
-fn parse_mcp(doc: &DocumentMut) -> Result<BTreeMap<String, Vec<Value>>, String> {
-    let mut servers = BTreeMap::new();
-    let Some(item) = doc.get("mcp") else { return Ok(servers) };
-    let table = item.as_table_like().ok_or("`mcp` must be a table of pinned MCP servers")?;
-    for (server, entry) in table.iter() {
-        crate::manifest::check_server_name(server).map_err(|why| format!("mcp.{server}: {why}"))?;
-        let entry = entry.as_table_like().ok_or_else(|| format!("`mcp.{server}` must be a table"))?;
-        for (key, _) in entry.iter() {
-            if !MCP_KEYS.contains(&key) {
-                return Err(format!("mcp.{server}: unknown key `{key}` (expected {})", MCP_KEYS.join(", ")));
-            }
-        }
-        let list = entry
-            .get("tools")
-            .and_then(Item::as_array)
-            .ok_or_else(|| format!("mcp.{server}: `tools` (a list of Tool objects as canonical JSON) is missing"))?;
-        let mut tools: Vec<Value> = Vec::new();
-        for (i, text) in list.iter().enumerate() {
-            let at = format!("mcp.{server}.tools[{i}]");
-            let text = text.as_str().ok_or_else(|| format!("{at}: not a string"))?;
-            let tool: Value = serde_json::from_str(text).map_err(|e| format!("{at}: not JSON: {e}"))?;
-            let Some(name) = tool.get("name").and_then(Value::as_str) else {
-                return Err(format!("{at}: not a Tool object with a `name`"));
-            };
-            if crate::canonical::fingerprint_json(&tool).0 != text {
-                return Err(format!(
-                    "{at}: `{name}` is not written in canonical JSON; the entry was edited by hand: approve mcp:{server} again"
-                ));
-            }
-            if tools.iter().any(|t| t.get("name").and_then(Value::as_str) == Some(name)) {
-                return Err(format!("{at}: a second tool named `{name}`"));
-            }
-            tools.push(tool);
-        }
-        servers.insert(server.to_owned(), tools);
-    }
-    Ok(servers)
-}
-
-/// One pinned server's table in the file.
-fn mcp_entry(p: &PinnedServer, from: &str) -> Table {
-    let mut t = Table::new();
-    t["file"] = value(&p.file);
-    t["approved_from"] = value(from);
-    let mut tools: Array = p.tools.iter().map(|tool| crate::canonical::fingerprint_json(tool).0).collect();
-    // One tool a line.
-    for v in tools.iter_mut() {
-        v.decor_mut().set_prefix("\n  ");
-    }
-    tools.set_trailing_comma(true);
-    tools.set_trailing("\n");
-    t["tools"] = Item::Value(tools.into());
-    t
 }
 
 /// The `[skills.<name>]` tables: a name by the Agent Skills rules, a BLAKE3 digest, the allowed
@@ -346,7 +289,7 @@ pub fn snapshot_text(agent: &AgentContracts) -> String {
         let mut sorted: Vec<&PinnedServer> = agent.pins.iter().collect();
         sorted.sort_by(|a, b| a.server.cmp(&b.server));
         for p in sorted {
-            mcp.insert(&p.server, Item::Table(mcp_entry(p, &agent.label())));
+            mcp.insert(&p.server, Item::Table(mcp::mcp_entry(p, &agent.label())));
         }
         doc["mcp"] = Item::Table(mcp);
     }
@@ -414,7 +357,7 @@ pub fn approve(path: &Path, from: &AgentContracts, ids: &[String]) -> Result<Vec
         }
         let approval = match (id.strip_prefix(SKILL_PREFIX), id.strip_prefix(MCP_PREFIX)) {
             (Some(name), _) => approve_skill(&mut doc, &baseline, from, name, path)?,
-            (_, Some(server)) => approve_mcp(&mut doc, &baseline, from, server, path)?,
+            (_, Some(server)) => mcp::approve_mcp(&mut doc, &baseline, from, server, path)?,
             _ => approve_tool(&mut doc, &baseline, from, id, path)?,
         };
         done.push(approval);
@@ -485,54 +428,6 @@ fn approve_skill(
     })
 }
 
-/// Approves (or removes) one pinned server's entry in `doc` (`[mcp.<server>]`, made when
-/// missing): all its tools at once, as the release pinned them.
-fn approve_mcp(
-    doc: &mut DocumentMut,
-    baseline: &Baseline,
-    from: &AgentContracts,
-    server: &str,
-    path: &Path,
-) -> Result<Approval, BaselineError> {
-    let id = format!("{MCP_PREFIX}{server}");
-    if !doc.contains_key("mcp") {
-        let mut mcp = Table::new();
-        mcp.set_implicit(true);
-        doc["mcp"] = Item::Table(mcp);
-    }
-    let table = doc["mcp"].as_table_mut().ok_or_else(|| invalid(path, "`mcp` must be a table"))?;
-    let old = baseline.mcp.get(server).map(|tools| list_fingerprint(tools));
-    Ok(match from.pins.iter().find(|p| p.server == server) {
-        Some(p) => {
-            let new = list_fingerprint(&p.tools);
-            let action = action(old.as_deref(), &new);
-            if action != ApprovalAction::Unchanged {
-                replace(table, server, mcp_entry(p, &from.label()));
-            }
-            Approval { tool: id, action, old, new: Some(new), risk: None }
-        }
-        None if old.is_some() => {
-            table.remove(server);
-            Approval { tool: id, action: ApprovalAction::Removed, old, new: None, risk: None }
-        }
-        None => return Err(neither(&format!("pinned MCP server `{server}`"), from, path)),
-    })
-}
-
-/// One fingerprint for a server's whole list of tools (the canonical JSON of the list).
-fn list_fingerprint(tools: &[Value]) -> String {
-    crate::canonical::fingerprint_json(&Value::Array(tools.to_vec())).1
-}
-
-/// The risk a Tool object declares by its hints: read-only (`readOnlyHint: true`) or
-/// write-capable, destructive unless it says otherwise (the specification's defaults). Hints
-/// are the server's word; the guard and the gate use them only to let read-only drift pass.
-fn mcp_risk(tool: &Value) -> Risk {
-    let read_only = mcp_read_only(tool);
-    let destructive = tool.get("annotations").and_then(|a| a.get("destructiveHint")) != Some(&Value::Bool(false));
-    Risk { write: !read_only, destructive: !read_only && destructive, ..Risk::default() }
-}
-
 fn action(old: Option<&str>, new: &str) -> ApprovalAction {
     match old {
         None => ApprovalAction::Added,
@@ -591,6 +486,10 @@ pub struct Drift {
     pub fingerprint: String,
     /// What changed since approval (for a new tool: that it was added).
     pub changes: Vec<Change>,
+    /// The agent file the drifted definition is in, when it is not tools.json or a SKILL.md:
+    /// a pinned MCP tool's pin file.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub file: Option<String>,
 }
 
 impl Drift {
@@ -651,9 +550,7 @@ impl Findings {
         // The file named is where the first rejecting change is: tools.json, or the SKILL.md.
         let file = match self.drift.first() {
             Some(d) if d.is_skill() => format!("{}/{}", d.tool, crate::skill::FILE_NAME),
-            Some(d) if d.mcp_server().is_some() => {
-                crate::formats::mcp_pin::file_for(d.mcp_server().unwrap_or_default())
-            }
+            Some(Drift { file: Some(file), .. }) => file.clone(),
             _ => crate::tools::FILE_NAME.to_owned(),
         };
         Some(Rejection::new(
@@ -699,6 +596,7 @@ pub fn judge(baseline: &Baseline, agent: &AgentContracts, path: &Path) -> Result
             approved,
             fingerprint: c.fingerprint.clone(),
             changes,
+            file: None,
         };
         if risk.is_read_only() && !moved { gate.warnings.push(drift) } else { gate.drift.push(drift) }
     }
@@ -734,58 +632,12 @@ pub fn judge_release(baseline: &Baseline, agent: &AgentContracts, path: &Path) -
             approved: approved.map(|a| a.digest.clone()),
             fingerprint: s.digest.clone(),
             changes,
+            file: None,
         };
         if widening { gate.drift.push(drift) } else { gate.warnings.push(drift) }
     }
     let gone = baseline.skills.keys().filter(|name| !agent.skills.iter().any(|s| &s.name == *name));
     gate.missing.extend(gone.map(|name| format!("{SKILL_PREFIX}{name}")));
-    judge_pins(baseline, agent, &mut gate);
+    mcp::judge_pins(baseline, agent, &mut gate);
     Ok(gate)
-}
-
-/// The pinned MCP servers against their approved tools, by the guard's `warn-read-only` rule:
-/// a changed or new tool rejects unless it is read-only on both sides (then it is reported).
-fn judge_pins(baseline: &Baseline, agent: &AgentContracts, gate: &mut Findings) {
-    let name = |t: &Value| t.get("name").and_then(Value::as_str).unwrap_or_default().to_owned();
-    for pin in &agent.pins {
-        let approved = baseline.mcp.get(&pin.server).map(Vec::as_slice).unwrap_or_default();
-        for tool in &pin.tools {
-            let n = name(tool);
-            let before = approved.iter().find(|a| name(a) == n);
-            let fingerprint = crate::canonical::fingerprint_json(tool).1;
-            let (status, changes, risk, read_only) = match before {
-                Some(a) => {
-                    let changes = tool_drift(a, tool);
-                    if changes.is_empty() {
-                        continue;
-                    }
-                    (
-                        DriftStatus::Changed,
-                        changes,
-                        mcp_risk(a).union(mcp_risk(tool)),
-                        mcp_read_only(a) && mcp_read_only(tool),
-                    )
-                }
-                None => {
-                    let added = super::mcp_changes::list_drift(&[], std::slice::from_ref(tool));
-                    (DriftStatus::New, added, mcp_risk(tool), mcp_read_only(tool))
-                }
-            };
-            let new = if status == DriftStatus::New { "new, " } else { "" };
-            let drift = Drift {
-                tool: format!("{MCP_PREFIX}{}/{n}", pin.server),
-                status,
-                risk,
-                reason: if read_only { format!("{new}read-only") } else { format!("{new}{risk}") },
-                approved: before.map(|a| crate::canonical::fingerprint_json(a).1),
-                fingerprint,
-                changes,
-            };
-            if read_only { gate.warnings.push(drift) } else { gate.drift.push(drift) }
-        }
-        let gone = approved.iter().map(name).filter(|n| !pin.tools.iter().any(|t| &name(t) == n));
-        gate.missing.extend(gone.map(|n| format!("{MCP_PREFIX}{}/{n}", pin.server)));
-    }
-    let servers = baseline.mcp.keys().filter(|s| !agent.pins.iter().any(|p| &p.server == *s));
-    gate.missing.extend(servers.map(|s| format!("{MCP_PREFIX}{s}")));
 }
