@@ -32,6 +32,8 @@ pub struct Args {
     /// separate with commas).
     #[arg(long, value_enum, value_delimiter = ',', value_name = "IMPACT")]
     fail_on: Vec<FailOnArg>,
+    #[command(flatten)]
+    models: super::args::ModelRootArgs,
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Human)]
     pub(super) format: Format,
@@ -68,7 +70,7 @@ impl FailOnArg {
 }
 
 pub fn run(args: Args, global: Global) -> anyhow::Result<Outcome> {
-    let d = diff::diff_paths(&args.old, &args.new)?;
+    let d = diff::diff_paths(&args.old, &args.new, args.models.load()?.as_ref())?;
     let fail_on: Vec<FailOn> = args.fail_on.iter().map(|f| f.op()).collect();
     let matched = d.matching(&fail_on).count();
     let names: Vec<&str> = args.fail_on.iter().map(|f| f.name()).collect();
