@@ -239,6 +239,20 @@ fn under_a_trust_policy_the_model_identity_is_judged_by_the_policys_root() {
     // The policy names the root: --trusted-root beside it is refused, not silently ignored.
     let out = bundle(dir, &["verify", "m.agent.bundle", "--trust-policy", "production.toml", "--trusted-root", &root]);
     out.expect_code(2);
+
+    // So for cosign and verify --agent-card: the policy's root judges; a second one is refused.
+    let cosign = ["cosign", "m.agent.bundle", "--key", "reviewer.key", "--trust-policy", "staging.toml"];
+    let out = bundle(dir, &[&cosign[..], &["--format", "json"]].concat());
+    out.expect_code(1);
+    assert_eq!(out.json()["code"], "model_signature_invalid", "{}", out.stdout);
+    bundle(dir, &[&cosign[..4], &["--trust-policy", "production.toml", "--trusted-root", &root]].concat())
+        .expect_code(2);
+    bundle(dir, &[&cosign[..4], &["--trust-policy", "production.toml"]].concat()).expect_code(0);
+    let card = ["agentcard", "m.agent.bundle", "--url", "https://a.example/m", "--key", "release.key", "-o", "c.json"];
+    bundle(dir, &[&card[..], &["--trusted-root", &root]].concat()).expect_code(0);
+    let verify_card = ["verify", "--agent-card", "c.json", "m.agent.bundle", "--trust-policy", "production.toml"];
+    bundle(dir, &verify_card).expect_code(0);
+    bundle(dir, &[&verify_card[..], &["--trusted-root", &root]].concat()).expect_code(2);
 }
 
 /// `bundle ARGS --format json`, refused (exit `status`) for want of a trusted root: a
@@ -312,6 +326,17 @@ fn inspect_diff_baseline_export_and_agentcard_judge_a_model_identity_under_trust
     ];
     for (args, status) in &cases {
         assert_refused(dir, args, *status);
+        with_root(args).expect_code(0);
+    }
+    // attest signs a contract naming the models' root digests; cosign approves the bundle.
+    let b64 = std::fs::read_to_string(dir.join("release.pub")).unwrap().lines().nth(1).unwrap().to_owned();
+    std::fs::write(dir.join("trusted"), format!("{b64} mail*\n")).unwrap();
+    bundle(dir, &["keygen", "reviewer"]).expect_code(0);
+    for args in [
+        &["attest", "m.agent.bundle", "--key", "release.key", "--from", "mailer"][..],
+        &["cosign", "m.agent.bundle", "--key", "reviewer.key", "--trusted-keys", "trusted"],
+    ] {
+        assert_refused(dir, args, 1);
         with_root(args).expect_code(0);
     }
     let approve = ["baseline", "approve", "approved.toml", "--from", "m.agent.bundle", "contacts.lookup"];
