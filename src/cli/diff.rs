@@ -13,8 +13,9 @@ use super::{Format, Global, Outcome, output};
 
 /// Compare the tool contracts and policy.caps grants of two releases of an agent.
 ///
-/// OLD and NEW are each a bundle or an agent folder (signatures are not checked: that is
-/// `bundle verify`'s job). Every change is classified: widening (a tool may do more), breaking
+/// OLD and NEW are each a bundle or an agent folder (a bundle's signature is not checked: that
+/// is `bundle verify`'s job; vendor model signatures are, a Sigstore identity under
+/// --trusted-root). Every change is classified: widening (a tool may do more), breaking
 /// (callers or consumers of results may fail), narrowing, compatible, neutral.
 ///
 /// Exit status: 0 compared (1 when --fail-on matches a change), 2 usage or I/O error, or a

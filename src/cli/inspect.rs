@@ -32,7 +32,9 @@ const TABLE_COLUMNS: usize = 100;
 /// block is well-formed (read without extracting anything; its certificate is not verified).
 ///
 /// Without --key the signature is read but NOT checked (the output says so); every digest and
-/// the archive's safety are still checked.
+/// the archive's safety are still checked, and so are vendor model signatures (`[[models]]`):
+/// one made with a Sigstore identity only under --trusted-root (refused without it, as `bundle
+/// verify` refuses it, rather than shown as checked).
 #[derive(Debug, clap::Args)]
 #[command(
     after_help = "Examples:\n  bundle inspect mailer-1.4.0.agent.bundle\n  bundle inspect mailer-1.4.0.agent.bundle --key release.pub --format json"
