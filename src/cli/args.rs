@@ -165,10 +165,9 @@ pub fn source_date_epoch() -> anyhow::Result<Option<u64>> {
 
 /// `--trusted-root` of the commands that read an agent or a bundle outside the deployment gate's
 /// flags (`check`, `pack`, `inspect`, `diff`, `baseline`, `export`, `agentcard`, `attest`,
-/// `cosign`): the root a
-/// `[[models]]` entry's Sigstore identity is judged under. It means what `verify
-/// --trusted-root` means for models; without it such a model is refused, never shown as
-/// checked.
+/// `cosign`): the root a `[[models]]` entry's Sigstore identity is judged under. It means what
+/// `verify --trusted-root` means for models; without it such a model is refused, never shown
+/// as checked.
 #[derive(Debug, Default, clap::Args)]
 pub struct ModelRootArgs {
     /// The Sigstore trusted_root.json a `[[models]]` entry's identity is judged against

@@ -77,12 +77,12 @@ pub fn run(args: Args, global: Global) -> anyhow::Result<Outcome> {
         return super::inspect_mcpb::run(bundle, args.format, global);
     }
     if let [bundle] = args.bundles.as_slice() {
-        return Ok(inspect_one(bundle, (keys, root), &args.registry, args.format, global, false)?.0);
+        return Ok(inspect_one(bundle, keys, root, &args.registry, args.format, global, false)?.0);
     }
     let mut outcome = Outcome::Ok;
     let mut results = Vec::new();
     for bundle in &args.bundles {
-        let (this, json) = match inspect_one(bundle, (keys, root), &args.registry, args.format, global, true) {
+        let (this, json) = match inspect_one(bundle, keys, root, &args.registry, args.format, global, true) {
             Ok(done) => done,
             // One bundle that cannot be read does not stop the others from being shown.
             Err(e) => {
@@ -111,7 +111,8 @@ pub fn run(args: Args, global: Global) -> anyhow::Result<Outcome> {
 /// printing it.
 fn inspect_one(
     bundle: &Path,
-    (keys, root): (Option<&TrustedKeys>, Option<&TrustedRoot>),
+    keys: Option<&TrustedKeys>,
+    root: Option<&TrustedRoot>,
     registry: &super::registry::RegistryArgs,
     format: Format,
     global: Global,
