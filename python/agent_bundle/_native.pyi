@@ -301,6 +301,7 @@ def verify(
     source_ref: Optional[str] = None,
     builder_id: Optional[str] = None,
     keyless: Optional[Keyless] = None,
+    models_trusted_root: Optional[_Path] = None,
 ) -> Verdict: ...
 @overload
 def open_verified(
@@ -322,6 +323,7 @@ def open_verified(
     source_ref: Optional[str] = None,
     builder_id: Optional[str] = None,
     keyless: Optional[Keyless] = None,
+    models_trusted_root: Optional[_Path] = None,
     max_loaded_bytes: Optional[int] = None,
     lazy: Literal[False] = False,
 ) -> VerifiedBundle: ...
@@ -345,6 +347,7 @@ def open_verified(
     source_ref: Optional[str] = None,
     builder_id: Optional[str] = None,
     keyless: Optional[Keyless] = None,
+    models_trusted_root: Optional[_Path] = None,
     max_loaded_bytes: Optional[int] = None,
     lazy: Literal[True],
 ) -> LazyVerifiedBundle: ...
@@ -368,6 +371,7 @@ def open_verified(
     source_ref: Optional[str] = None,
     builder_id: Optional[str] = None,
     keyless: Optional[Keyless] = None,
+    models_trusted_root: Optional[_Path] = None,
     max_loaded_bytes: Optional[int] = None,
     lazy: bool = False,
 ) -> Union[VerifiedBundle, LazyVerifiedBundle]: ...

@@ -246,6 +246,7 @@ struct GateKwargs<'a, 'py> {
     source_ref: Option<String>,
     builder_id: Option<String>,
     keyless: Option<Keyless>,
+    models_trusted_root: Option<PathBuf>,
     max_loaded_bytes: Option<u64>,
 }
 
@@ -300,6 +301,9 @@ impl GateKwargs<'_, '_> {
         }
         if let Some(k) = self.keyless {
             o = o.keyless(k.0);
+        }
+        if let Some(root) = self.models_trusted_root {
+            o = o.models_trusted_root(root);
         }
         if let Some(m) = self.max_loaded_bytes {
             o = o.max_loaded_bytes(m);
@@ -494,7 +498,7 @@ fn json_to_py<'py>(py: Python<'py>, value: &serde_json::Value) -> PyResult<Bound
 #[pyo3(signature = (bundle, *, trusted_keys=None, trust_policy=None, policy_updates=None, cosignatures=None,
     name=None, min_version=None, baseline=None, state=None, now=None, attestations=None,
     discover_attestations=true, require_provenance=false, source_repo=None, source_ref=None, builder_id=None,
-    keyless=None))]
+    keyless=None, models_trusted_root=None))]
 #[allow(clippy::too_many_arguments)]
 fn verify<'py>(
     py: Python<'py>,
@@ -515,6 +519,7 @@ fn verify<'py>(
     source_ref: Option<String>,
     builder_id: Option<String>,
     keyless: Option<Keyless>,
+    models_trusted_root: Option<PathBuf>,
 ) -> PyResult<Verdict> {
     let opts = GateKwargs {
         trusted_keys,
@@ -533,6 +538,7 @@ fn verify<'py>(
         source_ref,
         builder_id,
         keyless,
+        models_trusted_root,
         max_loaded_bytes: None,
     }
     .options(py)?;
@@ -661,7 +667,7 @@ impl VerifiedBundle {
 #[pyo3(signature = (bundle, *, trusted_keys=None, trust_policy=None, policy_updates=None, cosignatures=None,
     name=None, min_version=None, baseline=None, state=None, now=None, attestations=None,
     discover_attestations=true, require_provenance=false, source_repo=None, source_ref=None, builder_id=None,
-    keyless=None, max_loaded_bytes=None, lazy=false))]
+    keyless=None, models_trusted_root=None, max_loaded_bytes=None, lazy=false))]
 #[allow(clippy::too_many_arguments)]
 fn open_verified<'py>(
     py: Python<'py>,
@@ -682,6 +688,7 @@ fn open_verified<'py>(
     source_ref: Option<String>,
     builder_id: Option<String>,
     keyless: Option<Keyless>,
+    models_trusted_root: Option<PathBuf>,
     max_loaded_bytes: Option<u64>,
     lazy: bool,
 ) -> PyResult<Py<PyAny>> {
@@ -702,6 +709,7 @@ fn open_verified<'py>(
         source_ref,
         builder_id,
         keyless,
+        models_trusted_root,
         max_loaded_bytes,
     }
     .options(py)?;

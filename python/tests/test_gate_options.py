@@ -144,6 +144,13 @@ def test_keys_and_a_policy_are_exclusive_and_one_is_required(team):
         agent_bundle.verify(bundle)
     with pytest.raises(ValueError):
         agent_bundle.verify(bundle, trusted_keys=TEST_PUB, cosignatures=[policy])
+    # A policy names the root its models' identities are judged by; a second one is refused,
+    # as `--trust-policy` with `--trusted-root` is.
+    root = TESTDATA / "sigstore" / "trusted_root.production.json"
+    with pytest.raises(VerificationError) as e:
+        agent_bundle.verify(bundle, trust_policy=policy, models_trusted_root=root)
+    code, status, _ = cli(bundle, "--trust-policy", policy, "--trusted-root", root)
+    assert (e.value.code, code, status) == ("usage", "usage", 2)
 
 
 @pytest.fixture()
@@ -308,3 +315,50 @@ def test_a_keyless_requirement_that_cannot_be_judged_stops_the_gate_with_the_cli
     with pytest.raises(VerificationError) as e:
         Keyless(sig, root, identity=WORKFLOW, identity_regexp=".*", issuer=ACTIONS)
     assert e.value.code == "usage"
+
+
+@pytest.fixture()
+def identity_model(tmp_path):
+    """The mailer with a vendor's model signed through Sigstore's public-good instance (the
+    real signature of testdata/models/), its `[[models]]` entry naming the signer's identity,
+    packed under the production trusted root."""
+    agent = tmp_path / "mailer"
+    shutil.copytree(TESTDATA / "agents" / "mailer", agent)
+    shutil.copytree(TESTDATA / "models" / "v1.1.0-sigstore", agent / "models" / "vendor")
+    with open(agent / "manifest.toml", "a", encoding="utf-8") as f:
+        f.write('\n[[models]]\npath = "models/vendor"\nidentity = "stefanb@us.ibm.com"\n'
+                'issuer = "https://sigstore.verify.ibm.com/oauth2"\n')
+    run_bundle("lock", agent)
+    root = TESTDATA / "sigstore" / "trusted_root.production.json"
+    out = tmp_path / "m.agent.bundle"
+    run_bundle("pack", agent, "--key", TEST_KEY, "--trusted-root", root, "-o", out)
+    return out, root
+
+
+def test_a_model_signed_with_a_sigstore_identity_is_judged_under_models_trusted_root(identity_model):
+    bundle, root = identity_model
+    # With the root: judged and accepted, by the wheel and by `bundle verify --trusted-root`.
+    for given in (root, str(root)):
+        verdict = agent_bundle.verify(bundle, trusted_keys=TEST_PUB, models_trusted_root=given)
+        assert (verdict.ok, verdict.code) == (True, None)
+    code, status, _ = cli(bundle, "--key", TEST_PUB, "--trusted-root", root)
+    assert (code, status) == (None, 0)
+    with agent_bundle.open_verified(bundle, trusted_keys=TEST_PUB, models_trusted_root=root) as agent:
+        assert agent.verdict.ok
+    # A lazy open cannot check a model's files (they are hashed whole): refused as a usage error.
+    with pytest.raises(VerificationError) as e:
+        agent_bundle.open_verified(bundle, trusted_keys=TEST_PUB, models_trusted_root=root, lazy=True)
+    assert e.value.code == "usage"
+    # Without it: refused, never skipped, with the CLI's code.
+    verdict = agent_bundle.verify(bundle, trusted_keys=TEST_PUB)
+    code, status, _ = cli(bundle, "--key", TEST_PUB)
+    assert (verdict.ok, verdict.code, code, status) == (False, "model_trusted_root_missing", "model_trusted_root_missing", 1)
+    with pytest.raises(BundleRejected) as e:
+        agent_bundle.open_verified(bundle, trusted_keys=TEST_PUB)
+    assert e.value.verdict.code == "model_trusted_root_missing"
+    # A root that cannot be read stops the gate, as the command line does (exit 2).
+    missing = root.parent / "missing_root.json"
+    with pytest.raises(VerificationError) as e:
+        agent_bundle.verify(bundle, trusted_keys=TEST_PUB, models_trusted_root=missing)
+    code, status, _ = cli(bundle, "--key", TEST_PUB, "--trusted-root", missing)
+    assert (e.value.code, status) == (code, 2)

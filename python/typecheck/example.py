@@ -34,6 +34,7 @@ def gate(path: str) -> Optional[str]:
     keys = TrustedKeys.read("release.pub")
     verdict = agent_bundle.verify(path, trusted_keys=[keys, "more.pub"], name="mailer", now=1_700_000_000)
     assert_type(verdict, Verdict)
+    assert_type(agent_bundle.verify(path, trusted_keys=keys, models_trusted_root="trusted_root.json"), Verdict)
     assert_type(verdict.ok, bool)
     assert_type(verdict.code, Optional[str])
     reasons: List[Reason] = verdict.reasons + verdict.warnings

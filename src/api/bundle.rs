@@ -215,8 +215,9 @@ impl VerifyOptions {
 
     /// The Sigstore trusted_root.json the identities of the bundle's vendor-signed models
     /// (manifest.toml `[[models]]`) are judged against (`--trusted-root`); never downloaded.
-    /// Without it such a model is refused (`model_trusted_root_missing`); under a trust policy
-    /// the policy's pinned root is used instead.
+    /// Without it such a model is refused (`model_trusted_root_missing`). A trust policy
+    /// names its own root: with one, giving this too is a usage error (as the command line's
+    /// `--trust-policy` with `--trusted-root`).
     pub fn models_trusted_root(mut self, path: impl Into<PathBuf>) -> VerifyOptions {
         self.models_trusted_root = Some(path.into());
         self
@@ -271,6 +272,14 @@ impl VerifyOptions {
                 })
             })
             .transpose()?;
+        if self.policy.is_some() && self.models_trusted_root.is_some() {
+            // As `--trust-policy` with `--trusted-root`: the policy pins the root its models'
+            // identities are judged by, and a second root would be silently unused.
+            return Err(Error::failed(
+                ErrorCode::Usage,
+                "a trust policy names the trusted root the models' identities are judged by: drop models_trusted_root",
+            ));
+        }
         Ok(GateOptions {
             keys: self.keys.0.clone(),
             name: self.name.clone(),

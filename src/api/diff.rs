@@ -63,7 +63,7 @@ impl ReleaseDiff {
 /// does. A bundle's archive, digests and tools.json are checked, but not its signature: verify
 /// a bundle before trusting what it says.
 pub fn diff(old: impl AsRef<Path>, new: impl AsRef<Path>) -> Result<ReleaseDiff, Error> {
-    let d = diff::diff_paths(old.as_ref(), new.as_ref()).map_err(|e| {
+    let d = diff::diff_paths(old.as_ref(), new.as_ref(), None).map_err(|e| {
         let code = match &e {
             LoadError::Io(crate::Error::Io { .. }) => FailureCode::Error(ErrorCode::IoError),
             LoadError::Rejected { code, .. } => FailureCode::Unreadable(ReasonCode::of(*code)),

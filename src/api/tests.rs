@@ -102,7 +102,7 @@ fn a_clock_of_any_number_is_a_time_or_none_and_never_a_panic() {
 fn contract_fingerprint_is_the_fingerprint_of_the_verified_tools() {
     let text = std::fs::read_to_string("testdata/agents/mailer/tools.json").expect("mailer");
     let doc: serde_json::Value = serde_json::from_str(&text).expect("JSON");
-    let tools = crate::ops::contracts::load(std::path::Path::new("testdata/agents/mailer")).expect("contracts");
+    let tools = crate::ops::contracts::load(std::path::Path::new("testdata/agents/mailer"), None).expect("contracts");
     for (tool, contract) in doc["tools"].as_array().expect("tools").iter().zip(&tools.contracts) {
         // A definition that names the agent's schema files needs them (see VerifiedAgent::contract_gate).
         let fp = match contract_fingerprint(&tool.to_string()) {

@@ -5,6 +5,7 @@ use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
 use agent_bundle::diagnostic::sanitize;
+use agent_bundle::keyless::TrustedRoot;
 use agent_bundle::keys::{KeyRef, p256_key};
 use agent_bundle::ops::agentcard::{self, CardFailure, CardKey, CardOptions, CardTrust, CardVerdict};
 use agent_bundle::trust::TrustedKeys;
@@ -48,6 +49,8 @@ pub struct Args {
     description: Option<String>,
     #[command(flatten)]
     key: SecretKeyArgs,
+    #[command(flatten)]
+    models: super::args::ModelRootArgs,
     /// Write the card here instead of stdout (an existing file needs --force).
     #[arg(short, long, value_name = "FILE")]
     output: Option<PathBuf>,
@@ -70,6 +73,7 @@ pub fn run(args: Args, global: Global) -> anyhow::Result<Outcome> {
         description: args.description.clone(),
         output: args.output.clone(),
         force: args.force,
+        trusted_root: args.models.load()?.map(std::sync::Arc::new),
     };
     match agentcard::make(&args.input, &opts, &mut signer) {
         Ok(made) => {
@@ -123,19 +127,27 @@ fn card_key(args: &SecretKeyArgs) -> anyhow::Result<CardKey> {
 /// public key in PEM (for ES256); or a trusted-keys file (minisign keys); or the key signers of
 /// a trust policy valid now (its chain followed from the pinned version through
 /// `--policy-update`s; not revoked, inside their windows, scoped to their agent patterns). A
-/// card counts one signature: the policy's thresholds are rules for bundles.
-pub fn load_trust(args: &TrustArgs) -> anyhow::Result<CardTrust> {
+/// card counts one signature: the policy's thresholds are rules for bundles. A bundle's
+/// `[[models]]` identities are judged under the policy's trusted root, else under `model_root`
+/// (`--trusted-root`; refused under a policy, which names its own).
+pub fn load_trust(args: &TrustArgs, model_root: Option<&Path>) -> anyhow::Result<CardTrust> {
     if let Some(policy) = super::keys::load_policy(args)? {
+        if model_root.is_some() {
+            anyhow::bail!(
+                "--trust-policy names the trusted root the models' identities are judged by: drop --trusted-root"
+            );
+        }
         let now = agent_bundle::timestamp::Timestamp::now();
         let (policy, _) = agent_bundle::trust_policy::chain::follow(policy.pin, policy.updates, now, None)
             .map_err(|e| anyhow::anyhow!("--trust-policy: no version of the policy can be followed: {}", e.message))?;
         let keys = agent_bundle::trust_policy::keys::with_policy(&TrustedKeys::default(), &policy, now);
-        return Ok(CardTrust { keys, p256: Vec::new() });
+        return Ok(CardTrust { keys, p256: Vec::new(), model_root: policy.trusted_root.clone() });
     }
+    let model_root = model_root.map(TrustedRoot::read).transpose()?.map(std::sync::Arc::new);
     if args.trusted_keys.is_some() {
-        return Ok(CardTrust { keys: super::keys::load_trust(args)?, p256: Vec::new() });
+        return Ok(CardTrust { keys: super::keys::load_trust(args)?, p256: Vec::new(), model_root });
     }
-    let mut trust = CardTrust::default();
+    let mut trust = CardTrust { model_root, ..CardTrust::default() };
     let mut minisign = Vec::new();
     for path in &args.keys {
         if p256_key::is_pem(&read_key_file(path, "public key", MAX_KEY_FILE)?) {

@@ -5,6 +5,7 @@
 use std::path::PathBuf;
 
 use agent_bundle::evidence::judge::AttestPolicy;
+use agent_bundle::keyless::TrustedRoot;
 use agent_bundle::ops::gate::{AttestOptions, GateOptions, PolicyOptions};
 use agent_bundle::trust::TrustedKeys;
 
@@ -159,5 +160,26 @@ pub fn source_date_epoch() -> anyhow::Result<Option<u64>> {
             .map(Some)
             .map_err(|_| anyhow::anyhow!("SOURCE_DATE_EPOCH must be a whole number of seconds, not `{v}`")),
         Err(_) => Ok(None),
+    }
+}
+
+/// `--trusted-root` of the commands that read an agent or a bundle outside the deployment gate's
+/// flags (`check`, `pack`, `inspect`, `diff`, `baseline`, `export`, `agentcard`, `attest`,
+/// `cosign`): the root a `[[models]]` entry's Sigstore identity is judged under. It means what
+/// `verify --trusted-root` means for models; without it such a model is refused, never shown
+/// as checked.
+#[derive(Debug, Default, clap::Args)]
+pub struct ModelRootArgs {
+    /// The Sigstore trusted_root.json a `[[models]]` entry's identity is judged against
+    /// (`gh attestation trusted-root`, or sigstore's TUF repository); never downloaded. Without
+    /// it, a model signed with a Sigstore identity is refused (`model_trusted_root_missing`).
+    #[arg(long, value_name = "FILE")]
+    pub trusted_root: Option<PathBuf>,
+}
+
+impl ModelRootArgs {
+    /// The root, read and prepared (exit 2 if it cannot be).
+    pub fn load(&self) -> anyhow::Result<Option<TrustedRoot>> {
+        Ok(self.trusted_root.as_deref().map(TrustedRoot::read).transpose()?)
     }
 }

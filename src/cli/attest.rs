@@ -42,6 +42,8 @@ pub struct Args {
     /// the provenance (default: the bundle's folder).
     #[arg(long, value_name = "AGENT_DIR")]
     from: Option<PathBuf>,
+    #[command(flatten)]
+    models: super::args::ModelRootArgs,
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Human)]
     pub(super) format: Format,
@@ -49,12 +51,18 @@ pub struct Args {
 
 pub fn run(args: Args, global: Global) -> anyhow::Result<Outcome> {
     if args.model_signing {
+        if args.models.trusted_root.is_some() {
+            anyhow::bail!(
+                "--trusted-root judges the models of a bundle; --model-signing signs a folder and judges none"
+            );
+        }
         return model_signing(&args, global);
     }
     let bundle = args.bundle.clone().unwrap_or_default();
     let mut signer = open_signer(&args.key)?;
     let epoch = super::args::source_date_epoch()?;
-    let opts = AttestOptions { from: args.from.clone(), source_date_epoch: epoch };
+    let trusted_root = args.models.load()?.map(std::sync::Arc::new);
+    let opts = AttestOptions { from: args.from.clone(), source_date_epoch: epoch, trusted_root };
     match attest::attest(&bundle, &mut signer, &opts) {
         Ok(a) => {
             match args.format {

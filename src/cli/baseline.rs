@@ -48,6 +48,8 @@ pub struct SnapshotArgs {
     /// Replace the file if it exists.
     #[arg(long)]
     force: bool,
+    #[command(flatten)]
+    models: super::args::ModelRootArgs,
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Human)]
     format: Format,
@@ -73,6 +75,8 @@ pub struct ApproveArgs {
     /// The tools to approve, skills as `skills/NAME`, pinned MCP servers as `mcp:SERVER`.
     #[arg(value_name = "TOOL_ID", required = true)]
     tools: Vec<String>,
+    #[command(flatten)]
+    models: super::args::ModelRootArgs,
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Human)]
     format: Format,
@@ -109,15 +113,16 @@ fn snapshot(args: SnapshotArgs, global: Global) -> anyhow::Result<Outcome> {
         }
         Some(out) => baseline::Target::File(out),
     };
+    let root = args.models.load()?;
     if !many {
-        let (agent, file) = baseline::snapshot(&sources[0], target, args.force)?;
+        let (agent, file) = baseline::snapshot(&sources[0], target, args.force, root.as_ref())?;
         return render_snapshot(&agent, &file, args.format, global).map(|()| Outcome::Ok);
     }
     // Every release is snapshotted; one that fails does not stop the others.
     let mut outcome = Outcome::Ok;
     let mut results = Vec::new();
     for source in &sources {
-        match baseline::snapshot(source, target, args.force) {
+        match baseline::snapshot(source, target, args.force, root.as_ref()) {
             Ok((agent, file)) if args.format == Format::Json => results.push(snapshot_json(&agent, &file)?),
             Ok((agent, file)) => render_snapshot(&agent, &file, args.format, global)?,
             Err(e) => {
@@ -226,7 +231,7 @@ fn render_snapshot(agent: &AgentContracts, file: &Path, format: Format, global: 
 }
 
 fn approve(args: ApproveArgs, global: Global) -> anyhow::Result<Outcome> {
-    let (from, done) = baseline::approve(&args.baseline, &args.from, &args.tools)?;
+    let (from, done) = baseline::approve(&args.baseline, &args.from, &args.tools, args.models.load()?.as_ref())?;
     match args.format {
         Format::Json => output::print_json(&Clean(ApproveReport {
             ok: true,

@@ -48,11 +48,8 @@ pub struct Args {
     /// addition to the public (Mozilla) roots. Repeatable.
     #[arg(long, value_name = "PEM", requires = "refresh")]
     ca_cert: Vec<std::path::PathBuf>,
-    /// The Sigstore trusted_root.json a `[[models]]` entry's identity is judged against
-    /// (`gh attestation trusted-root`, or sigstore's TUF repository); never downloaded. Without
-    /// it, a model signed with a Sigstore identity is refused (`model_trusted_root_missing`).
-    #[arg(long, value_name = "FILE")]
-    trusted_root: Option<std::path::PathBuf>,
+    #[command(flatten)]
+    models: super::args::ModelRootArgs,
 }
 
 pub fn run(args: Args, global: Global) -> anyhow::Result<Outcome> {
@@ -66,7 +63,7 @@ pub fn run(args: Args, global: Global) -> anyhow::Result<Outcome> {
     } else {
         None
     };
-    let root = args.trusted_root.as_deref().map(agent_bundle::keyless::TrustedRoot::read).transpose()?;
+    let root = args.models.load()?;
     let opts =
         agent_bundle::agent::CheckOptions { digests: true, refresh: refresh.as_ref(), trusted_root: root.as_ref() };
     let mut all = Report::default();

@@ -47,6 +47,8 @@ pub struct Args {
     #[arg(long, value_name = "FILE|DIR")]
     baseline: Option<PathBuf>,
     #[command(flatten)]
+    models: super::args::ModelRootArgs,
+    #[command(flatten)]
     registry: super::registry::RegistryArgs,
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Human)]
@@ -72,7 +74,14 @@ pub fn run(args: Args, global: Global) -> anyhow::Result<Outcome> {
         baseline: args.baseline,
         attest: Default::default(),
     };
-    let opts = gate.options(keys, policy, global);
+    let mut opts = gate.options(keys, policy, global);
+    // As `verify`: under a trust policy its pinned root judges the models' identities.
+    if opts.policy.is_some() && args.models.trusted_root.is_some() {
+        anyhow::bail!(
+            "--trust-policy names the trusted root the models' identities are judged by: drop --trusted-root"
+        );
+    }
+    opts.model_root = args.models.load()?.map(std::sync::Arc::new);
     let mut signer = open_signer(&args.key)?;
     let format = args.format;
     let mut review = |a: &Approval| {

@@ -13,8 +13,9 @@ use super::{Format, Global, Outcome, output};
 
 /// Compare the tool contracts and policy.caps grants of two releases of an agent.
 ///
-/// OLD and NEW are each a bundle or an agent folder (signatures are not checked: that is
-/// `bundle verify`'s job). Every change is classified: widening (a tool may do more), breaking
+/// OLD and NEW are each a bundle or an agent folder (a bundle's signature is not checked: that
+/// is `bundle verify`'s job; vendor model signatures are, a Sigstore identity under
+/// --trusted-root). Every change is classified: widening (a tool may do more), breaking
 /// (callers or consumers of results may fail), narrowing, compatible, neutral.
 ///
 /// Exit status: 0 compared (1 when --fail-on matches a change), 2 usage or I/O error, or a
@@ -32,6 +33,8 @@ pub struct Args {
     /// separate with commas).
     #[arg(long, value_enum, value_delimiter = ',', value_name = "IMPACT")]
     fail_on: Vec<FailOnArg>,
+    #[command(flatten)]
+    models: super::args::ModelRootArgs,
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Human)]
     pub(super) format: Format,
@@ -68,7 +71,7 @@ impl FailOnArg {
 }
 
 pub fn run(args: Args, global: Global) -> anyhow::Result<Outcome> {
-    let d = diff::diff_paths(&args.old, &args.new)?;
+    let d = diff::diff_paths(&args.old, &args.new, args.models.load()?.as_ref())?;
     let fail_on: Vec<FailOn> = args.fail_on.iter().map(|f| f.op()).collect();
     let matched = d.matching(&fail_on).count();
     let names: Vec<&str> = args.fail_on.iter().map(|f| f.name()).collect();

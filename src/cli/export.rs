@@ -65,6 +65,9 @@ pub struct Args {
     #[arg(long, value_name = "FILE", conflicts_with = "keys")]
     trusted_keys: Option<PathBuf>,
 
+    #[command(flatten)]
+    models: super::args::ModelRootArgs,
+
     /// List each field the target format cannot carry, tool by tool (by default one summary;
     /// `--format json` always lists each).
     #[arg(short, long)]
@@ -105,7 +108,8 @@ pub fn run(mut args: Args, global: Global) -> anyhow::Result<Outcome> {
     };
     // Checked before anything is exported: -o names a regular file (or nothing yet).
     let target = args.output.as_deref().map(|p| agent_bundle::atomic::Output::new(p, "-o")).transpose()?;
-    let opts = Options { to, input: args.input, name: args.name, endpoint: args.endpoint };
+    let trusted_root = args.models.load()?.map(std::sync::Arc::new);
+    let opts = Options { to, input: args.input, name: args.name, endpoint: args.endpoint, trusted_root };
     let result = export::export(&opts, &trust)?;
     if let Some(rejection) = result.rejection {
         // Nothing is exported from a bundle that fails verification; say why as `verify` does.
@@ -222,11 +226,13 @@ fn export_all(args: &Args, to: To, dirs: Vec<PathBuf>, global: Global) -> anyhow
         }
         targets.push((dir, file));
     }
+    let trusted_root = args.models.load()?.map(std::sync::Arc::new);
     std::fs::create_dir_all(out_dir).map_err(|e| anyhow::anyhow!("cannot create {}: {e}", out_dir.display()))?;
     let mut outcome = Outcome::Ok;
     let mut results = Vec::new();
     for (dir, file) in targets {
-        let opts = Options { to, input: dir, name: None, endpoint: args.endpoint.clone() };
+        let opts =
+            Options { to, input: dir, name: None, endpoint: args.endpoint.clone(), trusted_root: trusted_root.clone() };
         let result = export::export(&opts, &BundleTrust::Unchecked)?;
         if let Some(doc) = &result.document {
             let text = serde_json::to_string_pretty(doc)? + "\n";

@@ -8,6 +8,7 @@ use agent_bundle::contract::release::PinnedServer;
 use agent_bundle::contract::{Contract, ContractError};
 use agent_bundle::diagnostic::sanitize;
 use agent_bundle::formats::mcp_pin;
+use agent_bundle::keyless::TrustedRoot;
 use agent_bundle::manifest::{McpStart, PinSource};
 use agent_bundle::ops::gate::Verdict;
 use agent_bundle::ops::input::RegistryConfig;
@@ -31,7 +32,9 @@ const TABLE_COLUMNS: usize = 100;
 /// block is well-formed (read without extracting anything; its certificate is not verified).
 ///
 /// Without --key the signature is read but NOT checked (the output says so); every digest and
-/// the archive's safety are still checked.
+/// the archive's safety are still checked, and so are vendor model signatures (`[[models]]`):
+/// one made with a Sigstore identity only under --trusted-root (refused without it, as `bundle
+/// verify` refuses it, rather than shown as checked).
 #[derive(Debug, clap::Args)]
 #[command(
     after_help = "Examples:\n  bundle inspect mailer-1.4.0.agent.bundle\n  bundle inspect mailer-1.4.0.agent.bundle --key release.pub --format json"
@@ -49,6 +52,8 @@ pub struct Args {
     #[arg(long, value_name = "FILE", conflicts_with = "keys")]
     trusted_keys: Option<PathBuf>,
     #[command(flatten)]
+    models: super::args::ModelRootArgs,
+    #[command(flatten)]
     registry: super::registry::RegistryArgs,
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Human)]
@@ -64,18 +69,20 @@ pub fn run(args: Args, global: Global) -> anyhow::Result<Outcome> {
         Some(TrustedKeys::from_keys(args.keys.iter().map(|p| load_public_key(p)).collect::<anyhow::Result<Vec<_>>>()?))
     };
     let keys = keys.as_ref();
+    let root = args.models.load()?;
+    let root = root.as_ref();
     if let [bundle] = args.bundles.as_slice()
         && agent_bundle::ops::inspect_mcpb::is_mcpb(bundle)
     {
         return super::inspect_mcpb::run(bundle, args.format, global);
     }
     if let [bundle] = args.bundles.as_slice() {
-        return Ok(inspect_one(bundle, keys, &args.registry, args.format, global, false)?.0);
+        return Ok(inspect_one(bundle, keys, root, &args.registry, args.format, global, false)?.0);
     }
     let mut outcome = Outcome::Ok;
     let mut results = Vec::new();
     for bundle in &args.bundles {
-        let (this, json) = match inspect_one(bundle, keys, &args.registry, args.format, global, true) {
+        let (this, json) = match inspect_one(bundle, keys, root, &args.registry, args.format, global, true) {
             Ok(done) => done,
             // One bundle that cannot be read does not stop the others from being shown.
             Err(e) => {
@@ -105,13 +112,14 @@ pub fn run(args: Args, global: Global) -> anyhow::Result<Outcome> {
 fn inspect_one(
     bundle: &Path,
     keys: Option<&TrustedKeys>,
+    root: Option<&TrustedRoot>,
     registry: &super::registry::RegistryArgs,
     format: Format,
     global: Global,
     collect: bool,
 ) -> anyhow::Result<(Outcome, Option<serde_json::Value>)> {
     let source = registry.source(bundle)?;
-    let (v, contracts, pins, attestations, skills) = match inspect::inspect(&source, keys)? {
+    let (v, contracts, pins, attestations, skills) = match inspect::inspect(&source, keys, root)? {
         Inspected::Bundle { verified, contracts, pins, attestations, skills } => {
             (verified, contracts, pins, attestations, skills)
         }

@@ -52,11 +52,8 @@ pub struct Args {
     /// <BUNDLE>.contract.sigstore.json (the agent contract). Without it, stale ones are removed.
     #[arg(long)]
     attest: bool,
-    /// The Sigstore trusted_root.json a `[[models]]` entry's identity is judged against
-    /// (`gh attestation trusted-root`, or sigstore's TUF repository); never downloaded. Without
-    /// it, a model signed with a Sigstore identity is refused (`model_trusted_root_missing`).
-    #[arg(long, value_name = "FILE")]
-    trusted_root: Option<PathBuf>,
+    #[command(flatten)]
+    models: super::args::ModelRootArgs,
     /// zstd compression level, 1-19.
     #[arg(long, value_name = "N", default_value_t = agent_bundle::archive::DEFAULT_LEVEL)]
     level: i32,
@@ -140,12 +137,7 @@ pub fn run(args: Args, global: Global) -> anyhow::Result<Outcome> {
         expires,
         force: args.force,
         attest: args.attest,
-        trusted_root: args
-            .trusted_root
-            .as_deref()
-            .map(agent_bundle::keyless::TrustedRoot::read)
-            .transpose()?
-            .map(std::sync::Arc::new),
+        trusted_root: args.models.load()?.map(std::sync::Arc::new),
     };
     let mut outcome = Outcome::Ok;
     let mut results = Vec::new();

@@ -64,7 +64,7 @@ pub fn run(args: Args, global: Global) -> anyhow::Result<Outcome> {
         if args.bundles.len() > 1 {
             anyhow::bail!("--agent-card checks one card against at most one bundle");
         }
-        let trust = super::agentcard::load_trust(&args.trust)?;
+        let trust = super::agentcard::load_trust(&args.trust, args.keyless.trusted_root.as_deref())?;
         return super::agentcard::verify(card, args.bundles.first().map(PathBuf::as_path), &trust, args.format, global);
     }
     let keys = load_trust(&args.trust)?;

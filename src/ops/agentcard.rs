@@ -11,6 +11,7 @@
 use std::fs::File;
 use std::io::BufReader;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use serde_json::Value;
 
@@ -19,6 +20,7 @@ use crate::contract::{self, Contract, release};
 use crate::error::{Error, Result};
 pub use crate::formats::agent_card::CardReason as Reason;
 use crate::formats::agent_card::{self, BundleParams, CardFacts, CardReason, CardSkill, SkillParam, ToolParam};
+use crate::keyless::TrustedRoot;
 use crate::keys::{Signer, SignerError, p256_key};
 use crate::limits::MAX_AGENT_CARD_BYTES;
 use crate::regular_file::{self, Links};
@@ -38,6 +40,9 @@ pub struct CardOptions {
     /// Where the card is written (`-o`; an existing file needs `force`); `None`: returned only.
     pub output: Option<PathBuf>,
     pub force: bool,
+    /// The root a `[[models]]` entry's Sigstore identity is judged under (`--trusted-root`);
+    /// without one such an agent or bundle is refused (`model_trusted_root_missing`).
+    pub trusted_root: Option<Arc<TrustedRoot>>,
 }
 
 /// The card made.
@@ -110,6 +115,9 @@ impl CardKey {
 pub struct CardTrust {
     pub keys: TrustedKeys,
     pub p256: Vec<p256::ecdsa::VerifyingKey>,
+    /// The root a `[[models]]` identity of the bundle checked with the card is judged under
+    /// (`--trusted-root`, or a trust policy's); without one such a bundle is refused.
+    pub model_root: Option<Arc<TrustedRoot>>,
 }
 
 /// The agent a card describes.
@@ -132,7 +140,8 @@ pub fn make(input: &Path, opts: &CardOptions, key: &mut CardKey) -> std::result:
         Some(p) => Some(crate::atomic::Output::new(p, "-o").map_err(Error::from)?),
         None => None,
     };
-    let d = if input.is_dir() { from_folder(input)? } else { from_bundle(input)? };
+    let root = opts.trusted_root.as_deref();
+    let d = if input.is_dir() { from_folder(input, root)? } else { from_bundle(input, root)? };
     let facts = facts(&d, opts);
     let mut card = agent_card::unsigned_card(&facts);
     let canonical = agent_card::canonical(&card).map_err(|e| Error::Usage(format!("cannot sign the card: {e}")))?;
@@ -155,10 +164,11 @@ pub fn make(input: &Path, opts: &CardOptions, key: &mut CardKey) -> std::result:
     })
 }
 
-fn from_bundle(path: &Path) -> std::result::Result<Described, CardFailure> {
+fn from_bundle(path: &Path, root: Option<&TrustedRoot>) -> std::result::Result<Described, CardFailure> {
     let file = File::open(path).map_err(|e| Error::io(path, e))?;
     let mut reader = Sha256Read::new(BufReader::with_capacity(1 << 20, file), true);
-    let verified = match verify::verify(&mut reader, Trust::Unchecked, &Expect::default(), &mut Discard) {
+    let expect = Expect { model_root: root, ..Expect::default() };
+    let verified = match verify::verify(&mut reader, Trust::Unchecked, &expect, &mut Discard) {
         Ok(v) => v,
         Err(e) => return Err(CardFailure::Rejected(e.rejection(path)?)),
     };
@@ -176,9 +186,10 @@ fn from_bundle(path: &Path) -> std::result::Result<Described, CardFailure> {
     })
 }
 
-fn from_folder(dir: &Path) -> std::result::Result<Described, CardFailure> {
-    let checked = crate::agent::check_agent_with(dir, Default::default())
-        .map_err(|problems| CardFailure::Invalid(problems.report))?;
+fn from_folder(dir: &Path, root: Option<&TrustedRoot>) -> std::result::Result<Described, CardFailure> {
+    let options = crate::agent::CheckOptions { trusted_root: root, ..Default::default() };
+    let checked =
+        crate::agent::check_agent_with(dir, options).map_err(|problems| CardFailure::Invalid(problems.report))?;
     let contracts = contract::tool_contracts(&checked.tools, &dir.to_path_buf())
         .map_err(|e| Error::Usage(format!("{}: {e}", dir.display())))?;
     Ok(Described {
@@ -327,7 +338,7 @@ pub fn verify_card(card_path: &Path, bundle: Option<&Path>, trust: &CardTrust) -
     if verdict.rejection.is_none()
         && let Some(bundle) = bundle
     {
-        judge_bundle(&card, bundle, &trust.keys, &mut verdict)?;
+        judge_bundle(&card, bundle, trust, &mut verdict)?;
     }
     Ok(verdict)
 }
@@ -438,7 +449,7 @@ fn judge_one(
     )
 }
 
-fn judge_bundle(card: &Value, path: &Path, keys: &TrustedKeys, verdict: &mut CardVerdict) -> Result<()> {
+fn judge_bundle(card: &Value, path: &Path, trust: &CardTrust, verdict: &mut CardVerdict) -> Result<()> {
     let mismatch = |verdict: &mut CardVerdict, message: String| {
         verdict.rejection = Some(CardRejection { reason: CardReason::CardBundleMismatch, message });
     };
@@ -455,7 +466,8 @@ fn judge_bundle(card: &Value, path: &Path, keys: &TrustedKeys, verdict: &mut Car
     };
     let file = File::open(path).map_err(|e| Error::io(path, e))?;
     let mut reader = Sha256Read::new(BufReader::with_capacity(1 << 20, file), true);
-    let verified = match verify::verify(&mut reader, Trust::Keys(keys), &Expect::default(), &mut Discard) {
+    let expect = Expect { model_root: trust.model_root.as_deref(), ..Expect::default() };
+    let verified = match verify::verify(&mut reader, Trust::Keys(&trust.keys), &expect, &mut Discard) {
         Ok(v) => v,
         Err(e) => {
             let r = e.rejection(path)?;

@@ -30,6 +30,9 @@ pub struct AttestOptions {
     pub from: Option<PathBuf>,
     /// `SOURCE_DATE_EPOCH`, if set.
     pub source_date_epoch: Option<u64>,
+    /// The root a `[[models]]` entry's Sigstore identity is judged under (`--trusted-root`);
+    /// without one such a bundle is refused (`model_trusted_root_missing`).
+    pub trusted_root: Option<std::sync::Arc<crate::keyless::TrustedRoot>>,
 }
 
 /// What was written.
@@ -69,7 +72,7 @@ pub fn attest(bundle: &Path, signer: &mut Signer, opts: &AttestOptions) -> Resul
     let verified = verify::verify(
         BufReader::with_capacity(1 << 20, &mut hashing),
         Trust::Unchecked,
-        &Expect::default(),
+        &Expect { model_root: opts.trusted_root.as_deref(), ..Expect::default() },
         &mut Discard,
     )
     .map_err(|e| e.rejection(bundle).map_or_else(AttestFailure::from, AttestFailure::Rejected))?;

@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 
 use crate::contract::baseline::{self, Approval, BaselineError};
 use crate::contract::release::AgentContracts;
+use crate::keyless::TrustedRoot;
 use crate::ops::contracts;
 
 /// The name of the default baselines folder.
@@ -13,9 +14,15 @@ pub const DEFAULT_DIR: &str = "baselines";
 /// Writes a baseline approving every tool of the release at `source` to `out`, by default
 /// `baselines/<agent>.toml` (see [`default_dir`]); an existing file is replaced only with
 /// `overwrite`. A file inside an agent folder is refused; missing folders are created. Returns
-/// the contracts approved and the file written.
-pub fn snapshot(source: &Path, out: Target, overwrite: bool) -> Result<(AgentContracts, PathBuf), BaselineError> {
-    let agent = contracts::load(source)?;
+/// the contracts approved and the file written. A `[[models]]` identity of the release is
+/// judged under `root` (refused without one).
+pub fn snapshot(
+    source: &Path,
+    out: Target,
+    overwrite: bool,
+    root: Option<&TrustedRoot>,
+) -> Result<(AgentContracts, PathBuf), BaselineError> {
+    let agent = contracts::load(source, root)?;
     let named = |dir: &Path| -> Result<PathBuf, BaselineError> {
         let name = agent.name.as_deref().ok_or_else(|| {
             BaselineError::Usage(format!(
@@ -109,9 +116,15 @@ pub fn agent_folder_holding(path: &Path) -> Option<PathBuf> {
 }
 
 /// Approves the contracts of `ids` in the release at `from` in the baseline file `path`.
-/// Returns the release read and what happened to each tool's entry.
-pub fn approve(path: &Path, from: &Path, ids: &[String]) -> Result<(AgentContracts, Vec<Approval>), BaselineError> {
-    let agent = contracts::load(from)?;
+/// Returns the release read and what happened to each tool's entry. A `[[models]]` identity
+/// of the release is judged under `root` (refused without one).
+pub fn approve(
+    path: &Path,
+    from: &Path,
+    ids: &[String],
+    root: Option<&TrustedRoot>,
+) -> Result<(AgentContracts, Vec<Approval>), BaselineError> {
+    let agent = contracts::load(from, root)?;
     let done = baseline::approve(path, &agent, ids)?;
     Ok((agent, done))
 }

@@ -16,11 +16,11 @@ use crate::tools;
 /// Reads a bundle (a file) or an agent folder. A bundle's signature is not checked (that is
 /// `bundle verify`'s job); its archive, digests and tools.json are. A folder must pass `bundle
 /// check`, except that its manifest's digests may be stale.
-/// A `[[models]]` entry's Sigstore identity has no trusted root to be judged by here, and is
-/// refused (`model_trusted_root_missing`); `pack` gives its own ([`load_folder_with_root`]).
-pub fn load(path: &Path) -> Result<AgentContracts, LoadError> {
+/// A `[[models]]` entry's Sigstore identity is judged under `root` (the operator's
+/// `--trusted-root`); without one it is refused (`model_trusted_root_missing`).
+pub fn load(path: &Path, root: Option<&crate::keyless::TrustedRoot>) -> Result<AgentContracts, LoadError> {
     let meta = std::fs::metadata(path).map_err(|e| crate::Error::io(path, e))?;
-    if meta.is_dir() { load_folder_with_root(path, None) } else { load_bundle(path) }
+    if meta.is_dir() { load_folder_with_root(path, root) } else { load_bundle(path, root) }
 }
 
 /// An agent folder, a `[[models]]` identity judged under `root`.
@@ -71,10 +71,11 @@ pub fn load_folder_with_root(
     })
 }
 
-fn load_bundle(path: &Path) -> Result<AgentContracts, LoadError> {
+fn load_bundle(path: &Path, root: Option<&crate::keyless::TrustedRoot>) -> Result<AgentContracts, LoadError> {
     let file = File::open(path).map_err(|e| crate::Error::io(path, e))?;
     let read = BufReader::with_capacity(1 << 20, file);
-    let verified = match verify::verify(read, Trust::Unchecked, &Expect::default(), &mut Discard) {
+    let expect = Expect { model_root: root, ..Expect::default() };
+    let verified = match verify::verify(read, Trust::Unchecked, &expect, &mut Discard) {
         Ok(v) => v,
         Err(e) => {
             let r = e.rejection(path)?;

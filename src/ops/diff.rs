@@ -120,9 +120,10 @@ impl AgentDiff {
     }
 }
 
-/// Reads both sides and compares them.
-pub fn diff_paths(old: &Path, new: &Path) -> Result<AgentDiff, LoadError> {
-    Ok(diff(contracts::load(old)?, contracts::load(new)?))
+/// Reads both sides and compares them; a `[[models]]` identity on either side is judged under
+/// `root` (refused without one).
+pub fn diff_paths(old: &Path, new: &Path, root: Option<&crate::keyless::TrustedRoot>) -> Result<AgentDiff, LoadError> {
+    Ok(diff(contracts::load(old, root)?, contracts::load(new, root)?))
 }
 
 /// Compares two releases of an agent.

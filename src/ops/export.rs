@@ -34,6 +34,9 @@ pub struct Options {
     pub name: Option<String>,
     /// RAP: the endpoint (default: the one URL all http tools share).
     pub endpoint: Option<String>,
+    /// The root a `[[models]]` entry's Sigstore identity is judged under (`--trusted-root`);
+    /// without one such an agent or bundle is refused (`model_trusted_root_missing`).
+    pub trusted_root: Option<std::sync::Arc<crate::keyless::TrustedRoot>>,
 }
 
 #[derive(Debug, Default)]
@@ -60,7 +63,7 @@ pub fn export(opts: &Options, trust: &BundleTrust<'_>) -> Result<Export> {
     let (tools, files, agent_name): (ToolsFile, Box<dyn AgentFiles>, String) = if opts.input.is_dir() {
         match agent::check_agent_with(
             &opts.input,
-            agent::CheckOptions { digests: false, refresh: None, trusted_root: None },
+            agent::CheckOptions { digests: false, refresh: None, trusted_root: opts.trusted_root.as_deref() },
         ) {
             Ok(c) => (c.tools, Box::new(opts.input.clone()), c.manifest.name),
             Err(problems) => {
@@ -71,9 +74,10 @@ pub fn export(opts: &Options, trust: &BundleTrust<'_>) -> Result<Export> {
     } else {
         let file = File::open(&opts.input).map_err(|e| Error::io(&opts.input, e))?;
         let reader = BufReader::with_capacity(1 << 20, file);
+        let model_root = opts.trusted_root.as_deref();
         let verified = match trust {
             BundleTrust::Keys { keys, now } => {
-                let expect = Expect { now: Some(*now), ..Expect::default() };
+                let expect = Expect { now: Some(*now), model_root, ..Expect::default() };
                 verify::verify(reader, Trust::Keys(keys), &expect, &mut Discard)
             }
             BundleTrust::Unchecked => {
@@ -87,7 +91,7 @@ pub fn export(opts: &Options, trust: &BundleTrust<'_>) -> Result<Export> {
                         "pass --key PUBLIC_KEY (or --trusted-keys FILE) to verify the bundle fully before exporting",
                     ),
                 );
-                verify::verify(reader, Trust::Unchecked, &Expect::default(), &mut Discard)
+                verify::verify(reader, Trust::Unchecked, &Expect { model_root, ..Expect::default() }, &mut Discard)
             }
         };
         let v = match verified {

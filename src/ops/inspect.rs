@@ -6,6 +6,7 @@ use crate::contract::release::PinnedServer;
 use crate::contract::{Contract, ContractError, release};
 use crate::evidence;
 use crate::evidence::judge::{self, Judged};
+use crate::keyless::TrustedRoot;
 use crate::ops::input::{BundleSource, InputError, RegistryConfig, Wanted};
 use crate::progress::Silent;
 use crate::sha256_read::Sha256Read;
@@ -34,7 +35,14 @@ pub enum Inspected {
 
 /// Inspects the bundle `source` names: every digest and the archive's safety are checked, the
 /// signature only against `keys`. A registry artifact without `keys` is shown from its config.
-pub fn inspect(source: &BundleSource, keys: Option<&TrustedKeys>) -> Result<Inspected, InputError> {
+/// A `[[models]]` identity is judged under `model_root`, and the bundle refused without one
+/// (`model_trusted_root_missing`), as `verify` refuses it: a model signature is never shown as
+/// checked when it was not.
+pub fn inspect(
+    source: &BundleSource,
+    keys: Option<&TrustedKeys>,
+    model_root: Option<&TrustedRoot>,
+) -> Result<Inspected, InputError> {
     if keys.is_none() && matches!(source, BundleSource::Registry { .. }) {
         return Ok(match source.config()? {
             Ok(config) => Inspected::Config(Box::new(config)),
@@ -63,7 +71,8 @@ pub fn inspect(source: &BundleSource, keys: Option<&TrustedKeys>) -> Result<Insp
     let hash = evidence.sha256.is_none() && !attached.is_empty();
     let judged = input.judge(|bytes| {
         let mut bytes = Sha256Read::new(bytes, hash);
-        let verified = verify::verify(&mut bytes, trust, &Expect::default(), &mut Discard);
+        let expect = Expect { model_root, ..Expect::default() };
+        let verified = verify::verify(&mut bytes, trust, &expect, &mut Discard);
         let sha256 = bytes.finish().map_err(|e| InputError::File { path: label.clone(), source: e })?;
         Ok::<_, InputError>(verified.map(|v| (v, sha256.or(evidence.sha256))))
     })?;

@@ -239,4 +239,117 @@ fn under_a_trust_policy_the_model_identity_is_judged_by_the_policys_root() {
     // The policy names the root: --trusted-root beside it is refused, not silently ignored.
     let out = bundle(dir, &["verify", "m.agent.bundle", "--trust-policy", "production.toml", "--trusted-root", &root]);
     out.expect_code(2);
+
+    // So for cosign and verify --agent-card: the policy's root judges; a second one is refused.
+    let cosign = ["cosign", "m.agent.bundle", "--key", "reviewer.key", "--trust-policy", "staging.toml"];
+    let out = bundle(dir, &[&cosign[..], &["--format", "json"]].concat());
+    out.expect_code(1);
+    assert_eq!(out.json()["code"], "model_signature_invalid", "{}", out.stdout);
+    bundle(dir, &[&cosign[..4], &["--trust-policy", "production.toml", "--trusted-root", &root]].concat())
+        .expect_code(2);
+    bundle(dir, &[&cosign[..4], &["--trust-policy", "production.toml"]].concat()).expect_code(0);
+    let card = ["agentcard", "m.agent.bundle", "--url", "https://a.example/m", "--key", "release.key", "-o", "c.json"];
+    bundle(dir, &[&card[..], &["--trusted-root", &root]].concat()).expect_code(0);
+    let verify_card = ["verify", "--agent-card", "c.json", "m.agent.bundle", "--trust-policy", "production.toml"];
+    bundle(dir, &verify_card).expect_code(0);
+    bundle(dir, &[&verify_card[..], &["--trusted-root", &root]].concat()).expect_code(2);
+}
+
+/// `bundle ARGS --format json`, refused (exit `status`) for want of a trusted root: a
+/// rejection's `code`, or (where a side that is not a valid bundle is a usage error, exit 2:
+/// `diff`, `baseline`) the reason in the error's message, or the first error diagnostic's code.
+#[track_caller]
+fn assert_refused(dir: &Path, args: &[&str], status: i32) {
+    let out = bundle(dir, &[args, &["--format", "json"]].concat());
+    out.expect_code(status);
+    let json = out.json();
+    let named = |v: &serde_json::Value| v.as_str().is_some_and(|c| c.contains("model_trusted_root_missing"));
+    let diagnostics = json["diagnostics"].as_array().map(Vec::as_slice).unwrap_or_default();
+    assert!(
+        named(&json["code"]) || named(&json["message"]) || diagnostics.iter().any(|d| named(&d["code"])),
+        "{args:?}: {}",
+        out.stdout
+    );
+}
+
+#[test]
+fn inspect_diff_baseline_export_and_agentcard_judge_a_model_identity_under_trusted_root() {
+    let env = Env::new();
+    let dir = env.path();
+    agent_with_model(&env, &format!("identity = \"{IDENTITY}\""));
+    let root = production();
+    let root = root.as_str();
+    bundle(dir, &["keygen", "release"]).expect_code(0);
+    let pack = ["pack", "mailer", "--key", "release.key", "--trusted-root", root, "-o", "m.agent.bundle"];
+    bundle(dir, &pack).expect_code(0);
+    let with_root = |args: &[&str]| bundle(dir, &[args, &["--trusted-root", root]].concat());
+
+    // Each command, on the bundle and on the agent folder where it takes one: refused without
+    // a root (never shown or used as checked), passes with it.
+    let cases: Vec<(Vec<&str>, i32)> = vec![
+        (vec!["inspect", "m.agent.bundle"], 1),
+        (vec!["inspect", "m.agent.bundle", "--key", "release.pub"], 1),
+        (vec!["diff", "m.agent.bundle", "mailer"], 2),
+        (vec!["baseline", "snapshot", "m.agent.bundle", "-o", "approved.toml", "--force"], 2),
+        (vec!["baseline", "snapshot", "mailer", "-o", "approved.toml", "--force"], 2),
+        (vec!["export", "--to", "mcp", "m.agent.bundle", "-o", "tools.json"], 1),
+        (vec!["export", "--to", "mcp", "m.agent.bundle", "--key", "release.pub", "-o", "tools.json"], 1),
+        (vec!["export", "--to", "openai", "mailer", "-o", "openai.json"], 1),
+        (
+            vec![
+                "agentcard",
+                "m.agent.bundle",
+                "--url",
+                "https://a.example/m",
+                "--key",
+                "release.key",
+                "-o",
+                "card.json",
+                "--force",
+            ],
+            1,
+        ),
+        (
+            vec![
+                "agentcard",
+                "mailer",
+                "--url",
+                "https://a.example/m",
+                "--key",
+                "release.key",
+                "-o",
+                "card2.json",
+                "--force",
+            ],
+            1,
+        ),
+    ];
+    for (args, status) in &cases {
+        assert_refused(dir, args, *status);
+        with_root(args).expect_code(0);
+    }
+    // attest signs a contract naming the models' root digests; cosign approves the bundle.
+    let b64 = std::fs::read_to_string(dir.join("release.pub")).unwrap().lines().nth(1).unwrap().to_owned();
+    std::fs::write(dir.join("trusted"), format!("{b64} mail*\n")).unwrap();
+    bundle(dir, &["keygen", "reviewer"]).expect_code(0);
+    for args in [
+        &["attest", "m.agent.bundle", "--key", "release.key", "--from", "mailer"][..],
+        &["cosign", "m.agent.bundle", "--key", "reviewer.key", "--trusted-keys", "trusted"],
+    ] {
+        assert_refused(dir, args, 1);
+        with_root(args).expect_code(0);
+    }
+    let approve = ["baseline", "approve", "approved.toml", "--from", "m.agent.bundle", "contacts.lookup"];
+    assert_refused(dir, &approve, 2);
+    with_root(&approve).expect_code(0);
+
+    // What inspect shows once judged: the bundle, its signature checked.
+    let out = bundle(dir, &["inspect", "m.agent.bundle", "--key", "release.pub", "--trusted-root", root]);
+    out.expect_code(0);
+    assert!(out.stdout.contains("signature  checked"), "{}", out.stdout);
+
+    // verify --agent-card judges the bundle the card names with the same root.
+    let card = ["verify", "--agent-card", "card.json", "m.agent.bundle", "--key", "release.pub"];
+    assert_refused(dir, &card, 1);
+    with_root(&card).expect_code(0);
 }
