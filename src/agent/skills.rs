@@ -103,30 +103,25 @@ impl Callable {
 impl Callable {
     /// Why `name`, neither a tools.json id nor an MCP tool, is no declared client tool either.
     fn unknown_client_tool(&self, name: &str) -> Option<(String, String)> {
-        let Ok(entry) = ClientTool::parse(name) else {
-            let close = self.tools.iter().find(|t| strsim::jaro_winkler(t, name) > 0.85);
-            let help = match close {
-                Some(t) => format!("did you mean `{t}`? allowed-tools names tools.json ids"),
-                None => format!(
-                    "name a tool of tools.json (or add it there), a pinned MCP tool as {}<server>{}<tool>, \
-                     or a client tool as `Read` or `Bash(git:*)`",
-                    skill::MCP_PREFIX,
-                    skill::MCP_SEPARATOR
-                ),
-            };
-            return Some((format!("allowed tool `{name}` is not a tool of tools.json"), help));
+        let entry = match ClientTool::parse(name) {
+            Ok(entry) => entry,
+            Err(why) if name.contains('(') => {
+                return Some((
+                    format!("allowed tool {why}: not a well-formed `Tool(pattern)`"),
+                    "write a client tool's use as Claude Code does, e.g. `Bash(git diff *)` or `Bash(git:*)`, \
+                     and declare it in manifest.toml `[skills] client_tools`"
+                        .to_owned(),
+                ));
+            }
+            Err(_) => return Some(self.not_a_tool(name)),
         };
         if self.client.iter().any(|c| c.allows(&entry)) {
             return None;
         }
         let message =
             format!("allowed tool `{name}` is not a tool of tools.json nor a client tool manifest.toml declares");
-        let close = self
-            .tools
-            .iter()
-            .cloned()
-            .chain(self.client.iter().map(ClientTool::to_string))
-            .find(|t| strsim::jaro_winkler(t, name) > 0.9);
+        let close =
+            self.tools.iter().cloned().chain(self.client.iter().map(ClientTool::to_string)).find(|t| near(t, name));
         let same_tool: Vec<String> =
             self.client.iter().filter(|c| c.tool == entry.tool).map(|c| format!("`{c}`")).collect();
         let help = match close {
@@ -144,6 +139,27 @@ impl Callable {
         };
         Some((message, help))
     }
+
+    /// `name` is neither a tools.json id nor shaped like a client tool.
+    fn not_a_tool(&self, name: &str) -> (String, String) {
+        let close = self.tools.iter().find(|t| strsim::jaro_winkler(t, name) > 0.85);
+        let help = match close {
+            Some(t) => format!("did you mean `{t}`? allowed-tools names tools.json ids"),
+            None => format!(
+                "name a tool of tools.json (or add it there), a pinned MCP tool as {}<server>{}<tool>, \
+                     or a client tool as `Read` or `Bash(git:*)`",
+                skill::MCP_PREFIX,
+                skill::MCP_SEPARATOR
+            ),
+        };
+        (format!("allowed tool `{name}` is not a tool of tools.json"), help)
+    }
+}
+
+/// Whether `a` looks like a typo of `b`: at most one edit in four characters (`Reed`, `Read`),
+/// not a neighbour with the same prefix (`WebSearch`, `WebFetch`).
+fn near(a: &str, b: &str) -> bool {
+    strsim::damerau_levenshtein(a, b) <= (a.chars().count().max(b.chars().count()) / 4).max(1)
 }
 
 /// Checks the skills of the agent in `dir` (nothing to do without a `skills/` folder).
