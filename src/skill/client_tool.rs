@@ -79,8 +79,8 @@ fn check_name(tool: &str) -> Result<(), String> {
     Ok(())
 }
 
-/// Printable ASCII (space included), 1 to [`MAX_CLIENT_TOOL_PATTERN_CHARS`] characters, its
-/// parentheses balanced: nothing a terminal could show as something else.
+/// Printable ASCII (space included), 1 to [`MAX_CLIENT_TOOL_PATTERN_CHARS`] characters, not
+/// only spaces, its parentheses balanced: nothing a terminal could show as something else.
 fn check_pattern(pattern: &str) -> Result<(), String> {
     if pattern.trim().is_empty() {
         return Err("the pattern between `(` and `)` is empty; write the bare tool for every use of it".to_owned());
@@ -91,16 +91,19 @@ fn check_pattern(pattern: &str) -> Result<(), String> {
     if !pattern.chars().all(|c| c == ' ' || c.is_ascii_graphic()) {
         return Err("a pattern is printable ASCII (no control, non-ASCII or bidi characters)".to_owned());
     }
-    let mut depth = 0usize;
+    // One level of parentheses (`Bash(echo $(date))`), so that the published schema's regular
+    // expression can say the same.
+    let mut open = false;
     for c in pattern.chars() {
-        match c {
-            '(' => depth += 1,
-            ')' if depth == 0 => return Err("the pattern closes `)` it did not open".to_owned()),
-            ')' => depth -= 1,
+        match (c, open) {
+            ('(', true) => return Err("the pattern nests parentheses more than one level deep".to_owned()),
+            ('(', false) => open = true,
+            (')', false) => return Err("the pattern closes `)` it did not open".to_owned()),
+            (')', true) => open = false,
             _ => {}
         }
     }
-    if depth > 0 {
+    if open {
         return Err("the pattern opens `(` it does not close".to_owned());
     }
     Ok(())
@@ -142,6 +145,8 @@ mod tests {
             "Bash()",
             "Bash(a))",
             "Bash((a)",
+            "Bash(a((b)))",
+            "Bash( )",
             "Ba sh",
             "1Read",
             "Réad",
