@@ -338,10 +338,12 @@ fn a_skill_written_for_claude_code_passes_once_its_client_tools_are_declared() {
     env.pack("mailer", "m.agent.bundle").expect_code(0);
     let run = env.run(&["inspect", "m.agent.bundle", "--format", "json"]);
     run.expect_code(0);
-    assert_eq!(
-        run.json()["skills"][0]["allowed_tools"],
-        serde_json::json!(["Read", "Grep", "Glob", "Bash(git diff *)", "Bash(git log:*)", "WebFetch"])
-    );
+    let listed = serde_json::json!(["Read", "Grep", "Glob", "Bash(git diff *)", "Bash(git log:*)", "WebFetch"]);
+    assert_eq!(run.json()["skills"][0]["allowed_tools"], listed);
+    assert_eq!(run.json()["client_tools"], listed, "inspect shows the signed declaration");
+    let text = shown(&mut in_env(&env, &["inspect", "m.agent.bundle"]), &[env.path()]);
+    let section = text.split("\nskills").nth(1).expect("a skills section");
+    insta::assert_snapshot!(section);
 }
 
 /// Declaring client tools does not open the door to every name: a typo, a tool not
