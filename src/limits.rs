@@ -230,6 +230,9 @@ caps! {
     MAX_GUARD_UPSTREAM_SMALL_BODY_BYTES: usize = 64 << 10, Bytes, "an upstream's answer to DELETE or its error body (`bundle guard --upstream`)", "cut";
     /// The longest JSON-RPC `id` `bundle guard` keeps to answer a request itself.
     MAX_GUARD_ID_BYTES: usize = 256, Bytes, "a JSON-RPC `id` kept by `bundle guard`", "a refusal is answered without the `id`";
+    /// Warnings and blocks `bundle guard` prints on stderr in one second (the audit log keeps
+    /// every decision): a server that sends junk cannot flood the host's log.
+    MAX_GUARD_STDERR_LINES_PER_SEC: u32 = 10, Count, "stderr lines `bundle guard` prints per second (warnings, blocks; the audit log keeps all)", "counted, and the count said in the next line";
     /// The default deadline of one request through `bundle guard` (`guard --request-timeout`).
     MCP_GUARD_TIMEOUT_SECS: u64 = 300, Seconds, "one request through `bundle guard` (default `guard --request-timeout`)", "error answer (`mcp_server_timeout`)";
     /// `[[models]]` entries of a manifest (vendor-signed models).

@@ -192,7 +192,7 @@ impl ContractGate {
             None => PathBuf::from("the signed bundle"),
         };
         ContractGate {
-            reference: Baseline { agent: agent.clone(), tools, skills: Default::default() },
+            reference: Baseline { agent: agent.clone(), tools, skills: Default::default(), mcp: Default::default() },
             agent,
             label,
             files: HashMap::new(),

@@ -133,6 +133,7 @@ fn contract_gate_blocks_risky_drift_and_reports_read_only_drift() {
             agent: None,
             tools: signed.into_iter().map(|c| (c.id().to_owned(), c)).collect(),
             skills: Default::default(),
+            mcp: Default::default(),
         },
         agent: None,
         label: "test".into(),

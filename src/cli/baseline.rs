@@ -57,8 +57,9 @@ pub struct SnapshotArgs {
 ///
 /// Each TOOL_ID's entry is added or replaced in place (comments and order of the file are
 /// kept); the entry of a tool the source no longer has is removed. `skills/NAME` approves a
-/// skill (its digest and allowed tools) the same way. Review first with `bundle diff`. Exit
-/// status: 0 done, 2 usage or I/O error.
+/// skill (its digest and allowed tools) the same way, and `mcp:SERVER` every tool a pinned MCP
+/// server's pin holds. Review first with `bundle diff`. Exit status: 0 done, 2 usage or I/O
+/// error.
 #[derive(Debug, clap::Args)]
 #[command(
     after_help = "Examples:\n  bundle baseline approve approved.toml \\\n      --from mailer-1.5.0.agent.bundle mail.smtp_send\n  bundle baseline approve approved.toml --from agents/mailer \\\n      mail.smtp_send contacts.lookup"
@@ -69,7 +70,7 @@ pub struct ApproveArgs {
     /// The bundle or agent folder whose contracts are approved.
     #[arg(long, value_name = "BUNDLE|DIR")]
     from: PathBuf,
-    /// The tools to approve, and skills as `skills/NAME`.
+    /// The tools to approve, skills as `skills/NAME`, pinned MCP servers as `mcp:SERVER`.
     #[arg(value_name = "TOOL_ID", required = true)]
     tools: Vec<String>,
     /// Output format.
@@ -182,6 +183,10 @@ fn render_snapshot(agent: &AgentContracts, file: &Path, format: Format, global: 
                         0 => String::new(),
                         1 => " and 1 skill".to_owned(),
                         k => format!(" and {k} skills"),
+                    } + &match agent.pins.len() {
+                        0 => String::new(),
+                        1 => " and 1 pinned MCP server".to_owned(),
+                        k => format!(" and {k} pinned MCP servers"),
                     },
                     sanitize(&agent.label())
                 ),
@@ -203,6 +208,17 @@ fn render_snapshot(agent: &AgentContracts, file: &Path, format: Format, global: 
                 let tools = if s.allowed_tools.is_empty() { "-".to_owned() } else { s.allowed_tools.join(" ") };
                 let id = format!("skills/{}", sanitize(&s.name));
                 output::status(global, &format!("  {id:<width$}  {}  allowed: {}", short(&s.digest), sanitize(&tools)));
+            }
+            let mut pins: Vec<_> = agent.pins.iter().collect();
+            pins.sort_by(|a, b| a.server.cmp(&b.server));
+            for p in pins {
+                let names: Vec<&str> =
+                    p.tools.iter().filter_map(|t| t.get("name").and_then(serde_json::Value::as_str)).collect();
+                let id = format!("mcp:{}", sanitize(&p.server));
+                output::status(
+                    global,
+                    &format!("  {id:<width$}  {} tools: {}", names.len(), sanitize(&names.join(" "))),
+                );
             }
         }
     }

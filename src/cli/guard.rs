@@ -102,19 +102,69 @@ enum DriftArg {
 /// Warnings on stderr (the guard's stdout is the client's channel).
 struct Stderr {
     global: Global,
+    /// At most `MAX_GUARD_STDERR_LINES_PER_SEC` lines in each second; the rest are counted.
+    second: Option<std::time::Instant>,
+    printed: u32,
+    suppressed: u64,
+}
+
+impl Stderr {
+    fn new(global: Global) -> Self {
+        Stderr { global, second: None, printed: 0, suppressed: 0 }
+    }
+
+    /// Prints `line` unless this second's lines are used up; the first line printed after some
+    /// were held back says how many.
+    fn line(&mut self, line: &str) {
+        if self.global.quiet {
+            return;
+        }
+        let now = std::time::Instant::now();
+        if self.second.is_none_or(|s| now.duration_since(s) >= std::time::Duration::from_secs(1)) {
+            self.second = Some(now);
+            self.printed = 0;
+        }
+        if self.printed >= agent_bundle::limits::MAX_GUARD_STDERR_LINES_PER_SEC {
+            self.suppressed += 1;
+            return;
+        }
+        self.printed += 1;
+        let mut err = std::io::stderr().lock();
+        if self.suppressed > 0 {
+            let _ = writeln!(
+                err,
+                "bundle guard: {} more warnings and blocks were not shown (at most {} a second; the audit log has every decision)",
+                self.suppressed,
+                agent_bundle::limits::MAX_GUARD_STDERR_LINES_PER_SEC
+            );
+            self.suppressed = 0;
+        }
+        let _ = writeln!(err, "{line}");
+    }
+}
+
+impl Drop for Stderr {
+    fn drop(&mut self) {
+        if self.suppressed > 0 && !self.global.quiet {
+            let _ = writeln!(
+                std::io::stderr(),
+                "bundle guard: {} more warnings and blocks were not shown (at most {} a second; the audit log has every decision)",
+                self.suppressed,
+                agent_bundle::limits::MAX_GUARD_STDERR_LINES_PER_SEC
+            );
+        }
+    }
 }
 
 impl Report for Stderr {
     fn audit(&mut self, record: &Audit) {
-        if record.decision == Decision::Block && !self.global.quiet {
+        if record.decision == Decision::Block {
             let tool = record.tool.as_deref().map(|t| format!(" `{}`", sanitize(t))).unwrap_or_default();
-            let _ = writeln!(std::io::stderr(), "bundle guard: blocked{tool} [{}]", record.reason.as_str());
+            self.line(&format!("bundle guard: blocked{tool} [{}]", record.reason.as_str()));
         }
     }
     fn warn(&mut self, message: &str) {
-        if !self.global.quiet {
-            let _ = writeln!(std::io::stderr(), "bundle guard: warning: {message}");
-        }
+        self.line(&format!("bundle guard: warning: {message}"));
     }
     fn listening(&mut self, addr: std::net::SocketAddr) {
         // Always said: a host started with port 0 needs it.
@@ -163,7 +213,7 @@ pub fn run(args: Args, global: Global) -> anyhow::Result<Outcome> {
         }
     });
     let guarded =
-        agent_bundle::ops::guard::guard(&source, gate, &guard, &bar, Box::new(Stderr { global }), server_log)?;
+        agent_bundle::ops::guard::guard(&source, gate, &guard, &bar, Box::new(Stderr::new(global)), server_log)?;
     match guarded {
         Guarded::Refused(verdict) => super::verify::render(&args.bundle, &verdict, Format::Human, global),
         Guarded::Ended { end: End::ClientClosed, .. } => Ok(Outcome::Ok),

@@ -4,7 +4,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use agent_bundle::bundle::verify::Rejection;
-use agent_bundle::contract::baseline::{Drift, SKILL_PREFIX};
+use agent_bundle::contract::baseline::{Drift, MCP_PREFIX, SKILL_PREFIX};
 use agent_bundle::diagnostic::sanitize;
 use agent_bundle::ops::gate::{BaselineReport, Gate, GateOptions, Verdict};
 use agent_bundle::trust_policy::SignersVerdict;
@@ -358,7 +358,12 @@ fn gate_human(global: Global, baseline: &BaselineReport, bundle: &Path, rejected
         for d in &gate.drift {
             write_drift(&mut out, d)?;
         }
-        let ids: Vec<String> = gate.drift.iter().map(|d| sanitize(&d.tool)).collect();
+        let mut ids: Vec<String> = Vec::new();
+        for id in gate.drift.iter().map(|d| sanitize(&d.approval_id())) {
+            if !ids.contains(&id) {
+                ids.push(id);
+            }
+        }
         writeln!(
             out,
             "  help: review the changes with `bundle diff`; to approve them: bundle baseline approve {} --from {} {}",
@@ -369,12 +374,23 @@ fn gate_human(global: Global, baseline: &BaselineReport, bundle: &Path, rejected
     }
     if !global.quiet {
         for d in &gate.warnings {
-            let what = if d.is_skill() { "a skill" } else { "a read-only tool" };
+            let what = if d.is_skill() {
+                "a skill"
+            } else if d.mcp_server().is_some() {
+                "a read-only pinned MCP tool"
+            } else {
+                "a read-only tool"
+            };
             writeln!(out, "warning[contract_drift]: {what} differs from {}", path.display())?;
             write_drift(&mut out, d)?;
         }
         for id in &gate.missing {
-            let (what, name) = id.strip_prefix(SKILL_PREFIX).map_or(("tool", id.as_str()), |n| ("skill", n));
+            let (what, name) = match (id.strip_prefix(SKILL_PREFIX), id.strip_prefix(MCP_PREFIX)) {
+                (Some(n), _) => ("skill", n),
+                (_, Some(n)) if n.contains('/') => ("pinned MCP tool", n),
+                (_, Some(n)) => ("pinned MCP server", n),
+                _ => ("tool", id.as_str()),
+            };
             writeln!(out, "note: approved {what} {} is not in the bundle", sanitize(name))?;
         }
     }

@@ -505,6 +505,11 @@ fn guard_answers_every_request_with_an_error_when_the_server_stops_reading() {
     assert!(count(NOT_READING) > 0 && count(TIMEOUT) > 0, "{codes:?}");
     let kib = s.step(4)["kib"].as_u64().unwrap();
     assert!(kib > 0 && kib < MEMORY_BOUND_KIB, "the guard's peak RSS: {kib} KiB");
+    // A thousand blocks in a few seconds: the host's log gets at most 10 lines a second and a
+    // count of the rest (the audit log, when asked for, keeps every decision).
+    let blocked = s.stderr.lines().filter(|l| l.starts_with("bundle guard: blocked")).count();
+    assert!(blocked > 0 && blocked <= 200, "{blocked} block lines on stderr");
+    assert!(s.stderr.contains("more warnings and blocks were not shown (at most 10 a second"), "{}", s.stderr);
 }
 
 #[test]

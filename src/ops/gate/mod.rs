@@ -411,6 +411,19 @@ impl Gate {
                 return Ok(Err(refuse(r, None)));
             }
         };
+        let mut agent = agent;
+        match crate::agent::pins::mcp::pins_of(v) {
+            Ok(pins) => agent.pins = pins,
+            Err(e) => {
+                // Pins that cannot be read cannot be approved: fail closed.
+                let r = Rejection::new(
+                    Reason::ContractDrift,
+                    Some(crate::formats::mcp_pin::DIR),
+                    format!("cannot read the pinned MCP servers: {e}"),
+                );
+                return Ok(Err(refuse(r, None)));
+            }
+        }
         let findings = baseline::judge_release(approved, &agent, path)?;
         let rejection = findings.rejection(path);
         let report = BaselineReport { file: path.clone(), findings };

@@ -10,15 +10,21 @@
 //! Skills are held the same way, in `bundle diff`'s classes (`contract::skill_changes`): a
 //! change `diff` calls widening (a new skill, an `allowed-tools` that names a tool it did not)
 //! rejects; another (the skill's files changed, its allowed tools narrowed) is reported.
+//!
+//! The pinned MCP servers (`[mcp.<server>]`: every Tool object as the release signed it) are
+//! held by the rule `bundle guard --on-drift warn-read-only` applies at run time: a pinned tool
+//! whose definition is not the approved one, or a new one, rejects unless it is read-only
+//! (`readOnlyHint: true`) on both sides; read-only drift is reported.
 
 use std::collections::BTreeMap;
 use std::path::Path;
 
 use serde::Serialize;
+use serde_json::Value;
 use toml_edit::{Array, DocumentMut, Item, Table, value};
 
 use super::changes::Impact;
-use super::release::{AgentContracts, LoadError};
+use super::release::{AgentContracts, LoadError, PinnedServer};
 use super::skill_changes::compare_skills;
 use crate::contract::{self, Change, Contract, Risk};
 use crate::limits::{MAX_BASELINE_BYTES, MAX_TOML_ITEMS};
@@ -29,7 +35,14 @@ use crate::skill::facts::SkillFacts;
 /// The only baseline file format this build reads and writes.
 pub const FORMAT: i64 = 1;
 
-const TOP_KEYS: &[&str] = &["format", "agent", "tools", "skills"];
+mod mcp;
+
+const TOP_KEYS: &[&str] = &["format", "agent", "tools", "skills", "mcp"];
+/// `tools` is what the gate reads; `file` and `approved_from` are for people reading the file.
+const MCP_KEYS: &[&str] = &["file", "approved_from", "tools"];
+/// How the gate, `approve` and the reports name a pinned MCP server (`mcp:<server>`, the unit
+/// `approve` takes) and one of its tools (`mcp:<server>/<tool>`, as `bundle diff` names it).
+pub const MCP_PREFIX: &str = "mcp:";
 /// `digest` and `allowed_tools` are what the gate reads; `files` and `approved_from` are for
 /// people reading the file.
 const SKILL_KEYS: &[&str] = &["digest", "allowed_tools", "files", "approved_from"];
@@ -58,6 +71,8 @@ pub struct Baseline {
     pub tools: BTreeMap<String, Contract>,
     /// Approved skills by name (their digest and allowed tools; no description).
     pub skills: BTreeMap<String, SkillFacts>,
+    /// Approved pinned MCP servers by name: every Tool object, as the release signed it.
+    pub mcp: BTreeMap<String, Vec<Value>>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -154,7 +169,8 @@ pub fn parse(text: &str) -> Result<Baseline, String> {
         }
     }
     let skills = parse_skills(&doc)?;
-    Ok(Baseline { agent, tools, skills })
+    let mcp = mcp::parse_mcp(&doc)?;
+    Ok(Baseline { agent, tools, skills, mcp })
 }
 
 /// The `[skills.<name>]` tables: a name by the Agent Skills rules, a BLAKE3 digest, the allowed
@@ -236,8 +252,9 @@ const HEADER: &str = "\
 # reference/format.md, \"Baseline files\".
 # A write-capable, network, secret-using or destructive tool whose contract differs from the one
 # approved here is rejected (contract_drift), and so is a new skill, or a skill whose
-# allowed-tools name a tool they did not name here. Review with `bundle diff`, then update with
-# `bundle baseline approve <THIS FILE> --from <BUNDLE|DIR> <TOOL_ID|skills/NAME>...`.
+# allowed-tools name a tool they did not name here, or a pinned MCP tool that is not read-only
+# and differs from its entry here. Review with `bundle diff`, then update with
+# `bundle baseline approve <THIS FILE> --from <BUNDLE|DIR> <TOOL_ID|skills/NAME|mcp:SERVER>...`.
 ";
 
 /// The text of a baseline approving every tool of `agent`, sorted by tool id.
@@ -266,7 +283,21 @@ pub fn snapshot_text(agent: &AgentContracts) -> String {
         }
         doc["skills"] = Item::Table(skills);
     }
-    doc.to_string()
+    if !agent.pins.is_empty() {
+        let mut mcp = Table::new();
+        mcp.set_implicit(true);
+        let mut sorted: Vec<&PinnedServer> = agent.pins.iter().collect();
+        sorted.sort_by(|a, b| a.server.cmp(&b.server));
+        for p in sorted {
+            mcp.insert(&p.server, Item::Table(mcp::mcp_entry(p, &agent.label())));
+        }
+        doc["mcp"] = Item::Table(mcp);
+    }
+    let mut text = doc.to_string();
+    if !text.ends_with('\n') {
+        text.push('\n');
+    }
+    text
 }
 
 /// Writes a baseline approving every tool of `agent`; an existing file is replaced only with
@@ -324,9 +355,10 @@ pub fn approve(path: &Path, from: &AgentContracts, ids: &[String]) -> Result<Vec
         if done.iter().any(|a: &Approval| &a.tool == id) {
             continue;
         }
-        let approval = match id.strip_prefix(SKILL_PREFIX) {
-            Some(name) => approve_skill(&mut doc, &baseline, from, name, path)?,
-            None => approve_tool(&mut doc, &baseline, from, id, path)?,
+        let approval = match (id.strip_prefix(SKILL_PREFIX), id.strip_prefix(MCP_PREFIX)) {
+            (Some(name), _) => approve_skill(&mut doc, &baseline, from, name, path)?,
+            (_, Some(server)) => mcp::approve_mcp(&mut doc, &baseline, from, server, path)?,
+            _ => approve_tool(&mut doc, &baseline, from, id, path)?,
         };
         done.push(approval);
     }
@@ -454,12 +486,30 @@ pub struct Drift {
     pub fingerprint: String,
     /// What changed since approval (for a new tool: that it was added).
     pub changes: Vec<Change>,
+    /// The agent file the drifted definition is in, when it is not tools.json or a SKILL.md:
+    /// a pinned MCP tool's pin file.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub file: Option<String>,
 }
 
 impl Drift {
     /// Whether this is a skill's drift rather than a tool's.
     pub fn is_skill(&self) -> bool {
         self.tool.starts_with(SKILL_PREFIX)
+    }
+
+    /// The pinned MCP server, when this is the drift of one of its tools.
+    pub fn mcp_server(&self) -> Option<&str> {
+        self.tool.strip_prefix(MCP_PREFIX).and_then(|rest| rest.split_once('/')).map(|(server, _)| server)
+    }
+
+    /// What `bundle baseline approve` takes to approve this drift: the tool id, `skills/NAME`,
+    /// or for a pinned tool its whole server, `mcp:SERVER`.
+    pub fn approval_id(&self) -> String {
+        match self.mcp_server() {
+            Some(server) => format!("{MCP_PREFIX}{server}"),
+            None => self.tool.clone(),
+        }
     }
 }
 
@@ -482,18 +532,25 @@ impl Findings {
             return None;
         }
         let skills = self.drift.iter().filter(|d| d.is_skill()).count();
-        let tools = self.drift.len() - skills;
+        let pinned = self.drift.iter().filter(|d| d.mcp_server().is_some()).count();
+        let tools = self.drift.len() - skills - pinned;
         let counted = |n: usize, what: &str| format!("{n} {what}{}", if n == 1 { "" } else { "s" });
-        let what = match (tools, skills) {
-            (t, 0) => counted(t, "tool contract"),
-            (0, s) => counted(s, "skill"),
-            (t, s) => format!("{} and {}", counted(t, "tool contract"), counted(s, "skill")),
+        let parts: Vec<String> = [(tools, "tool contract"), (skills, "skill"), (pinned, "pinned MCP tool")]
+            .into_iter()
+            .filter(|(n, _)| *n > 0)
+            .map(|(n, what)| counted(n, what))
+            .collect();
+        let what = match parts.as_slice() {
+            [one] => one.clone(),
+            [init @ .., last] => format!("{} and {last}", init.join(", ")),
+            [] => unreachable!("drift is not empty"),
         };
         let verb = if self.drift.len() == 1 { "is" } else { "are" };
         let list: Vec<String> = self.drift.iter().map(|d| format!("{} ({})", d.tool, d.reason)).collect();
         // The file named is where the first rejecting change is: tools.json, or the SKILL.md.
         let file = match self.drift.first() {
             Some(d) if d.is_skill() => format!("{}/{}", d.tool, crate::skill::FILE_NAME),
+            Some(Drift { file: Some(file), .. }) => file.clone(),
             _ => crate::tools::FILE_NAME.to_owned(),
         };
         Some(Rejection::new(
@@ -539,6 +596,7 @@ pub fn judge(baseline: &Baseline, agent: &AgentContracts, path: &Path) -> Result
             approved,
             fingerprint: c.fingerprint.clone(),
             changes,
+            file: None,
         };
         if risk.is_read_only() && !moved { gate.warnings.push(drift) } else { gate.drift.push(drift) }
     }
@@ -574,10 +632,12 @@ pub fn judge_release(baseline: &Baseline, agent: &AgentContracts, path: &Path) -
             approved: approved.map(|a| a.digest.clone()),
             fingerprint: s.digest.clone(),
             changes,
+            file: None,
         };
         if widening { gate.drift.push(drift) } else { gate.warnings.push(drift) }
     }
     let gone = baseline.skills.keys().filter(|name| !agent.skills.iter().any(|s| &s.name == *name));
     gate.missing.extend(gone.map(|name| format!("{SKILL_PREFIX}{name}")));
+    mcp::judge_pins(baseline, agent, &mut gate);
     Ok(gate)
 }
