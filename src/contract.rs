@@ -25,7 +25,7 @@ use crate::tools::{AgentFiles, REF_PREFIX, Resolved, Resolver, Tool, ToolsFile, 
 
 pub use changes::{Change, ChangeKind, Impact, compare, compare_grants, tool_added, tool_removed};
 pub use mcp_changes::{list_drift, mcp_read_only, tool_drift};
-pub use skill_changes::compare_skills;
+pub use skill_changes::{compare_client_tools, compare_skills};
 
 /// At most this many nested levels in one inlined schema (serde_json reads stored contracts
 /// back with a recursion limit of 128; the contract document adds two levels).

@@ -115,6 +115,12 @@ caps! {
     MAX_SKILL_FRONT_MATTER_BYTES: u64 = 64 << 10, Bytes, "a SKILL.md front matter", "`limit_exceeded`";
     /// The most skills of one agent, and files of one skill.
     MAX_SKILL_FILES: usize = 10_000, Count, "skills of an agent, files of one skill", "`limit_exceeded`";
+    /// The most client tools manifest.toml `[skills] client_tools` declares.
+    MAX_CLIENT_TOOLS: usize = 256, Count, "`[skills] client_tools` entries in manifest.toml", "`invalid_client_tool`";
+    /// The longest client tool name (`Read`, `WebFetch`), in characters.
+    MAX_CLIENT_TOOL_NAME_CHARS: usize = 64, Count, "characters of a client tool name (`[skills] client_tools`)", "`invalid_client_tool`";
+    /// The longest pattern of a client tool entry (`Bash(<pattern>)`), in characters.
+    MAX_CLIENT_TOOL_PATTERN_CHARS: usize = 512, Count, "characters of a client tool's `(pattern)`", "`invalid_client_tool`";
     /// The files of one skill together, for `bundle import --from skills`.
     MAX_SKILL_IMPORT_BYTES: u64 = 64 << 20, Bytes, "one skill folder's files together (`import --from skills`)", "`limit_exceeded`";
     /// The largest A2A agent card `bundle verify --agent-card` reads.

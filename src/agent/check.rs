@@ -129,8 +129,10 @@ pub fn check_agent_with(dir: &Path, opts: Options<'_>) -> AgentCheck {
         valid = validated.valid;
         schema_files = validated.schema_files;
     }
-    let callable =
-        valid.as_ref().map(|v| super::skills::Callable::new(v.model.tools.iter().map(|t| t.id.as_str()), &mcp_pins));
+    let client_tools = manifest.as_ref().map(|m| m.client_tools.as_slice()).unwrap_or_default();
+    let callable = valid
+        .as_ref()
+        .map(|v| super::skills::Callable::new(v.model.tools.iter().map(|t| t.id.as_str()), &mcp_pins, client_tools));
     let skills = super::skills::check(dir, &prefix, callable.as_ref(), &mut report, &mut diags);
     report.diagnostics.extend(diags);
     let dir = dir.to_path_buf();

@@ -8,27 +8,37 @@ use std::path::Path;
 use crate::diagnostic::{Code, Diagnostic, Report, Source};
 use crate::limits::{MAX_SKILL_BYTES, MAX_SKILL_FILES};
 use crate::regular_file::{self, Links, ReadError};
+use crate::skill::client_tool::ClientTool;
 use crate::skill::facts::{SkillFacts, digest};
 use crate::skill::{self, SkillDoc};
 
-/// What a skill's `allowed-tools` may name: the ids of tools.json, and each tool of an MCP
-/// server pinned in manifest.toml as `mcp__<server>__<tool>` ([`skill::MCP_PREFIX`]).
+/// What a skill's `allowed-tools` may name: the ids of tools.json, each tool of an MCP server
+/// pinned in manifest.toml as `mcp__<server>__<tool>` ([`skill::MCP_PREFIX`]), and the client
+/// tools manifest.toml `[skills] client_tools` declares ([`ClientTool`]).
 #[derive(Debug, Clone, Default)]
 pub struct Callable {
     pub tools: BTreeSet<String>,
     /// Pinned MCP servers by name, each with the names of the tools its pin holds.
     pub mcp: BTreeMap<String, BTreeSet<String>>,
+    /// Declared client tools, in manifest order.
+    pub client: Vec<ClientTool>,
 }
 
 impl Callable {
-    /// The tools of tools.json and the pinned MCP servers `pins` (those that could be read).
-    pub fn new<'a>(tools: impl IntoIterator<Item = &'a str>, pins: &[crate::formats::mcp_pin::McpPin]) -> Callable {
+    /// The tools of tools.json, the pinned MCP servers `pins` (those that could be read) and
+    /// the declared client tools `client`.
+    pub fn new<'a>(
+        tools: impl IntoIterator<Item = &'a str>,
+        pins: &[crate::formats::mcp_pin::McpPin],
+        client: &[ClientTool],
+    ) -> Callable {
         let names = |p: &crate::formats::mcp_pin::McpPin| {
             p.tools.iter().filter_map(|t| t.get("name")?.as_str().map(str::to_owned)).collect()
         };
         Callable {
             tools: tools.into_iter().map(str::to_owned).collect(),
             mcp: pins.iter().map(|p| (p.server.clone(), names(p))).collect(),
+            client: client.to_vec(),
         }
     }
 
@@ -39,16 +49,7 @@ impl Callable {
             return None;
         }
         let Some(rest) = name.strip_prefix(skill::MCP_PREFIX) else {
-            let close = self.tools.iter().find(|t| strsim::jaro_winkler(t, name) > 0.85);
-            let help = match close {
-                Some(t) => format!("did you mean `{t}`? allowed-tools names tools.json ids"),
-                None => format!(
-                    "name a tool of tools.json (or add it there), or a pinned MCP tool as {}<server>{}<tool>",
-                    skill::MCP_PREFIX,
-                    skill::MCP_SEPARATOR
-                ),
-            };
-            return Some((format!("allowed tool `{name}` is not a tool of tools.json"), help));
+            return self.unknown_client_tool(name);
         };
         let each = |server: &str, tools: &BTreeSet<String>| {
             let listed: Vec<String> =
@@ -97,6 +98,68 @@ impl Callable {
             ),
         })
     }
+}
+
+impl Callable {
+    /// Why `name`, neither a tools.json id nor an MCP tool, is no declared client tool either.
+    fn unknown_client_tool(&self, name: &str) -> Option<(String, String)> {
+        let entry = match ClientTool::parse(name) {
+            Ok(entry) => entry,
+            Err(why) if name.contains('(') => {
+                return Some((
+                    format!("allowed tool {why}: not a well-formed `Tool(pattern)`"),
+                    "write a client tool's use as Claude Code does, e.g. `Bash(git diff *)` or `Bash(git:*)`, \
+                     and declare it in manifest.toml `[skills] client_tools`"
+                        .to_owned(),
+                ));
+            }
+            Err(_) => return Some(self.not_a_tool(name)),
+        };
+        if self.client.iter().any(|c| c.allows(&entry)) {
+            return None;
+        }
+        let message =
+            format!("allowed tool `{name}` is not a tool of tools.json nor a client tool manifest.toml declares");
+        let close =
+            self.tools.iter().cloned().chain(self.client.iter().map(ClientTool::to_string)).find(|t| near(t, name));
+        let same_tool: Vec<String> =
+            self.client.iter().filter(|c| c.tool == entry.tool).map(|c| format!("`{c}`")).collect();
+        let help = match close {
+            Some(t) => format!("did you mean `{t}`?"),
+            None if !same_tool.is_empty() => format!(
+                "manifest.toml declares only {} of `{}`; declare `{name}` in `[skills] client_tools` if the skill \
+                 needs it (a widening `bundle diff` reports)",
+                same_tool.join(", "),
+                entry.tool
+            ),
+            None => format!(
+                "if `{name}` is a built-in tool of the skill's client, declare it in manifest.toml: \
+                 `[skills] client_tools = [{name:?}]` (a widening `bundle diff` reports); else name a tool of tools.json"
+            ),
+        };
+        Some((message, help))
+    }
+
+    /// `name` is neither a tools.json id nor shaped like a client tool.
+    fn not_a_tool(&self, name: &str) -> (String, String) {
+        let close = self.tools.iter().find(|t| strsim::jaro_winkler(t, name) > 0.85);
+        let help = match close {
+            Some(t) => format!("did you mean `{t}`? allowed-tools names tools.json ids"),
+            None => format!(
+                "name a tool of tools.json (or add it there), a pinned MCP tool as {}<server>{}<tool>, \
+                     or a client tool as `Read` or `Bash(git:*)`",
+                skill::MCP_PREFIX,
+                skill::MCP_SEPARATOR
+            ),
+        };
+        (format!("allowed tool `{name}` is not a tool of tools.json"), help)
+    }
+}
+
+/// Whether `a` looks like a typo of `b`: at most one edit in four characters (`Reed`, `Read`),
+/// not a neighbour with the same prefix (`WebSearch`, `WebFetch`).
+fn near(a: &str, b: &str) -> bool {
+    strsim::damerau_levenshtein(a, b) <= (a.chars().count().max(b.chars().count()) / 4).max(1)
 }
 
 /// Checks the skills of the agent in `dir` (nothing to do without a `skills/` folder).

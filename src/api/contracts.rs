@@ -238,6 +238,7 @@ impl ContractGate {
             grants: Vec::new(),
             skills: Vec::new(),
             pins: Vec::new(),
+            client_tools: Vec::new(),
             models: Vec::new(),
         };
         let findings = baseline::judge(&self.reference, &live, &self.label)

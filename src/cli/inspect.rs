@@ -141,6 +141,10 @@ fn inspect_one(
         if !skills.is_empty() {
             doc["skills"] = super::output::sanitize_json(serde_json::to_value(&skills).unwrap_or_default());
         }
+        if !v.manifest.client_tools.is_empty() {
+            let declared: Vec<String> = v.manifest.client_tools.iter().map(ToString::to_string).collect();
+            doc["client_tools"] = super::output::sanitize_json(serde_json::json!(declared));
+        }
         doc
     };
     match format {
@@ -162,7 +166,7 @@ fn inspect_one(
         Format::Human => {
             human(&v, &contracts, now)?;
             human_pins(&v, &pins)?;
-            human_skills(&skills)?;
+            human_skills(&skills, &v.manifest.client_tools)?;
             for a in &attestations {
                 super::output::print_line(&super::verify::attestation_line(a))?;
             }
@@ -336,9 +340,12 @@ fn human(v: &Verified, contracts: &Result<Vec<Contract>, ContractError>, now: Ti
     out.flush()
 }
 
-/// The skills section (none when the agent has no skills).
-fn human_skills(skills: &[agent_bundle::skill::facts::SkillFacts]) -> std::io::Result<()> {
-    if skills.is_empty() {
+/// The skills section (none when the agent has no skills and declares no client tools).
+fn human_skills(
+    skills: &[agent_bundle::skill::facts::SkillFacts],
+    client_tools: &[agent_bundle::skill::client_tool::ClientTool],
+) -> std::io::Result<()> {
+    if skills.is_empty() && client_tools.is_empty() {
         return Ok(());
     }
     let mut out = std::io::stdout().lock();
@@ -351,7 +358,14 @@ fn human_skills(skills: &[agent_bundle::skill::facts::SkillFacts]) -> std::io::R
         let files = if s.files == 1 { "1 file ".to_owned() } else { format!("{} files", s.files) };
         writeln!(out, "  {name}{pad}  {}  {files}  allowed: {tools}", &s.digest[..16])?;
     }
-    writeln!(out, "  (digest: BLAKE3 over the skill's files, as `b3sum` lists them; --format json shows all 64)")?;
+    if !skills.is_empty() {
+        writeln!(out, "  (digest: BLAKE3 over the skill's files, as `b3sum` lists them; --format json shows all 64)")?;
+    }
+    if !client_tools.is_empty() {
+        // Each entry is printable ASCII by the manifest's rules; sanitised all the same.
+        let declared: Vec<String> = client_tools.iter().map(|c| sanitize(&c.to_string())).collect();
+        writeln!(out, "  client tools the skills may allow (manifest.toml [skills]): {}", declared.join(", "))?;
+    }
     out.flush()
 }
 

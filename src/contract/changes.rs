@@ -60,6 +60,8 @@ crate::codes::stable_codes! {
     SkillChanged => "skill_changed": "A skill's files changed: its SKILL.md or a file beside it (neutral; its allowed tools are compared on their own).",
     SkillToolsWidened => "skill_tools_widened": "A skill's `allowed-tools` names a tool it did not before (widening).",
     SkillToolsNarrowed => "skill_tools_narrowed": "A skill's `allowed-tools` no longer names a tool (narrowing).",
+    ClientToolAdded => "client_tool_added": "manifest.toml `[skills] client_tools` declares a client tool (`Read`, `Bash(git:*)`) it did not before: the agent's skills may now pre-approve it (widening).",
+    ClientToolRemoved => "client_tool_removed": "manifest.toml `[skills] client_tools` no longer declares a client tool (narrowing).",
     ContractChanged => "contract_changed": "The fingerprint changed in a way none of the other kinds describes (widening).",
 }
 

@@ -24,6 +24,8 @@ pub struct AgentContracts {
     pub skills: Vec<crate::skill::facts::SkillFacts>,
     /// The MCP servers pinned in manifest.toml `[pins]` (`format = "mcp"`), by file.
     pub pins: Vec<PinnedServer>,
+    /// manifest.toml `[skills] client_tools`, as written (`Read`, `Bash(git:*)`).
+    pub client_tools: Vec<String>,
     /// The vendor-signed models of manifest.toml `[[models]]`, checked against their keys.
     pub models: Vec<crate::attest::model_verify::ModelFacts>,
 }
@@ -91,6 +93,7 @@ pub fn from_verified(v: &Verified, origin: &Path) -> Result<AgentContracts, Cont
         // Read by the callers that compare them (`agent::pins::mcp::pins_of`): a pin that cannot be read must
         // not take the tools' contracts (and what attests them) with it.
         pins: Vec::new(),
+        client_tools: v.manifest.client_tools.iter().map(ToString::to_string).collect(),
         models: v.models.clone(),
     })
 }

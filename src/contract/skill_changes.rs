@@ -8,6 +8,23 @@ use std::collections::BTreeSet;
 use super::changes::{Change, ChangeKind, Impact};
 use crate::skill::facts::SkillFacts;
 
+/// The client tools manifest.toml `[skills] client_tools` declares on the new side and not
+/// the old (a widening: a skill may now pre-approve it), then those it no longer declares.
+pub fn compare_client_tools(old: &[String], new: &[String]) -> Vec<Change> {
+    let at = "skills.client_tools";
+    let added = new.iter().filter(|t| !old.contains(t)).map(|t| {
+        Change::new(None, ChangeKind::ClientToolAdded, Impact::Widening, at)
+            .values(None, Some(t.clone()))
+            .message(format!("client tool {t} declared: skills may now allow it"))
+    });
+    let removed = old.iter().filter(|t| !new.contains(t)).map(|t| {
+        Change::new(None, ChangeKind::ClientToolRemoved, Impact::Narrowing, at)
+            .values(Some(t.clone()), None)
+            .message(format!("client tool {t} no longer declared"))
+    });
+    added.chain(removed).collect()
+}
+
 /// The changes from `old` to `new` skills, in the new side's order, then the removed ones.
 pub fn compare_skills(old: &[SkillFacts], new: &[SkillFacts]) -> Vec<Change> {
     let mut out = Vec::new();
@@ -84,6 +101,16 @@ mod tests {
             allowed_tools: tools.iter().map(|t| t.to_string()).collect(),
             files: 1,
         }
+    }
+
+    #[test]
+    fn a_newly_declared_client_tool_is_a_widening() {
+        let (old, new) = (["Read".to_owned(), "Bash(git:*)".to_owned()], ["Read".to_owned(), "Bash".to_owned()]);
+        let kinds: Vec<_> = compare_client_tools(&old, &new).iter().map(|c| (c.kind, c.impact)).collect();
+        assert_eq!(
+            kinds,
+            [(ChangeKind::ClientToolAdded, Impact::Widening), (ChangeKind::ClientToolRemoved, Impact::Narrowing)]
+        );
     }
 
     #[test]

@@ -53,6 +53,9 @@ pub struct Manifest {
     pub pins: BTreeMap<String, Pin>,
     /// `[[models]]`: model folders signed by their vendor, each checked against its key.
     pub models: Vec<ModelSpec>,
+    /// `[skills] client_tools`: the client's built-in tools (`Read`, `Bash(git:*)`) the agent's
+    /// skills may name in `allowed-tools`, in file order.
+    pub client_tools: Vec<crate::skill::client_tool::ClientTool>,
 }
 
 /// One `[[models]]` entry: a folder of the agent holding a model its vendor signed with

@@ -16,8 +16,9 @@ use crate::timestamp::Timestamp;
 
 mod models;
 mod pins;
+mod skills;
 
-const TOP_KEYS: &[&str] = &["bundle", "agent", "artifacts", "files", "pins", "models"];
+const TOP_KEYS: &[&str] = &["bundle", "agent", "artifacts", "files", "pins", "models", "skills"];
 const BUNDLE_KEYS: &[&str] = &["format", "allow_secret_files", "expires"];
 const AGENT_KEYS: &[&str] = &["name", "version"];
 const ARTIFACT_KINDS: &[&str] = &["tools", "policy"];
@@ -134,6 +135,7 @@ impl Parser<'_> {
         let files = self.files(root);
         let pins = self.pins(root);
         let models = self.models(root);
+        let client_tools = self.skills(root);
         Some(Manifest {
             format: format?,
             name: name?,
@@ -145,6 +147,7 @@ impl Parser<'_> {
             expires,
             pins,
             models,
+            client_tools,
         })
     }
 

@@ -67,6 +67,7 @@ pub fn load_folder_with_root(
         grants: release::grants(&checked.policy),
         skills: checked.skills,
         pins,
+        client_tools: checked.manifest.client_tools.iter().map(ToString::to_string).collect(),
         models: checked.models,
     })
 }

@@ -51,7 +51,8 @@ pub struct AgentDiff {
     pub tools: Vec<ToolDiff>,
     /// policy.caps grants added and removed.
     pub grants: Vec<Change>,
-    /// Skills added, removed or changed.
+    /// The declared client tools added or removed (manifest.toml `[skills] client_tools`), then
+    /// the skills added, removed or changed.
     pub skills: Vec<Change>,
     /// The pinned MCP servers of either side, by name (new side's order, then removed ones).
     pub pins: Vec<PinDiff>,
@@ -156,7 +157,8 @@ pub fn diff(old: AgentContracts, new: AgentContracts) -> AgentDiff {
         });
     }
     let grants = contract::compare_grants(&old.grants, &new.grants);
-    let skills = contract::compare_skills(&old.skills, &new.skills);
+    let mut skills = contract::compare_client_tools(&old.client_tools, &new.client_tools);
+    skills.extend(contract::compare_skills(&old.skills, &new.skills));
     let pins = pins(&old.pins, &new.pins);
     AgentDiff { old, new, tools, grants, skills, pins }
 }

@@ -96,9 +96,11 @@ fn callable(agent_dir: &Path) -> Result<Callable> {
     })?;
     let read = |f: &str| regular_file::read(&agent_dir.join(f), crate::limits::MAX_IMPORT_BYTES, Links::Refuse).ok();
     let manifest_path = agent_dir.join(manifest::FILE_NAME);
-    let pins = regular_file::read_to_string(&manifest_path, crate::limits::MAX_MANIFEST_BYTES, Links::Refuse)
+    let manifest = regular_file::read_to_string(&manifest_path, crate::limits::MAX_MANIFEST_BYTES, Links::Refuse)
         .ok()
-        .and_then(|text| manifest::parse(&Source::new(manifest::FILE_NAME, text), &mut Vec::new()))
+        .and_then(|text| manifest::parse(&Source::new(manifest::FILE_NAME, text), &mut Vec::new()));
+    let pins = manifest
+        .as_ref()
         .map(|m| {
             let pinned = m.pins.iter().filter_map(|(file, pin)| Some((file, pin.mcp_server()?)));
             pinned
@@ -108,7 +110,8 @@ fn callable(agent_dir: &Path) -> Result<Callable> {
                 .collect::<Vec<_>>()
         })
         .unwrap_or_default();
-    Ok(Callable::new(file.tools.iter().map(|t| t.id.as_str()), &pins))
+    let client_tools = manifest.map(|m| m.client_tools).unwrap_or_default();
+    Ok(Callable::new(file.tools.iter().map(|t| t.id.as_str()), &pins, &client_tools))
 }
 
 /// `dir` itself when it holds a SKILL.md, else each sub-folder of it (sorted).

@@ -9,6 +9,7 @@
 //! ([`facts`]); reading an agent folder's skills is `agent::skills`. It sits low (below
 //! `contract` and `bundle`, which show skills) and depends only on diagnostics and limits.
 
+pub mod client_tool;
 pub mod facts;
 
 use std::ops::Range;
@@ -261,7 +262,8 @@ pub fn parse(source: &Source, folder: &str, diags: &mut Vec<Diagnostic>) -> Opti
 }
 
 /// `allowed-tools`: the specification's space-separated string, or (as some clients write it)
-/// a list of strings; commas between names are tolerated.
+/// a list of strings; commas between names are tolerated. A `Tool(pattern)` entry is one entry
+/// whatever its pattern holds (`Bash(git diff *)`).
 fn allowed_tools(
     source: &Source,
     start: usize,
@@ -272,9 +274,7 @@ fn allowed_tools(
     let at = key_span(source, start, yaml, "allowed-tools");
     let names: Vec<String> = match value {
         None | Some(Value::Null) => return Vec::new(),
-        Some(Value::String(s)) => {
-            s.split([' ', '\t', '\n', ',']).filter(|t| !t.is_empty()).map(str::to_owned).collect()
-        }
+        Some(Value::String(s)) => split_entries(s),
         Some(Value::Sequence(items)) if items.iter().all(Value::is_string) => {
             items.iter().filter_map(Value::as_str).map(|s| s.trim().to_owned()).collect()
         }
@@ -301,6 +301,33 @@ fn allowed_tools(
             (n, span.unwrap_or_else(|| at.clone()))
         })
         .collect()
+}
+
+/// The entries of a space-separated `allowed-tools`: split at spaces, tabs, newlines and commas
+/// outside parentheses, so that Claude Code's `Bash(npm run test *)` stays whole. An entry
+/// whose `(` is never closed runs to the end (and is then no tool the agent has).
+fn split_entries(text: &str) -> Vec<String> {
+    let mut entries = Vec::new();
+    let mut current = String::new();
+    let mut depth = 0usize;
+    for c in text.chars() {
+        match c {
+            ' ' | '\t' | '\n' | '\r' | ',' if depth == 0 => {
+                if !current.is_empty() {
+                    entries.push(std::mem::take(&mut current));
+                }
+                continue;
+            }
+            '(' => depth += 1,
+            ')' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+        current.push(c);
+    }
+    if !current.is_empty() {
+        entries.push(current);
+    }
+    entries
 }
 
 /// Where `word` is next written in `text` from byte `from` on, not as part of a longer name.
@@ -405,6 +432,16 @@ mod tests {
         let starts: Vec<usize> = doc.allowed_tools.iter().map(|(_, r)| r.start).collect();
         assert_eq!(starts[1], at("mcp__a"));
         assert!(starts[2] < starts[3], "the second `b` is the second one written");
+    }
+
+    #[test]
+    fn a_claude_code_pattern_with_spaces_is_one_entry() {
+        let text = "---\nname: x\ndescription: d\nallowed-tools: Read, Bash(git diff *) Bash(npm run test:*)\n---\n";
+        let doc = parse_text(text, "x").0.unwrap();
+        assert_eq!(doc.allowed_tool_names(), ["Read", "Bash(git diff *)", "Bash(npm run test:*)"]);
+        let at = text.find("Bash(git diff *)").unwrap();
+        assert_eq!(doc.allowed_tools[1].1, at..at + "Bash(git diff *)".len());
+        assert_eq!(split_entries("Bash(git  Read"), ["Bash(git  Read"]);
     }
 
     #[test]

@@ -491,6 +491,27 @@ fn a_baseline_with_a_malformed_skill_entry_is_refused_as_a_whole() {
     }
 }
 
+/// The mailer with the code-review skill (written for Claude Code), manifest.toml declaring
+/// `client_tools`, the skill allowing `allowed`; in folder `dir`, packed to
+/// `<dir>.agent.bundle`.
+fn reviewer(env: &Env, dir: &str, version: &str, client_tools: &str, allowed: &str) -> String {
+    let agent = env.copy("agents/mailer", dir);
+    set_version(&agent, version);
+    let out = format!("{dir}.agent.bundle");
+    crate::support::copy_dir(&crate::support::testdata("skills/code-review"), &agent.join("skills/code-review"));
+    let md = agent.join("skills/code-review/SKILL.md");
+    let text = std::fs::read_to_string(&md).unwrap();
+    let line = "allowed-tools: Read Grep Glob Bash(git diff *) Bash(git log:*) WebFetch";
+    assert!(text.contains(line));
+    std::fs::write(&md, text.replacen(line, &format!("allowed-tools: {allowed}"), 1)).unwrap();
+    let manifest = agent.join("manifest.toml");
+    let mut text = std::fs::read_to_string(&manifest).unwrap();
+    text.push_str(&format!("\n[skills]\nclient_tools = {client_tools}\n"));
+    std::fs::write(&manifest, text).unwrap();
+    env.pack(dir, &out).expect_code(0);
+    out
+}
+
 /// The guarded agent (the pins of the test server: `echo` and `add` read-only, `wipe`
 /// destructive) as `version`, its pinned tools changed by `edit`, locked and packed.
 fn guarded(env: &Env, dir: &str, version: &str, edit: impl Fn(&mut Vec<Value>)) -> String {
@@ -511,6 +532,68 @@ fn guarded(env: &Env, dir: &str, version: &str, edit: impl Fn(&mut Vec<Value>)) 
     let out = format!("{dir}.agent.bundle");
     env.pack(dir, &out).expect_code(0);
     out
+}
+
+/// A skill that newly allows a client tool (`Bash(git push *)`, declared in the same release)
+/// is held by the gate as `bundle diff` classes it, a widening, until approved; the
+/// declaration alone grants nothing a skill did not already allow, so the gate, like for
+/// policy.caps grants, leaves it to `bundle diff` (which reports `client_tool_added`).
+#[test]
+fn a_skill_that_newly_allows_a_client_tool_is_held_by_the_gate_until_approved() {
+    let env = Env::new();
+    let temp = env.path();
+    let declared = r#"["Read", "Grep", "Bash(git diff *)"]"#;
+    let v1 = reviewer(&env, "v1", "1.0.0", declared, "Read Grep Bash(git diff *)");
+    env.run(&["baseline", "snapshot", &v1, "-o", "approved.toml"]).expect_code(0);
+    let file = std::fs::read_to_string(env.path().join("approved.toml")).unwrap();
+    assert!(file.contains(r#"allowed_tools = ["Read", "Grep", "Bash(git diff *)"]"#), "{file}");
+    verify(&env, &v1, "approved.toml", &[]).expect_code(0);
+
+    // v2 declares one more client tool, and the skill allows it.
+    let wider = r#"["Read", "Grep", "Bash(git diff *)", "Bash(git push *)"]"#;
+    let v2 = reviewer(&env, "v2", "1.1.0", wider, "Read Grep Bash(git diff *) Bash(git push *)");
+    bundle_snapshot!(
+        "client_tools_gate_widened",
+        in_env(&env, &["verify", &v2, "--key", &key("test.pub"), "--baseline", "approved.toml"]),
+        [temp]
+    );
+    let out = verify(&env, &v2, "approved.toml", &["--format", "json"]);
+    out.expect_code(1);
+    let j = out.json();
+    assert_eq!(j["code"], "contract_drift");
+    let drift = &j["baseline"]["drift"][0];
+    assert_eq!(drift["tool"], "skills/code-review");
+    let kinds = |changes: &Value, filter: &dyn Fn(&Value) -> bool| -> Vec<(String, String)> {
+        changes
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|c| filter(c))
+            .map(|c| (c["kind"].as_str().unwrap().to_owned(), c["impact"].as_str().unwrap().to_owned()))
+            .collect()
+    };
+    let diff = env.run(&["diff", &v1, &v2, "--format", "json"]).json();
+    let of_skill = |c: &Value| c["at"].as_str().unwrap().starts_with("skills/code-review");
+    assert_eq!(kinds(&drift["changes"], &|_| true), kinds(&diff["changes"], &of_skill));
+    assert!(kinds(&drift["changes"], &|_| true).contains(&("skill_tools_widened".into(), "widening".into())));
+    assert_eq!(
+        kinds(&diff["changes"], &|c| c["at"] == "skills.client_tools"),
+        [("client_tool_added".to_owned(), "widening".to_owned())]
+    );
+
+    env.run(&["baseline", "approve", "approved.toml", "--from", &v2, "skills/code-review"]).expect_code(0);
+    verify(&env, &v2, "approved.toml", &[]).expect_code(0);
+
+    // v3 only declares another client tool: no skill may do more, the gate passes, diff says it.
+    let v3 = reviewer(
+        &env,
+        "v3",
+        "1.2.0",
+        &wider.replace(']', r#", "Write"]"#),
+        "Read Grep Bash(git diff *) Bash(git push *)",
+    );
+    verify(&env, &v3, "approved.toml", &[]).expect_code(0);
+    env.run(&["diff", &v2, &v3, "--fail-on", "widening"]).expect_code(1);
 }
 
 fn pinned<'a>(tools: &'a mut [Value], name: &str) -> &'a mut Value {

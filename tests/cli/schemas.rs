@@ -108,6 +108,37 @@ fn inline_cases() -> Vec<(String, String)> {
         model("shards-small", "key = \"k.pub\"\nshard_size = 4096\n"),
         model("shards-string", "key = \"k.pub\"\nshard_size = \"1GB\"\n"),
     ]);
+    // [skills] client_tools: Claude Code's built-in tools, bare or with a pattern, and each way an
+    // entry can be wrong.
+    let skills =
+        |name: &str, list: &str| (format!("skills-{name}"), format!("{LOCKED}\n[skills]\nclient_tools = {list}\n"));
+    let long_pattern = format!("[\"Bash({})\"]", "a".repeat(513));
+    let longest_pattern = format!("[\"Bash({})\"]", "a".repeat(512));
+    let many = format!("[{}]", (0..257).map(|i| format!("\"T{i}\"")).collect::<Vec<_>>().join(","));
+    cases.extend([
+        skills("claude-code", r#"["Read", "Grep", "Glob", "Bash(git diff *)", "Bash(git log:*)", "WebFetch"]"#),
+        skills("nested-once", r#"["Bash(echo $(date))", "Bash(())", "read_file"]"#),
+        skills("empty", "[]"),
+        skills("duplicate", r#"["Read", "Read"]"#),
+        skills("unclosed", r#"["Bash(git"]"#),
+        skills("empty-pattern", r#"["Bash()"]"#),
+        skills("space-pattern", r#"["Bash( )"]"#),
+        skills("nested-twice", r#"["Bash(a((b)))"]"#),
+        skills("closes-first", r#"["Bash(a)b)"]"#),
+        skills("mcp", r#"["mcp__github__create_issue"]"#),
+        skills("space-name", r#"["Web Fetch"]"#),
+        skills("digit-first", r#"["1Read"]"#),
+        skills("non-ascii", r#"["Bash(café)"]"#),
+        skills("tab", r#"["Bash(a\tb)"]"#),
+        skills("name-65", &format!("[\"{}\"]", "R".repeat(65))),
+        skills("name-64", &format!("[\"{}\"]", "R".repeat(64))),
+        skills("pattern-513", &long_pattern),
+        skills("pattern-512", &longest_pattern),
+        skills("too-many", &many),
+        skills("not-a-list", r#""Read""#),
+        skills("number", "[3]"),
+        ("skills-unknown-key".into(), format!("{LOCKED}\n[skills]\nclient_tool = [\"Read\"]\n")),
+    ]);
     cases
 }
 

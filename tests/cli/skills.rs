@@ -300,3 +300,148 @@ fn a_skill_keeps_its_digest_through_import_pack_and_inspect() {
     let run = env.run(&["inspect", "m.agent.bundle", "--format", "json"]);
     assert_eq!(run.json()["skills"][0]["digest"], want.as_str());
 }
+
+/// The client tools the code-review fixture's `allowed-tools` names, as manifest.toml
+/// `[skills] client_tools` declares them.
+const CODE_REVIEW_TOOLS: &str = r#"["Read", "Grep", "Glob", "Bash(git diff *)", "Bash(git log:*)", "WebFetch"]"#;
+
+/// Appends `[skills] client_tools = <list>` (TOML) to the manifest of `agent`.
+fn declare_client_tools(agent: &Path, list: &str) {
+    let path = agent.join("manifest.toml");
+    let mut text = std::fs::read_to_string(&path).unwrap();
+    text.push_str(&format!("\n[skills]\nclient_tools = {list}\n"));
+    std::fs::write(&path, text).unwrap();
+}
+
+/// Issue 38's known gap: a skill written for Claude Code names its built-in tools (`Read`,
+/// `Bash(git diff *)`). Undeclared, each is `unknown_allowed_tool` with how to declare it;
+/// declared in the signed manifest, the skill passes check, packs, and inspect lists them.
+#[test]
+fn a_skill_written_for_claude_code_passes_once_its_client_tools_are_declared() {
+    let env = Env::new();
+    let agent = mailer_with(&env, &["code-review"]);
+    let run = env.run(&["check", "mailer", "--format", "json"]);
+    run.expect_code(1);
+    let unknown: Vec<String> = run.json()["diagnostics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|d| d["code"] == "unknown_allowed_tool")
+        .map(|d| d["message"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(unknown.len(), 6, "{unknown:?}");
+    assert!(unknown[3].contains("`Bash(git diff *)`"), "a pattern with spaces is one entry: {unknown:?}");
+
+    declare_client_tools(&agent, CODE_REVIEW_TOOLS);
+    env.run(&["lock", "mailer"]).expect_code(0);
+    env.run(&["check", "mailer"]).expect_code(0);
+    env.pack("mailer", "m.agent.bundle").expect_code(0);
+    let run = env.run(&["inspect", "m.agent.bundle", "--format", "json"]);
+    run.expect_code(0);
+    let listed = serde_json::json!(["Read", "Grep", "Glob", "Bash(git diff *)", "Bash(git log:*)", "WebFetch"]);
+    assert_eq!(run.json()["skills"][0]["allowed_tools"], listed);
+    assert_eq!(run.json()["client_tools"], listed, "inspect shows the signed declaration");
+    let text = shown(&mut in_env(&env, &["inspect", "m.agent.bundle"]), &[env.path()]);
+    let section = text.split("\nskills").nth(1).expect("a skills section");
+    insta::assert_snapshot!(section);
+}
+
+/// Declaring client tools does not open the door to every name: a typo, a tool not
+/// declared, a bare tool when only one of its patterns is, and another pattern of a declared
+/// tool are each refused, with a help line that says what to write.
+#[test]
+fn undeclared_and_mistyped_client_tools_are_refused_with_how_to_declare_them() {
+    let env = Env::new();
+    let agent = mailer_with(&env, &["code-review"]);
+    declare_client_tools(&agent, r#"["Read", "Grep", "Glob", "Bash(git log:*)", "WebFetch"]"#);
+    let md = agent.join("skills/code-review/SKILL.md");
+    let text = std::fs::read_to_string(&md).unwrap();
+    std::fs::write(
+        &md,
+        text.replace(
+            "allowed-tools: Read Grep Glob Bash(git diff *) Bash(git log:*) WebFetch",
+            "allowed-tools: Reed Grep Glob Bash(git diff *) Bash WebSearch Bash(git log:*)\n  WebFetch Bash(git",
+        ),
+    )
+    .unwrap();
+    insta::assert_snapshot!(shown(&mut in_env(&env, &["check", "mailer"]), &[env.path()]));
+}
+
+/// `[skills] client_tools` is read strictly: each malformed entry, a repeated one, a wrong
+/// type and an unknown key of `[skills]` are reported at their place, all at once.
+#[test]
+fn malformed_client_tool_declarations_are_refused_each_at_its_place() {
+    let env = Env::new();
+    let agent = mailer_with(&env, &[]);
+    declare_client_tools(
+        &agent,
+        r#"["Read", "Read", "Bash(git", "mcp__github__create_issue", "Web Fetch", "Bash()", 3, "Bash(café)"]
+client_tool = ["Grep"]"#,
+    );
+    insta::assert_snapshot!(shown(&mut in_env(&env, &["check", "mailer"]), &[env.path()]));
+
+    let env = Env::new();
+    let agent = mailer_with(&env, &[]);
+    let many: Vec<String> = (0..257).map(|i| format!("\"Bash(tool{i})\"")).collect();
+    declare_client_tools(&agent, &format!("[{}]", many.join(", ")));
+    let run = env.run(&["check", "mailer", "--format", "json"]);
+    run.expect_code(1);
+    let d = &run.json()["diagnostics"][0];
+    assert_eq!((d["code"].as_str(), d["path"].as_str()), (Some("invalid_client_tool"), Some("skills.client_tools")));
+
+    let env = Env::new();
+    let agent = mailer_with(&env, &[]);
+    declare_client_tools(&agent, r#""Read""#);
+    let run = env.run(&["check", "mailer", "--format", "json"]);
+    run.expect_code(1);
+    assert_eq!(run.json()["diagnostics"][0]["code"], "wrong_type");
+}
+
+/// A release that declares one more client tool, and a skill that now allows it: `bundle diff`
+/// reports both as widenings (`client_tool_added`, `skill_tools_widened`) and `--fail-on
+/// widening` exits 1; taking them back is a narrowing.
+#[test]
+fn diff_reports_a_newly_declared_client_tool_and_a_skill_that_allows_it_as_widenings() {
+    let env = Env::new();
+    let agent = mailer_with(&env, &["code-review"]);
+    declare_client_tools(&agent, CODE_REVIEW_TOOLS);
+    env.pack("mailer", "old.agent.bundle").expect_code(0);
+    let manifest = agent.join("manifest.toml");
+    let text = std::fs::read_to_string(&manifest).unwrap();
+    std::fs::write(&manifest, text.replace(r#""WebFetch"]"#, r#""WebFetch", "Edit"]"#)).unwrap();
+    let md = agent.join("skills/code-review/SKILL.md");
+    let text = std::fs::read_to_string(&md).unwrap();
+    std::fs::write(&md, text.replace("Bash(git log:*) WebFetch\n", "Bash(git log:*) WebFetch Edit\n")).unwrap();
+    env.run(&["lock", "mailer"]).expect_code(0);
+    env.pack("mailer", "new.agent.bundle").expect_code(0);
+    insta::assert_snapshot!(shown(
+        &mut in_env(&env, &["diff", "old.agent.bundle", "new.agent.bundle", "--fail-on", "widening"]),
+        &[env.path()]
+    ));
+    let kinds = |old: &str, new: &str| -> Vec<(String, String)> {
+        let run = env.run(&["diff", old, new, "--format", "json"]);
+        run.json()["skills"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| (c["kind"].as_str().unwrap().to_owned(), c["impact"].as_str().unwrap().to_owned()))
+            .collect()
+    };
+    let pair = |k: &str, i: &str| (k.to_owned(), i.to_owned());
+    assert_eq!(
+        kinds("old.agent.bundle", "new.agent.bundle"),
+        [
+            pair("client_tool_added", "widening"),
+            pair("skill_tools_widened", "widening"),
+            pair("skill_changed", "neutral")
+        ]
+    );
+    assert_eq!(
+        kinds("new.agent.bundle", "old.agent.bundle"),
+        [
+            pair("client_tool_removed", "narrowing"),
+            pair("skill_tools_narrowed", "narrowing"),
+            pair("skill_changed", "neutral")
+        ]
+    );
+}
