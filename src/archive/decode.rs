@@ -23,7 +23,8 @@
 //! [`MAX_FRAME_CONTENT`]) exist, reused from frame to frame (for a bundle `pack` wrote, frames of
 //! at most 4 MiB, on 2 CPUs: 24 MiB); plus one zstd context per decoding thread (no window: a
 //! frame decoded whole is decoded into its buffer), and on the reading thread one streaming
-//! context (window at most 16 MiB) for frames decoded while they are read.
+//! context (window at most 16 MiB) for frames decoded while they are read. A stream that reads
+//! no frame whole ([`Decoding::Streaming`]) holds only that context and one piece of a frame.
 
 mod pool;
 
@@ -54,6 +55,21 @@ const WINDOW_TOO_LARGE: &str = "Frame requires too much memory for decoding";
 pub(crate) struct Decoded {
     pub data: Vec<u8>,
     pub fault: Option<Fault>,
+}
+
+/// How a [`FrameStream`] takes its frames; every way gives the same bytes and the same faults
+/// at the same places.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) enum Decoding {
+    /// Frames read whole ahead, decoded on other threads (one per usable CPU).
+    Parallel,
+    /// Frames read whole ahead, decoded on this thread.
+    ThisThread,
+    /// Every frame decoded on this thread while it is read, nothing read ahead: for a reader
+    /// that wants only the stream's first entries (`bundle cat` reading the manifest and the
+    /// signature), which then costs what it decodes (the streaming context's window, touched
+    /// only as far as the frame is decoded), not whole frames compressed and decoded.
+    Streaming,
 }
 
 /// A frame's facts for the seek table check.
@@ -110,6 +126,9 @@ pub(crate) struct FrameStream<R> {
     in_flight: usize,
     /// Decoding threads wanted (0: this thread only).
     threads: usize,
+    /// Frames are read whole (up to [`MAX_BUFFERED_FRAME`]) before they are decoded; else
+    /// every frame is streamed ([`Decoding::Streaming`]).
+    buffered: bool,
     /// Started at the first frame that may be decoded elsewhere.
     pool: Option<Pool>,
     /// Buffers of frames served, for the next frames: compressed, and decoded.
@@ -122,13 +141,13 @@ pub(crate) struct FrameStream<R> {
 impl<R: BufRead> FrameStream<R> {
     /// Reads and checks the first frame's header (format reference §2.1), so that a file that
     /// is not a bundle fails before anything is decoded.
-    pub fn new(mut input: R, max_window_log: u32, threaded: bool) -> Result<Self, ArchiveError> {
+    pub fn new(mut input: R, max_window_log: u32, decoding: Decoding) -> Result<Self, ArchiveError> {
         let io_err = |source| ArchiveError::Io { path: None, source };
         let magic = frames::read_magic(&mut input).map_err(io_err)?.unwrap_or_default();
         let header = frames::read_header(&magic, &mut input, 1u64 << max_window_log)?;
         let mut dctx = Decoder::new().map_err(io_err)?;
         dctx.set_parameter(zstd::zstd_safe::DParameter::WindowLogMax(max_window_log)).map_err(io_err)?;
-        let threads = if threaded { threads() } else { 0 };
+        let threads = if decoding == Decoding::Parallel { threads() } else { 0 };
         Ok(FrameStream {
             input,
             max_window_log,
@@ -138,6 +157,7 @@ impl<R: BufRead> FrameStream<R> {
             current: Current::Idle,
             in_flight: threads.max(1),
             threads,
+            buffered: decoding != Decoding::Streaming,
             pool: None,
             spare_in: Vec::new(),
             spare_out: Vec::new(),
@@ -296,7 +316,8 @@ impl<R: BufRead> FrameStream<R> {
         let mut bytes = self.spare_in.pop().unwrap_or_default();
         bytes.clear();
         bytes.extend_from_slice(header.bytes());
-        let walk = walker.read_into(&mut self.input, &mut bytes, MAX_BUFFERED_FRAME - header.len);
+        let max = if self.buffered { MAX_BUFFERED_FRAME - header.len } else { 0 };
+        let walk = walker.read_into(&mut self.input, &mut bytes, max);
         if walk.is_ok() && !walker.done() {
             self.state = InputState::InFrame;
             return Some(Pending::Streaming { bytes, header, walker });

@@ -40,6 +40,7 @@ mod seek_table;
 mod write;
 
 pub use compress::FRAME_SIZE;
+pub(crate) use decode::Decoding;
 pub use read::{ArchiveReader, Entry, Limits, MAX_TRAILING_ZEROS};
 pub use seek::Seekable;
 pub use seek_table::{FrameEntry, SeekTable};

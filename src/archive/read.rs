@@ -33,7 +33,7 @@
 
 use std::io::{self, BufRead, Read, Write};
 
-use super::decode::FrameStream;
+use super::decode::{Decoding, FrameStream};
 use super::frames::Fault;
 use super::write::padding_for;
 use super::{ArchiveError, BLOCK, MODE_EXECUTABLE, MODE_FILE, PathProblem, check_path, field};
@@ -129,19 +129,20 @@ impl<R: BufRead> ArchiveReader<R> {
     /// The frames of a seekable bundle are decoded on one thread per usable CPU when there is
     /// more than one (the module `archive::decode`), giving the same entries and errors.
     pub fn new(input: R, limits: Limits) -> Result<Self, ArchiveError> {
-        Self::with_threads(input, limits, super::decode::threads() > 1)
+        let decoding = if super::decode::threads() > 1 { Decoding::Parallel } else { Decoding::ThisThread };
+        Self::with_decoding(input, limits, decoding)
     }
 
-    /// [`new`](Self::new), decoding frames on other threads too (`threaded`) or on this one
-    /// only: the same bytes and errors either way (see [`decode`](super::decode)).
-    pub(crate) fn with_threads(input: R, limits: Limits, threaded: bool) -> Result<Self, ArchiveError> {
+    /// [`new`](Self::new), taking the frames as `decoding` says: the same bytes and errors
+    /// every way (see [`decode`](super::decode)).
+    pub(crate) fn with_decoding(input: R, limits: Limits, decoding: Decoding) -> Result<Self, ArchiveError> {
         if !(10..=31).contains(&limits.max_window_log) {
             return Err(ArchiveError::invalid_argument(format!(
                 "max_window_log {} is outside 10..=31",
                 limits.max_window_log
             )));
         }
-        let stream = FrameStream::new(input, limits.max_window_log, threaded)?;
+        let stream = FrameStream::new(input, limits.max_window_log, decoding)?;
         Ok(ArchiveReader {
             stream,
             limits,

@@ -19,7 +19,7 @@ use std::io::{self, BufReader, Seek, SeekFrom, Write};
 
 use super::SIGNATURE_ENTRY;
 use super::verify::{Expect, Head, LIMITS, Trust, VerifyError, VerifyIoError, head};
-use crate::archive::{ArchiveError, ArchiveReader, BLOCK, Seekable};
+use crate::archive::{ArchiveError, ArchiveReader, BLOCK, Decoding, Seekable};
 use crate::manifest::Manifest;
 use crate::rejection::{Reason, Rejection};
 
@@ -69,7 +69,8 @@ impl OpenBundle {
         let io_err = |e: io::Error| VerifyIoError::read(None, e);
         file.seek(SeekFrom::Start(0)).map_err(io_err)?;
         let head = {
-            let mut reader = ArchiveReader::with_threads(BufReader::new(&file), LIMITS, false)?;
+            // Streamed: only the first two entries are wanted, not whole frames (format §2.1).
+            let mut reader = ArchiveReader::with_decoding(BufReader::new(&file), LIMITS, Decoding::Streaming)?;
             head(&mut reader, trust, expect, signer, agent)?
         };
         let Head { manifest_bytes, signature_text, signature, signature_checked, manifest, .. } = head;

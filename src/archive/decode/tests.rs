@@ -2,16 +2,16 @@
 //! same entries, then the same error (code and message), whatever the number of threads.
 
 use crate::archive::write::tests::{Sample, pseudo_random, split_frames, write_seekable};
-use crate::archive::{ArchiveError, ArchiveReader, Limits, seek_table};
+use crate::archive::{ArchiveError, ArchiveReader, Decoding, Limits, seek_table};
 
 /// Each entry's path and hash, then `Ok` or the error's code and message.
 type Outcome = (Vec<(String, blake3::Hash)>, Result<(), (String, String)>);
 
 /// What reading a bundle gives.
-fn outcome(bundle: &[u8], threaded: bool) -> Outcome {
+fn outcome(bundle: &[u8], decoding: Decoding) -> Outcome {
     let mut seen = Vec::new();
     let result = (|| -> Result<(), ArchiveError> {
-        let mut r = ArchiveReader::with_threads(bundle, Limits::default(), threaded)?;
+        let mut r = ArchiveReader::with_decoding(bundle, Limits::default(), decoding)?;
         while let Some(mut e) = r.next_entry()? {
             let hash = e.hash()?;
             seen.push((e.path.clone(), hash));
@@ -38,11 +38,13 @@ fn multi_frame() -> Vec<u8> {
 
 #[track_caller]
 fn same_either_way(bundle: &[u8], what: &str) -> Result<(), (String, String)> {
-    let one = outcome(bundle, false);
+    let one = outcome(bundle, Decoding::ThisThread);
     for run in 0..3 {
-        let many = outcome(bundle, true);
+        let many = outcome(bundle, Decoding::Parallel);
         assert!(many == one, "{what}, run {run}: threaded {:?} / one thread {:?}", many.1, one.1);
     }
+    let streamed = outcome(bundle, Decoding::Streaming);
+    assert!(streamed == one, "{what}: streamed {:?} / read whole {:?}", streamed.1, one.1);
     one.1
 }
 
@@ -98,9 +100,9 @@ fn a_hostile_seek_table_never_changes_what_is_read_only_adds_its_own_code() {
     cases.push(("two frames swapped", swapped));
     for (what, table) in cases {
         let hostile = with_table(&bundle, &seek_table::encode(&table));
-        let (seen, result) = outcome(&hostile, false);
+        let (seen, result) = outcome(&hostile, Decoding::ThisThread);
         // Every entry read, and the same ones: the frames are the truth.
-        assert_eq!(seen, outcome(&bundle, false).0, "{what}");
+        assert_eq!(seen, outcome(&bundle, Decoding::ThisThread).0, "{what}");
         let (code, _) = same_either_way(&hostile, what).unwrap_err();
         assert_eq!(code, "seek_table_mismatch", "{what}: {result:?}");
     }
