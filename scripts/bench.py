@@ -729,7 +729,7 @@ def guard_main():
         print(f"| {a.calls} tools/call round trips, {label}: direct | {d:.3f} s | | |")
         print(f"| {a.calls} tools/call round trips, {label}: through the guard | {g:.3f} s "
               f"(+{(g - d) / a.calls * 1e6:.0f} us per call) | | |")
-        if name == "time":
+        if label == "mcp-server-time":
             print(f"| guard / direct, {label} | {ratio:.2f}x | <= 1.10x | {'met' if ratio <= 1.10 else 'NOT met'} |")
         else:
             # A server that answers in ~0.1 ms with no work: what is left is the guard's fixed
