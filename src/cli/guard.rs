@@ -129,29 +129,28 @@ impl Stderr {
             return;
         }
         self.printed += 1;
-        let mut err = std::io::stderr().lock();
-        if self.suppressed > 0 {
-            let _ = writeln!(
-                err,
-                "bundle guard: {} more warnings and blocks were not shown (at most {} a second; the audit log has every decision)",
-                self.suppressed,
-                agent_bundle::limits::MAX_GUARD_STDERR_LINES_PER_SEC
-            );
-            self.suppressed = 0;
-        }
-        let _ = writeln!(err, "{line}");
+        self.say_suppressed();
+        let _ = writeln!(std::io::stderr(), "{line}");
     }
-}
 
-impl Drop for Stderr {
-    fn drop(&mut self) {
-        if self.suppressed > 0 && !self.global.quiet {
+    /// How many lines were held back since the last one printed, if any.
+    fn say_suppressed(&mut self) {
+        if self.suppressed > 0 {
             let _ = writeln!(
                 std::io::stderr(),
                 "bundle guard: {} more warnings and blocks were not shown (at most {} a second; the audit log has every decision)",
                 self.suppressed,
                 agent_bundle::limits::MAX_GUARD_STDERR_LINES_PER_SEC
             );
+            self.suppressed = 0;
+        }
+    }
+}
+
+impl Drop for Stderr {
+    fn drop(&mut self) {
+        if !self.global.quiet {
+            self.say_suppressed();
         }
     }
 }

@@ -284,19 +284,7 @@ fn check_ed25519(session: &Session, key: ObjectHandle, token: &str) -> Result<()
 /// The raw Ed25519 public key: CKA_EC_POINT of the public key object with the private key's
 /// id (else its label), or of the private key itself where the token exposes it there.
 fn public_key(session: &Session, key: ObjectHandle, token: &str) -> Result<[u8; 32], SignerError> {
-    let attrs = session
-        .get_attributes(key, &[AttributeType::Id, AttributeType::Label])
-        .map_err(|e| ck("reading the key's id", e))?;
-    let mut candidates = Vec::new();
-    for attr in attrs {
-        let by = match attr {
-            Attribute::Id(id) if !id.is_empty() => Attribute::Id(id),
-            Attribute::Label(l) if !l.is_empty() => Attribute::Label(l),
-            _ => continue,
-        };
-        let template = [Attribute::Class(ObjectClass::PUBLIC_KEY), Attribute::KeyType(KeyType::EC_EDWARDS), by];
-        candidates.extend(session.find_objects(&template).map_err(|e| ck("searching the public key", e))?);
-    }
+    let candidates = public_key_candidates(session, key, KeyType::EC_EDWARDS)?;
     // An id or label can be shared by unrelated objects: the public key is the one that
     // verifies a signature the private key makes.
     let probe = b"agent-bundle: which public key belongs to this private key";
@@ -317,6 +305,30 @@ fn public_key(session: &Session, key: ObjectHandle, token: &str) -> Result<[u8; 
         token: token.to_owned(),
         hint: "the token has no public key object (with the private key's id or label) that verifies its signatures; store the public key beside it with the same id".to_owned(),
     })
+}
+
+/// The public key objects of type `kind` with the private key's id or its label: where its
+/// public key may be (an id or label can be shared by unrelated objects, so the caller keeps
+/// the one that verifies a signature the private key makes).
+pub(super) fn public_key_candidates(
+    session: &Session,
+    key: ObjectHandle,
+    kind: KeyType,
+) -> Result<Vec<ObjectHandle>, SignerError> {
+    let attrs = session
+        .get_attributes(key, &[AttributeType::Id, AttributeType::Label])
+        .map_err(|e| ck("reading the key's id", e))?;
+    let mut candidates = Vec::new();
+    for attr in attrs {
+        let by = match attr {
+            Attribute::Id(id) if !id.is_empty() => Attribute::Id(id),
+            Attribute::Label(l) if !l.is_empty() => Attribute::Label(l),
+            _ => continue,
+        };
+        let template = [Attribute::Class(ObjectClass::PUBLIC_KEY), Attribute::KeyType(kind), by];
+        candidates.extend(session.find_objects(&template).map_err(|e| ck("searching the public key", e))?);
+    }
+    Ok(candidates)
 }
 
 /// CKA_EC_POINT of an Ed25519 key: a DER OCTET STRING of 32 bytes (PKCS#11 3.0), or the raw

@@ -14,7 +14,7 @@ use sha2::{Digest as _, Sha256};
 use zeroize::Zeroizing;
 
 use super::SignerError;
-use super::pkcs11::{ck, describe, open_session};
+use super::pkcs11::{ck, describe, open_session, public_key_candidates};
 use super::reference::Pkcs11Uri;
 
 /// DER of the OID 1.2.840.10045.3.1.7 (prime256v1, secp256r1): CKA_EC_PARAMS of a P-256 key.
@@ -111,19 +111,7 @@ fn find_key(session: &Session, uri: &Pkcs11Uri, token: &str) -> Result<ObjectHan
 /// The public key: CKA_EC_POINT of the public key object with the private key's id (else its
 /// label) that verifies a signature the private key makes.
 fn public_key(session: &Session, key: ObjectHandle, token: &str) -> Result<VerifyingKey, SignerError> {
-    let attrs = session
-        .get_attributes(key, &[AttributeType::Id, AttributeType::Label])
-        .map_err(|e| ck("reading the key's id", e))?;
-    let mut candidates = Vec::new();
-    for attr in attrs {
-        let by = match attr {
-            Attribute::Id(id) if !id.is_empty() => Attribute::Id(id),
-            Attribute::Label(l) if !l.is_empty() => Attribute::Label(l),
-            _ => continue,
-        };
-        let template = [Attribute::Class(ObjectClass::PUBLIC_KEY), Attribute::KeyType(KeyType::EC), by];
-        candidates.extend(session.find_objects(&template).map_err(|e| ck("searching the public key", e))?);
-    }
+    let candidates = public_key_candidates(session, key, KeyType::EC)?;
     let probe = b"agent-bundle: which public key belongs to this P-256 private key";
     let signature = raw_sign(session, key, probe)?;
     for object in candidates {
