@@ -637,6 +637,13 @@ fn pinned_mcp_tools_are_held_by_the_gate_until_approved() {
         diff["changes"].as_array().unwrap().iter().filter(|c| c["tool"] == tool).map(|c| c["kind"].clone()).collect()
     };
     assert_eq!(of("mcp:hostile/wipe"), vec![json!("description_changed")], "{diff}");
+    let pubkey = key("test.pub");
+    let temp = env.path();
+    bundle_snapshot!(
+        "pinned_mcp_gate_refused",
+        in_env(&env, &["verify", &v2, "--key", &pubkey, "--baseline", "approved.toml"]),
+        [temp]
+    );
     let human = verify(&env, &v2, "approved.toml", &[]);
     human.expect_code(1);
     assert!(
