@@ -107,20 +107,19 @@ pub fn spawn(server: &Server) -> std::io::Result<Started> {
 /// Stops the server whose stdin the caller has already closed, as the lifecycle says (wait;
 /// SIGTERM; wait; SIGKILL), and then its whole process group.
 pub fn stop(child: &mut Child) {
-    if !wait_for(child, GRACE) {
-        signal_group(child, Signal::Term);
-        if !wait_for(child, GRACE) {
-            signal_group(child, Signal::Kill);
-            let _ = child.wait();
-        }
-    }
-    stop_group(child);
+    stop_after(child, GRACE);
 }
 
 /// Stops the server at once when the guard itself is asked to stop (its stdin is already
 /// closed): SIGTERM without the first wait, SIGKILL after [`GRACE`], then its whole group.
 pub fn stop_now(child: &mut Child) {
-    if !matches!(child.try_wait(), Ok(Some(_))) {
+    stop_after(child, Duration::ZERO);
+}
+
+/// The shutdown after the server's stdin was closed: `first` to exit by itself, SIGTERM,
+/// [`GRACE`], SIGKILL, then its whole group.
+fn stop_after(child: &mut Child, first: Duration) {
+    if !wait_for(child, first) {
         signal_group(child, Signal::Term);
         if !wait_for(child, GRACE) {
             signal_group(child, Signal::Kill);
