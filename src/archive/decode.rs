@@ -17,21 +17,30 @@
 //!   frame (the one frame of a bundle from an earlier release, a frame of unknown content size)
 //!   is decoded on the reading thread while it is read, in bounded memory.
 //!
-//! Memory: with `n` decoding threads ([`pool`]; `n` is the number of usable CPUs), at most `n`
-//! frames queued and the one being served: at most `n + 1` buffers of compressed bytes (each at
-//! most [`MAX_BUFFERED_FRAME`]) and `n + 1` of decoded bytes (each at most
-//! [`MAX_FRAME_CONTENT`]) exist, reused from frame to frame (for a bundle `pack` wrote, frames of
-//! at most 4 MiB, on 2 CPUs: 24 MiB); plus one zstd context per decoding thread (no window: a
-//! frame decoded whole is decoded into its buffer), and on the reading thread one streaming
-//! context (window at most 16 MiB) for frames decoded while they are read. A stream that reads
-//! no frame whole ([`Decoding::Streaming`]) holds only that context and one piece of a frame.
+//! Feeding: the reading thread gives the decoding threads the next frames whenever it can, not
+//! only between frames: while it waits for a frame still being decoded, and while the consumer
+//! reads the current one (each `fill_buf`). Fed only between frames, the decoders of a bundle
+//! `pack` wrote (4 MiB frames of text and of random bytes, each followed by a frame of a few
+//! hundred bytes) ran dry while the reading thread hashed, and it then waited for them: on the
+//! 2-vCPU bench machine each side waited a third of the run.
+//!
+//! Memory: with `n` decoding threads ([`pool`]; `n` is the number of usable CPUs), the frames
+//! queued are at most `4n + 2` and hold at most `(n + 2)` × [`QUEUE_BYTES_PER_SLOT`] of
+//! compressed and declared content bytes together (a frame is queued while they hold less, so
+//! one frame may cross it), plus the frame being served; each frame read whole is at most
+//! [`MAX_BUFFERED_FRAME`] compressed and [`MAX_FRAME_CONTENT`] decoded, its buffers reused from
+//! frame to frame (for a bundle `pack` wrote, on 2 CPUs: about 40 MiB at most); plus one zstd
+//! context per decoding thread (no window: a frame decoded whole is decoded into its buffer),
+//! and on the reading thread one streaming context (window at most 16 MiB) for frames decoded
+//! while they are read. A stream that reads no frame whole ([`Decoding::Streaming`]) holds only
+//! that context and one piece of a frame.
 
 mod pool;
 
 use std::cell::RefCell;
 use std::collections::VecDeque;
 use std::io::{self, BufRead};
-use std::sync::mpsc::{Receiver, sync_channel};
+use std::sync::mpsc::{Receiver, TryRecvError, sync_channel};
 
 use pool::{Done, Job, Pool};
 
@@ -45,6 +54,10 @@ use super::seek_table::{SEEK_TABLE_MAGIC, Walked};
 pub const MAX_BUFFERED_FRAME: usize = 9 << 20;
 /// A frame that declares at most this much content may be decoded on another thread.
 pub const MAX_FRAME_CONTENT: u64 = 8 << 20;
+/// What the queued frames may hold per decoding thread (plus two), compressed and declared
+/// content together: two of `pack`'s frames (4 MiB of content, at most about as much
+/// compressed).
+pub const QUEUE_BYTES_PER_SLOT: usize = 8 << 20;
 /// Compressed bytes given to the streaming decoder at once, for a frame read while decoded.
 const STREAM_PIECE: usize = 128 << 10;
 /// libzstd's message for `ZSTD_error_frameParameter_windowTooLarge`
@@ -82,8 +95,9 @@ struct Info {
 
 /// A frame read from the input and not yet served.
 enum Pending {
-    /// Decoding on another thread, in one call; if that fails, decoded on this thread.
-    Job(Receiver<Done>, FrameHeader, Info),
+    /// Decoding on another thread, in one call; if that fails, decoded on this thread. Last:
+    /// what its two buffers hold (their capacity), for the queue's byte budget.
+    Job(Receiver<Done>, FrameHeader, Info, usize),
     /// Read whole, of bounded content; decoded whole on this thread when reached.
     Whole { bytes: Vec<u8>, header: FrameHeader, info: Info },
     /// Read whole (or up to a fault of the walk); decoded on this thread when reached.
@@ -92,6 +106,18 @@ enum Pending {
     Streaming { bytes: Vec<u8>, header: FrameHeader, walker: Walker },
     /// A frame header that failed its checks.
     Fault(Fault),
+}
+
+impl Pending {
+    /// What the frame holds against the queue's byte budget: the memory of its buffers (the
+    /// compressed bytes' and the decoded content's), for a frame read whole.
+    fn weight(&self) -> usize {
+        match self {
+            Pending::Job(.., weight) => *weight,
+            Pending::Whole { bytes, header, .. } => bytes.capacity() + header.content_size.unwrap_or(0) as usize,
+            Pending::Buffered { .. } | Pending::Streaming { .. } | Pending::Fault(_) => 0,
+        }
+    }
 }
 
 /// What the consumer is reading now.
@@ -124,6 +150,12 @@ pub(crate) struct FrameStream<R> {
     current: Current,
     /// Frames queued at most; 1 when decoding on this thread only.
     in_flight: usize,
+    /// Compressed and declared content bytes the queued frames may hold (a frame is queued
+    /// while they hold less); unbounded (`usize::MAX`) when decoding on this thread only,
+    /// where `in_flight` is 1.
+    budget: usize,
+    /// Compressed and declared content bytes of the frames queued now.
+    queued_bytes: usize,
     /// Decoding threads wanted (0: this thread only).
     threads: usize,
     /// Frames are read whole (up to [`MAX_BUFFERED_FRAME`]) before they are decoded; else
@@ -155,7 +187,9 @@ impl<R: BufRead> FrameStream<R> {
             state: InputState::Frames,
             queue: VecDeque::new(),
             current: Current::Idle,
-            in_flight: threads.max(1),
+            in_flight: if threads > 0 { 4 * threads + 2 } else { 1 },
+            budget: if threads > 0 { (threads + 2).saturating_mul(QUEUE_BYTES_PER_SLOT) } else { usize::MAX },
+            queued_bytes: 0,
             threads,
             buffered: decoding != Decoding::Streaming,
             pool: None,
@@ -207,6 +241,10 @@ impl<R: BufRead> FrameStream<R> {
             match &mut self.current {
                 Current::Bytes { data, pos, fault, info } => {
                     if *pos < data.len() {
+                        if self.pool.is_some() {
+                            // While this frame is read, the decoding threads get the next ones.
+                            self.top_up();
+                        }
                         return Ok(());
                     }
                     if let Some(fault) = fault.take() {
@@ -239,6 +277,7 @@ impl<R: BufRead> FrameStream<R> {
                 Current::Idle => {
                     self.top_up();
                     let Some(next) = self.queue.pop_front() else { return Ok(()) };
+                    self.queued_bytes -= next.weight();
                     self.current = self.start(next)?;
                     self.top_up();
                 }
@@ -251,9 +290,8 @@ impl<R: BufRead> FrameStream<R> {
         self.dctx.reinit().map_err(Fault::Io)?;
         Ok(match next {
             Pending::Fault(f) => return Err(f),
-            Pending::Job(rx, header, info) => {
-                let Done { bytes, out, decoded } =
-                    rx.recv().map_err(|_| Fault::Io(io::Error::other("a decoding thread panicked")))?;
+            Pending::Job(rx, header, info, _) => {
+                let Done { bytes, out, decoded } = self.wait_for(&rx)?;
                 if decoded {
                     recycle(&mut self.spare_in, bytes, self.in_flight);
                     Current::Bytes { data: out, pos: 0, fault: None, info }
@@ -265,7 +303,7 @@ impl<R: BufRead> FrameStream<R> {
                 }
             }
             Pending::Whole { bytes, header, info } => {
-                let out = self.spare_out.pop().unwrap_or_default();
+                let out = take_buffer(&mut self.spare_out, header.content_size.unwrap_or(0) as usize);
                 let Decoded { data, fault } =
                     decode_whole(&bytes, out, &header, self.max_window_log, MAX_FRAME_CONTENT);
                 recycle(&mut self.spare_in, bytes, self.in_flight);
@@ -281,13 +319,39 @@ impl<R: BufRead> FrameStream<R> {
         })
     }
 
-    /// Reads frames ahead while fewer than the frames in flight are queued.
-    fn top_up(&mut self) {
-        while self.queue.len() < self.in_flight && matches!(self.state, InputState::Frames) {
-            match self.read_frame() {
-                Some(pending) => self.queue.push_back(pending),
-                None => break,
+    /// The decoded frame `rx` brings; while it is not ready, reads frames ahead for the other
+    /// decoding threads (as many as may be queued), then waits.
+    fn wait_for(&mut self, rx: &Receiver<Done>) -> Result<Done, Fault> {
+        let panicked = || Fault::Io(io::Error::other("a decoding thread panicked"));
+        loop {
+            match rx.try_recv() {
+                Ok(done) => return Ok(done),
+                Err(TryRecvError::Disconnected) => return Err(panicked()),
+                Err(TryRecvError::Empty) if self.read_ahead() => {}
+                Err(TryRecvError::Empty) => return rx.recv().map_err(|_| panicked()),
             }
+        }
+    }
+
+    /// Reads frames ahead while the queue has room.
+    fn top_up(&mut self) {
+        while self.read_ahead() {}
+    }
+
+    /// Reads the next frame into the queue if it has room (fewer than `in_flight` frames,
+    /// holding less than `budget` bytes) and the input is between frames: whether it did.
+    fn read_ahead(&mut self) -> bool {
+        let room = self.queue.len() < self.in_flight && self.queued_bytes < self.budget;
+        if !room || !matches!(self.state, InputState::Frames) {
+            return false;
+        }
+        match self.read_frame() {
+            Some(pending) => {
+                self.queued_bytes += pending.weight();
+                self.queue.push_back(pending);
+                true
+            }
+            None => false,
         }
     }
 
@@ -313,8 +377,13 @@ impl<R: BufRead> FrameStream<R> {
             },
         };
         let mut walker = Walker::new(&header);
-        let mut bytes = self.spare_in.pop().unwrap_or_default();
-        bytes.clear();
+        // Room for the frame as it most likely is (its content, stored, block headers and
+        // checksum included), so that reading it never grows the buffer by copying it.
+        let likely = match header.content_size {
+            Some(n) if self.buffered && n <= MAX_FRAME_CONTENT => n as usize + (n as usize >> 10) + 64,
+            _ => 0,
+        };
+        let mut bytes = take_buffer(&mut self.spare_in, header.len + likely);
         bytes.extend_from_slice(header.bytes());
         let max = if self.buffered { MAX_BUFFERED_FRAME - header.len } else { 0 };
         let walk = walker.read_into(&mut self.input, &mut bytes, max);
@@ -336,12 +405,11 @@ impl<R: BufRead> FrameStream<R> {
             // Allocated here, so that the decoding threads never allocate: under an
             // address-space limit (`ulimit -v`) each thread that allocates costs the allocator
             // a reservation of its own.
-            let mut out = self.spare_out.pop().unwrap_or_default();
-            out.clear();
-            out.reserve(header.content_size.unwrap_or(0) as usize);
+            let out = take_buffer(&mut self.spare_out, header.content_size.unwrap_or(0) as usize);
+            let weight = bytes.capacity() + out.capacity();
             let pool = self.pool.as_ref().expect("started");
             if pool.submit(Job { bytes, out, header, reply }) {
-                return Some(Pending::Job(rx, header, info));
+                return Some(Pending::Job(rx, header, info, weight));
             }
             return Some(self.failed(Fault::Io(io::Error::other("a decoding thread panicked"))));
         }
@@ -357,6 +425,7 @@ impl<R: BufRead> FrameStream<R> {
                 Err(_) => {
                     self.threads = 0;
                     self.in_flight = 1;
+                    self.budget = usize::MAX;
                 }
             }
         }
@@ -401,9 +470,22 @@ pub(crate) fn threads() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get())
 }
 
-/// Keeps `buf` for a later frame, unless `limit` are kept already.
+/// Frames up to this size get buffers of their own, never a kept one: a kept buffer is as large
+/// as the largest frame it held, and the many small frames of a bundle (each file's last piece)
+/// would otherwise hold that much memory each while queued.
+const SMALL_BUFFER: usize = 64 << 10;
+
+/// An empty buffer with room for `want` bytes: a kept one for a large frame, else a new one.
+fn take_buffer(spare: &mut Vec<Vec<u8>>, want: usize) -> Vec<u8> {
+    let mut buf = if want > SMALL_BUFFER { spare.pop().unwrap_or_default() } else { Vec::new() };
+    buf.clear();
+    buf.reserve_exact(want);
+    buf
+}
+
+/// Keeps a large `buf` for a later frame, unless `limit` are kept already.
 fn recycle(spare: &mut Vec<Vec<u8>>, buf: Vec<u8>, limit: usize) {
-    if spare.len() < limit && buf.capacity() > 0 {
+    if spare.len() < limit && buf.capacity() > SMALL_BUFFER {
         spare.push(buf);
     }
 }
