@@ -86,6 +86,7 @@ pub(crate) mod tools;
 pub mod trust;
 #[doc(hidden)]
 pub mod trust_policy;
+pub(crate) mod workers;
 pub(crate) mod yaml_depth;
 
 #[doc(hidden)]

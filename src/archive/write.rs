@@ -169,8 +169,8 @@ impl<W: Write + Send + 'static> ArchiveWriter<W> {
         Self::seekable(out, level, mtime, second_cpu())
     }
 
-    /// [`new`](Self::new), compressing on the calling thread (`threaded` false) or on rayon's
-    /// threads: the same bytes either way.
+    /// [`new`](Self::new), compressing on the calling thread (`threaded` false) or on threads
+    /// of its own: the same bytes either way.
     pub(crate) fn seekable(out: W, level: i32, mtime: u64, threaded: bool) -> Result<Self, ArchiveError> {
         check_arguments(level, mtime)?;
         Ok(ArchiveWriter { sink: Sink::Frames(FrameSink::new(out, level, threaded)), mtime, broken: false })

@@ -177,7 +177,7 @@ fn pack_one(
                     content_bytes: p.content_bytes,
                     bundle_bytes: p.bundle_bytes,
                     relocked: p.relocked,
-                    sha256: (!p.attestations.is_empty()).then_some(p.sha256.as_str()),
+                    sha256: p.sha256.as_deref().filter(|_| !p.attestations.is_empty()),
                     attestations: p.attestations.iter().map(|a| a.display().to_string()).collect(),
                 })),
                 Format::Github => {
