@@ -1,7 +1,6 @@
 //! `bundle pack`: check, lock, sign and write a reproducible agent.bundle atomically.
 
 use std::fs::File;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -16,7 +15,9 @@ use crate::manifest::{self, Digest};
 use crate::progress::{Progress, ProgressRead};
 use crate::timestamp::Timestamp;
 use crate::{atomic, evidence, trust};
-use sha2::{Digest as _, Sha256};
+
+mod output;
+use output::Output;
 
 #[derive(Debug, Clone)]
 pub struct PackOptions {
@@ -286,84 +287,6 @@ fn output_path(output: Option<&Path>, m: &manifest::Manifest) -> PathBuf {
     }
 }
 
-/// How much written bundle to gather before asking for it to go to disk.
-const WRITEBACK_CHUNK: u64 = 32 << 20;
-
-/// The bundle file being written, remembering whether a write to it failed, so that a full
-/// disk is reported against the bundle rather than the agent file being archived. Writeback
-/// starts every [`WRITEBACK_CHUNK`] so that it overlaps compression instead of following it.
-/// It is written on the archive writer's compressing thread, so it owns its handle.
-struct Output {
-    file: File,
-    failed: Arc<AtomicBool>,
-    writeback: atomic::Writeback,
-    unsynced: u64,
-    /// The SHA-256 of the bundle file, as the bytes go by (the subject digest of its
-    /// attestations), not in a second pass; only when attesting: for a 728 MB bundle it cost
-    /// 0.43 s of CPU (6.8% of a pack's samples on the 2-vCPU Xeon) that nothing then read.
-    sha256: Option<Sha256>,
-    /// The bundle already at the output path, compared with the bytes as they are written.
-    existing: Option<Compare>,
-}
-
-/// Compares a file with a stream of bytes, read alongside it: one read of the old bundle while
-/// the new one is written, instead of reading both again afterwards (which, with the old one's
-/// cache dropped before the pack, was a second full read from disk per repack).
-///
-/// The old bundle's cache is kept: when it is left in place (the same bytes), the gate that
-/// reads it next finds it cached (dropping it made the next `verify` of a 728 MB bundle read
-/// from disk, 0.72 s -> 0.9-1.2 s); when it is replaced, the rename frees its pages. Packing 1 GiB
-/// over it took the same time either way (2.5-3.0 s, 2026-11-27).
-struct Compare {
-    file: File,
-    /// No difference found so far (and no read error: one counts as a difference).
-    same: bool,
-    buf: Vec<u8>,
-}
-
-impl Compare {
-    fn new(file: File) -> Self {
-        Compare { file, same: true, buf: Vec::new() }
-    }
-
-    /// The next `bytes` of the stream.
-    fn next(&mut self, bytes: &[u8]) {
-        if !self.same {
-            return;
-        }
-        self.buf.resize(bytes.len(), 0);
-        self.same = crate::read_full::read_full(&mut self.file, &mut self.buf).is_ok_and(|n| n == bytes.len())
-            && self.buf == bytes;
-    }
-
-    /// Whether the stream was the whole file: no difference, and nothing left of the file.
-    fn same_to_the_end(mut self) -> bool {
-        use std::io::Read;
-        self.same && self.file.read(&mut [0u8; 1]).is_ok_and(|n| n == 0)
-    }
-}
-
-impl Write for Output {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        let n = self.file.write(buf).inspect_err(|_| self.failed.store(true, Ordering::Relaxed))?;
-        if let Some(sha256) = self.sha256.as_mut() {
-            sha256.update(&buf[..n]);
-        }
-        if let Some(existing) = self.existing.as_mut() {
-            existing.next(&buf[..n]);
-        }
-        self.unsynced += n as u64;
-        if self.unsynced >= WRITEBACK_CHUNK {
-            self.writeback.request();
-            self.unsynced = 0;
-        }
-        Ok(n)
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        self.file.flush().inspect_err(|_| self.failed.store(true, Ordering::Relaxed))
-    }
-}
-
 /// An archive error that is not a failed write of the bundle: a read error names the agent
 /// file it happened in; anything the archive format refuses (a limit, a path ustar cannot
 /// hold) is a problem of the agent, reported against its file with the archive's reason.
@@ -503,14 +426,8 @@ impl Contents<'_> {
                 archive_failure(e, dir, output)
             }
         };
-        let out = Output {
-            file: file.try_clone().map_err(|e| Error::io(output, e))?,
-            failed: Arc::clone(&failed),
-            writeback: atomic::Writeback::new(file),
-            unsynced: 0,
-            sha256: opts.attest.then(Sha256::new),
-            existing: existing.map(Compare::new),
-        };
+        let file = file.try_clone().map_err(|e| Error::io(output, e))?;
+        let out = Output::new(file, Arc::clone(&failed), existing, opts.attest).map_err(|e| Error::io(output, e))?;
         // No BufWriter: the encoder hands over up to 1 MiB of compressed data per write.
         let mut writer = ArchiveWriter::new(out, opts.level, opts.mtime).map_err(archive_err)?;
         writer.append_bytes(manifest::FILE_NAME, self.manifest).map_err(archive_err)?;
@@ -536,35 +453,9 @@ impl Contents<'_> {
             }
             total += f.size;
         }
-        let mut out = writer.finish().map_err(archive_err)?;
+        let out = writer.finish().map_err(archive_err)?;
         progress.end();
-        out.flush().map_err(|e| Error::io(output, e))?;
-        let unchanged = out.existing.take().is_some_and(Compare::same_to_the_end);
-        Ok((total, out.sha256.map(|h| h.finalize().into()), unchanged))
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::Compare;
-
-    /// `old` compared with `new` written in the pieces given.
-    fn same(old: &[u8], pieces: &[&[u8]]) -> bool {
-        let mut file = tempfile::tempfile().unwrap();
-        std::io::Write::write_all(&mut file, old).unwrap();
-        std::io::Seek::rewind(&mut file).unwrap();
-        let mut c = Compare::new(file);
-        pieces.iter().for_each(|p| c.next(p));
-        c.same_to_the_end()
-    }
-
-    #[test]
-    fn only_the_same_bytes_to_the_end_are_the_same() {
-        assert!(same(b"abcdef", &[b"abc", b"def"]));
-        assert!(same(b"", &[]));
-        assert!(!same(b"abcdefg", &[b"abc", b"def"]), "the old file is longer");
-        assert!(!same(b"abcde", &[b"abc", b"def"]), "the old file is shorter");
-        assert!(!same(b"abcdef", &[b"abc", b"dEf"]), "one byte differs");
-        assert!(!same(b"abXdef", &[b"abc", b"def"]), "a difference early stays a difference");
+        let (unchanged, sha256) = out.finish().map_err(|e| Error::io(output, e))?;
+        Ok((total, sha256, unchanged))
     }
 }

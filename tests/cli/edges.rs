@@ -278,3 +278,27 @@ fn pack_never_replaces_a_released_bundle_with_other_bytes() {
     run(&env, &["pack", "mailer", "--key", &k, "-o", "m.agent.bundle", "--force"]).expect_code(0);
     assert_ne!(std::fs::read(env.path().join("m.agent.bundle")).unwrap(), released);
 }
+
+/// Issue 39: a pack over its previous output holds the new bytes back while they are the same
+/// as the old bundle's, and writes nothing when all are. A bundle that is the new bytes plus
+/// more (the old one longer) is different: with --force it is replaced by exactly the bytes a
+/// pack to a new path gives, the held-back start copied from it.
+#[test]
+fn pack_over_a_bundle_that_starts_with_the_same_bytes_writes_them_all() {
+    let env = Env::new();
+    env.copy("agents/mailer", "mailer");
+    let k = key("test.key");
+    run(&env, &["pack", "mailer", "--key", &k, "-o", "fresh.agent.bundle"]).expect_code(0);
+    let fresh = std::fs::read(env.path().join("fresh.agent.bundle")).unwrap();
+    let mut longer = fresh.clone();
+    longer.extend_from_slice(b"more bytes after the bundle");
+    std::fs::write(env.path().join("m.agent.bundle"), &longer).unwrap();
+    let refused = run(&env, &["pack", "mailer", "--key", &k, "-o", "m.agent.bundle"]);
+    refused.expect_code(2);
+    assert_eq!(std::fs::read(env.path().join("m.agent.bundle")).unwrap(), longer, "replaced without --force");
+    run(&env, &["pack", "mailer", "--key", &k, "-o", "m.agent.bundle", "--force"]).expect_code(0);
+    assert!(std::fs::read(env.path().join("m.agent.bundle")).unwrap() == fresh, "not the bytes of a fresh pack");
+    let unchanged = run(&env, &["pack", "mailer", "--key", &k, "-o", "m.agent.bundle"]);
+    unchanged.expect_code(0);
+    assert!(unchanged.stderr.contains("unchanged"), "{}", unchanged.stderr);
+}
