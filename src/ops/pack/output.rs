@@ -52,7 +52,8 @@ impl Output {
             writeback,
             unsynced: 0,
             sha256: sha256.then(Sha256::new),
-            existing: existing.map(Compare::new),
+            // Attesting, the SHA-256 of the bytes so far is the check of the bytes held back.
+            existing: existing.map(|file| Compare::new(file, !sha256)),
         })
     }
 
@@ -75,10 +76,17 @@ impl Output {
     }
 
     /// Writes the bytes held back: the old bundle's first bytes, read again from the same open
-    /// file, checked against what was compared.
+    /// file, checked against what was compared: its BLAKE3, or when attesting the SHA-256 of
+    /// the bytes so far (exactly those: this runs before the next bytes are hashed).
     fn write_held(&mut self, mut old: Compare) -> io::Result<()> {
         old.file.rewind()?;
-        let mut copied = blake3::Hasher::new();
+        let (expected, mut copied) = match old.hash.take() {
+            Some(blake3) => (Check::Blake3(Box::new(blake3)), Check::Blake3(Box::default())),
+            None => {
+                let so_far = self.sha256.clone().ok_or_else(|| io::Error::other("no digest of the bytes compared"))?;
+                (Check::Sha256(so_far), Check::Sha256(Sha256::new()))
+            }
+        };
         let mut left = old.held;
         let mut buf = std::mem::take(&mut old.buf);
         buf.resize(1 << 20, 0);
@@ -89,7 +97,7 @@ impl Output {
             self.write_out(&buf[..n])?;
             left -= n as u64;
         }
-        if copied.finalize() != old.hash.finalize() {
+        if copied.finish() != expected.finish() {
             return Err(changed("its bytes are not those compared"));
         }
         Ok(())
@@ -114,18 +122,19 @@ fn changed(how: &str) -> io::Error {
 
 impl Write for Output {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        if let Some(sha256) = self.sha256.as_mut() {
-            sha256.update(buf);
-        }
-        if let Some(old) = self.existing.as_mut() {
-            if old.next(buf) {
-                return Ok(buf.len());
-            }
+        if let Some(old) = self.existing.as_mut()
+            && !old.next(buf)
+        {
             // The first difference: what was held back goes first.
             let old = self.existing.take().expect("checked above");
             self.write_held(old)?;
         }
-        self.write_out(buf)?;
+        if let Some(sha256) = self.sha256.as_mut() {
+            sha256.update(buf);
+        }
+        if self.existing.is_none() {
+            self.write_out(buf)?;
+        }
         Ok(buf.len())
     }
 
@@ -144,15 +153,40 @@ impl Write for Output {
 struct Compare {
     file: File,
     buf: Vec<u8>,
-    /// The stream's bytes so far, all the same as the file's first ones (BLAKE3 of them, and
-    /// how many).
-    hash: blake3::Hasher,
+    /// The stream's bytes so far, all the same as the file's first ones: their BLAKE3 (none
+    /// when the output's SHA-256 covers them), and how many.
+    hash: Option<blake3::Hasher>,
     held: u64,
 }
 
+/// A digest of the bytes held back, to check their copy against.
+enum Check {
+    Blake3(Box<blake3::Hasher>),
+    Sha256(Sha256),
+}
+
+impl Check {
+    fn update(&mut self, bytes: &[u8]) {
+        match self {
+            Check::Blake3(h) => {
+                h.update(bytes);
+            }
+            Check::Sha256(h) => h.update(bytes),
+        }
+    }
+
+    fn finish(self) -> Vec<u8> {
+        match self {
+            Check::Blake3(h) => h.finalize().as_bytes().to_vec(),
+            Check::Sha256(h) => h.finalize().to_vec(),
+        }
+    }
+}
+
 impl Compare {
-    fn new(file: File) -> Self {
-        Compare { file, buf: Vec::new(), hash: blake3::Hasher::new(), held: 0 }
+    /// `hashed`: keep a BLAKE3 of the bytes compared (else the caller has a digest of them).
+    fn new(file: File, hashed: bool) -> Self {
+        Compare { file, buf: Vec::new(), hash: hashed.then(blake3::Hasher::new), held: 0 }
     }
 
     /// The next `bytes` of the stream: whether they are the file's next bytes too (a read
@@ -162,7 +196,9 @@ impl Compare {
         let same = crate::read_full::read_full(&mut self.file, &mut self.buf).is_ok_and(|n| n == bytes.len())
             && self.buf == bytes;
         if same {
-            self.hash.update(bytes);
+            if let Some(hash) = self.hash.as_mut() {
+                hash.update(bytes);
+            }
             self.held += bytes.len() as u64;
         }
         same
@@ -184,12 +220,18 @@ mod tests {
     /// What packing `pieces` over a bundle holding `old` gives: whether it was the same, and
     /// the temporary file's bytes.
     fn over(old: &[u8], pieces: &[&[u8]]) -> (bool, Vec<u8>) {
+        let plain = over_with(old, pieces, false);
+        assert_eq!(plain, over_with(old, pieces, true), "attesting changed what was written");
+        plain
+    }
+
+    fn over_with(old: &[u8], pieces: &[&[u8]], sha256: bool) -> (bool, Vec<u8>) {
         let mut existing = tempfile::tempfile().unwrap();
         existing.write_all(old).unwrap();
         existing.rewind().unwrap();
         let temp = tempfile::NamedTempFile::new().unwrap();
         let file = temp.reopen().unwrap();
-        let mut out = Output::new(file, Arc::new(AtomicBool::new(false)), Some(existing), false).unwrap();
+        let mut out = Output::new(file, Arc::new(AtomicBool::new(false)), Some(existing), sha256).unwrap();
         pieces.iter().for_each(|p| out.write_all(p).unwrap());
         let (same, _) = out.finish().unwrap();
         (same, std::fs::read(temp.path()).unwrap())
@@ -211,21 +253,19 @@ mod tests {
 
     #[test]
     fn an_old_bundle_changed_while_packing_over_it_is_an_error_not_its_bytes() {
-        let mut existing = tempfile::NamedTempFile::new().unwrap();
-        existing.write_all(b"abcdef").unwrap();
-        let temp = tempfile::NamedTempFile::new().unwrap();
-        let mut out = Output::new(
-            temp.reopen().unwrap(),
-            Arc::new(AtomicBool::new(false)),
-            Some(existing.reopen().unwrap()),
-            false,
-        )
-        .unwrap();
-        out.write_all(b"abc").unwrap();
-        // Someone rewrites the old bundle's first bytes after they were compared.
-        std::fs::write(existing.path(), b"XYZdef").unwrap();
-        let err = out.write_all(b"dXf").unwrap_err();
-        assert!(err.to_string().contains("changed while packing over it"), "{err}");
-        assert!(std::fs::read(temp.path()).unwrap().len() <= 3, "nothing after the check");
+        for sha256 in [false, true] {
+            let mut existing = tempfile::NamedTempFile::new().unwrap();
+            existing.write_all(b"abcdef").unwrap();
+            let temp = tempfile::NamedTempFile::new().unwrap();
+            let failed = Arc::new(AtomicBool::new(false));
+            let mut out =
+                Output::new(temp.reopen().unwrap(), failed, Some(existing.reopen().unwrap()), sha256).unwrap();
+            out.write_all(b"abc").unwrap();
+            // Someone rewrites the old bundle's first bytes after they were compared.
+            std::fs::write(existing.path(), b"XYZdef").unwrap();
+            let err = out.write_all(b"dXf").unwrap_err();
+            assert!(err.to_string().contains("changed while packing over it"), "{err} (sha256: {sha256})");
+            assert!(std::fs::read(temp.path()).unwrap().len() <= 3, "nothing after the check");
+        }
     }
 }
