@@ -17,7 +17,7 @@ use crate::timestamp::Timestamp;
 use crate::{atomic, evidence, trust};
 
 mod output;
-use output::Output;
+use output::BundleOutput;
 
 #[derive(Debug, Clone)]
 pub struct PackOptions {
@@ -427,7 +427,7 @@ impl Contents<'_> {
             }
         };
         let file = file.try_clone().map_err(|e| Error::io(output, e))?;
-        let out = Output::new(file, Arc::clone(&failed), existing, opts.attest).map_err(|e| Error::io(output, e))?;
+        let out = BundleOutput::new(file, Arc::clone(&failed), existing, opts.attest);
         // No BufWriter: the encoder hands over up to 1 MiB of compressed data per write.
         let mut writer = ArchiveWriter::new(out, opts.level, opts.mtime).map_err(archive_err)?;
         writer.append_bytes(manifest::FILE_NAME, self.manifest).map_err(archive_err)?;

@@ -27,9 +27,9 @@ const WRITEBACK_CHUNK: u64 = 32 << 20;
 /// disk is reported against the bundle rather than the agent file being archived. Writeback
 /// starts every [`WRITEBACK_CHUNK`] so that it overlaps compression instead of following it.
 /// It is written on the archive writer's writing thread, so it owns its handle.
-pub(super) struct Output {
+pub(super) struct BundleOutput {
     file: File,
-    pub failed: Arc<AtomicBool>,
+    failed: Arc<AtomicBool>,
     writeback: atomic::Writeback,
     unsynced: u64,
     /// The SHA-256 of the bundle's bytes as they go by (the subject digest of its
@@ -41,12 +41,12 @@ pub(super) struct Output {
     existing: Option<Compare>,
 }
 
-impl Output {
+impl BundleOutput {
     /// Writes to `file` (the temporary file), comparing with `existing` (the bundle at the
     /// output, if any) and hashing with SHA-256 when `sha256`.
-    pub fn new(file: File, failed: Arc<AtomicBool>, existing: Option<File>, sha256: bool) -> io::Result<Self> {
+    pub fn new(file: File, failed: Arc<AtomicBool>, existing: Option<File>, sha256: bool) -> Self {
         let writeback = atomic::Writeback::new(&file);
-        Ok(Output {
+        BundleOutput {
             file,
             failed,
             writeback,
@@ -54,7 +54,7 @@ impl Output {
             sha256: sha256.then(Sha256::new),
             // Attesting, the SHA-256 of the bytes so far is the check of the bytes held back.
             existing: existing.map(|file| Compare::new(file, !sha256)),
-        })
+        }
     }
 
     /// After the last byte: whether the bundle at the output holds exactly these bytes (then
@@ -120,7 +120,7 @@ fn changed(how: &str) -> io::Error {
     ))
 }
 
-impl Write for Output {
+impl Write for BundleOutput {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
         if let Some(old) = self.existing.as_mut()
             && !old.next(buf)
@@ -212,7 +212,7 @@ impl Compare {
 
 #[cfg(test)]
 mod tests {
-    use super::Output;
+    use super::BundleOutput;
     use std::io::{Seek, Write};
     use std::sync::Arc;
     use std::sync::atomic::AtomicBool;
@@ -231,7 +231,7 @@ mod tests {
         existing.rewind().unwrap();
         let temp = tempfile::NamedTempFile::new().unwrap();
         let file = temp.reopen().unwrap();
-        let mut out = Output::new(file, Arc::new(AtomicBool::new(false)), Some(existing), sha256).unwrap();
+        let mut out = BundleOutput::new(file, Arc::new(AtomicBool::new(false)), Some(existing), sha256);
         pieces.iter().for_each(|p| out.write_all(p).unwrap());
         let (same, _) = out.finish().unwrap();
         (same, std::fs::read(temp.path()).unwrap())
@@ -258,8 +258,7 @@ mod tests {
             existing.write_all(b"abcdef").unwrap();
             let temp = tempfile::NamedTempFile::new().unwrap();
             let failed = Arc::new(AtomicBool::new(false));
-            let mut out =
-                Output::new(temp.reopen().unwrap(), failed, Some(existing.reopen().unwrap()), sha256).unwrap();
+            let mut out = BundleOutput::new(temp.reopen().unwrap(), failed, Some(existing.reopen().unwrap()), sha256);
             out.write_all(b"abc").unwrap();
             // Someone rewrites the old bundle's first bytes after they were compared.
             std::fs::write(existing.path(), b"XYZdef").unwrap();
