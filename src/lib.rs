@@ -21,6 +21,7 @@ pub mod archive;
 pub(crate) mod atomic;
 #[doc(hidden)]
 pub mod attest;
+pub(crate) mod blake3_tree;
 #[doc(hidden)]
 pub mod bundle;
 pub(crate) mod canonical;

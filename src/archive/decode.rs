@@ -37,6 +37,7 @@
 
 mod inline;
 mod pool;
+pub(crate) mod prehash;
 
 use std::cell::RefCell;
 use std::collections::VecDeque;
@@ -45,6 +46,9 @@ use std::sync::mpsc::{Receiver, TryRecvError, sync_channel};
 
 use inline::{Inline, STREAM_PIECE};
 use pool::{Done, Job, Pool};
+use prehash::Scan;
+
+use crate::blake3_tree::Prehash;
 
 use zstd::stream::raw::{Decoder, Operation};
 
@@ -120,7 +124,7 @@ impl Pending {
 /// What the consumer is reading now.
 enum Current {
     Idle,
-    Bytes { data: Vec<u8>, pos: usize, fault: Option<Fault>, info: Info },
+    Bytes { data: Vec<u8>, pos: usize, fault: Option<Fault>, info: Info, scan: Option<Box<Scan>> },
     Stream(Inline, Option<Walker>, Info),
 }
 
@@ -165,6 +169,11 @@ pub(crate) struct FrameStream<R> {
     spare_out: Vec<Vec<u8>>,
     dctx: Decoder<'static>,
     walked: Walked,
+    /// Frames decoded on other threads have their entries hashed there too ([`prehash`]).
+    prehash: bool,
+    /// Scans of frames served, for the next frames.
+    #[allow(clippy::vec_box, reason = "a scan moves through the decoding threads' queue by pointer")]
+    spare_scans: Vec<Box<Scan>>,
 }
 
 impl<R: BufRead> FrameStream<R> {
@@ -194,6 +203,8 @@ impl<R: BufRead> FrameStream<R> {
             spare_out: Vec::new(),
             dctx,
             walked: Walked::default(),
+            prehash: false,
+            spare_scans: Vec::new(),
         })
     }
 
@@ -236,7 +247,7 @@ impl<R: BufRead> FrameStream<R> {
     fn ready(&mut self) -> Result<(), Fault> {
         loop {
             match &mut self.current {
-                Current::Bytes { data, pos, fault, info } => {
+                Current::Bytes { data, pos, fault, info, scan } => {
                     if *pos < data.len() {
                         if self.pool.is_some() {
                             // While this frame is read, the decoding threads get the next ones.
@@ -251,6 +262,9 @@ impl<R: BufRead> FrameStream<R> {
                     self.walked.add(info.compressed, info.produced, info.checksum);
                     let data = std::mem::take(data);
                     recycle(&mut self.spare_out, data, self.in_flight);
+                    if let Some(scan) = scan.take() {
+                        self.spare_scans.push(scan);
+                    }
                     self.current = Current::Idle;
                 }
                 Current::Stream(inline, walker, info) => {
@@ -288,10 +302,10 @@ impl<R: BufRead> FrameStream<R> {
         Ok(match next {
             Pending::Fault(f) => return Err(f),
             Pending::Job(rx, header, info, _) => {
-                let Done { bytes, out, decoded } = self.wait_for(&rx)?;
+                let Done { bytes, out, decoded, scan } = self.wait_for(&rx)?;
                 if decoded {
                     recycle(&mut self.spare_in, bytes, self.in_flight);
-                    Current::Bytes { data: out, pos: 0, fault: None, info }
+                    Current::Bytes { data: out, pos: 0, fault: None, info, scan }
                 } else {
                     // A frame one call could not decode: the streaming decoder, here, finds the
                     // bytes before its fault and the fault (a decoding thread allocates nothing).
@@ -304,7 +318,7 @@ impl<R: BufRead> FrameStream<R> {
                 let Decoded { data, fault } =
                     decode_whole(&bytes, out, &header, self.max_window_log, MAX_FRAME_CONTENT);
                 recycle(&mut self.spare_in, bytes, self.in_flight);
-                Current::Bytes { data, pos: 0, fault, info }
+                Current::Bytes { data, pos: 0, fault, info, scan: None }
             }
             Pending::Buffered { bytes, header, fault, info } => {
                 Current::Stream(Inline::new(bytes, &header, fault), None, info)
@@ -405,7 +419,10 @@ impl<R: BufRead> FrameStream<R> {
             let out = take_buffer(&mut self.spare_out, header.content_size.unwrap_or(0) as usize);
             let weight = bytes.capacity() + out.capacity();
             let pool = self.pool.as_ref().expect("started");
-            if pool.submit(Job { bytes, out, header, reply }) {
+            let scan = self
+                .prehash
+                .then(|| self.spare_scans.pop().unwrap_or_else(|| Scan::for_frame(header.content_size.unwrap_or(0))));
+            if pool.submit(Job { bytes, out, header, scan, reply }) {
                 return Some(Pending::Job(rx, header, info, weight));
             }
             return Some(self.failed(Fault::Io(io::Error::other("a decoding thread panicked"))));
@@ -427,6 +444,21 @@ impl<R: BufRead> FrameStream<R> {
             }
         }
         self.pool.is_some()
+    }
+
+    /// From the next frame read on, frames decoded on other threads also have their entries
+    /// hashed there, for [`prehashed`](Self::prehashed).
+    pub fn prehash(&mut self) {
+        self.prehash = true;
+    }
+
+    /// The hash computed ahead (see [`prehash`]) for an entry of `size` bytes whose data starts
+    /// at the next byte to serve, if there is one; call once the bytes are ready (`fill_buf`).
+    pub fn prehashed(&mut self, size: u64) -> Option<Prehash> {
+        match &mut self.current {
+            Current::Bytes { pos, scan: Some(scan), .. } => scan.take(*pos, size),
+            _ => None,
+        }
     }
 
     /// Whether frames are being decoded on other threads: the reading thread then has time to

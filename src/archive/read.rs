@@ -37,6 +37,7 @@ use super::decode::{Decoding, FrameStream};
 use super::frames::Fault;
 use super::write::padding_for;
 use super::{ArchiveError, BLOCK, MODE_EXECUTABLE, MODE_FILE, PathProblem, check_path, field};
+use crate::blake3_tree::Prehash;
 
 /// Zero bytes tolerated after the two end-of-archive blocks (one default
 /// tar record, so archives padded like GNU tar or bsdtar pad still verify).
@@ -389,6 +390,12 @@ impl<R: BufRead> ArchiveReader<R> {
         Ok(())
     }
 
+    /// From here on, frames decoded on other threads also have their entries hashed there, for
+    /// [`Entry::prehashed`] (a reader that hashes every entry: `bundle verify`).
+    pub(crate) fn prehash_entries(&mut self) {
+        self.stream.prehash();
+    }
+
     /// Whether frames are being decoded on other threads, so that this one has time to spare
     /// (when not, this thread is the decoder).
     pub(crate) fn decodes_elsewhere(&self) -> bool {
@@ -423,6 +430,17 @@ impl<R: BufRead> Entry<'_, R> {
             out.write_all(data).map_err(|source| ArchiveError::Io { path: Some(self.path.clone()), source })?;
             self.reader.consume_data(n);
         }
+    }
+
+    /// The hash of this entry's data computed ahead on the thread that decoded it, if there is
+    /// one ([`ArchiveReader::prehash_entries`]); only for an entry not read yet. Makes the
+    /// entry's first bytes ready, so it fails as reading them would.
+    pub(crate) fn prehashed(&mut self) -> Result<Option<Prehash>, ArchiveError> {
+        if self.size == 0 || self.reader.remaining != self.size {
+            return Ok(None);
+        }
+        self.reader.fill_data()?;
+        Ok(self.reader.stream.prehashed(self.size))
     }
 
     /// BLAKE3 hash of the rest of the entry (all of it, on a fresh entry).
@@ -529,7 +547,7 @@ fn until_nul(f: &[u8]) -> &[u8] {
 
 /// Parses a ustar numeric field: optional leading spaces, at least one
 /// octal digit, then only NUL or space to the end of the field.
-fn parse_octal(f: &[u8]) -> Option<u64> {
+pub(super) fn parse_octal(f: &[u8]) -> Option<u64> {
     let start = f.iter().position(|&b| b != b' ')?;
     let digits = f[start..].iter().take_while(|b| (b'0'..=b'7').contains(*b)).count();
     if digits == 0 {

@@ -358,6 +358,8 @@ fn stream_entries<R: BufRead>(
     // With frames decoded on other threads, this thread hashes (it would otherwise wait for
     // them); when it is the decoder, large entries are hashed beside it if a CPU is free.
     let mut hasher = if reader.decodes_elsewhere() { EntryHasher::with_thread(false) } else { EntryHasher::new() };
+    // Frames decoded on other threads get their entries hashed there too.
+    reader.prehash_entries();
     let mut digests = Unchecked::default();
     let streamed = stream_all(reader, manifest, sink, &mut hasher, &mut digests);
     // Whatever ended the stream, a digest that does not match is reported first: it is what
@@ -516,8 +518,9 @@ fn copy_entry<R: BufRead>(
     let mut out = sink.open(path, entry.executable).map_err(|e| VerifyIoError::write(path, e))?;
     let mut copy = keep.then(Vec::new);
     let size = entry.size;
+    let ahead = entry.prehashed()?;
     hasher
-        .hash(size, entry, |chunk| {
+        .hash(size, ahead, entry, |chunk| {
             if let Some(c) = &mut copy {
                 c.extend_from_slice(chunk);
             }

@@ -19,6 +19,7 @@ use std::sync::mpsc::{Receiver, Sender, SyncSender, channel};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 
+use super::prehash::Scan;
 use super::{MAX_FRAME_CONTENT, decode_at_once};
 use crate::archive::frames::FrameHeader;
 
@@ -31,6 +32,8 @@ pub(super) struct Job {
     pub bytes: Vec<u8>,
     pub out: Vec<u8>,
     pub header: FrameHeader,
+    /// Given when the reader wants the frame's entries hashed here ([`Scan`]).
+    pub scan: Option<Box<Scan>>,
     pub reply: SyncSender<Done>,
 }
 
@@ -40,6 +43,8 @@ pub(super) struct Done {
     pub bytes: Vec<u8>,
     pub out: Vec<u8>,
     pub decoded: bool,
+    /// The job's scan, run if the frame was decoded.
+    pub scan: Option<Box<Scan>>,
 }
 
 pub(super) struct Pool {
@@ -73,7 +78,8 @@ impl Pool {
     }
 }
 
-/// Decodes jobs in one call each, allocating nothing: a frame that call cannot decode goes back
+/// Decodes jobs in one call each (and hashes the entries a frame seems to hold, when asked),
+/// allocating nothing: a frame that call cannot decode goes back
 /// undecoded (the streaming decoder on the reading thread gives its bytes and fault).
 fn work(queue: &Mutex<Receiver<Job>>, bulk: &mut zstd::bulk::Decompressor<'static>) {
     loop {
@@ -82,10 +88,13 @@ fn work(queue: &Mutex<Receiver<Job>>, bulk: &mut zstd::bulk::Decompressor<'stati
             Ok(queue) => queue.recv(),
             Err(_) => return,
         };
-        let Ok(Job { bytes, mut out, header, reply }) = job else { return };
+        let Ok(Job { bytes, mut out, header, mut scan, reply }) = job else { return };
         let decoded = decode_at_once(bulk, &bytes, &mut out, &header, MAX_FRAME_CONTENT);
+        if let Some(scan) = scan.as_mut().filter(|_| decoded) {
+            scan.run(&out);
+        }
         // The receiver is gone only when the stream was dropped midway.
-        let _ = reply.send(Done { bytes, out, decoded });
+        let _ = reply.send(Done { bytes, out, decoded, scan });
     }
 }
 

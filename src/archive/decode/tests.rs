@@ -3,6 +3,7 @@
 
 use crate::archive::write::tests::{Sample, pseudo_random, split_frames, write_seekable};
 use crate::archive::{ArchiveError, ArchiveReader, Decoding, Limits, seek_table};
+use crate::hasher::EntryHasher;
 
 /// Each entry's path and hash, then `Ok` or the error's code and message.
 type Outcome = (Vec<(String, blake3::Hash)>, Result<(), (String, String)>);
@@ -19,6 +20,27 @@ fn outcome(bundle: &[u8], decoding: Decoding) -> Outcome {
         r.finish()
     })();
     (seen, result.map_err(|e| (e.code().to_owned(), e.to_string())))
+}
+
+/// What reading a bundle gives as `bundle verify` reads it: entries hashed on the decoding
+/// threads where they can be (`prehash`), the rest on this one; and how many were.
+fn outcome_prehashed(bundle: &[u8]) -> (Outcome, usize) {
+    let mut seen = Vec::new();
+    let mut ahead = 0;
+    let result = (|| -> Result<(), ArchiveError> {
+        let mut r = ArchiveReader::with_decoding(bundle, Limits::default(), Decoding::Parallel)?;
+        r.prehash_entries();
+        let mut hasher = EntryHasher::with_thread(false);
+        while let Some(mut e) = r.next_entry()? {
+            let pre = e.prehashed()?;
+            ahead += usize::from(pre.is_some());
+            hasher.hash(e.size, pre, &mut e, |_| Ok(())).map_err(ArchiveError::from)?;
+            let hash = hasher.wait().map_err(ArchiveError::from)?.expect("one hash per entry");
+            seen.push((e.path.clone(), hash));
+        }
+        r.finish()
+    })();
+    ((seen, result.map_err(|e| (e.code().to_owned(), e.to_string()))), ahead)
 }
 
 /// A bundle of several frames: small entries grouped, two split across frames.
@@ -45,7 +67,36 @@ fn same_either_way(bundle: &[u8], what: &str) -> Result<(), (String, String)> {
     }
     let streamed = outcome(bundle, Decoding::Streaming);
     assert!(streamed == one, "{what}: streamed {:?} / read whole {:?}", streamed.1, one.1);
+    let (prehashed, _) = outcome_prehashed(bundle);
+    assert!(prehashed == one, "{what}: hashed ahead {:?} / one thread {:?}", prehashed.1, one.1);
     one.1
+}
+
+#[test]
+fn entries_hashed_where_their_frame_was_decoded_give_blake3_of_their_bytes() {
+    let s =
+        |path: &str, len: usize, seed| Sample { path: path.into(), data: pseudo_random(len, seed), executable: false };
+    // Whole entries, entries that go on past their frame (a head of whole chunks, the rest
+    // hashed by the reader), one ending on a chunk boundary, one under a chunk past a frame.
+    let samples = [
+        s("a.txt", 1000, 1),
+        s("b.bin", (4 << 20) - 600, 2),
+        s("big/one.bin", 5 << 20, 3),
+        s("big/two.bin", (3 << 20) + 1024, 4),
+        s("c.txt", 70_000, 5),
+        s("d/e.bin", 9 << 20, 6),
+        s("z.txt", 10, 7),
+    ];
+    let (bundle, hashes) = write_seekable(&samples, false);
+    let ((seen, result), ahead) = outcome_prehashed(&bundle);
+    assert_eq!(result, Ok(()));
+    let want: Vec<_> = samples.iter().zip(&hashes).map(|(s, h)| (s.path.clone(), *h)).collect();
+    assert_eq!(seen, want);
+    for (s, h) in samples.iter().zip(&hashes) {
+        assert_eq!(*h, blake3::hash(&s.data), "{}", s.path);
+    }
+    // Every entry that starts a frame or follows one in it was hashed ahead.
+    assert!(ahead >= 5, "only {ahead} of {} entries were hashed ahead", samples.len());
 }
 
 #[test]
