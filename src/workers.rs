@@ -1,5 +1,5 @@
 //! Threads that run jobs from one queue and sleep while it is empty: `pack`'s compressing
-//! threads.
+//! threads and `verify`'s decoding threads.
 //!
 //! Why not rayon's global pool: a rayon worker that runs out of work does not sleep at once; it
 //! looks for work again, calling `sched_yield` between looks, for dozens of rounds first. `pack`
@@ -14,38 +14,57 @@ use std::sync::mpsc::{Receiver, Sender, channel};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 
-type Job = Box<dyn FnOnce() + Send + 'static>;
+/// A job that is a closure, for [`Workers`] whose threads have no state of their own.
+pub(crate) type Task = Box<dyn FnOnce() + Send + 'static>;
 
 /// A fixed number of threads running the jobs given to [`Workers::run`], in the order given
-/// (each on whichever thread is free first). Dropping it lets the queued jobs finish, then
-/// joins the threads.
-pub(crate) struct Workers {
+/// (each on whichever thread is free first), each thread with state of its own made before it
+/// started (the decoding threads' libzstd contexts, made on the calling thread so that a
+/// decoding thread allocates nothing: `archive::decode::pool`). Dropping it lets the queued
+/// jobs finish, then joins the threads.
+pub(crate) struct Workers<J> {
     /// `None` once the threads were told to stop.
-    jobs: Option<Sender<Job>>,
+    jobs: Option<Sender<J>>,
     threads: Vec<JoinHandle<()>>,
 }
 
-impl Workers {
-    /// Starts `n` threads (at least one) named `name-0`, `name-1`, ….
-    pub fn start(name: &str, n: usize) -> io::Result<Workers> {
-        let (jobs, queue) = channel::<Job>();
+impl Workers<Task> {
+    /// Starts `n` threads (at least one) named `name-0`, `name-1`, … that run closures.
+    pub fn start(name: &str, n: usize) -> io::Result<Self> {
+        Self::with_states(name, (0..n.max(1)).map(|_| ()).collect(), None, |(), task: Task| task())
+    }
+}
+
+impl<J: Send + 'static> Workers<J> {
+    /// Starts one thread per state in `states`, named `name-0`, `name-1`, … (with a stack of
+    /// `stack` bytes when given), each calling `run` with its state for every job it takes.
+    pub fn with_states<S: Send + 'static>(
+        name: &str,
+        states: Vec<S>,
+        stack: Option<usize>,
+        run: fn(&mut S, J),
+    ) -> io::Result<Self> {
+        let (jobs, queue) = channel::<J>();
         let queue = Arc::new(Mutex::new(queue));
-        let mut workers = Workers { jobs: Some(jobs), threads: Vec::with_capacity(n.max(1)) };
-        for i in 0..n.max(1) {
+        let mut workers = Workers { jobs: Some(jobs), threads: Vec::with_capacity(states.len()) };
+        for (i, mut state) in states.into_iter().enumerate() {
             let queue = Arc::clone(&queue);
-            let thread = std::thread::Builder::new().name(format!("{name}-{i}")).spawn(move || work(&queue))?;
-            workers.threads.push(thread);
+            let mut builder = std::thread::Builder::new().name(format!("{name}-{i}"));
+            if let Some(stack) = stack {
+                builder = builder.stack_size(stack);
+            }
+            workers.threads.push(builder.spawn(move || work(&queue, &mut state, run))?);
         }
         Ok(workers)
     }
 
     /// Queues `job`; `false` if every thread is gone (a job panicked on each).
-    pub fn run(&self, job: impl FnOnce() + Send + 'static) -> bool {
-        self.jobs.as_ref().is_some_and(|jobs| jobs.send(Box::new(job)).is_ok())
+    pub fn run(&self, job: J) -> bool {
+        self.jobs.as_ref().is_some_and(|jobs| jobs.send(job).is_ok())
     }
 }
 
-fn work(queue: &Mutex<Receiver<Job>>) {
+fn work<S, J>(queue: &Mutex<Receiver<J>>, state: &mut S, run: fn(&mut S, J)) {
     loop {
         // The lock is held only while waiting for the next job, never while running one.
         let job = match queue.lock() {
@@ -53,11 +72,11 @@ fn work(queue: &Mutex<Receiver<Job>>) {
             Err(_) => return,
         };
         let Ok(job) = job else { return };
-        job();
+        run(state, job);
     }
 }
 
-impl Drop for Workers {
+impl<J> Drop for Workers<J> {
     fn drop(&mut self) {
         // Closing the queue ends every thread once the jobs queued before are done.
         self.jobs = None;
@@ -78,7 +97,7 @@ mod tests {
         let workers = Workers::start("t", 2).unwrap();
         for i in 0..100 {
             let tx = tx.clone();
-            assert!(workers.run(move || tx.send(i).unwrap()));
+            assert!(workers.run(Box::new(move || tx.send(i).unwrap())));
         }
         drop(workers);
         drop(tx);
@@ -88,12 +107,37 @@ mod tests {
     }
 
     #[test]
+    fn each_thread_keeps_its_own_state() {
+        type Seen = (usize, std::sync::mpsc::Sender<(String, usize)>);
+        let (tx, rx) = channel();
+        let run = |seen: &mut Seen, job: usize| {
+            seen.0 += job;
+            seen.1.send((std::thread::current().name().unwrap().to_owned(), seen.0)).unwrap();
+        };
+        let workers = Workers::with_states("s", vec![(0, tx.clone()), (0, tx)], Some(256 << 10), run).unwrap();
+        for _ in 0..50 {
+            assert!(workers.run(1));
+        }
+        drop(workers);
+        let mut by_thread = std::collections::BTreeMap::<String, Vec<usize>>::new();
+        for (name, count) in rx.iter() {
+            by_thread.entry(name).or_default().push(count);
+        }
+        // Each thread counts only its own jobs, 1, 2, 3, …, and every job ran once.
+        assert!(by_thread.keys().all(|name| name == "s-0" || name == "s-1"), "{by_thread:?}");
+        for counts in by_thread.values() {
+            assert_eq!(*counts, (1..=counts.len()).collect::<Vec<_>>());
+        }
+        assert_eq!(by_thread.values().map(Vec::len).sum::<usize>(), 50);
+    }
+
+    #[test]
     fn a_job_that_panics_costs_its_thread_and_no_other_job() {
         let (tx, rx) = channel();
         let workers = Workers::start("t", 2).unwrap();
-        assert!(workers.run(|| panic!("a job that panics")));
+        assert!(workers.run(Box::new(|| panic!("a job that panics"))));
         let tx2 = tx.clone();
-        assert!(workers.run(move || tx2.send(1).unwrap()));
+        assert!(workers.run(Box::new(move || tx2.send(1).unwrap())));
         drop(workers);
         drop(tx);
         assert_eq!(rx.iter().collect::<Vec<_>>(), vec![1]);

@@ -21,7 +21,7 @@ use std::thread::JoinHandle;
 
 use super::seek_table::{self, FrameEntry};
 use super::write::MAX_BLOCK;
-use crate::workers::Workers;
+use crate::workers::{Task, Workers};
 
 /// The most tar-stream bytes in one frame. Entries are grouped into a frame while they fit;
 /// an entry that does not fit in what is left of the frame starts a new one; an entry larger
@@ -88,7 +88,7 @@ enum Out<W> {
 /// of its 3.6 s (a write that allocates page-cache pages is slow in a VM), while the
 /// compressing threads waited for frames.
 struct Threads<W> {
-    workers: Workers,
+    workers: Workers<Task>,
     /// To the writing thread: each frame's result, in order. `None` once closed.
     frames: Option<SyncSender<Receiver<Done>>>,
     /// From the writing thread: each written frame's buffers (its input and its output).
@@ -178,11 +178,11 @@ impl<W: Write> FrameSink<W> {
                 let (fresh, mut output) = threads.buffers()?;
                 let input = std::mem::replace(&mut self.cur, fresh);
                 let (tx, rx) = sync_channel(1);
-                let queued = threads.workers.run(move || {
+                let queued = threads.workers.run(Box::new(move || {
                     let result = compress_frame(level, &input[..len], &mut output).map(|()| output);
                     // The receiver is gone only when the writing thread stopped early.
                     let _ = tx.send(Done { input, len, output: result });
-                });
+                }));
                 if !queued {
                     return Err(io::Error::other("a compressing thread panicked"));
                 }

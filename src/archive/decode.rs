@@ -422,7 +422,7 @@ impl<R: BufRead> FrameStream<R> {
             let scan = self
                 .prehash
                 .then(|| self.spare_scans.pop().unwrap_or_else(|| Scan::for_frame(header.content_size.unwrap_or(0))));
-            if pool.submit(Job { bytes, out, header, scan, reply }) {
+            if pool.run(Job { bytes, out, header, scan, reply }) {
                 return Some(Pending::Job(rx, header, info, weight));
             }
             return Some(self.failed(Fault::Io(io::Error::other("a decoding thread panicked"))));
@@ -434,7 +434,7 @@ impl<R: BufRead> FrameStream<R> {
     /// when they cannot be started (then every frame is decoded here, giving the same).
     fn start_pool(&mut self) -> bool {
         if self.pool.is_none() && self.threads > 0 {
-            match Pool::start(self.threads, self.max_window_log) {
+            match pool::start(self.threads, self.max_window_log) {
                 Ok(pool) => self.pool = Some(pool),
                 Err(_) => {
                     self.threads = 0;

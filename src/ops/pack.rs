@@ -370,8 +370,9 @@ impl Contents<'_> {
             .into());
         }
         // Signed before the bundle is put in place, so that a signer failure leaves nothing new.
-        let attestations = match opts.attest {
-            true => {
+        // The bundle's SHA-256 is taken while writing only with --attest, for the attestations.
+        let attestations = match sha256 {
+            Some(sha256) => {
                 let facts = evidence::provenance::BuildFacts {
                     agent_dir: self.dir,
                     locked: opts.locked,
@@ -381,10 +382,9 @@ impl Contents<'_> {
                 };
                 let agent = crate::ops::contracts::load_folder_with_root(self.dir, opts.trusted_root.as_deref())
                     .map_err(|e| Error::Usage(format!("cannot attest the agent's contracts: {e}")))?;
-                let sha256 = sha256.ok_or_else(|| Error::Usage("the bundle's SHA-256 was not computed".into()))?;
                 evidence::for_packed(&facts, &agent, output, &sha256, self.manifest, key)?
             }
-            false => Vec::new(),
+            None => Vec::new(),
         };
         if !unchanged {
             out.commit(temp).map_err(Error::from)?;

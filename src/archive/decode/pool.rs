@@ -15,13 +15,12 @@
 //! it on stacks.
 
 use std::io;
-use std::sync::mpsc::{Receiver, Sender, SyncSender, channel};
-use std::sync::{Arc, Mutex};
-use std::thread::JoinHandle;
+use std::sync::mpsc::SyncSender;
 
 use super::prehash::Scan;
 use super::{MAX_FRAME_CONTENT, decode_at_once};
 use crate::archive::frames::FrameHeader;
+use crate::workers::Workers;
 
 /// Stack of a decoding thread: libzstd keeps its tables in the context, not on the stack.
 const STACK: usize = 256 << 10;
@@ -47,63 +46,29 @@ pub(super) struct Done {
     pub scan: Option<Box<Scan>>,
 }
 
-pub(super) struct Pool {
-    /// `None` once the threads were told to stop.
-    jobs: Option<Sender<Job>>,
-    threads: Vec<JoinHandle<()>>,
+/// The decoding threads: the jobs' queue and the threads that take from it.
+pub(super) type Pool = Workers<Job>;
+
+/// Starts `n` decoding threads, each with a libzstd context made here.
+pub(super) fn start(n: usize, max_window_log: u32) -> io::Result<Pool> {
+    let mut contexts = Vec::with_capacity(n);
+    for _ in 0..n {
+        let mut bulk = zstd::bulk::Decompressor::new()?;
+        bulk.set_parameter(zstd::zstd_safe::DParameter::WindowLogMax(max_window_log))?;
+        contexts.push(bulk);
+    }
+    Workers::with_states("decode", contexts, Some(STACK), decode)
 }
 
-impl Pool {
-    /// Starts `n` decoding threads, each with a libzstd context made here.
-    pub fn start(n: usize, max_window_log: u32) -> io::Result<Pool> {
-        let (jobs, queue) = channel::<Job>();
-        let queue = Arc::new(Mutex::new(queue));
-        let mut pool = Pool { jobs: Some(jobs), threads: Vec::with_capacity(n) };
-        for i in 0..n {
-            let mut bulk = zstd::bulk::Decompressor::new()?;
-            bulk.set_parameter(zstd::zstd_safe::DParameter::WindowLogMax(max_window_log))?;
-            let queue = Arc::clone(&queue);
-            let thread = std::thread::Builder::new()
-                .name(format!("decode-{i}"))
-                .stack_size(STACK)
-                .spawn(move || work(&queue, &mut bulk))?;
-            pool.threads.push(thread);
-        }
-        Ok(pool)
+/// Decodes a job in one call (and hashes the entries the frame seems to hold, when asked),
+/// allocating nothing: a frame that call cannot decode goes back undecoded (the streaming
+/// decoder on the reading thread gives its bytes and fault).
+fn decode(bulk: &mut zstd::bulk::Decompressor<'static>, job: Job) {
+    let Job { bytes, mut out, header, mut scan, reply } = job;
+    let decoded = decode_at_once(bulk, &bytes, &mut out, &header, MAX_FRAME_CONTENT);
+    if let Some(scan) = scan.as_mut().filter(|_| decoded) {
+        scan.run(&out);
     }
-
-    /// Queues a frame; `false` if every thread is gone (one panicked).
-    pub fn submit(&self, job: Job) -> bool {
-        self.jobs.as_ref().is_some_and(|jobs| jobs.send(job).is_ok())
-    }
-}
-
-/// Decodes jobs in one call each (and hashes the entries a frame seems to hold, when asked),
-/// allocating nothing: a frame that call cannot decode goes back
-/// undecoded (the streaming decoder on the reading thread gives its bytes and fault).
-fn work(queue: &Mutex<Receiver<Job>>, bulk: &mut zstd::bulk::Decompressor<'static>) {
-    loop {
-        // The lock is held only while waiting for the next job, never while decoding.
-        let job = match queue.lock() {
-            Ok(queue) => queue.recv(),
-            Err(_) => return,
-        };
-        let Ok(Job { bytes, mut out, header, mut scan, reply }) = job else { return };
-        let decoded = decode_at_once(bulk, &bytes, &mut out, &header, MAX_FRAME_CONTENT);
-        if let Some(scan) = scan.as_mut().filter(|_| decoded) {
-            scan.run(&out);
-        }
-        // The receiver is gone only when the stream was dropped midway.
-        let _ = reply.send(Done { bytes, out, decoded, scan });
-    }
-}
-
-impl Drop for Pool {
-    fn drop(&mut self) {
-        // Closing the queue ends every thread once it has finished its frame.
-        self.jobs = None;
-        for thread in self.threads.drain(..) {
-            let _ = thread.join();
-        }
-    }
+    // The receiver is gone only when the stream was dropped midway.
+    let _ = reply.send(Done { bytes, out, decoded, scan });
 }
