@@ -418,8 +418,9 @@ impl Bundle {
             match self.source {
                 Source::File(file) => {
                     let size = file.metadata().map_or(0, |m| m.len());
-                    // As `bundle verify` reads: ahead on a thread of its own when large.
-                    Box::new(crate::read_ahead::sequential(file, size).map_err(|e| {
+                    // As `bundle verify` reads.
+                    let whole = crate::archive::frames_read_whole(&file);
+                    Box::new(crate::read_ahead::bundle(file, size, whole).map_err(|e| {
                         Error::failed(ErrorCode::IoError, format!("cannot read {}: {e}", origin.display()))
                     })?)
                 }

@@ -53,7 +53,7 @@ use crate::blake3_tree::Prehash;
 use zstd::stream::raw::{Decoder, Operation};
 
 use super::ArchiveError;
-use super::frames::{self, Fault, FrameHeader, Walker, ZSTD_MAGIC, le32};
+use super::frames::{self, Fault, FrameBuf, FrameBytes, FrameHeader, Walker, ZSTD_MAGIC, le32};
 use super::seek_table::{SEEK_TABLE_MAGIC, Walked};
 
 /// A frame up to this many compressed bytes is read whole before it is decoded.
@@ -105,11 +105,11 @@ enum Pending {
     /// what its two buffers hold (their capacity), for the queue's byte budget.
     Job(Receiver<Done>, FrameHeader, Info, usize),
     /// Read whole, of bounded content; decoded whole on this thread when reached.
-    Whole { bytes: Vec<u8>, header: FrameHeader, info: Info },
+    Whole { bytes: FrameBuf, header: FrameHeader, info: Info },
     /// Read whole (or up to a fault of the walk); decoded on this thread when reached.
-    Buffered { bytes: Vec<u8>, header: FrameHeader, fault: Option<Fault>, info: Info },
+    Buffered { bytes: FrameBuf, header: FrameHeader, fault: Option<Fault>, info: Info },
     /// Too large to read whole: the bytes so far; the rest is read from the input when reached.
-    Streaming { bytes: Vec<u8>, header: FrameHeader, walker: Walker },
+    Streaming { bytes: FrameBuf, header: FrameHeader, walker: Walker },
     /// A frame header that failed its checks.
     Fault(Fault),
 }
@@ -309,28 +309,28 @@ impl<R: BufRead> FrameStream<R> {
             Pending::Job(rx, header, info, _) => {
                 let Done { bytes, out, decoded, scan } = self.wait_for(&rx)?;
                 if decoded {
-                    recycle(&mut self.spare_in, bytes, self.in_flight);
+                    recycle(&mut self.spare_in, bytes.into_room(), self.in_flight);
                     Current::Bytes { data: out, pos: 0, fault: None, info, scan }
                 } else {
                     // A frame one call could not decode: the streaming decoder, here, finds the
                     // bytes before its fault and the fault (a decoding thread allocates nothing).
                     recycle(&mut self.spare_out, out, self.in_flight);
-                    Current::Stream(Inline::new(bytes, &header, None), None, info)
+                    Current::Stream(Inline::new(bytes.into_vec(), &header, None), None, info)
                 }
             }
             Pending::Whole { bytes, header, info } => {
                 let out = take_buffer(&mut self.spare_out, header.content_size.unwrap_or(0) as usize);
                 let Decoded { data, fault } =
-                    decode_whole(&bytes, out, &header, self.max_window_log, MAX_FRAME_CONTENT);
-                recycle(&mut self.spare_in, bytes, self.in_flight);
+                    decode_whole(bytes.bytes(), out, &header, self.max_window_log, MAX_FRAME_CONTENT);
+                recycle(&mut self.spare_in, bytes.into_room(), self.in_flight);
                 Current::Bytes { data, pos: 0, fault, info, scan: None }
             }
             Pending::Buffered { bytes, header, fault, info } => {
-                Current::Stream(Inline::new(bytes, &header, fault), None, info)
+                Current::Stream(Inline::new(bytes.into_vec(), &header, fault), None, info)
             }
             Pending::Streaming { bytes, header, walker } => {
                 let info = Info { compressed: 0, checksum: [0; 4], produced: 0 };
-                Current::Stream(Inline::new(bytes, &header, None), Some(walker), info)
+                Current::Stream(Inline::new(bytes.into_vec(), &header, None), Some(walker), info)
             }
         })
     }
@@ -399,8 +399,8 @@ impl<R: BufRead> FrameStream<R> {
             Some(n) if self.buffered && n <= MAX_FRAME_CONTENT => n as usize + (n as usize >> 10) + 64,
             _ => 0,
         };
-        let mut bytes = take_buffer(&mut self.spare_in, header.len + likely);
-        bytes.extend_from_slice(header.bytes());
+        let mut bytes = FrameBuf::with_room(take_spare(&mut self.spare_in, header.len + likely), header.len + likely);
+        bytes.push(header.bytes());
         let max = if self.buffered { MAX_BUFFERED_FRAME - header.len } else { 0 };
         let walk = walker.read_into(&mut self.input, &mut bytes, max);
         if walk.is_ok() && !walker.done() {
@@ -499,6 +499,28 @@ impl<R: BufRead> FrameStream<R> {
     }
 }
 
+/// Whether the bundle in `file` starts with a frame that a reader takes whole (a seekable
+/// bundle's: it declares at most [`MAX_FRAME_CONTENT`]), so that its input should be read with
+/// a small buffer, block bodies straight into the frames' own buffers ([`FrameBuf`]); a
+/// one-frame bundle of an earlier release is decoded while it is read, better from a reading
+/// thread's large buffers. A file that cannot be read by position (a FIFO) gives `false`.
+pub(crate) fn frames_read_whole(file: &std::fs::File) -> bool {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::FileExt;
+        let mut head = [0u8; frames::MAX_FRAME_HEADER];
+        let Ok(n) = file.read_at(&mut head, 0) else { return false };
+        let (magic, mut rest) = head[..n].split_at(n.min(4));
+        frames::read_header(magic, &mut rest, u64::MAX)
+            .is_ok_and(|h| h.content_size.is_some_and(|size| size <= MAX_FRAME_CONTENT))
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = file;
+        false
+    }
+}
+
 /// Usable CPUs (affinity mask or cgroup quota).
 pub(crate) fn threads() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get())
@@ -508,6 +530,11 @@ pub(crate) fn threads() -> usize {
 /// as the largest frame it held, and the many small frames of a bundle (each file's last piece)
 /// would otherwise hold that much memory each while queued.
 const SMALL_BUFFER: usize = 64 << 10;
+
+/// A kept buffer (its contents are room) for a frame of `want` bytes when large, else a new one.
+fn take_spare(spare: &mut Vec<Vec<u8>>, want: usize) -> Vec<u8> {
+    if want > SMALL_BUFFER { spare.pop().unwrap_or_default() } else { Vec::new() }
+}
 
 /// An empty buffer with room for `want` bytes: a kept one for a large frame, else a new one.
 fn take_buffer(spare: &mut Vec<Vec<u8>>, want: usize) -> Vec<u8> {

@@ -32,6 +32,8 @@ use std::io;
 
 mod compress;
 mod decode;
+pub(crate) use decode::frames_read_whole;
+pub(crate) use frames::DIRECT_READ_BUFFER;
 mod frames;
 mod pipe;
 mod read;

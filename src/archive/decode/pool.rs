@@ -19,7 +19,7 @@ use std::sync::mpsc::SyncSender;
 
 use super::prehash::Scan;
 use super::{MAX_FRAME_CONTENT, decode_at_once};
-use crate::archive::frames::FrameHeader;
+use crate::archive::frames::{FrameBuf, FrameHeader};
 use crate::workers::Workers;
 
 /// Stack of a decoding thread: libzstd keeps its tables in the context, not on the stack.
@@ -28,7 +28,7 @@ const STACK: usize = 256 << 10;
 /// A frame to decode whole, the buffer to decode it into (with room for its content), and
 /// where to send both back.
 pub(super) struct Job {
-    pub bytes: Vec<u8>,
+    pub bytes: FrameBuf,
     pub out: Vec<u8>,
     pub header: FrameHeader,
     /// Given when the reader wants the frame's entries hashed here ([`Scan`]).
@@ -39,7 +39,7 @@ pub(super) struct Job {
 /// A job's buffers back, and whether `out` holds the frame's content (else it is empty, and the
 /// frame is for the streaming decoder on the reading thread).
 pub(super) struct Done {
-    pub bytes: Vec<u8>,
+    pub bytes: FrameBuf,
     pub out: Vec<u8>,
     pub decoded: bool,
     /// The job's scan, run if the frame was decoded.
@@ -65,7 +65,7 @@ pub(super) fn start(n: usize, max_window_log: u32) -> io::Result<Pool> {
 /// decoder on the reading thread gives its bytes and fault).
 fn decode(bulk: &mut zstd::bulk::Decompressor<'static>, job: Job) {
     let Job { bytes, mut out, header, mut scan, reply } = job;
-    let decoded = decode_at_once(bulk, &bytes, &mut out, &header, MAX_FRAME_CONTENT);
+    let decoded = decode_at_once(bulk, bytes.bytes(), &mut out, &header, MAX_FRAME_CONTENT);
     if let Some(scan) = scan.as_mut().filter(|_| decoded) {
         scan.run(&out);
     }

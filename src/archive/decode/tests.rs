@@ -166,3 +166,81 @@ fn a_hostile_seek_table_never_changes_what_is_read_only_adds_its_own_code() {
     reserved[at] = 0x04;
     assert_eq!(same_either_way(&with_table(&bundle, &reserved), "reserved").unwrap_err().0, "seek_table_mismatch");
 }
+
+/// A reader that gives at most 7 bytes per call and is interrupted before every other one.
+struct Stutter<'a> {
+    bytes: &'a [u8],
+    calls: usize,
+}
+
+impl std::io::Read for Stutter<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        self.calls += 1;
+        if self.calls % 2 == 0 {
+            return Err(std::io::ErrorKind::Interrupted.into());
+        }
+        let n = buf.len().min(7).min(self.bytes.len());
+        buf[..n].copy_from_slice(&self.bytes[..n]);
+        self.bytes = &self.bytes[n..];
+        Ok(n)
+    }
+}
+
+/// Frames read straight into a kept buffer ([`FrameBuf`]) hold the bytes a `Vec` would, over
+/// any reads, frame after frame in the same buffer; a cut frame is `Truncated` either way.
+#[test]
+fn a_frame_read_into_kept_room_holds_what_a_vec_would() {
+    use crate::archive::frames::{self, FrameBuf, FrameBytes, Walker};
+    let bundle = multi_frame();
+    let (frames, _) = split_frames(&bundle);
+    let mut room = Vec::new();
+    for frame in frames.iter().take(4) {
+        for cut in [frame.len(), frame.len() - 1] {
+            let walk = |out: &mut dyn FnMut(
+                &mut Walker,
+                &mut std::io::BufReader<Stutter<'_>>,
+            ) -> Result<(), frames::Fault>| {
+                let mut input = std::io::BufReader::with_capacity(16, Stutter { bytes: &frame[..cut], calls: 0 });
+                let magic = frames::read_magic(&mut input).unwrap().unwrap();
+                let header = frames::read_header(&magic, &mut input, 1 << 24).unwrap();
+                let mut walker = Walker::new(&header);
+                let result = out(&mut walker, &mut input);
+                (header, result)
+            };
+            let mut vec = Vec::new();
+            let (header, by_vec) = walk(&mut |w, input| w.read_into(input, &mut vec, usize::MAX));
+            let mut buf = FrameBuf::with_room(std::mem::take(&mut room), 16);
+            buf.push(header.bytes());
+            let (_, by_room) = walk(&mut |w, input| w.read_into(input, &mut buf, usize::MAX));
+            assert_eq!(by_vec.is_ok(), by_room.is_ok(), "cut at {cut}");
+            assert_eq!(&buf.bytes()[header.len..], &vec[..]);
+            if cut == frame.len() {
+                assert_eq!(buf.bytes(), *frame);
+            } else {
+                assert!(matches!(by_room, Err(frames::Fault::Truncated)), "cut at {cut}");
+            }
+            room = buf.into_room();
+            assert!(room.len() >= cut, "the room is kept for the next frame");
+        }
+    }
+}
+
+/// Only a bundle whose first frame is read whole gets the small-buffer input.
+#[test]
+fn a_bundle_is_read_straight_into_its_frames_only_when_they_are_read_whole() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = |name: &str, bytes: &[u8]| {
+        let path = dir.path().join(name);
+        std::fs::write(&path, bytes).unwrap();
+        std::fs::File::open(path).unwrap()
+    };
+    assert!(crate::archive::frames_read_whole(&file("seekable", &multi_frame())));
+    // One frame of unknown size, as earlier releases wrote (the streaming encoder).
+    let mut old = Vec::new();
+    let mut encoder = zstd::stream::write::Encoder::new(&mut old, 3).unwrap();
+    std::io::Write::write_all(&mut encoder, &[0u8; 4096]).unwrap();
+    encoder.finish().unwrap();
+    assert!(!crate::archive::frames_read_whole(&file("one-frame", &old)));
+    assert!(!crate::archive::frames_read_whole(&file("empty", b"")));
+    assert!(!crate::archive::frames_read_whole(&file("text", b"not a bundle at all")));
+}

@@ -112,9 +112,11 @@ impl BundleSource {
                 let size = file.metadata().map_or(0, |m| m.len());
                 progress.begin("verifying", size);
                 let fault = Fault::default();
+                let whole = crate::archive::frames_read_whole(&file);
                 let reader = Recording { inner: file, fault: fault.clone() };
-                // A large bundle is read on a thread of its own, beside the decoder.
-                let input = read_ahead::sequential(reader, size)
+                // A large bundle is read on a thread of its own, beside the decoder, unless
+                // its frames are read whole (straight into their buffers).
+                let input = read_ahead::bundle(reader, size, whole)
                     .map_err(|source| InputError::File { path: path.clone(), source })?;
                 Ok(Ok(BundleInput::new(
                     Stream::File(Counted { inner: input, progress }),
