@@ -1,6 +1,7 @@
 //! The parallel decoder against the sequential one: on every damaged or hostile bundle, the
 //! same entries, then the same error (code and message), whatever the number of threads.
 
+use crate::archive::frames::{self, Fault, FrameBuf, FrameBytes, Walker};
 use crate::archive::write::tests::{Sample, pseudo_random, split_frames, write_seekable};
 use crate::archive::{ArchiveError, ArchiveReader, Decoding, Limits, seek_table};
 use crate::hasher::EntryHasher;
@@ -186,38 +187,37 @@ impl std::io::Read for Stutter<'_> {
     }
 }
 
+/// Reads the first `cut` bytes of `frame` through a stuttering reader: its header, then its
+/// blocks into `out` (after the header's bytes when `header_too`).
+fn walk_frame<O: FrameBytes>(frame: &[u8], out: &mut O, header_too: bool) -> (usize, Result<(), Fault>) {
+    let mut input = std::io::BufReader::with_capacity(16, Stutter { bytes: frame, calls: 0 });
+    let magic = frames::read_magic(&mut input).unwrap().unwrap();
+    let header = frames::read_header(&magic, &mut input, 1 << 24).unwrap();
+    if header_too {
+        out.push(header.bytes());
+    }
+    (header.len, Walker::new(&header).read_into(&mut input, out, usize::MAX))
+}
+
 /// Frames read straight into a kept buffer ([`FrameBuf`]) hold the bytes a `Vec` would, over
 /// any reads, frame after frame in the same buffer; a cut frame is `Truncated` either way.
 #[test]
 fn a_frame_read_into_kept_room_holds_what_a_vec_would() {
-    use crate::archive::frames::{self, FrameBuf, FrameBytes, Walker};
     let bundle = multi_frame();
     let (frames, _) = split_frames(&bundle);
     let mut room = Vec::new();
     for frame in frames.iter().take(4) {
         for cut in [frame.len(), frame.len() - 1] {
-            let walk = |out: &mut dyn FnMut(
-                &mut Walker,
-                &mut std::io::BufReader<Stutter<'_>>,
-            ) -> Result<(), frames::Fault>| {
-                let mut input = std::io::BufReader::with_capacity(16, Stutter { bytes: &frame[..cut], calls: 0 });
-                let magic = frames::read_magic(&mut input).unwrap().unwrap();
-                let header = frames::read_header(&magic, &mut input, 1 << 24).unwrap();
-                let mut walker = Walker::new(&header);
-                let result = out(&mut walker, &mut input);
-                (header, result)
-            };
             let mut vec = Vec::new();
-            let (header, by_vec) = walk(&mut |w, input| w.read_into(input, &mut vec, usize::MAX));
+            let (header_len, by_vec) = walk_frame(&frame[..cut], &mut vec, false);
             let mut buf = FrameBuf::with_room(std::mem::take(&mut room), 16);
-            buf.push(header.bytes());
-            let (_, by_room) = walk(&mut |w, input| w.read_into(input, &mut buf, usize::MAX));
+            let (_, by_room) = walk_frame(&frame[..cut], &mut buf, true);
             assert_eq!(by_vec.is_ok(), by_room.is_ok(), "cut at {cut}");
-            assert_eq!(&buf.bytes()[header.len..], &vec[..]);
+            assert_eq!(&buf.bytes()[header_len..], &vec[..]);
             if cut == frame.len() {
                 assert_eq!(buf.bytes(), *frame);
             } else {
-                assert!(matches!(by_room, Err(frames::Fault::Truncated)), "cut at {cut}");
+                assert!(matches!(by_room, Err(Fault::Truncated)), "cut at {cut}");
             }
             room = buf.into_room();
             assert!(room.len() >= cut, "the room is kept for the next frame");
