@@ -29,7 +29,7 @@
 //! compressed and declared content bytes together (a frame is queued while they hold less, so
 //! one frame may cross it), plus the frame being served; each frame read whole is at most
 //! [`MAX_BUFFERED_FRAME`] compressed and [`MAX_FRAME_CONTENT`] decoded, its buffers reused from
-//! frame to frame (for a bundle `pack` wrote, on 2 CPUs: about 32 MiB at most); plus one zstd
+//! frame to frame (for a bundle `pack` wrote, on 2 CPUs: about 40 MiB at most); plus one zstd
 //! context per decoding thread (no window: a frame decoded whole is decoded into its buffer),
 //! and on the reading thread one streaming context (window at most 16 MiB) for frames decoded
 //! while they are read. A stream that reads no frame whole ([`Decoding::Streaming`]) holds only
@@ -61,14 +61,15 @@ pub const MAX_BUFFERED_FRAME: usize = 9 << 20;
 /// A frame that declares at most this much content may be decoded on another thread.
 pub const MAX_FRAME_CONTENT: u64 = 8 << 20;
 /// What the queued frames may hold per decoding thread (plus two), compressed and declared
-/// content together: about one of `pack`'s frames and a half (4 MiB of content, at most about
-/// as much compressed). Measured on the 2-vCPU Xeon since the decoding threads also hash
-/// (`prehash`), verify of the 1 GiB bench bundle after a pack, medians of 7: budgets of 12,
-/// 16, 20, 24 and 32 MiB gave 0.491, 0.485, 0.473, 0.472 and 0.51–0.52 s (peak RSS 48, 48,
-/// 56, 56, 65 MiB); more frames in flight cost more CPU than they save waiting (0.86 s of user
-/// time at 32 MiB, 0.72–0.78 s at 12–24), and in this VM every MiB first touched costs 0.6–2.9
-/// ms of system time.
-pub const QUEUE_BYTES_PER_SLOT: usize = 6 << 20;
+/// content together: two of `pack`'s frames (4 MiB of content, at most about as much
+/// compressed). Measured on the 2-vCPU Xeon (verify of the 1 GiB bench bundle after a pack,
+/// medians of 7–11, 2026-11-28): with the decoding threads also hashing (`prehash`) and the
+/// bundle read through the read-ahead thread, budgets of 12, 16, 20, 24 and 32 MiB gave 0.491,
+/// 0.485, 0.473, 0.472 and 0.51–0.52 s; read straight into the frames' buffers instead
+/// ([`FrameBuf`]), so that the queue is the only read-ahead, 24, 28, 32 and 40 MiB gave 0.487,
+/// 0.457, 0.460 and 0.456 s (peak RSS 48, 56, 56, 64 MiB). In this VM every MiB first touched
+/// costs 0.6–2.9 ms of system time, so the budget is the smallest that keeps the decoders fed.
+pub const QUEUE_BYTES_PER_SLOT: usize = 8 << 20;
 
 /// What a frame decoded whole gives: its bytes, then its fault if any.
 pub(crate) struct Decoded {
