@@ -15,14 +15,15 @@ use blake3::{CHUNK_LEN, Hasher};
 
 const CHUNK: u64 = CHUNK_LEN as u64;
 
-/// Chaining values a [`Head`] holds at most: a head of up to 2^16 chunks (64 MiB; the frames
-/// decoded on other threads hold at most 8 MiB).
-const MAX_HEAD_CVS: usize = 16;
+/// Chaining values a [`Chunks`] holds at most: enough for any run of whole chunks in a frame
+/// decoded on another thread (at most 8 MiB: at most 13 subtrees up to the largest, 13 after).
+const MAX_CVS: usize = 32;
 
 /// The length of the subtree that starts at `pos` (a multiple of 1 KiB) of an input of `total`
 /// bytes and ends at or before `end`: the largest power of two of chunks that `pos` is a multiple
-/// of and that fits, or the input's last chunk when `end` is the input's end; 0 when no subtree
-/// fits (less than a chunk before an `end` that is not the input's end, or `pos` at the end).
+/// of and that fits, never the whole input, or the input's last chunk when `end` is the input's
+/// end; 0 when no subtree fits (less than a chunk before an `end` that is not the input's end,
+/// or `pos` at the end).
 pub(crate) fn next_subtree(pos: u64, end: u64, total: u64) -> u64 {
     debug_assert!(pos.is_multiple_of(CHUNK) && pos <= end && end <= total);
     if end == total && total - pos <= CHUNK {
@@ -35,6 +36,9 @@ pub(crate) fn next_subtree(pos: u64, end: u64, total: u64) -> u64 {
     let mut chunks = 1u64 << (63 - room.leading_zeros());
     if pos > 0 {
         chunks = chunks.min(1 << (pos / CHUNK).trailing_zeros());
+    } else if chunks * CHUNK >= total {
+        // The whole input is the root, not a subtree.
+        chunks /= 2;
     }
     chunks * CHUNK
 }
@@ -52,46 +56,59 @@ pub(crate) enum Prehash {
     /// All of the entry's bytes.
     Whole(blake3::Hash),
     /// The first whole chunks of an entry that goes on in the next frames.
-    Head(Box<Head>),
+    Head(Box<Chunks>),
 }
 
-/// The first bytes of an input, hashed as whole subtrees: what a decoding thread gives for an
-/// entry that goes on past its frame. Holds its chaining values inline, so that making one
-/// allocates nothing.
+/// The whole chunks among some bytes of an input, hashed as subtrees: what a decoding thread
+/// gives for the part of an entry its frame holds when the entry goes on past the frame (or
+/// began before it). Holds its chaining values inline, so that making one allocates nothing.
 #[derive(Clone)]
-pub(crate) struct Head {
-    /// Bytes covered, from the input's start: a multiple of 1 KiB, less than the input.
-    covered: u64,
-    cvs: [ChainingValue; MAX_HEAD_CVS],
+pub(crate) struct Chunks {
+    /// The input's bytes covered, `[start, end)`: chunk boundaries (`end` may be the input's
+    /// end), never the whole input.
+    start: u64,
+    end: u64,
+    cvs: [ChainingValue; MAX_CVS],
     n: usize,
 }
 
-impl Head {
-    /// The head of an input of `total` bytes whose first bytes are `bytes` (fewer than
-    /// `total`): as many whole chunks as `bytes` holds. `None` when that is less than one chunk.
-    pub(crate) fn of(bytes: &[u8], total: u64) -> Option<Head> {
-        let len = bytes.len() as u64;
-        if len >= total {
+impl Chunks {
+    /// The whole chunks of `bytes`, which are the bytes of an input of `total` bytes from
+    /// `offset` on: from the first chunk boundary at or after `offset` to the last one at or
+    /// before the bytes' end (or to the input's end, if they reach it). `None` when that is no
+    /// chunk, or the whole input.
+    pub(crate) fn of(bytes: &[u8], offset: u64, total: u64) -> Option<Chunks> {
+        let stop = offset.checked_add(bytes.len() as u64).filter(|&s| s <= total)?;
+        let start = offset.checked_next_multiple_of(CHUNK)?;
+        let end = if stop == total { total } else { stop / CHUNK * CHUNK };
+        if start >= end || (start == 0 && end == total) {
             return None;
         }
-        let covered = len / CHUNK * CHUNK;
-        let mut head = Head { covered, cvs: [[0; 32]; MAX_HEAD_CVS], n: 0 };
-        let mut pos = 0;
-        while pos < covered {
-            let size = next_subtree(pos, covered, total);
-            if size == 0 || head.n == MAX_HEAD_CVS {
+        let mut chunks = Chunks { start, end, cvs: [[0; 32]; MAX_CVS], n: 0 };
+        let mut pos = start;
+        while pos < end {
+            let size = next_subtree(pos, end, total);
+            if size == 0 || chunks.n == MAX_CVS {
                 return None;
             }
-            head.cvs[head.n] = subtree(pos, &bytes[pos as usize..(pos + size) as usize]);
-            head.n += 1;
+            let from = (pos - offset) as usize;
+            chunks.cvs[chunks.n] = subtree(pos, &bytes[from..from + size as usize]);
+            chunks.n += 1;
             pos += size;
         }
-        (head.n > 0).then_some(head)
+        Some(chunks)
     }
 
-    /// How many of the input's first bytes this head stands for.
-    pub(crate) fn covered(&self) -> u64 {
-        self.covered
+    /// Where the covered bytes start in the input.
+    #[cfg(test)]
+    pub(crate) fn start(&self) -> u64 {
+        self.start
+    }
+
+    /// Where the covered bytes end in the input.
+    #[cfg(test)]
+    pub(crate) fn end(&self) -> u64 {
+        self.end
     }
 }
 
@@ -131,59 +148,111 @@ impl Stack {
     }
 }
 
-/// The rest of an input after a [`Head`], fed in order as it is read, then merged with the head
-/// into the input's hash.
+/// An input of more than one chunk hashed as it comes, in segments (each frame's part of an
+/// entry), each segment's whole chunks as subtrees, the chunk that straddles two segments
+/// kept until it is whole; a segment whose whole chunks were hashed elsewhere ([`Chunks`])
+/// takes their chaining values instead.
 pub(crate) struct Rest {
     stack: Stack,
     total: u64,
+    /// Bytes of the input given so far.
     pos: u64,
-    /// The subtree being hashed, where it starts and where it ends.
-    current: Hasher,
-    start: u64,
-    end: u64,
+    /// The chunk being gathered across segments (`pos - carry_len` is a chunk boundary).
+    carry: [u8; CHUNK_LEN],
+    carry_len: usize,
 }
 
 impl Rest {
-    /// The input of `total` bytes after `head` (which must be of an input of that size).
-    pub(crate) fn after(head: &Head, total: u64) -> Rest {
-        let mut stack = Stack { cvs: Vec::with_capacity(64), chunks: 0 };
-        let mut pos = 0;
-        for cv in &head.cvs[..head.n] {
-            let size = next_subtree(pos, head.covered, total);
-            stack.push(*cv, size);
-            pos += size;
+    /// An input of `total` bytes (more than one chunk), from its start.
+    pub(crate) fn new(total: u64) -> Rest {
+        debug_assert!(total > CHUNK);
+        Rest {
+            stack: Stack { cvs: Vec::with_capacity(64), chunks: 0 },
+            total,
+            pos: 0,
+            carry: [0; CHUNK_LEN],
+            carry_len: 0,
         }
-        let mut rest = Rest { stack, total, pos, current: Hasher::new(), start: pos, end: pos };
-        rest.start();
+    }
+
+    /// The input of `total` bytes after `head` (its first chunks, which it must be of).
+    pub(crate) fn after(head: &Chunks, total: u64) -> Rest {
+        let mut rest = Rest::new(total);
+        if head.start == 0 {
+            rest.take(head);
+        }
         rest
     }
 
-    fn start(&mut self) {
-        self.start = self.pos;
-        self.end = self.pos + next_subtree(self.pos, self.total, self.total);
-        self.current = Hasher::new();
-        self.current.set_input_offset(self.pos);
+    /// Pushes `chunks` if they start where the input stands (a chunk boundary); whether it did.
+    fn take(&mut self, chunks: &Chunks) -> bool {
+        if self.carry_len != 0 || chunks.start != self.pos || chunks.end > self.total {
+            return false;
+        }
+        let mut pos = self.pos;
+        for cv in &chunks.cvs[..chunks.n] {
+            let size = next_subtree(pos, chunks.end, self.total);
+            self.stack.push(*cv, size);
+            pos += size;
+        }
+        self.pos = chunks.end;
+        true
     }
 
-    /// The next bytes of the input (never past its end).
-    pub(crate) fn update(&mut self, mut bytes: &[u8]) {
-        while !bytes.is_empty() && self.pos < self.total {
-            let n = bytes.len().min(usize::try_from(self.end - self.pos).unwrap_or(usize::MAX));
-            self.current.update(&bytes[..n]);
+    /// Where the input stands: how many of its bytes were given.
+    pub(crate) fn pos(&self) -> u64 {
+        self.pos
+    }
+
+    /// The next `bytes` of the input (never past its end), one segment; `ahead`, the whole
+    /// chunks of this segment hashed elsewhere, if any (ignored unless they start at the
+    /// segment's first chunk boundary and end within it).
+    pub(crate) fn segment(&mut self, mut bytes: &[u8], ahead: Option<&Chunks>) {
+        let stop = self.pos + bytes.len() as u64;
+        debug_assert!(stop <= self.total);
+        // The chunk that straddles the previous segment and this one.
+        if self.carry_len > 0 {
+            let n = bytes.len().min(CHUNK_LEN - self.carry_len);
+            self.carry[self.carry_len..self.carry_len + n].copy_from_slice(&bytes[..n]);
+            self.carry_len += n;
             self.pos += n as u64;
             bytes = &bytes[n..];
-            if self.pos == self.end {
-                self.stack.push(self.current.finalize_non_root(), self.end - self.start);
-                if self.pos < self.total {
-                    self.start();
-                }
+            if self.carry_len == CHUNK_LEN || self.pos == self.total {
+                let at = self.pos - self.carry_len as u64;
+                let cv = subtree(at, &self.carry[..self.carry_len]);
+                self.stack.push(cv, self.carry_len as u64);
+                self.carry_len = 0;
             }
+        }
+        if self.carry_len == 0
+            && let Some(chunks) = ahead.filter(|c| c.end <= stop)
+            && self.take(chunks)
+        {
+            bytes = &bytes[(bytes.len() - (stop - self.pos) as usize)..];
+        }
+        // The segment's whole chunks (and the input's last one, at its end).
+        let end = if stop == self.total { stop } else { stop / CHUNK * CHUNK };
+        while self.carry_len == 0 && self.pos < end {
+            let size = next_subtree(self.pos, end, self.total);
+            if size == 0 {
+                break;
+            }
+            let cv = subtree(self.pos, &bytes[..size as usize]);
+            self.stack.push(cv, size);
+            self.pos += size;
+            bytes = &bytes[size as usize..];
+        }
+        // What is left (less than a chunk) starts the next straddling chunk.
+        if !bytes.is_empty() {
+            self.carry[self.carry_len..self.carry_len + bytes.len()].copy_from_slice(bytes);
+            self.carry_len += bytes.len();
+            self.pos += bytes.len() as u64;
         }
     }
 
     /// The input's hash, once all of it was given; `None` if it was not.
     pub(crate) fn finalize(self) -> Option<blake3::Hash> {
-        if self.pos != self.total {
+        if self.pos != self.total || self.carry_len != 0 {
             return None;
         }
         self.stack.root()
@@ -198,45 +267,90 @@ mod tests {
         (0..len).map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8).collect()
     }
 
-    /// Every split of inputs around the tree's edges gives `blake3::hash`.
+    /// An input cut into segments at `cuts`, each segment's whole chunks hashed ahead or not
+    /// (by the segment's index and `mask`), gives `blake3::hash` of the whole.
+    fn hashed_in_segments(data: &[u8], cuts: &[usize], mask: u32) -> Option<blake3::Hash> {
+        let total = data.len() as u64;
+        let mut bounds: Vec<usize> = cuts.iter().copied().filter(|&c| c > 0 && c < data.len()).collect();
+        bounds.sort_unstable();
+        bounds.dedup();
+        bounds.insert(0, 0);
+        bounds.push(data.len());
+        let mut rest = Rest::new(total);
+        for (k, w) in bounds.windows(2).enumerate() {
+            let segment = &data[w[0]..w[1]];
+            let ahead = if mask >> (k % 32) & 1 == 1 { Chunks::of(segment, w[0] as u64, total) } else { None };
+            rest.segment(segment, ahead.as_ref());
+        }
+        rest.finalize()
+    }
+
     #[test]
-    fn head_and_rest_give_the_hash_of_the_whole() {
+    fn segments_with_and_without_chunks_hashed_ahead_give_the_hash_of_the_whole() {
         let sizes = [1025, 2048, 2049, 3000, 4096, 5120, 65_536, 65_537, 100_000, 1 << 20, (1 << 22) - 512];
         for total in sizes {
             let data = input(total);
-            let want = blake3::hash(&data);
-            let splits = [1024, 1500, 2047, 4096, 4097, 40_000, 65_536, total / 2, total - 1, total - 512];
-            for split in splits.into_iter().filter(|&s| s < total) {
-                let Some(head) = Head::of(&data[..split], total as u64) else {
-                    assert!(split < 1024, "{total} {split}");
-                    continue;
-                };
-                assert_eq!(head.covered(), (split / 1024 * 1024) as u64);
-                for piece in [1, 700, 1024, 64 << 10] {
-                    let mut rest = Rest::after(&head, total as u64);
-                    for part in data[head.covered() as usize..].chunks(piece) {
-                        rest.update(part);
-                    }
-                    assert_eq!(rest.finalize(), Some(want), "total {total} split {split} piece {piece}");
+            let want = Some(blake3::hash(&data));
+            let cut_sets: [Vec<usize>; 6] = [
+                vec![],
+                vec![total / 2],
+                vec![512, 1500, total - 700],
+                vec![1024, 4096, 40_000, total - 1],
+                (1..total / 3000 + 1).map(|k| k * 3000).collect(),
+                (1..8).map(|k| k * total / 8 + 512).collect(),
+            ];
+            for cuts in &cut_sets {
+                for mask in [0, u32::MAX, 0x5555_5555, 0xAAAA_AAAA, 1] {
+                    assert_eq!(
+                        hashed_in_segments(&data, cuts, mask),
+                        want,
+                        "total {total} cuts {cuts:?} mask {mask:x}"
+                    );
                 }
             }
         }
     }
 
     #[test]
-    fn a_head_needs_a_whole_chunk_and_a_rest() {
+    fn a_head_and_the_rest_give_the_hash_of_the_whole() {
+        for total in [1025, 4096, 100_000, (1 << 22) - 512] {
+            let data = input(total);
+            for split in [1024, 1500, total / 2, total - 1].into_iter().filter(|&s| s < total) {
+                let Some(head) = Chunks::of(&data[..split], 0, total as u64) else {
+                    assert!(split < 1024, "{total} {split}");
+                    continue;
+                };
+                assert_eq!((head.start(), head.end()), (0, (split / 1024 * 1024) as u64));
+                let mut rest = Rest::after(&head, total as u64);
+                for part in data[head.end() as usize..].chunks(700) {
+                    rest.segment(part, None);
+                }
+                assert_eq!(rest.finalize(), Some(blake3::hash(&data)), "total {total} split {split}");
+            }
+        }
+    }
+
+    #[test]
+    fn chunks_hashed_ahead_that_do_not_fit_are_ignored_and_never_the_whole_input() {
         let data = input(5000);
-        assert!(Head::of(&data[..1023], 5000).is_none());
-        assert!(Head::of(&data, 5000).is_none());
-        let head = Head::of(&data[..1024], 5000).expect("one chunk");
-        let mut rest = Rest::after(&head, 5000);
-        rest.update(&data[1024..4000]);
+        assert!(Chunks::of(&data[..1023], 0, 5000).is_none());
+        assert!(Chunks::of(&data, 0, 5000).is_none(), "the whole input is the root");
+        assert!(Chunks::of(&data[100..1100], 100, 5000).is_none(), "no whole chunk");
+        // Chunks for another place of the input: hashed as if there were none.
+        let elsewhere = Chunks::of(&data[2048..4096], 2048, 5000).unwrap();
+        let mut rest = Rest::new(5000);
+        rest.segment(&data[..3000], Some(&elsewhere));
+        rest.segment(&data[3000..], None);
+        assert_eq!(rest.finalize(), Some(blake3::hash(&data)));
+        let mut rest = Rest::new(5000);
+        rest.segment(&data[..4000], None);
         assert_eq!(rest.finalize(), None, "not all of it");
     }
 
     #[test]
-    fn subtrees_are_aligned_powers_of_two() {
+    fn subtrees_are_aligned_powers_of_two_and_never_the_whole_input() {
         assert_eq!(next_subtree(0, 4095 * 1024, 4096 * 1024), 2048 * 1024);
+        assert_eq!(next_subtree(0, 4096 * 1024, 4096 * 1024), 2048 * 1024);
         assert_eq!(next_subtree(2048 * 1024, 4095 * 1024, 4096 * 1024), 1024 * 1024);
         assert_eq!(next_subtree(3 * 1024, 1 << 20, 1 << 20), 1024);
         assert_eq!(next_subtree(4 * 1024, 1 << 20, 1 << 20), 4 * 1024);

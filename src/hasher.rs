@@ -22,9 +22,9 @@
 //!   hashing thread to catch up (a wake-up there and one back) cost the decoder 0.10 s of its
 //!   0.75 s on the 1 GiB bench bundle (256 entries of 4 MiB) on the 2-vCPU Xeon.
 //! - Frames decoded on other threads (`archive::decode`): those threads also hash the entries of
-//!   the frames they decode (`archive::decode::prehash`), and [`EntryHasher::hash`] is given
-//!   that hash, or the hash of an entry's first chunks (`blake3_tree`), and finishes it inline
-//!   ([`EntryHasher::with_thread`]`(false)`), straight from the decoded frame, with no copy and
+//!   the frames they decode (`archive::decode::prehash`), and the reading thread finishes each
+//!   entry's hash from what they computed (`archive::Entry::hash_ahead`, `blake3_tree`) and
+//!   queues it here ([`EntryHasher::queue`]), straight from the decoded frame, with no copy and
 //!   no hand-over. Hashed on the reading thread instead, 1 GiB of content kept one CPU busy
 //!   0.15 s while the decoders had work; with it spread, verify of the 1 GiB bench bundle took
 //!   0.509 s instead of 0.538 s (medians of 7, alternating, 2-vCPU Xeon).
@@ -37,7 +37,6 @@ use std::io::{self, BufRead, Read};
 use std::sync::mpsc::{Receiver, TryRecvError, channel};
 use std::thread::JoinHandle;
 
-use crate::blake3_tree::{Prehash, Rest};
 use crate::handoff::{CHUNK, Filler, IN_FLIGHT, handoff, second_cpu};
 use crate::read_full::read_full;
 /// Entries up to this size are hashed on the calling thread (handing a few KiB to another
@@ -80,22 +79,14 @@ impl EntryHasher {
 
     /// Reads `input` to its end, giving every piece to `each` (on this thread, in order), and
     /// queues the BLAKE3 hash of all the bytes without waiting for it; `size` (the entry's
-    /// declared size) picks the thread. With `ahead` (the hash of the input's bytes, or of its
-    /// first ones, computed where they were decoded), only what it does not cover is hashed.
-    /// The first error from `input` or `each` is returned and queues nothing; the hasher stays
-    /// usable.
+    /// declared size) picks the thread. The first error from `input` or `each` is returned and
+    /// queues nothing; the hasher stays usable.
     pub fn hash(
         &mut self,
         size: u64,
-        ahead: Option<Prehash>,
         input: &mut dyn BufRead,
         each: impl FnMut(&[u8]) -> io::Result<()>,
     ) -> io::Result<()> {
-        if let Some(ahead) = ahead {
-            let hash = finish_inline(ahead, size, input, each)?;
-            self.queued.push_back(Some(hash));
-            return Ok(());
-        }
         if self.threaded && size > INLINE_UP_TO {
             let worker = self.worker.get_or_insert_with(Worker::start);
             let fed = worker.feed(input, each);
@@ -113,6 +104,11 @@ impl EntryHasher {
         let hash = hash_inline(input, each)?;
         self.queued.push_back(Some(hash));
         Ok(())
+    }
+
+    /// Queues a hash computed elsewhere (`archive::Entry::hash_ahead`), after those queued.
+    pub fn queue(&mut self, hash: blake3::Hash) {
+        self.queued.push_back(Some(hash));
     }
 
     /// The hash of the oldest entry not taken yet, if it is known already (never waits).
@@ -146,7 +142,7 @@ impl EntryHasher {
         input: &mut dyn BufRead,
         each: impl FnMut(&[u8]) -> io::Result<()>,
     ) -> io::Result<blake3::Hash> {
-        self.hash(size, None, input, each)?;
+        self.hash(size, input, each)?;
         let mut last = None;
         while let Some(hash) = self.wait()? {
             last = Some(hash);
@@ -182,42 +178,6 @@ fn hash_inline(input: &mut dyn BufRead, mut each: impl FnMut(&[u8]) -> io::Resul
         each(&piece[..n])?;
         hasher.update(&piece[..n]);
         input.consume(n);
-    }
-}
-
-/// The hash of an input of `size` bytes whose hash, or the hash of whose first bytes, was
-/// computed `ahead`: every byte still goes to `each`, and only the bytes after that are hashed.
-fn finish_inline(
-    ahead: Prehash,
-    size: u64,
-    input: &mut dyn BufRead,
-    mut each: impl FnMut(&[u8]) -> io::Result<()>,
-) -> io::Result<blake3::Hash> {
-    let (hashed, mut rest) = match &ahead {
-        Prehash::Whole(_) => (size, None),
-        Prehash::Head(head) => (head.covered(), Some(Rest::after(head, size))),
-    };
-    let mut pos = 0u64;
-    loop {
-        let piece = match input.fill_buf() {
-            Ok([]) => break,
-            Ok(piece) => piece,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-            Err(e) => return Err(e),
-        };
-        let n = piece.len().min(INLINE_PIECE);
-        each(&piece[..n])?;
-        if let Some(rest) = &mut rest {
-            let from = usize::try_from(hashed.saturating_sub(pos)).unwrap_or(usize::MAX).min(n);
-            rest.update(&piece[from..n]);
-        }
-        input.consume(n);
-        pos += n as u64;
-    }
-    match (ahead, rest) {
-        (Prehash::Whole(hash), _) if pos == size => Ok(hash),
-        (Prehash::Head(_), Some(rest)) => rest.finalize().ok_or_else(|| io::Error::other("the entry ended early")),
-        _ => Err(io::Error::other("the entry ended early")),
     }
 }
 
@@ -413,30 +373,6 @@ mod tests {
     }
 
     #[test]
-    fn a_hash_computed_ahead_is_finished_with_the_bytes_it_does_not_cover() {
-        let bytes = data(5 * CHUNK + 77);
-        let total = bytes.len() as u64;
-        let mut h = EntryHasher::with_thread(false);
-        let mut seen = 0;
-        let head = crate::blake3_tree::Head::of(&bytes[..3 * CHUNK + 5], total).expect("a head");
-        h.hash(total, Some(Prehash::Head(Box::new(head))), &mut bytes.as_slice(), |piece| {
-            seen += piece.len();
-            Ok(())
-        })
-        .unwrap();
-        assert_eq!(seen, bytes.len(), "every byte still goes to `each`");
-        assert_eq!(h.wait().unwrap(), Some(blake3::hash(&bytes)));
-        // A whole hash computed ahead is the one queued; an input that ends early queues nothing.
-        let whole = Prehash::Whole(blake3::hash(b"ahead"));
-        h.hash(5, Some(whole), &mut &b"ahead"[..], |_| Ok(())).unwrap();
-        assert_eq!(h.wait().unwrap(), Some(blake3::hash(b"ahead")));
-        let head = crate::blake3_tree::Head::of(&bytes[..2 * CHUNK], total).expect("a head");
-        assert!(h.hash(total, Some(Prehash::Head(Box::new(head))), &mut &bytes[..4 * CHUNK], |_| Ok(())).is_err());
-        assert!(h.hash(9, Some(Prehash::Whole(blake3::hash(b"x"))), &mut &b"x"[..], |_| Ok(())).is_err());
-        assert_eq!(h.wait().unwrap(), None, "a failed entry queues nothing");
-    }
-
-    #[test]
     fn inline_and_threaded_agree_with_blake3_and_each_sees_every_byte() {
         let sizes = [0, 1, INLINE_PIECE - 1, INLINE_PIECE, INLINE_PIECE + 1, CHUNK - 1, CHUNK, CHUNK + 1];
         let sizes = sizes.into_iter().chain([INLINE_UP_TO as usize + 1, 3 * CHUNK, 5 * CHUNK + 7]);
@@ -465,11 +401,11 @@ mod tests {
             let mut expected = Vec::new();
             for (i, len) in sizes.into_iter().enumerate() {
                 let d: Vec<u8> = data(len).into_iter().map(|b| b.wrapping_add(i as u8)).collect();
-                h.hash(len as u64, None, &mut d.as_slice(), |_| Ok(())).unwrap();
+                h.hash(len as u64, &mut d.as_slice(), |_| Ok(())).unwrap();
                 expected.push(blake3::hash(&d));
                 if i == 2 {
                     let mut failing = io::BufReader::new(FailsAfter(io::Cursor::new(data(2 * CHUNK))));
-                    assert!(h.hash(4 * CHUNK as u64, None, &mut failing, |_| Ok(())).is_err());
+                    assert!(h.hash(4 * CHUNK as u64, &mut failing, |_| Ok(())).is_err());
                 }
             }
             let mut got = Vec::new();
@@ -492,10 +428,10 @@ mod tests {
             held(|| {
                 let mut h = EntryHasher::new();
                 let (first, second) = (data(3 * CHUNK), data(2 * CHUNK + 1));
-                h.hash(first.len() as u64, None, &mut first.as_slice(), |_| Ok(())).unwrap();
+                h.hash(first.len() as u64, &mut first.as_slice(), |_| Ok(())).unwrap();
                 assert_eq!(h.ready().unwrap(), None, "held: not ready before the caller waits");
                 assert_eq!(h.wait().unwrap(), Some(blake3::hash(&first)));
-                h.hash(second.len() as u64, None, &mut second.as_slice(), |_| Ok(())).unwrap();
+                h.hash(second.len() as u64, &mut second.as_slice(), |_| Ok(())).unwrap();
                 assert_eq!(h.ready().unwrap(), None, "held again for the next entry");
                 assert_eq!(h.wait().unwrap(), Some(blake3::hash(&second)));
             });

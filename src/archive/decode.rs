@@ -46,9 +46,9 @@ use std::sync::mpsc::{Receiver, TryRecvError, sync_channel};
 
 use inline::{Inline, STREAM_PIECE};
 use pool::{Done, Job, Pool};
-use prehash::Scan;
+use prehash::{Scan, Spans};
 
-use crate::blake3_tree::Prehash;
+use crate::blake3_tree::{Chunks, Prehash};
 
 use zstd::stream::raw::{Decoder, Operation};
 
@@ -177,6 +177,13 @@ pub(crate) struct FrameStream<R> {
     walked: Walked,
     /// Frames decoded on other threads have their entries hashed there too ([`prehash`]).
     prehash: bool,
+    /// Where the next frame read starts in the decompressed stream (by the declared content
+    /// sizes of the frames before it; `None` once a frame declares none).
+    frame_start: Option<u64>,
+    /// Decompressed bytes served so far.
+    served: u64,
+    /// Entries known to go on past a frame ([`Spans`]).
+    spans: Spans,
     /// Scans of frames served, for the next frames.
     #[allow(clippy::vec_box, reason = "a scan moves through the decoding threads' queue by pointer")]
     spare_scans: Vec<Box<Scan>>,
@@ -210,6 +217,9 @@ impl<R: BufRead> FrameStream<R> {
             dctx,
             walked: Walked::default(),
             prehash: false,
+            frame_start: Some(0),
+            served: 0,
+            spans: Spans::new(),
             spare_scans: Vec::new(),
         })
     }
@@ -242,6 +252,8 @@ impl<R: BufRead> FrameStream<R> {
 
     /// Marks `n` bytes of [`buffered`](Self::buffered) as served.
     pub fn consume(&mut self, n: usize) {
+        let n = n.min(self.buffered().len());
+        self.served += n as u64;
         match &mut self.current {
             Current::Bytes { data, pos, .. } => *pos = (*pos + n).min(data.len()),
             Current::Stream(inline, ..) => inline.consume(n),
@@ -393,6 +405,8 @@ impl<R: BufRead> FrameStream<R> {
                 },
             },
         };
+        let start = self.frame_start;
+        self.frame_start = start.zip(header.content_size).map(|(s, n)| s.saturating_add(n));
         let mut walker = Walker::new(&header);
         // Room for the frame as it most likely is (its content, stored, block headers and
         // checksum included), so that reading it never grows the buffer by copying it.
@@ -428,7 +442,9 @@ impl<R: BufRead> FrameStream<R> {
             let scan = self
                 .prehash
                 .then(|| self.spare_scans.pop().unwrap_or_else(|| Scan::for_frame(header.content_size.unwrap_or(0))));
-            if pool.run(Job { bytes, out, header, scan, reply }) {
+            // A frame that starts inside an entry begun before it is scanned as such.
+            let spans = self.prehash.then(|| self.spans.clone());
+            if pool.run(Job { bytes, out, header, scan, start, spans, reply }) {
                 return Some(Pending::Job(rx, header, info, weight));
             }
             return Some(self.failed(Fault::Io(io::Error::other("a decoding thread panicked"))));
@@ -456,6 +472,27 @@ impl<R: BufRead> FrameStream<R> {
     /// hashed there, for [`prehashed`](Self::prehashed).
     pub fn prehash(&mut self) {
         self.prehash = true;
+    }
+
+    /// The consumer starts an entry of `size` bytes, whose data is the next byte to serve:
+    /// frames read from now on that start inside it are hashed as part of it.
+    pub fn entry_starts(&mut self, size: u64) {
+        if self.prehash {
+            self.spans.add(self.served, size);
+        }
+    }
+
+    /// The whole chunks of an entry of `size` bytes hashed ahead for the current frame, if the
+    /// frame starts `at` bytes into the entry's data, nothing of it was served yet, and its
+    /// decoding thread was told so.
+    pub fn chunks_at(&mut self, at: u64, size: u64) -> Option<Chunks> {
+        let chunks = match &mut self.current {
+            Current::Bytes { pos: 0, scan: Some(scan), .. } => scan.take_middle(at, size),
+            _ => None,
+        };
+        #[cfg(test)]
+        MIDDLES.set(MIDDLES.get() + usize::from(chunks.is_some()));
+        chunks
     }
 
     /// The hash computed ahead (see [`prehash`]) for an entry of `size` bytes whose data starts
@@ -520,6 +557,12 @@ pub(crate) fn frames_read_whole(file: &std::fs::File) -> bool {
         let _ = file;
         false
     }
+}
+
+#[cfg(test)]
+thread_local! {
+    /// Frames whose chunks of an entry begun earlier were hashed ahead, on this thread.
+    pub(crate) static MIDDLES: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
 }
 
 /// Usable CPUs (affinity mask or cgroup quota).

@@ -37,7 +37,7 @@ use super::decode::{Decoding, FrameStream};
 use super::frames::Fault;
 use super::write::padding_for;
 use super::{ArchiveError, BLOCK, MODE_EXECUTABLE, MODE_FILE, PathProblem, check_path, field};
-use crate::blake3_tree::Prehash;
+use crate::blake3_tree::{Prehash, Rest};
 
 /// Zero bytes tolerated after the two end-of-archive blocks (one default
 /// tar record, so archives padded like GNU tar or bsdtar pad still verify).
@@ -268,6 +268,7 @@ impl<R: BufRead> ArchiveReader<R> {
         let padding = padding_for(header.size);
         // Account for the data before reading any of it.
         self.account(header.size + padding as u64, path.as_deref())?;
+        self.stream.entry_starts(header.size);
         self.remaining = header.size;
         self.padding = padding;
         self.current = path;
@@ -441,6 +442,66 @@ impl<R: BufRead> Entry<'_, R> {
         }
         self.reader.fill_data()?;
         Ok(self.reader.stream.prehashed(self.size))
+    }
+
+    /// Reads the entry to its end, giving every piece to `each`, and returns its BLAKE3 hash,
+    /// using what the decoding threads hashed ahead (`ahead`, from [`prehashed`](Self::prehashed),
+    /// and the whole chunks of each later frame that starts inside the entry): only the rest is
+    /// hashed here, frame by frame. Errors as [`BufRead`]'s: an [`ArchiveError`] inside the
+    /// `io::Error`, or `each`'s.
+    pub(crate) fn hash_ahead(
+        &mut self,
+        ahead: Option<Prehash>,
+        mut each: impl FnMut(&[u8]) -> io::Result<()>,
+    ) -> io::Result<blake3::Hash> {
+        enum Hashing {
+            Done(blake3::Hash),
+            Segments(Box<Rest>),
+            Plain(Box<blake3::Hasher>),
+        }
+        let size = self.size;
+        let mut hashing = match ahead {
+            Some(Prehash::Whole(hash)) => Hashing::Done(hash),
+            Some(Prehash::Head(head)) => Hashing::Segments(Box::new(Rest::after(&head, size))),
+            None if size > blake3::CHUNK_LEN as u64 => Hashing::Segments(Box::new(Rest::new(size))),
+            None => Hashing::Plain(Box::default()),
+        };
+        let mut pos = 0u64;
+        loop {
+            let len = self.reader.fill_data().map_err(io::Error::other)?.len();
+            if len == 0 {
+                break;
+            }
+            let next = match &hashing {
+                Hashing::Segments(rest) if rest.pos() == pos => self.reader.stream.chunks_at(pos, size),
+                _ => None,
+            };
+            let piece = &self.reader.stream.buffered()[..len];
+            match &mut hashing {
+                Hashing::Segments(rest) => {
+                    let from = usize::try_from(rest.pos().saturating_sub(pos)).unwrap_or(usize::MAX).min(len);
+                    if from < len {
+                        rest.segment(&piece[from..], next.as_ref());
+                    }
+                }
+                Hashing::Plain(hasher) => {
+                    hasher.update(piece);
+                }
+                Hashing::Done(_) => {}
+            }
+            for part in piece.chunks(128 << 10) {
+                each(part)?;
+            }
+            self.reader.consume_data(len);
+            pos += len as u64;
+        }
+        let ended_early = || io::Error::other(ArchiveError::malformed(Some(&self.path), "the entry ended early"));
+        match hashing {
+            Hashing::Done(hash) if pos == size => Ok(hash),
+            Hashing::Segments(rest) => rest.finalize().ok_or_else(ended_early),
+            Hashing::Plain(hasher) if pos == size => Ok(hasher.finalize()),
+            _ => Err(ended_early()),
+        }
     }
 
     /// BLAKE3 hash of the rest of the entry (all of it, on a fresh entry).

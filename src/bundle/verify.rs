@@ -357,11 +357,12 @@ fn stream_entries<R: BufRead>(
 ) -> Result<Streamed, VerifyError> {
     // With frames decoded on other threads, this thread hashes (it would otherwise wait for
     // them); when it is the decoder, large entries are hashed beside it if a CPU is free.
-    let mut hasher = if reader.decodes_elsewhere() { EntryHasher::with_thread(false) } else { EntryHasher::new() };
+    let ahead = reader.decodes_elsewhere();
+    let mut hasher = if ahead { EntryHasher::with_thread(false) } else { EntryHasher::new() };
     // Frames decoded on other threads get their entries hashed there too.
     reader.prehash_entries();
     let mut digests = Unchecked::default();
-    let streamed = stream_all(reader, manifest, sink, &mut hasher, &mut digests);
+    let streamed = stream_all(reader, manifest, sink, (&mut hasher, ahead), &mut digests);
     // Whatever ended the stream, a digest that does not match is reported first: it is what
     // comparing each hash before reading on would have found.
     digests.compare(&mut hasher, true)?;
@@ -413,7 +414,7 @@ fn stream_all<R: BufRead>(
     reader: &mut ArchiveReader<R>,
     manifest: &Manifest,
     sink: &mut dyn Sink,
-    hasher: &mut EntryHasher,
+    (hasher, ahead): (&mut EntryHasher, bool),
     digests: &mut Unchecked,
 ) -> Result<(Streamed, HashSet<String>), VerifyError> {
     let listed = manifest.entries();
@@ -475,7 +476,7 @@ fn stream_all<R: BufRead>(
         let executable = entry.executable;
         let model_file = super::models::to_hold(manifest, &path, entry.size);
         let mut resources = super::models::hasher(manifest, &path);
-        let copy = copy_entry(hasher, &mut entry, &path, keep || model_file, resources.as_mut(), sink)?;
+        let copy = copy_entry((hasher, ahead), &mut entry, &path, keep || model_file, resources.as_mut(), sink)?;
         if let Some(resources) = resources {
             models.resources.insert(path.clone(), resources.finish());
         }
@@ -505,10 +506,11 @@ fn stream_all<R: BufRead>(
     Ok((Streamed { files: seen, kept, models }, seen_paths))
 }
 
-/// Streams one entry into the sink while hashing it (its hash is queued in `hasher`); returns
-/// a copy of the bytes when `keep`.
+/// Streams one entry into the sink while hashing it (its hash is queued in `hasher`; with
+/// `ahead`, finished from what the decoding threads hashed); returns a copy of the bytes when
+/// `keep`.
 fn copy_entry<R: BufRead>(
-    hasher: &mut EntryHasher,
+    (hasher, ahead): (&mut EntryHasher, bool),
     entry: &mut Entry<'_, R>,
     path: &str,
     keep: bool,
@@ -518,21 +520,27 @@ fn copy_entry<R: BufRead>(
     let mut out = sink.open(path, entry.executable).map_err(|e| VerifyIoError::write(path, e))?;
     let mut copy = keep.then(Vec::new);
     let size = entry.size;
-    let ahead = entry.prehashed()?;
-    hasher
-        .hash(size, ahead, entry, |chunk| {
-            if let Some(c) = &mut copy {
-                c.extend_from_slice(chunk);
-            }
-            if let Some(h) = &mut resources {
-                h.update(chunk);
-            }
-            out.write_all(chunk).map_err(SinkError::wrap)
-        })
-        .map_err(|e| match SinkError::unwrap(e) {
-            Ok(sink) => VerifyIoError::write(path, sink).into(),
-            Err(archive) => VerifyError::from(ArchiveError::from(archive)),
-        })?;
+    let each = |chunk: &[u8]| {
+        if let Some(c) = &mut copy {
+            c.extend_from_slice(chunk);
+        }
+        if let Some(h) = &mut resources {
+            h.update(chunk);
+        }
+        out.write_all(chunk).map_err(SinkError::wrap)
+    };
+    // Frames decoded on other threads were hashed there: the entry's hash is finished here.
+    let hashed = match ahead {
+        true => {
+            let pre = entry.prehashed()?;
+            entry.hash_ahead(pre, each).map(|hash| hasher.queue(hash))
+        }
+        false => hasher.hash(size, entry, each),
+    };
+    hashed.map_err(|e| match SinkError::unwrap(e) {
+        Ok(sink) => VerifyIoError::write(path, sink).into(),
+        Err(archive) => VerifyError::from(ArchiveError::from(archive)),
+    })?;
     out.flush().map_err(|e| VerifyIoError::write(path, e))?;
     Ok(copy)
 }

@@ -116,7 +116,7 @@ const NOT_INPUT_CAPS: &[(&str, &str)] = &[
     ("MAX_OCTAL_11", "the largest number a tar header field holds"),
     ("MAX_BUFFERED_FRAME", "which frames are read whole before decoding (within the zstd window)"),
     ("MAX_FRAME_CONTENT", "which frames may be decoded on another thread"),
-    ("MAX_HEAD_CVS", "how much of an entry past its frame a decoding thread hashes ahead (the rest is hashed anyway)"),
+    ("MAX_CVS", "how many subtrees of an entry a decoding thread hashes ahead per frame (the rest is hashed anyway)"),
     ("MAX_RECORDS", "how many entries of a frame a decoding thread hashes ahead (the rest are hashed anyway)"),
     ("MAX_PATH_LEN", "the format's rule for entry names (format §3), a rejection reason"),
     ("MAX_NAME_CHARS", "the Agent Skills rule for a skill's name, a diagnostic"),

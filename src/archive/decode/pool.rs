@@ -17,7 +17,7 @@
 use std::io;
 use std::sync::mpsc::SyncSender;
 
-use super::prehash::Scan;
+use super::prehash::{Scan, Spans};
 use super::{MAX_FRAME_CONTENT, decode_at_once};
 use crate::archive::frames::{FrameBuf, FrameHeader};
 use crate::workers::Workers;
@@ -33,6 +33,10 @@ pub(super) struct Job {
     pub header: FrameHeader,
     /// Given when the reader wants the frame's entries hashed here ([`Scan`]).
     pub scan: Option<Box<Scan>>,
+    /// Where the frame starts in the decompressed stream (by the declared content sizes), and
+    /// the entries known to go on past a frame, for the scan.
+    pub start: Option<u64>,
+    pub spans: Option<Spans>,
     pub reply: SyncSender<Done>,
 }
 
@@ -64,10 +68,16 @@ pub(super) fn start(n: usize, max_window_log: u32) -> io::Result<Pool> {
 /// allocating nothing: a frame that call cannot decode goes back undecoded (the streaming
 /// decoder on the reading thread gives its bytes and fault).
 fn decode(bulk: &mut zstd::bulk::Decompressor<'static>, job: Job) {
-    let Job { bytes, mut out, header, mut scan, reply } = job;
+    let Job { bytes, mut out, header, mut scan, start, spans, reply } = job;
     let decoded = decode_at_once(bulk, bytes.bytes(), &mut out, &header, MAX_FRAME_CONTENT);
     if let Some(scan) = scan.as_mut().filter(|_| decoded) {
-        scan.run(&out);
+        let inside = start.zip(spans.as_ref()).and_then(|(start, spans)| spans.inside(start));
+        scan.run(&out, inside);
+        if let (Some(start), Some(spans), Some((data, size))) = (start, &spans, scan.opened())
+            && let Some(at) = start.checked_add(data as u64)
+        {
+            spans.add(at, size);
+        }
     }
     // The receiver is gone only when the stream was dropped midway.
     let _ = reply.send(Done { bytes, out, decoded, scan });

@@ -4,7 +4,6 @@
 use crate::archive::frames::{self, Fault, FrameBuf, FrameBytes, Walker};
 use crate::archive::write::tests::{Sample, pseudo_random, split_frames, write_seekable};
 use crate::archive::{ArchiveError, ArchiveReader, Decoding, Limits, seek_table};
-use crate::hasher::EntryHasher;
 
 /// Each entry's path and hash, then `Ok` or the error's code and message.
 type Outcome = (Vec<(String, blake3::Hash)>, Result<(), (String, String)>);
@@ -31,12 +30,10 @@ fn outcome_prehashed(bundle: &[u8]) -> (Outcome, usize) {
     let result = (|| -> Result<(), ArchiveError> {
         let mut r = ArchiveReader::with_decoding(bundle, Limits::default(), Decoding::Parallel)?;
         r.prehash_entries();
-        let mut hasher = EntryHasher::with_thread(false);
         while let Some(mut e) = r.next_entry()? {
             let pre = e.prehashed()?;
             ahead += usize::from(pre.is_some());
-            hasher.hash(e.size, pre, &mut e, |_| Ok(())).map_err(ArchiveError::from)?;
-            let hash = hasher.wait().map_err(ArchiveError::from)?.expect("one hash per entry");
+            let hash = e.hash_ahead(pre, |_| Ok(())).map_err(ArchiveError::from)?;
             seen.push((e.path.clone(), hash));
         }
         r.finish()
@@ -86,10 +83,14 @@ fn entries_hashed_where_their_frame_was_decoded_give_blake3_of_their_bytes() {
         s("big/two.bin", (3 << 20) + 1024, 4),
         s("c.txt", 70_000, 5),
         s("d/e.bin", 9 << 20, 6),
+        s("e/f.bin", (21 << 20) + 700, 8),
         s("z.txt", 10, 7),
     ];
     let (bundle, hashes) = write_seekable(&samples, false);
+    super::MIDDLES.set(0);
     let ((seen, result), ahead) = outcome_prehashed(&bundle);
+    // The frames inside the large entries (after their first) were hashed ahead as such.
+    assert!(super::MIDDLES.get() >= 5, "only {} frames inside entries were hashed ahead", super::MIDDLES.get());
     assert_eq!(result, Ok(()));
     let want: Vec<_> = samples.iter().zip(&hashes).map(|(s, h)| (s.path.clone(), *h)).collect();
     assert_eq!(seen, want);
