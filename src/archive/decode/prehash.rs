@@ -4,9 +4,11 @@
 //!
 //! Why it cannot change a verdict: a decoding thread does not know where the entries are (that
 //! is the tar reader's job, on the reading thread, in stream order). It guesses, assuming its
-//! frame starts with a header, as `pack` cuts frames, and records for each entry it finds where
-//! the entry's data starts in the frame, its size, and the BLAKE3 of those bytes (for an entry
-//! that goes on past the frame, its first whole chunks as subtrees: `blake3_tree::Head`). The
+//! frame starts with a header, as `pack` cuts frames, or inside an entry that a [`Spans`] says
+//! goes on past an earlier frame (told by the reading thread when it starts an entry, and by
+//! the scans of earlier frames), and records for each entry it finds where the entry's data
+//! starts in the frame, its size, and the BLAKE3 of those bytes (for an entry that goes on past
+//! the frame, or began before it, its whole chunks there as subtrees: `blake3_tree::Chunks`). The
 //! reading thread uses a record only when its own parse puts an entry of that very size at that
 //! very place of that frame; the record is then the hash of exactly the bytes it would have
 //! hashed. A wrong guess (a frame that starts inside an entry, a hostile header) only costs the
