@@ -498,10 +498,13 @@ impl<R: BufRead> FrameStream<R> {
     /// The hash computed ahead (see [`prehash`]) for an entry of `size` bytes whose data starts
     /// at the next byte to serve, if there is one; call once the bytes are ready (`fill_buf`).
     pub fn prehashed(&mut self, size: u64) -> Option<Prehash> {
-        match &mut self.current {
+        let ahead = match &mut self.current {
             Current::Bytes { pos, scan: Some(scan), .. } => scan.take(*pos, size),
             _ => None,
-        }
+        };
+        #[cfg(test)]
+        PREHASHED.set(PREHASHED.get() + usize::from(ahead.is_some()));
+        ahead
     }
 
     /// Whether frames are being decoded on other threads: the reading thread then has time to
@@ -561,6 +564,8 @@ pub(crate) fn frames_read_whole(file: &std::fs::File) -> bool {
 
 #[cfg(test)]
 thread_local! {
+    /// Entries whose hash (or first chunks) was computed ahead, read on this thread.
+    pub(crate) static PREHASHED: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
     /// Frames whose chunks of an entry begun earlier were hashed ahead, on this thread.
     pub(crate) static MIDDLES: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
 }
@@ -582,7 +587,7 @@ fn take_spare(spare: &mut Vec<Vec<u8>>, want: usize) -> Vec<u8> {
 
 /// An empty buffer with room for `want` bytes: a kept one for a large frame, else a new one.
 fn take_buffer(spare: &mut Vec<Vec<u8>>, want: usize) -> Vec<u8> {
-    let mut buf = if want > SMALL_BUFFER { spare.pop().unwrap_or_default() } else { Vec::new() };
+    let mut buf = take_spare(spare, want);
     buf.clear();
     buf.reserve_exact(want);
     buf

@@ -392,7 +392,7 @@ impl<R: BufRead> ArchiveReader<R> {
     }
 
     /// From here on, frames decoded on other threads also have their entries hashed there, for
-    /// [`Entry::prehashed`] (a reader that hashes every entry: `bundle verify`).
+    /// [`Entry::hash_ahead`] (a reader that hashes every entry: `bundle verify`).
     pub(crate) fn prehash_entries(&mut self) {
         self.stream.prehash();
     }
@@ -436,7 +436,7 @@ impl<R: BufRead> Entry<'_, R> {
     /// The hash of this entry's data computed ahead on the thread that decoded it, if there is
     /// one ([`ArchiveReader::prehash_entries`]); only for an entry not read yet. Makes the
     /// entry's first bytes ready, so it fails as reading them would.
-    pub(crate) fn prehashed(&mut self) -> Result<Option<Prehash>, ArchiveError> {
+    fn prehashed(&mut self) -> Result<Option<Prehash>, ArchiveError> {
         if self.size == 0 || self.reader.remaining != self.size {
             return Ok(None);
         }
@@ -445,15 +445,12 @@ impl<R: BufRead> Entry<'_, R> {
     }
 
     /// Reads the entry to its end, giving every piece to `each`, and returns its BLAKE3 hash,
-    /// using what the decoding threads hashed ahead (`ahead`, from [`prehashed`](Self::prehashed),
-    /// and the whole chunks of each later frame that starts inside the entry): only the rest is
-    /// hashed here, frame by frame. Errors as [`BufRead`]'s: an [`ArchiveError`] inside the
-    /// `io::Error`, or `each`'s.
-    pub(crate) fn hash_ahead(
-        &mut self,
-        ahead: Option<Prehash>,
-        mut each: impl FnMut(&[u8]) -> io::Result<()>,
-    ) -> io::Result<blake3::Hash> {
+    /// using what the decoding threads hashed ahead ([`ArchiveReader::prehash_entries`]: the
+    /// entry's hash or its first chunks, and the whole chunks of each later frame that starts
+    /// inside it): only the rest is hashed here, frame by frame. Errors as [`BufRead`]'s: an
+    /// [`ArchiveError`] inside the `io::Error`, or `each`'s.
+    pub(crate) fn hash_ahead(&mut self, mut each: impl FnMut(&[u8]) -> io::Result<()>) -> io::Result<blake3::Hash> {
+        let ahead = self.prehashed().map_err(io::Error::other)?;
         enum Hashing {
             Done(blake3::Hash),
             Segments(Box<Rest>),

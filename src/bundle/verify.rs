@@ -531,10 +531,7 @@ fn copy_entry<R: BufRead>(
     };
     // Frames decoded on other threads were hashed there: the entry's hash is finished here.
     let hashed = match ahead {
-        true => {
-            let pre = entry.prehashed()?;
-            entry.hash_ahead(pre, each).map(|hash| hasher.queue(hash))
-        }
+        true => entry.hash_ahead(each).map(|hash| hasher.queue(hash)),
         false => hasher.hash(size, entry, each),
     };
     hashed.map_err(|e| match SinkError::unwrap(e) {

@@ -26,19 +26,17 @@ fn outcome(bundle: &[u8], decoding: Decoding) -> Outcome {
 /// threads where they can be (`prehash`), the rest on this one; and how many were.
 fn outcome_prehashed(bundle: &[u8]) -> (Outcome, usize) {
     let mut seen = Vec::new();
-    let mut ahead = 0;
+    super::PREHASHED.set(0);
     let result = (|| -> Result<(), ArchiveError> {
         let mut r = ArchiveReader::with_decoding(bundle, Limits::default(), Decoding::Parallel)?;
         r.prehash_entries();
         while let Some(mut e) = r.next_entry()? {
-            let pre = e.prehashed()?;
-            ahead += usize::from(pre.is_some());
-            let hash = e.hash_ahead(pre, |_| Ok(())).map_err(ArchiveError::from)?;
+            let hash = e.hash_ahead(|_| Ok(())).map_err(ArchiveError::from)?;
             seen.push((e.path.clone(), hash));
         }
         r.finish()
     })();
-    ((seen, result.map_err(|e| (e.code().to_owned(), e.to_string()))), ahead)
+    ((seen, result.map_err(|e| (e.code().to_owned(), e.to_string()))), super::PREHASHED.get())
 }
 
 /// A bundle of several frames: small entries grouped, two split across frames.
