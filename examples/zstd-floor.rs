@@ -3,15 +3,30 @@
 //! content size, all cores, blocks under 128 KiB, jobs of 4 MiB), or with `-d` decompresses stdin and discards
 //! the output, and nothing else: no reading of agent files, no tar framing, no hashing, no
 //! signing.
+//! With `--read-decode-hash FILE` it does on one thread the least `bundle verify` must do with
+//! a bundle of independent frames: read each frame whole from the file, decode it in one call
+//! (its content checksum checked, as the format requires) into a buffer kept from frame to
+//! frame, and BLAKE3 what it decoded; no tar, no manifest, no signature. Run pinned to one CPU
+//! it is the floor of `bundle verify` pinned.
 //! `scripts/bench.py` times it beside `zstd -3 -T0` and `zstd -dc`, whose version (the
 //! system's) may differ from the one linked here.
 //!
-//! usage: zstd-floor < agent.tar > agent.tar.zst; zstd-floor -d < agent.bundle
+//! usage: zstd-floor < agent.tar > agent.tar.zst; zstd-floor -d < agent.bundle;
+//! zstd-floor --read-decode-hash agent.bundle
 
-use std::io::{self, BufReader, BufWriter};
+use std::fs::File;
+use std::io::{self, BufReader, BufWriter, Read};
 
 fn main() -> io::Result<()> {
-    if std::env::args().nth(1).as_deref() == Some("-d") {
+    let mut args = std::env::args().skip(1);
+    let first = args.next();
+    if first.as_deref() == Some("--read-decode-hash") {
+        let path = args.next().ok_or_else(|| io::Error::other("usage: zstd-floor --read-decode-hash FILE"))?;
+        let hash = read_decode_hash(File::open(path)?)?;
+        println!("{hash}");
+        return Ok(());
+    }
+    if first.as_deref() == Some("-d") {
         let input = BufReader::with_capacity(1 << 20, io::stdin().lock());
         let mut decoder = zstd::stream::read::Decoder::with_buffer(input)?;
         io::copy(&mut decoder, &mut io::sink())?;
@@ -31,4 +46,93 @@ fn main() -> io::Result<()> {
     io::copy(&mut BufReader::with_capacity(1 << 20, io::stdin().lock()), &mut encoder)?;
     encoder.finish()?;
     Ok(())
+}
+
+/// Reads, decodes and hashes every data frame of `file` (skippable frames skipped), each frame
+/// read whole by walking its block headers, as the verifier does; the BLAKE3 of all content.
+fn read_decode_hash(file: File) -> io::Result<blake3::Hash> {
+    const ZSTD_MAGIC: u32 = 0xFD2F_B528;
+    let bad = |what: &str| io::Error::new(io::ErrorKind::InvalidData, what.to_string());
+    let mut input = BufReader::with_capacity(8 << 10, file);
+    let mut decoder = zstd::bulk::Decompressor::new()?;
+    let mut hasher = blake3::Hasher::new();
+    let (mut frame, mut out) = (Frame::default(), Vec::new());
+    loop {
+        let mut magic = [0u8; 4];
+        match input.read_exact(&mut magic) {
+            Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => break,
+            other => other?,
+        }
+        let magic = u32::from_le_bytes(magic);
+        if magic & 0xFFFF_FFF0 == 0x184D_2A50 {
+            let mut len = [0u8; 4];
+            input.read_exact(&mut len)?;
+            io::copy(&mut (&mut input).take(u32::from_le_bytes(len).into()), &mut io::sink())?;
+            continue;
+        }
+        if magic != ZSTD_MAGIC {
+            return Err(bad("not a zstd frame"));
+        }
+        frame.len = 0;
+        frame.buf.resize(frame.buf.len().max(4), 0);
+        frame.buf[..4].copy_from_slice(&magic.to_le_bytes());
+        frame.len = 4;
+        frame.read_more(&mut input, 1)?;
+        let d = frame.buf[4];
+        let size_bytes = match d >> 6 {
+            0 => usize::from(d & 0x20 != 0),
+            1 => 2,
+            2 => 4,
+            _ => 8,
+        };
+        let header_rest = usize::from(d & 0x20 == 0) + [0, 1, 2, 4][usize::from(d & 3)] + size_bytes;
+        frame.read_more(&mut input, header_rest)?;
+        let content = zstd::zstd_safe::get_frame_content_size(frame.bytes())
+            .ok()
+            .flatten()
+            .ok_or_else(|| bad("a frame without its content size"))?;
+        loop {
+            let at = frame.len;
+            frame.read_more(&mut input, 3)?;
+            let block = u32::from_le_bytes([frame.buf[at], frame.buf[at + 1], frame.buf[at + 2], 0]);
+            let body = if (block >> 1) & 3 == 1 { 1 } else { (block >> 3) as usize };
+            frame.read_more(&mut input, body)?;
+            if block & 1 == 1 {
+                break;
+            }
+        }
+        if d & 4 != 0 {
+            frame.read_more(&mut input, 4)?;
+        }
+        out.clear();
+        out.reserve(usize::try_from(content).map_err(|_| bad("a frame too large"))?);
+        decoder.decompress_to_buffer(frame.bytes(), &mut out)?;
+        hasher.update(&out);
+    }
+    Ok(hasher.finalize())
+}
+
+/// A frame's compressed bytes in a buffer kept from frame to frame and never zeroed again once
+/// grown (as the verifier's frame buffers).
+#[derive(Default)]
+struct Frame {
+    buf: Vec<u8>,
+    len: usize,
+}
+
+impl Frame {
+    fn bytes(&self) -> &[u8] {
+        &self.buf[..self.len]
+    }
+
+    /// Appends the next `n` bytes of `input`.
+    fn read_more(&mut self, input: &mut impl Read, n: usize) -> io::Result<()> {
+        let at = self.len;
+        if self.buf.len() < at + n {
+            self.buf.resize(at + n, 0);
+        }
+        input.read_exact(&mut self.buf[at..at + n])?;
+        self.len += n;
+        Ok(())
+    }
 }

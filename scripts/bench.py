@@ -12,7 +12,9 @@ that machine noise hits all of them alike:
   hand-pack.sh, bundle pack --locked, zstd -3 -T0 of the same tar, and the same tar through
   the zstd library bundle links (examples/zstd-floor.rs)                     (pack side)
   hand-verify.sh, bundle verify, bundle verify pinned to one CPU (taskset), zstd -dc of the
-  bundle, and the same bundle through the linked zstd library                (verify side)
+  bundle, the same bundle through the linked zstd library, and the least verify must do on
+  one CPU (each frame read whole, decoded, its content hashed: zstd-floor
+  --read-decode-hash, pinned)                                                (verify side)
 and prints medians of wall, user and system time, context switches and peak memory, then the
 ratios the targets are stated in, with the CPU model and the load average seen before each
 round (other work on the machine skews wall times; CPU times and context switches less so).
@@ -167,6 +169,9 @@ def main():
         # writing threads then share it too).
         f"zstd -dc ({pin})": f"{pin} zstd -q -dc {w}/a.agent.bundle > /dev/null",
         "same zstd library -d (bundle)": f"{floor} -d < {w}/a.agent.bundle",
+        # The least verify must do, on one CPU: each frame read whole, decoded in one call (its
+        # checksum checked) and its content hashed with BLAKE3; nothing else.
+        f"read + decode + BLAKE3 floor ({pin})": f"{pin} {floor} --read-decode-hash {w}/a.agent.bundle > /dev/null",
     }
     # Issue 39: unpack beside GNU tar extracting the same bundle (each into a fresh folder,
     # removed untimed before the command).
@@ -225,6 +230,9 @@ def main():
     ratio("verify / zstd -dc (issue 39: both CPUs)", "bundle verify", "zstd -dc (bundle)", 0.60)
     ratio(f"verify pinned ({pin}) / zstd -dc (issue 39)", pinned, "zstd -dc (bundle)", 1.00)
     ratio(f"verify pinned / zstd -dc pinned (both on one CPU)", pinned, f"zstd -dc ({pin})", None)
+    ratio(f"verify pinned / read + decode + BLAKE3 floor pinned", pinned, f"read + decode + BLAKE3 floor ({pin})", None)
+    ratio(f"read + decode + BLAKE3 floor pinned / zstd -dc", f"read + decode + BLAKE3 floor ({pin})",
+          "zstd -dc (bundle)", None)
     ratio(f"verify / verify pinned ({pin})", "bundle verify", pinned, 1.00)
     ratio("unpack / tar --zstd -xf (issue 39)", "bundle unpack", "tar --zstd -xf (bundle)", 0.70)
     ratio("verify / hand-verify", "bundle verify", "hand-verify.sh", 0.50)
