@@ -64,6 +64,16 @@ def sh(cmd, **kw):
     return subprocess.run(cmd, shell=True, check=True, **kw)
 
 
+def refresh(path):
+    """Drops `path`'s pages from the page cache (it is clean: every command is preceded by a
+    sync) and reads it back, so that the next command finds it cached in pages just read, as a
+    bundle just downloaded is."""
+    with open(path, "rb") as f:
+        os.posix_fadvise(f.fileno(), 0, 0, os.POSIX_FADV_DONTNEED)
+        while f.read(1 << 20):
+            pass
+
+
 def timed(cmd):
     """Wall, user and system seconds, voluntary and involuntary context switches and max RSS
     (KiB) of a shell command, via GNU time. Dirty pages left by the previous command
@@ -186,15 +196,16 @@ def main():
         cat_rows(bundle, w, a.runs, a.cat_mib)
         return
     ops = {**({} if a.only == "verify" else pack_ops), **({} if a.only == "pack" else verify_ops)}
-    # Every verify-side command finds its input in the page cache: read untimed just before.
-    # Without this the first reader after a command that wrote a lot (hand-verify.sh extracts
-    # 1 GiB) paid for reading back what that write evicted: on the 2-vCPU Xeon with its page
-    # cache full, bundle verify measured 0.68-0.80 s (system time 0.34-0.56 s) in the
-    # benchmark against 0.52 s (0.17 s) alone, while zstd -dc, run after it, found the bundle
-    # cached again.
-    warm = {name: f"cat {w}/a.agent.bundle > /dev/null" for name, cmd in verify_ops.items()
-            if f"{w}/a.agent.bundle" in cmd}
-    warm["hand-verify.sh"] = f"cat {w}/hand/agent.tar.zst > /dev/null"
+    # Every verify-side command finds its input freshly read into the page cache (refresh(),
+    # untimed, just before). Without it the first reader after a command that wrote a lot
+    # (hand-verify.sh extracts 1 GiB) paid for reading back what that write evicted: on the
+    # 2-vCPU Xeon with its page cache full, bundle verify measured 0.68-0.80 s (system time
+    # 0.34-0.56 s) in the benchmark against 0.52 s (0.17 s) alone, while zstd -dc, run after it,
+    # found the bundle cached again. And on that VM, page-cache pages that stayed resident for
+    # long became slow to copy: zstd -dc took 1.2-2.0 s (system time 0.75-1.8 s) without reading
+    # the disk, and 0.87-0.98 s (0.28-0.30 s) right after the cache was dropped.
+    warm = {name: f"{w}/a.agent.bundle" for name, cmd in verify_ops.items() if f"{w}/a.agent.bundle" in cmd}
+    warm["hand-verify.sh"] = f"{w}/hand/agent.tar.zst"
     results = {k: [] for k in ops}
     loads = []
     for r in range(a.runs):
@@ -203,7 +214,7 @@ def main():
             if name in cleanup:
                 sh(cleanup[name])
             if name in warm:
-                sh(warm[name])
+                refresh(warm[name])
             results[name].append(timed(cmd))
         print(f"round {r + 1}/{a.runs} done (load average before it {loads[-1]})", file=sys.stderr)
 
