@@ -73,10 +73,7 @@ fn read_decode_hash(file: File) -> io::Result<blake3::Hash> {
         if magic != ZSTD_MAGIC {
             return Err(bad("not a zstd frame"));
         }
-        frame.len = 0;
-        frame.buf.resize(frame.buf.len().max(4), 0);
-        frame.buf[..4].copy_from_slice(&magic.to_le_bytes());
-        frame.len = 4;
+        frame.start(magic);
         frame.read_more(&mut input, 1)?;
         let d = frame.buf[4];
         let size_bytes = match d >> 6 {
@@ -121,6 +118,12 @@ struct Frame {
 }
 
 impl Frame {
+    /// Empties the buffer down to a new frame's magic number.
+    fn start(&mut self, magic: u32) {
+        self.len = 0;
+        self.read_more(&mut &magic.to_le_bytes()[..], 4).expect("four bytes from a slice of four");
+    }
+
     fn bytes(&self) -> &[u8] {
         &self.buf[..self.len]
     }
