@@ -30,13 +30,38 @@ pub struct Hashed {
     pub after: Metadata,
 }
 
-/// Like [`hash_file`], keeping the metadata of the file that was read.
-pub fn hash_file_with_metadata(path: &Path) -> io::Result<Hashed> {
-    let file = File::open(path)?;
-    let before = file.metadata()?;
-    let (hash, size) = hash_open(&file, before.len())?;
+/// Files up to this size are read whole by [`hash_open_file`]: one `read` of the size `fstat`
+/// gave, no second one to find the end (the size after the read confirms it), and the caller
+/// may keep the bytes. `bundle check` of 20,000 small agents made 21 of its 80 system calls per
+/// agent finding ends and reading again the files it had just hashed.
+pub const WHOLE_UP_TO: u64 = 1 << 20;
+
+/// Hashes an open file whose metadata as opened is `before`, keeping it and the metadata as
+/// after the last byte was read.
+/// A file of at most [`WHOLE_UP_TO`] bytes is read whole and its bytes are returned too, when
+/// they are the whole file as far as the metadata after reading tells (else it is read on to
+/// its end, hashed as any other, and no bytes are returned).
+pub fn hash_open_file(mut file: File, before: Metadata) -> io::Result<(Hashed, Option<Vec<u8>>)> {
+    let len = before.len();
+    if len == 0 || len > WHOLE_UP_TO {
+        let (hash, size) = hash_open(&file, len)?;
+        let after = file.metadata()?;
+        return Ok((Hashed { hash, size, before, after }, None));
+    }
+    let mut bytes = vec![0; len as usize];
+    let n = read_full(&mut file, &mut bytes)?;
+    bytes.truncate(n);
     let after = file.metadata()?;
-    Ok(Hashed { hash, size, before, after })
+    if after.len() == n as u64 {
+        let hash = blake3::hash(&bytes);
+        return Ok((Hashed { hash, size: after.len(), before, after }, Some(bytes)));
+    }
+    // It changed while it was read: what it holds now, to its end.
+    let mut hasher = blake3::Hasher::new();
+    hasher.update(&bytes);
+    let more = io::copy(&mut file, &mut hasher)?;
+    let after = file.metadata()?;
+    Ok((Hashed { hash: hasher.finalize(), size: n as u64 + more, before, after }, None))
 }
 
 fn hash_open(mut file: impl io::Read, len: u64) -> io::Result<(blake3::Hash, u64)> {

@@ -52,6 +52,11 @@ pub fn open(path: &Path, links: Links) -> Result<File, ReadError> {
 
 /// [`open`], with the size the file claims (from the same `fstat`).
 fn open_with_len(path: &Path, links: Links) -> Result<(File, u64), ReadError> {
+    open_with_metadata(path, links).map(|(file, meta)| (file, meta.len()))
+}
+
+/// [`open`], with the file's metadata (from the `fstat` that found it regular).
+pub fn open_with_metadata(path: &Path, links: Links) -> Result<(File, std::fs::Metadata), ReadError> {
     let mut options = OpenOptions::new();
     options.read(true);
     #[cfg(unix)]
@@ -72,7 +77,7 @@ fn open_with_len(path: &Path, links: Links) -> Result<(File, u64), ReadError> {
     if !meta.is_file() {
         return Err(ReadError::NotRegular { what: describe(&meta.file_type()) });
     }
-    Ok((file, meta.len()))
+    Ok((file, meta))
 }
 
 fn classify_open_error(path: &Path, e: io::Error, links: Links) -> ReadError {

@@ -4,7 +4,10 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use super::{Hashing, current_digests, display_prefix, models, pins, read_source, stale_entries};
+use super::{
+    FolderFiles, Hashing, Kept, current_digests, display_prefix, models, pins, read_source, read_source_kept,
+    stale_entries,
+};
 use crate::diagnostic::{Code, Diagnostic, Report};
 use crate::manifest::{self, Manifest};
 use crate::policy::{self, Policy};
@@ -84,9 +87,11 @@ pub fn check_agent_with(dir: &Path, opts: Options<'_>) -> AgentCheck {
     // Digests are compared only when the manifest itself is sound: lock cannot fix them
     // before the manifest is fixed, and the noise would hide the real problem.
     let manifest_sound = !diags.iter().any(|d| d.is_error());
+    let mut kept = Kept::new();
     if let Some((m, src)) = manifest.as_ref().filter(|_| opts.digests && manifest_sound) {
         // A check never signs anything: unchanged files may keep their cached digests.
-        let found = current_digests(dir, &prefix, m, &mut diags, Hashing::StatCache);
+        let mut found = current_digests(dir, &prefix, m, &mut diags, Hashing::StatCache);
+        kept = std::mem::take(&mut found.kept);
         for (key, message) in stale_entries(m, &found.digests) {
             // An artifact the manifest names that is gone: lock cannot lock without it.
             let gone = match key.as_str() {
@@ -115,14 +120,15 @@ pub fn check_agent_with(dir: &Path, opts: Options<'_>) -> AgentCheck {
     }
     let manifest = manifest.map(|(m, _)| m);
 
-    let policy = read_source(dir, &prefix, policy::FILE_NAME, false, &mut report)
+    let policy = read_source_kept(dir, &prefix, policy::FILE_NAME, false, &mut report, &mut kept)
         .map(|src| Policy::parse(&src, &mut diags))
         .unwrap_or_default();
 
     let mut valid = None;
     let mut schema_files = Vec::new();
-    if let Some(src) = read_source(dir, &prefix, tools::FILE_NAME, true, &mut report) {
-        let validated = tools::validate(&src, &dir.to_path_buf(), &prefix, &policy, &mut diags);
+    if let Some(src) = read_source_kept(dir, &prefix, tools::FILE_NAME, true, &mut report, &mut kept) {
+        let files = FolderFiles { dir: dir.to_path_buf(), kept: kept.into() };
+        let validated = tools::validate(&src, &files, &prefix, &policy, &mut diags);
         for s in &validated.sources {
             report.add_source(s);
         }

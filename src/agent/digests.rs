@@ -1,6 +1,7 @@
 //! The agent's files and their digests: hashed now (`check`, `lock`), or as the manifest
 //! claims them (`pack --locked`), and where the two differ.
 
+use std::collections::HashMap;
 use std::path::Path;
 
 use super::stat_cache::{Stat, StatCache};
@@ -9,6 +10,7 @@ use crate::digest;
 use crate::fileset::{self, AgentFile};
 use crate::manifest::edit::Digests;
 use crate::manifest::{Digest, Manifest};
+use crate::regular_file::{self, Links};
 use crate::{policy, tools};
 
 /// The agent's files and their current digests.
@@ -16,6 +18,33 @@ use crate::{policy, tools};
 pub struct Current {
     pub files: Vec<AgentFile>,
     pub digests: Digests,
+    /// The bytes, as hashed, of the files a check reads next (see [`Kept`]).
+    pub kept: Kept,
+}
+
+/// The bytes of the files hashed now (not taken from the stat cache) that a check parses
+/// next: policy.caps, tools.json and the JSON files its schema references may name, by
+/// relative path; each at most [`digest::WHOLE_UP_TO`] bytes, together at most [`KEPT_BYTES`].
+/// So each is read once, and what is parsed is what was hashed.
+pub type Kept = HashMap<String, Vec<u8>>;
+
+/// The most bytes [`Kept`] holds for one agent (a check of many agents has several in flight).
+pub const KEPT_BYTES: u64 = 4 << 20;
+
+/// Which of `files` to keep the bytes of when hashed (see [`Kept`]), in their order.
+fn to_keep(files: &[AgentFile]) -> Vec<bool> {
+    let mut total = 0u64;
+    files
+        .iter()
+        .map(|f| {
+            let parsed = f.path == policy::FILE_NAME || f.path.ends_with(".json");
+            let keep = parsed && f.size <= digest::WHOLE_UP_TO && total + f.size <= KEPT_BYTES;
+            if keep {
+                total += f.size;
+            }
+            keep
+        })
+        .collect()
 }
 
 impl Current {
@@ -50,18 +79,23 @@ pub fn current_digests(
     hashing: Hashing,
 ) -> Current {
     let files = fileset::collect(dir, prefix, &manifest.allow_secret_files, diags);
+    let mut kept = Kept::new();
     let hashed: Vec<_> = match hashing {
-        Hashing::Every => each_file(&files, |f| digest::hash_file(&f.full)),
+        Hashing::Every => each_file(&files, |_, f| digest::hash_file(&f.full)),
         Hashing::StatCache => {
             let mut cache = StatCache::open(dir);
-            let found = each_file(&files, |f| cached_or_hashed(&cache, f));
+            let keep = to_keep(&files);
+            let found = each_file(&files, |i, f| cached_or_hashed(&cache, f, keep[i]));
             let mut out = Vec::with_capacity(found.len());
             for (f, result) in files.iter().zip(found) {
-                out.push(result.map(|(hash, size, fresh)| {
+                out.push(result.map(|(hash, size, fresh, bytes)| {
                     if let Some((before, after)) = fresh.filter(|(b, _)| b.size == size) {
                         cache.record(&f.path, &before, &after, hash);
                     } else if fresh.is_none() {
                         cache.keep(&f.path);
+                    }
+                    if let Some(bytes) = bytes {
+                        kept.insert(f.path.clone(), bytes);
                     }
                     (hash, size)
                 }));
@@ -92,7 +126,7 @@ pub fn current_digests(
             }
         }
     }
-    Current { files, digests }
+    Current { files, digests, kept }
 }
 
 /// Below both, an agent's files are hashed on the calling thread: waking the thread pool costs
@@ -103,13 +137,13 @@ const SPREAD_FROM_FILES: usize = 32;
 
 /// `f` of every file, in the files' (sorted) order: one file per core when there is enough
 /// to hash for that to pay.
-fn each_file<T: Send>(files: &[AgentFile], f: impl Fn(&AgentFile) -> T + Sync + Send) -> Vec<T> {
+fn each_file<T: Send>(files: &[AgentFile], f: impl Fn(usize, &AgentFile) -> T + Sync + Send) -> Vec<T> {
     use rayon::prelude::*;
     let bytes = files.iter().fold(0u64, |sum, f| sum.saturating_add(f.size));
     if bytes >= SPREAD_FROM_BYTES || files.len() >= SPREAD_FROM_FILES {
-        files.par_iter().map(f).collect()
+        files.par_iter().enumerate().map(|(i, file)| f(i, file)).collect()
     } else {
-        files.iter().map(f).collect()
+        files.iter().enumerate().map(|(i, file)| f(i, file)).collect()
     }
 }
 
@@ -152,23 +186,28 @@ pub fn claimed_digests(
             ));
         }
     }
-    (Current { files, digests }, stale)
+    (Current { files, digests, kept: Kept::new() }, stale)
 }
 
 /// A file's digest from the cache when its stat is the one recorded, else read and hashed
-/// (with its stat as opened and as after hashing, for the cache).
-type Found = (blake3::Hash, u64, Option<(Stat, Stat)>);
+/// (with its stat as opened and as after hashing, for the cache, and its bytes when `keep`
+/// says so and it was read whole).
+type Found = (blake3::Hash, u64, Option<(Stat, Stat)>, Option<Vec<u8>>);
 
-fn cached_or_hashed(cache: &StatCache, f: &AgentFile) -> std::io::Result<Found> {
+fn cached_or_hashed(cache: &StatCache, f: &AgentFile, keep: bool) -> std::io::Result<Found> {
     // The stat the listing took moments ago (git, too, compares its index with the stat of
     // its own walk): one `statx` per file fewer. A file changed after the listing is judged as
     // it was when listed, as if the check had run a moment earlier.
     let stat = Stat::of(&f.listed);
     if let Some(hash) = cache.lookup(&f.path, &stat) {
-        return Ok((hash, stat.size, None));
+        return Ok((hash, stat.size, None, None));
     }
-    let h = digest::hash_file_with_metadata(&f.full)?;
-    Ok((h.hash, h.size, Some((Stat::of(&h.before), Stat::of(&h.after)))))
+    // Opened as the check reads it (never through a symlink, never waiting on a FIFO), so
+    // that bytes kept are what the check would have read.
+    let (file, before) =
+        regular_file::open_with_metadata(&f.full, Links::Refuse).map_err(regular_file::ReadError::into_io)?;
+    let (h, bytes) = digest::hash_open_file(file, before)?;
+    Ok((h.hash, h.size, Some((Stat::of(&h.before), Stat::of(&h.after))), bytes.filter(|_| keep)))
 }
 
 fn manifest_key(path: &str) -> String {
@@ -217,4 +256,69 @@ pub fn stale_entries(manifest: &Manifest, current: &Digests) -> Vec<(String, Str
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::diagnostic::Source;
+
+    /// An agent of the given files (relative path, contents) with a minimal manifest.
+    fn agent(files: &[(&str, &[u8])]) -> (tempfile::TempDir, Manifest) {
+        let dir = tempfile::tempdir().unwrap();
+        let text = "[bundle]\nformat = 1\n\n[agent]\nname = \"kept\"\nversion = \"0.1.0\"\n";
+        std::fs::write(dir.path().join("manifest.toml"), text).unwrap();
+        for (path, bytes) in files {
+            let full = dir.path().join(path);
+            std::fs::create_dir_all(full.parent().unwrap()).unwrap();
+            std::fs::write(full, bytes).unwrap();
+        }
+        let mut diags = Vec::new();
+        let manifest = crate::manifest::parse(&Source::new("manifest.toml", text), &mut diags).unwrap();
+        (dir, manifest)
+    }
+
+    /// Files hashed now that the check parses next keep the bytes that were hashed; other
+    /// files, files over the size read whole, and files past the budget do not.
+    #[test]
+    fn the_files_a_check_parses_are_kept_as_hashed_within_the_budget() {
+        let big = vec![b' '; digest::WHOLE_UP_TO as usize + 1];
+        let fill = vec![b' '; digest::WHOLE_UP_TO as usize];
+        let mut files: Vec<(String, Vec<u8>)> = vec![
+            (tools::FILE_NAME.into(), b"{\"version\": 1, \"tools\": []}".to_vec()),
+            (policy::FILE_NAME.into(), b"net.http\n".to_vec()),
+            ("schemas/a.json".into(), b"{}".to_vec()),
+            ("prompts/system.md".into(), b"hello".to_vec()),
+            ("schemas/big.json".into(), big),
+        ];
+        // Four more of the largest size read whole: the budget holds the small files and three.
+        files.extend((0..4).map(|i| (format!("schemas/fill{i}.json"), fill.clone())));
+        let borrowed: Vec<(&str, &[u8])> = files.iter().map(|(p, b)| (p.as_str(), b.as_slice())).collect();
+        let (dir, manifest) = agent(&borrowed);
+        let mut diags = Vec::new();
+        let found = current_digests(dir.path(), "", &manifest, &mut diags, Hashing::StatCache);
+        assert!(diags.is_empty(), "{diags:?}");
+        for (path, bytes) in &files {
+            assert_eq!(found.digest_of(path).unwrap().blake3, blake3::hash(bytes), "{path}");
+        }
+        let mut kept: Vec<&str> = found.kept.keys().map(String::as_str).collect();
+        kept.sort();
+        assert_eq!(
+            kept,
+            [
+                "policy.caps",
+                "schemas/a.json",
+                "schemas/fill0.json",
+                "schemas/fill1.json",
+                "schemas/fill2.json",
+                "tools.json"
+            ]
+        );
+        for (path, bytes) in &found.kept {
+            assert_eq!(bytes, &files.iter().find(|(p, _)| p == path).unwrap().1, "{path}");
+        }
+        // Hashing every file (lock, pack) keeps nothing.
+        let every = current_digests(dir.path(), "", &manifest, &mut diags, Hashing::Every);
+        assert!(every.kept.is_empty());
+    }
 }

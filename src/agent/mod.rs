@@ -19,7 +19,7 @@ pub mod skills;
 pub mod stat_cache;
 
 pub use check::{AgentCheck, Options as CheckOptions, check_agent_with, into_parts};
-pub use digests::{Current, Hashing, claimed_digests, current_digests, stale_entries};
+pub use digests::{Current, Hashing, Kept, claimed_digests, current_digests, stale_entries};
 pub use lock::{LockOutcome, LockReport, NotLocked, lock_agent, lock_agent_with, lock_can_fix};
 
 use crate::limits::MAX_AGENT_SEARCH_DEPTH as MAX_SEARCH_DEPTH;
@@ -152,6 +152,25 @@ pub fn display_prefix(dir: &Path) -> String {
     if s.is_empty() || s == "." { String::new() } else { format!("{}/", s.trim_end_matches('/')) }
 }
 
+/// An agent folder's files as tools.json's schema references read them: those [`Kept`] while
+/// hashing (each taken out once), else read from the folder.
+pub struct FolderFiles {
+    pub dir: PathBuf,
+    pub kept: std::cell::RefCell<Kept>,
+}
+
+impl tools::AgentFiles for FolderFiles {
+    fn read(&self, rel: &str) -> std::result::Result<Option<Vec<u8>>, ReadError> {
+        match self.kept.borrow_mut().remove(rel) {
+            Some(bytes) if bytes.len() as u64 > limits::MAX_JSON_BYTES => {
+                Err(ReadError::TooLarge { limit: limits::MAX_JSON_BYTES })
+            }
+            Some(bytes) => Ok(Some(bytes)),
+            None => self.dir.read(rel),
+        }
+    }
+}
+
 /// An agent's tools.json as the tool editing commands (`tool list`, `tool remove`) read it.
 #[derive(Debug)]
 pub struct ToolsJson {
@@ -176,6 +195,19 @@ pub fn read_tools_json(dir: &Path) -> Result<ToolsJson> {
 /// Reads a text file of the agent into a [`Source`]; a missing or unreadable file becomes a
 /// diagnostic.
 pub fn read_source(dir: &Path, prefix: &str, name: &str, required: bool, report: &mut Report) -> Option<Source> {
+    read_source_kept(dir, prefix, name, required, report, &mut Kept::new())
+}
+
+/// [`read_source`], with the bytes from `kept` (taken out) when the file was read whole while
+/// it was hashed.
+pub fn read_source_kept(
+    dir: &Path,
+    prefix: &str,
+    name: &str,
+    required: bool,
+    report: &mut Report,
+    kept: &mut Kept,
+) -> Option<Source> {
     let display = format!("{prefix}{name}");
     // Each file is read under the cap `bundle verify` applies to it, never through a symlink,
     // and never if it is a FIFO or a device (which would block or never end).
@@ -184,7 +216,12 @@ pub fn read_source(dir: &Path, prefix: &str, name: &str, required: bool, report:
         crate::policy::FILE_NAME => limits::MAX_POLICY_BYTES,
         _ => limits::MAX_JSON_BYTES,
     };
-    match regular_file::read(&dir.join(name), limit, Links::Refuse) {
+    let read = match kept.remove(name) {
+        Some(bytes) if bytes.len() as u64 > limit => Err(ReadError::TooLarge { limit }),
+        Some(bytes) => Ok(bytes),
+        None => regular_file::read(&dir.join(name), limit, Links::Refuse),
+    };
+    match read {
         Ok(bytes) => match crate::json::decode_utf8(&display, bytes) {
             Ok(text) => {
                 let source = Source::new(display, text);
