@@ -128,14 +128,15 @@ pub fn collect(dir: &Path, prefix: &str, allowed_secrets: &[String], diags: &mut
             );
             continue;
         };
-        let display = format!("{prefix}{rel}");
+        // Named only in a diagnostic: most files have none.
+        let display = || format!("{prefix}{rel}");
         let file_type = entry.file_type();
         if !file_type.is_file() {
             let what = if file_type.is_symlink() { "a symbolic link" } else { "not a regular file" };
             diags.push(
                 Diagnostic::error(
                     Code::UnsupportedFileType,
-                    &display,
+                    display(),
                     format!("{rel} is {what}; bundles hold only regular files"),
                 )
                 .with_help("replace it with a copy of the file, or exclude it in .bundleignore"),
@@ -147,14 +148,14 @@ pub fn collect(dir: &Path, prefix: &str, allowed_secrets: &[String], diags: &mut
         }
         if let Err(why) = paths::check(&rel) {
             diags.push(
-                Diagnostic::error(Code::UnsafePath, &display, format!("{rel} cannot be packed: {why}"))
+                Diagnostic::error(Code::UnsafePath, display(), format!("{rel} cannot be packed: {why}"))
                     .with_help("rename the file"),
             );
             continue;
         }
         if secrets.matched(rel_path, false).is_ignore() && !allowed_secrets.iter().any(|a| a == &rel) {
             diags.push(
-                Diagnostic::error(Code::SecretFile, &display, format!("{rel} looks like a secret and would be shipped in the bundle"))
+                Diagnostic::error(Code::SecretFile, display(), format!("{rel} looks like a secret and would be shipped in the bundle"))
                     .with_help(format!(
                         "exclude it in .bundleignore, or if it is meant to ship, list it in manifest.toml: [bundle] allow_secret_files = [\"{rel}\"]"
                     )),
@@ -164,7 +165,7 @@ pub fn collect(dir: &Path, prefix: &str, allowed_secrets: &[String], diags: &mut
         let meta = match entry.metadata() {
             Ok(m) => m,
             Err(e) => {
-                diags.push(Diagnostic::error(Code::IoError, &display, format!("cannot read {rel}: {e}")));
+                diags.push(Diagnostic::error(Code::IoError, display(), format!("cannot read {rel}: {e}")));
                 continue;
             }
         };

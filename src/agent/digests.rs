@@ -239,13 +239,13 @@ pub fn stale_entries(manifest: &Manifest, current: &Digests) -> Vec<(String, Str
         }
     }
     for (path, actual) in &current.files {
-        let key = format!("files.{}", toml_edit::Value::from(path.as_str()));
+        let key = || format!("files.{}", toml_edit::Value::from(path.as_str()));
         match manifest.files.get(path) {
-            None => out.push((key, format!("{path} is not listed in [files]"))),
+            None => out.push((key(), format!("{path} is not listed in [files]"))),
             Some(Some(listed)) if listed != actual => {
-                out.push((key, format!("{path} changed since the manifest was locked")))
+                out.push((key(), format!("{path} changed since the manifest was locked")))
             }
-            Some(None) => out.push((key, format!("{path} has no digest in [files]"))),
+            Some(None) => out.push((key(), format!("{path} has no digest in [files]"))),
             _ => {}
         }
     }
