@@ -125,6 +125,7 @@ const NOT_INPUT_CAPS: &[(&str, &str)] = &[
     ("MAX_UNTRUSTED_COMMENT_LEN", "minisign's comment line, as minisign writes it"),
     ("MAX_TRUSTED_COMMENT_LEN", "minisign's trusted comment, as minisign writes it"),
     ("SPREAD_FROM_BYTES", "from which size hashing is spread over threads"),
+    ("KEPT_BYTES", "how much of an agent's files a check keeps from hashing to parsing (the rest is read again)"),
 ];
 
 /// Every cap is defined in `src/limits.rs` (and so listed by the table above): a constant named
