@@ -14,7 +14,8 @@ that machine noise hits all of them alike:
   hand-verify.sh, bundle verify, bundle verify pinned to one CPU (taskset), zstd -dc of the
   bundle, the same bundle through the linked zstd library, and the least verify must do on
   one CPU (each frame read whole, decoded, its content hashed: zstd-floor
-  --read-decode-hash, pinned)                                                (verify side)
+  --read-decode-hash, pinned) and the same on every CPU with each thread reading its own
+  frames (zstd-floor --parallel)                                             (verify side)
 and prints medians of wall, user and system time, context switches and peak memory, then the
 ratios the targets are stated in, with the CPU model and the load average seen before each
 round (other work on the machine skews wall times; CPU times and context switches less so).
@@ -150,6 +151,7 @@ def main():
     pin = f"taskset -c {cpus[0]}"
     pinned = f"bundle verify ({pin})"
     floor_pinned = f"read + decode + BLAKE3 floor ({pin})"
+    floor_all = "read + decode + BLAKE3 floor (every CPU)"
     pack_ops = {
         "hand-pack.sh": f"{BENCH}/hand-pack.sh {agent} {w}/hand {KEYS}/minisign-nopw.key",
         "bundle pack --locked": f"{bundle} pack -q {agent} --locked --key {KEYS}/test.key -o {w}/a.agent.bundle",
@@ -183,6 +185,9 @@ def main():
         # The least verify must do, on one CPU: each frame read whole, decoded in one call (its
         # checksum checked) and its content hashed with BLAKE3; nothing else.
         floor_pinned: f"{pin} {floor} --read-decode-hash {w}/a.agent.bundle > /dev/null",
+        # The same on every CPU, each thread reading (pread) and decoding its own frames after
+        # one found where they are from the headers alone: the floor of a verifier built so.
+        floor_all: f"{floor} --parallel {w}/a.agent.bundle > /dev/null",
     }
     # Issue 39: unpack beside GNU tar extracting the same bundle (each into a fresh folder,
     # removed untimed before the command).
@@ -255,6 +260,8 @@ def main():
     ratio(f"verify pinned / zstd -dc pinned (both on one CPU)", pinned, f"zstd -dc ({pin})", None)
     ratio("verify pinned / read + decode + BLAKE3 floor pinned", pinned, floor_pinned, None)
     ratio("read + decode + BLAKE3 floor pinned / zstd -dc", floor_pinned, "zstd -dc (bundle)", None)
+    ratio("verify / read + decode + BLAKE3 floor on every CPU", "bundle verify", floor_all, None)
+    ratio("read + decode + BLAKE3 floor on every CPU / zstd -dc", floor_all, "zstd -dc (bundle)", None)
     ratio(f"verify / verify pinned ({pin})", "bundle verify", pinned, 1.00)
     ratio("unpack / tar --zstd -xf (issue 39)", "bundle unpack", "tar --zstd -xf (bundle)", 0.70)
     ratio("verify / hand-verify", "bundle verify", "hand-verify.sh", 0.50)
