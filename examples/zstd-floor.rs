@@ -164,7 +164,11 @@ fn parallel(file: File) -> io::Result<blake3::Hash> {
         if n == 0 {
             break;
         }
-        let magic = u32::from_le_bytes(head[..4].try_into().map_err(|_| bad("a truncated frame"))?);
+        // The shortest frame, skippable or not, is 8 bytes.
+        if n < 8 {
+            return Err(bad("a truncated frame"));
+        }
+        let magic = u32::from_le_bytes(head[..4].try_into().expect("four bytes"));
         if magic & 0xFFFF_FFF0 == 0x184D_2A50 {
             at += 8 + u64::from(u32::from_le_bytes(head[4..8].try_into().expect("four bytes")));
             continue;

@@ -31,6 +31,11 @@ pub type Kept = HashMap<String, Vec<u8>>;
 /// The most bytes [`Kept`] holds for one agent (a check of many agents has several in flight).
 pub const KEPT_BYTES: u64 = 4 << 20;
 
+// A kept file is never over the cap its reader applies, so the bytes need no second check.
+const _: () = assert!(
+    digest::WHOLE_UP_TO <= crate::limits::MAX_JSON_BYTES && digest::WHOLE_UP_TO <= crate::limits::MAX_POLICY_BYTES
+);
+
 /// Which of `files` to keep the bytes of when hashed (see [`Kept`]), in their order.
 fn to_keep(files: &[AgentFile]) -> Vec<bool> {
     let mut total = 0u64;

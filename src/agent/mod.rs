@@ -162,9 +162,6 @@ pub struct FolderFiles {
 impl tools::AgentFiles for FolderFiles {
     fn read(&self, rel: &str) -> std::result::Result<Option<Vec<u8>>, ReadError> {
         match self.kept.borrow_mut().remove(rel) {
-            Some(bytes) if bytes.len() as u64 > limits::MAX_JSON_BYTES => {
-                Err(ReadError::TooLarge { limit: limits::MAX_JSON_BYTES })
-            }
             Some(bytes) => Ok(Some(bytes)),
             None => self.dir.read(rel),
         }
@@ -216,8 +213,8 @@ pub fn read_source_kept(
         crate::policy::FILE_NAME => limits::MAX_POLICY_BYTES,
         _ => limits::MAX_JSON_BYTES,
     };
+    // Kept bytes are within every cap (asserted where they are kept).
     let read = match kept.remove(name) {
-        Some(bytes) if bytes.len() as u64 > limit => Err(ReadError::TooLarge { limit }),
         Some(bytes) => Ok(bytes),
         None => regular_file::read(&dir.join(name), limit, Links::Refuse),
     };
