@@ -14,6 +14,24 @@ use std::sync::mpsc::{Receiver, Sender, channel};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 
+/// Usable CPUs: the affinity mask's and the cgroup quota's, as `available_parallelism` reads
+/// them (1 when it cannot tell). Each pool caps its own threads below this
+/// (`archive::decode::MAX_DECODING_THREADS`, `archive::compress::MAX_COMPRESSING_THREADS`): the
+/// memory its frames hold grows with them.
+pub(crate) fn usable_cpus() -> usize {
+    #[cfg(test)]
+    if let Some(n) = PRETEND_CPUS.get() {
+        return n;
+    }
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
+#[cfg(test)]
+thread_local! {
+    /// The usable CPUs [`usable_cpus`] gives on this thread, for a test of a machine with more.
+    pub(crate) static PRETEND_CPUS: std::cell::Cell<Option<usize>> = const { std::cell::Cell::new(None) };
+}
+
 /// A job that is a closure, for [`Workers`] whose threads have no state of their own.
 pub(crate) type Task = Box<dyn FnOnce() + Send + 'static>;
 
@@ -56,6 +74,12 @@ impl<J: Send + 'static> Workers<J> {
             workers.threads.push(builder.spawn(move || work(&queue, &mut state, run))?);
         }
         Ok(workers)
+    }
+
+    /// How many threads were started.
+    #[cfg(test)]
+    pub fn len(&self) -> usize {
+        self.threads.len()
     }
 
     /// Queues `job`; `false` if every thread is gone (a job panicked on each).

@@ -8,11 +8,12 @@
 //! still give the same bytes. Each frame is compressed in one call with pinned parameters
 //! ([`compress_frame`]), so a frame's bytes depend only on its content and the level.
 //!
-//! Threads ([`FrameSink::new`]): the calling thread fills frames, one thread per usable CPU
-//! compresses them, and one writes them in order.
+//! Threads ([`FrameSink::new`]): the calling thread fills frames, one thread per usable CPU (at
+//! most [`MAX_COMPRESSING_THREADS`]) compresses them, and one writes them in order.
 //!
 //! Memory: the frame being filled, plus at most `2 × threads + 1` frames in flight (each its
-//! input and its compressed output), plus one zstd context per compressing thread.
+//! input and its compressed output), plus one zstd context per compressing thread: with at most
+//! four threads, ten frames of 4 MiB and their outputs, whatever the CPUs.
 
 use std::cell::RefCell;
 use std::io::{self, Read, Write};
@@ -30,6 +31,15 @@ use crate::workers::{Task, Workers};
 /// +0.5% of one frame (measured on the bench agent: format reference §2.1), decodes in a few
 /// milliseconds, and bounds what `bundle cat` decodes beyond the file it wants.
 pub const FRAME_SIZE: usize = 4 << 20;
+
+/// The most compressing threads a pack starts, whatever the CPUs. The frames in flight grow with
+/// their number, and beyond a few the calling thread (reading and hashing the files) and the
+/// writing thread cannot keep more busy: in `perf` of a pack of the 1 GiB bench agent on the
+/// 2-vCPU Xeon the two compressing threads took 62 % of the samples, the calling thread 17 % and
+/// the writing thread 19 %, so with CPUs to spare about 3.6 compressing threads would keep
+/// either of those busy. With one thread per CPU, that pack peaked at 50, 76, 153, 278 and
+/// 443 MiB for 2, 4, 8, 16 and 32 (a build told it had that many, 2026-11-28).
+pub const MAX_COMPRESSING_THREADS: usize = 4;
 
 struct Done {
     input: Vec<u8>,
@@ -103,17 +113,23 @@ struct Threads<W> {
 type Written<W> = (W, Vec<FrameEntry>);
 
 impl<W: Write + Send + 'static> FrameSink<W> {
-    /// Compresses on threads of its own (one per usable CPU) when `threaded`, else on the
+    /// Compresses on threads of its own ([`compressing_threads`]) when `threaded`, else on the
     /// calling thread; the bytes are the same. Threads that cannot be started leave the
     /// calling thread to do it all.
     pub fn new(out: W, level: i32, threaded: bool) -> Self {
         let here = |out| Out::Here { out, compressed: Vec::new(), table: Vec::new() };
         let out = match threaded {
-            true => Threads::start(super::decode::threads(), out).map_or_else(here, Out::Threads),
+            true => Threads::start(compressing_threads(), out).map_or_else(here, Out::Threads),
             false => here(out),
         };
         FrameSink { level, cur: vec![0; FRAME_SIZE], fill: 0, out }
     }
+}
+
+/// Compressing threads for a pack: one per usable CPU (affinity mask or cgroup quota), at most
+/// [`MAX_COMPRESSING_THREADS`].
+fn compressing_threads() -> usize {
+    crate::workers::usable_cpus().min(MAX_COMPRESSING_THREADS)
 }
 
 impl<W: Write> FrameSink<W> {
@@ -293,4 +309,28 @@ fn write_in_order<W: Write>(
 
 fn frame_u32(n: usize) -> io::Result<u32> {
     u32::try_from(n).map_err(|_| io::Error::other("a frame over 4 GiB"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{FRAME_SIZE, FrameSink, MAX_COMPRESSING_THREADS, Out};
+
+    #[test]
+    fn a_pack_starts_at_most_max_compressing_threads_whatever_the_cpus() {
+        let data: Vec<u8> =
+            (0..3 * FRAME_SIZE as u32 + 5).map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8).collect();
+        let mut one = FrameSink::new(Vec::new(), 3, false);
+        one.write_all(&data).unwrap();
+        let one = one.finish().unwrap();
+        for (cpus, threads) in [(2, 2), (64, MAX_COMPRESSING_THREADS)] {
+            crate::workers::PRETEND_CPUS.set(Some(cpus));
+            let mut sink = FrameSink::new(Vec::new(), 3, true);
+            crate::workers::PRETEND_CPUS.set(None);
+            let Out::Threads(t) = &sink.out else { panic!("{cpus} CPUs: no threads started") };
+            // Frames in flight follow the threads, not the CPUs.
+            assert_eq!((t.workers.len(), t.limit), (threads, 2 * threads + 1), "{cpus} CPUs");
+            sink.write_all(&data).unwrap();
+            assert!(sink.finish().unwrap() == one, "{cpus} CPUs: other bytes than on one thread");
+        }
+    }
 }

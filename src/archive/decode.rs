@@ -24,8 +24,9 @@
 //! hundred bytes) ran dry while the reading thread hashed, and it then waited for them: on the
 //! 2-vCPU bench machine each side waited a third of the run.
 //!
-//! Memory: with `n` decoding threads ([`pool`]; `n` is the number of usable CPUs), the frames
-//! queued are at most `4n + 2` and hold at most `(n + 2)` × [`QUEUE_BYTES_PER_SLOT`] of
+//! Memory: with `n` decoding threads ([`pool`]; `n` is the number of usable CPUs, at most
+//! [`MAX_DECODING_THREADS`]), the frames queued are at most `4n + 2` (18) and hold at most
+//! `(n + 2)` × [`QUEUE_BYTES_PER_SLOT`] (48 MiB) of
 //! compressed and declared content bytes together (a frame is queued while they hold less, so
 //! one frame may cross it), plus the frame being served; each frame read whole is at most
 //! [`MAX_BUFFERED_FRAME`] compressed and [`MAX_FRAME_CONTENT`] decoded, its buffers reused from
@@ -71,6 +72,15 @@ pub const MAX_FRAME_CONTENT: u64 = 8 << 20;
 /// costs 0.6–2.9 ms of system time, so the budget is the smallest that keeps the decoders fed.
 pub const QUEUE_BYTES_PER_SLOT: usize = 8 << 20;
 
+/// The most decoding threads a stream starts, whatever the CPUs. The frames queued for them grow
+/// with their number (above), and beyond a few the reading thread, which reads every frame and
+/// serves the tar reader, cannot feed more: in `perf` of verify of the 1 GiB bench bundle on the
+/// 2-vCPU Xeon it took 42 % of the samples and the two decoding threads 58 %, so with CPUs to
+/// spare it would keep about 1.4 of them busy (more where the kernel's copy out of the page
+/// cache is cheaper than in that VM). With one thread per CPU, that verify peaked at 54, 71,
+/// 103, 168 and 298 MiB for 2, 4, 8, 16 and 32 (a build told it had that many, 2026-11-28).
+pub const MAX_DECODING_THREADS: usize = 4;
+
 /// What a frame decoded whole gives: its bytes, then its fault if any.
 pub(crate) struct Decoded {
     pub data: Vec<u8>,
@@ -81,7 +91,7 @@ pub(crate) struct Decoded {
 /// at the same places.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub(crate) enum Decoding {
-    /// Frames read whole ahead, decoded on other threads (one per usable CPU).
+    /// Frames read whole ahead, decoded on other threads ([`threads`]).
     Parallel,
     /// Frames read whole ahead, decoded on this thread.
     ThisThread,
@@ -570,9 +580,10 @@ thread_local! {
     pub(crate) static MIDDLES: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
 }
 
-/// Usable CPUs (affinity mask or cgroup quota).
+/// Decoding threads for a stream: one per usable CPU (affinity mask or cgroup quota), at most
+/// [`MAX_DECODING_THREADS`].
 pub(crate) fn threads() -> usize {
-    std::thread::available_parallelism().map_or(1, |n| n.get())
+    crate::workers::usable_cpus().min(MAX_DECODING_THREADS)
 }
 
 /// Frames up to this size get buffers of their own, never a kept one: a kept buffer is as large

@@ -126,6 +126,8 @@ const NOT_INPUT_CAPS: &[(&str, &str)] = &[
     ("MAX_TRUSTED_COMMENT_LEN", "minisign's trusted comment, as minisign writes it"),
     ("SPREAD_FROM_BYTES", "from which size hashing is spread over threads"),
     ("KEPT_BYTES", "how much of an agent's files a check keeps from hashing to parsing (the rest is read again)"),
+    ("MAX_DECODING_THREADS", "how many threads decode a bundle's frames, whatever the CPUs"),
+    ("MAX_COMPRESSING_THREADS", "how many threads compress a pack's frames, whatever the CPUs"),
 ];
 
 /// Every cap is defined in `src/limits.rs` (and so listed by the table above): a constant named

@@ -243,3 +243,20 @@ fn a_bundle_is_read_straight_into_its_frames_only_when_they_are_read_whole() {
     assert!(!crate::archive::frames_read_whole(&file("empty", b"")));
     assert!(!crate::archive::frames_read_whole(&file("text", b"not a bundle at all")));
 }
+
+#[test]
+fn a_stream_starts_at_most_max_decoding_threads_whatever_the_cpus() {
+    use super::{FrameStream, MAX_DECODING_THREADS, QUEUE_BYTES_PER_SLOT};
+    let bundle = multi_frame();
+    for (cpus, threads) in [(2, 2), (MAX_DECODING_THREADS, MAX_DECODING_THREADS), (64, MAX_DECODING_THREADS)] {
+        crate::workers::PRETEND_CPUS.set(Some(cpus));
+        let mut stream = FrameStream::new(&bundle[..], 24, Decoding::Parallel).unwrap();
+        let mut buf = vec![0u8; 1 << 16];
+        while stream.read(&mut buf).unwrap() > 0 {}
+        crate::workers::PRETEND_CPUS.set(None);
+        assert_eq!(stream.pool.as_ref().map(|p| p.len()), Some(threads), "{cpus} CPUs");
+        // What the queue may hold follows the threads, not the CPUs.
+        assert_eq!((stream.in_flight, stream.budget), (4 * threads + 2, (threads + 2) * QUEUE_BYTES_PER_SLOT));
+    }
+    assert_eq!(outcome(&bundle, Decoding::Parallel), outcome(&bundle, Decoding::ThisThread));
+}
