@@ -1,8 +1,8 @@
-//! Writing the tar stream as independent zstd frames, compressed on every core and written in
-//! order, followed by the seek table (format reference §2.1).
+//! Writing the tar stream as independent zstd frames, compressed on up to four cores and
+//! written in order, followed by the seek table (format reference §2.1).
 //!
 //! Why this file exists: one zstd frame can only be decoded on one thread, and only from its
-//! start. Frames cut at entry boundaries let a verifier decode on every core and `bundle cat`
+//! start. Frames cut at entry boundaries let a verifier decode on several cores and `bundle cat`
 //! decode only the frames that hold one file. Where the cuts fall depends only on the entries'
 //! sizes ([`FrameSink::entry`]): never on threads, timing or the machine, so the same inputs
 //! still give the same bytes. Each frame is compressed in one call with pinned parameters

@@ -19,7 +19,7 @@
 //! - `read.rs`: [`ArchiveReader`], a streaming, bounded-memory reader that
 //!   validates every header before handing out an entry.
 //! - `compress.rs`: the frames the writer cuts at entry boundaries and
-//!   compresses on every core; `seek_table.rs`: the seek table after them.
+//!   compresses on up to four cores; `seek_table.rs`: the seek table after them.
 //! - `frames.rs`: zstd frame and block headers, walked from the bytes;
 //!   `decode.rs`: the frames decoded in order, on every core, with the same
 //!   bytes and faults as on one.

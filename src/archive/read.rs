@@ -127,8 +127,9 @@ impl<R: BufRead> ArchiveReader<R> {
     /// `LimitExceeded` if the frame's window is larger than
     /// `2^limits.max_window_log`.
     ///
-    /// The frames of a seekable bundle are decoded on one thread per usable CPU when there is
-    /// more than one (the module `archive::decode`), giving the same entries and errors.
+    /// The frames of a seekable bundle are decoded on one thread per usable CPU (at most four)
+    /// when there is more than one (the module `archive::decode`), giving the same entries and
+    /// errors.
     pub fn new(input: R, limits: Limits) -> Result<Self, ArchiveError> {
         let decoding = if super::decode::threads() > 1 { Decoding::Parallel } else { Decoding::ThisThread };
         Self::with_decoding(input, limits, decoding)

@@ -159,7 +159,7 @@ pub struct ArchiveWriter<W: Write> {
 
 impl<W: Write + Send + 'static> ArchiveWriter<W> {
     /// Starts a bundle written to `out`: independent zstd frames cut at entry boundaries and
-    /// compressed on every usable CPU, then the seek table (see [`compress`](super::compress)).
+    /// compressed on every usable CPU (at most four), then the seek table (see [`compress`](super::compress)).
     ///
     /// `level` must be in 1..=19 (levels 20+ need windows larger than a
     /// default reader accepts); `mtime` is stored in every header and must
