@@ -11,6 +11,7 @@
 // The command line names the library by its crate name, as the binary did.
 extern crate self as agent_bundle;
 
+pub(crate) mod admission;
 pub(crate) mod agent;
 // The supported API, documented item by item (`#![warn(missing_docs)]` inside). The other
 // public modules serve the command line, tests, fuzz targets and xtask: hidden from the docs,

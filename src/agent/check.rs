@@ -8,6 +8,7 @@ use super::{
     FolderFiles, Hashing, Kept, current_digests, display_prefix, models, pins, read_source, read_source_kept,
     stale_entries,
 };
+use crate::admission::{Admission, Permit};
 use crate::diagnostic::{Code, Diagnostic, Report};
 use crate::manifest::{self, Manifest};
 use crate::policy::{self, Policy};
@@ -77,6 +78,23 @@ impl Default for Options<'_> {
 
 /// Checks one agent folder as `opts` says.
 pub fn check_agent_with(dir: &Path, opts: Options<'_>) -> AgentCheck {
+    check_agent_admitted(dir, opts, None).0
+}
+
+/// Agents whose JSON (tools.json and the listed `.json` files) is at most this many bytes are
+/// parsed without taking a share of an [`Admission`]: each costs well under a megabyte, and
+/// the check of 20,000 small agents does not queue on one lock.
+pub const ADMITTED_FROM: u64 = 64 << 10;
+
+/// [`check_agent_with`], parsing the agent's JSON only once `admission` gives a share of its
+/// budget for the JSON's bytes (if the agent has more than [`ADMITTED_FROM`]); the share, when
+/// taken, comes back with the result, for the caller to give back once done with it (the
+/// typed model it holds is part of what the share stands for).
+pub fn check_agent_admitted<'a>(
+    dir: &Path,
+    opts: Options<'_>,
+    admission: Option<&'a Admission>,
+) -> (AgentCheck, Option<Permit<'a>>) {
     let prefix = display_prefix(dir);
     let mut report = Report::default();
     let mut diags = Vec::new();
@@ -88,10 +106,14 @@ pub fn check_agent_with(dir: &Path, opts: Options<'_>) -> AgentCheck {
     // before the manifest is fixed, and the noise would hide the real problem.
     let manifest_sound = !diags.iter().any(|d| d.is_error());
     let mut kept = Kept::new();
+    // The listed JSON files, tools.json included (what its schema references may read too).
+    let mut listed_json = None;
     if let Some((m, src)) = manifest.as_ref().filter(|_| opts.digests && manifest_sound) {
         // A check never signs anything: unchanged files may keep their cached digests.
         let mut found = current_digests(dir, &prefix, m, &mut diags, Hashing::StatCache);
         kept = std::mem::take(&mut found.kept);
+        listed_json =
+            Some(found.files.iter().filter(|f| f.path.ends_with(".json")).map(|f| f.size).fold(0, u64::saturating_add));
         for (key, message) in stale_entries(m, &found.digests) {
             // An artifact the manifest names that is gone: lock cannot lock without it.
             let gone = match key.as_str() {
@@ -126,7 +148,13 @@ pub fn check_agent_with(dir: &Path, opts: Options<'_>) -> AgentCheck {
 
     let mut valid = None;
     let mut schema_files = Vec::new();
+    // Before tools.json is read when the listing gave its size, else once it is read.
+    let admit = |json: u64| admission.filter(|_| json > ADMITTED_FROM).map(|a| a.enter(json));
+    let mut permit = listed_json.and_then(admit);
     if let Some(src) = read_source_kept(dir, &prefix, tools::FILE_NAME, true, &mut report, &mut kept) {
+        if listed_json.is_none() {
+            permit = admit(src.text.len() as u64);
+        }
         let files = FolderFiles { dir: dir.to_path_buf(), kept: kept.into() };
         let validated = tools::validate(&src, &files, &prefix, &policy, &mut diags);
         for s in &validated.sources {
@@ -142,7 +170,7 @@ pub fn check_agent_with(dir: &Path, opts: Options<'_>) -> AgentCheck {
     let skills = super::skills::check(dir, &prefix, callable.as_ref(), &mut report, &mut diags);
     report.diagnostics.extend(diags);
     let dir = dir.to_path_buf();
-    match (manifest, manifest_text, valid) {
+    let check = match (manifest, manifest_text, valid) {
         (Some(manifest), Some(manifest_text), Some(valid)) if !report.has_errors() => Ok(CheckedAgent {
             dir,
             manifest,
@@ -165,5 +193,6 @@ pub fn check_agent_with(dir: &Path, opts: Options<'_>) -> AgentCheck {
             }
             Err(AgentProblems { dir, manifest, report })
         }
-    }
+    };
+    (check, permit)
 }

@@ -8,18 +8,31 @@
 //! What the caller keeps of a result (a summary, the problems) is taken on the thread that
 //! checked the agent, which also drops the rest: the parsed files were made there, and the
 //! handing-over thread, freeing them, took 0.15 s of CPU of 20,000 agents' 1.6 s on 2 CPUs.
+//! The JSON the threads parse at once is bounded too ([`JSON_AT_ONCE_BYTES`], see
+//! [`admission`](crate::admission)), so that memory does not grow with the CPUs either.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 
-use crate::agent::{AgentCheck, CheckOptions, check_agent_with, find_agents};
+use crate::admission::Admission;
+use crate::agent::{AgentCheck, CheckOptions, check_agent_admitted, check_agent_with, find_agents};
 use crate::error::Result;
 
 /// Agents started ahead of the oldest one not yet handed over, per checking thread: enough
 /// that a slow agent (a large file to hash) does not idle the other threads for long.
 pub const IN_FLIGHT_PER_THREAD: usize = 16;
+
+/// The bytes of JSON (tools.json and the listed `.json` files) the checking threads parse at
+/// once, agents of at most `agent::check::ADMITTED_FROM` aside: twice the largest tools.json,
+/// so two agents at the caps are checked at a time, whatever the CPUs. Measured on the 2-vCPU
+/// Xeon (2026-11-28, a build told how many CPUs it had), 16 copies of an agent with a 3.7 MB
+/// tools.json of 190,000 values peaked at 105, 169, 327, 529 and 792 MiB with 1, 2, 4, 8 and 16
+/// threads before, and at 105, 167–199, 196, 195 and 204 MiB with this budget; on 2 CPUs they
+/// checked in 0.805 s before and after (7 alternating runs). One agent's worth (4 MiB) made
+/// that 1.40 s against 0.78 s: it left a CPU idle.
+pub const JSON_AT_ONCE_BYTES: u64 = 2 * crate::limits::MAX_JSON_BYTES;
 
 /// Checks every agent the paths name and gives what `keep` takes of each result (on the
 /// thread that checked it) to `each` on this thread, in the order the agents were found
@@ -35,19 +48,21 @@ pub fn check_each<T: Send>(
     for p in paths {
         dirs.extend(find_agents(p)?);
     }
-    check_all(&dirs, opts, keep, each);
+    check_all(&dirs, opts, &Admission::new(JSON_AT_ONCE_BYTES), keep, each);
     Ok(dirs.len())
 }
 
 /// Checks agents on all cores (each agent is independent), handing results over in input order
-/// with at most [`IN_FLIGHT_PER_THREAD`] per thread started and not yet handed over.
+/// with at most [`IN_FLIGHT_PER_THREAD`] per thread started and not yet handed over, and the
+/// JSON parsed at once within `admission`'s budget.
 fn check_all<T: Send>(
     dirs: &[PathBuf],
     opts: CheckOptions<'_>,
+    admission: &Admission,
     keep: impl Fn(AgentCheck) -> T + Sync,
     mut each: impl FnMut(T),
 ) {
-    let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(dirs.len()).max(1);
+    let threads = crate::workers::usable_cpus().min(dirs.len()).max(1);
     if threads == 1 {
         dirs.iter().for_each(|d| each(keep(check_agent_with(d, opts))));
         return;
@@ -71,7 +86,17 @@ fn check_all<T: Send>(
                     let next = queue.lock().unwrap_or_else(|p| p.into_inner()).recv();
                     let Ok(i) = next else { return };
                     let guard = Unfinished { index: i, done: &done };
-                    let result = batches[i].iter().map(|d| keep(check_agent_with(d, opts))).collect();
+                    let result = batches[i]
+                        .iter()
+                        .map(|d| {
+                            let (check, permit) = check_agent_admitted(d, opts, Some(admission));
+                            // The share is given back once `keep` has dropped what it does not
+                            // keep (the parsed files).
+                            let kept = keep(check);
+                            drop(permit);
+                            kept
+                        })
+                        .collect();
                     std::mem::forget(guard);
                     if done.send((i, Some(result))).is_err() {
                         return;
@@ -126,7 +151,38 @@ mod tests {
         // Folders that are not agents: each check fails fast with its own report.
         let dirs: Vec<PathBuf> = (0..300).map(|i| base.path().join(format!("a{i:03}"))).collect();
         let mut seen = Vec::new();
-        check_all(&dirs, CheckOptions::default(), |c| crate::agent::into_parts(c).0, |dir| seen.push(dir));
+        let admission = Admission::new(JSON_AT_ONCE_BYTES);
+        check_all(&dirs, CheckOptions::default(), &admission, |c| crate::agent::into_parts(c).0, |dir| seen.push(dir));
         assert_eq!(seen, dirs);
+    }
+
+    #[test]
+    fn the_json_parsed_at_once_stays_within_the_budget_whatever_the_cpus() {
+        let base = tempfile::tempdir().unwrap();
+        // Agents whose tools.json (not a valid one: parsing is what costs) is 1.5 MB each.
+        let big = format!("[{}0]", "0,".repeat(750_000));
+        let dirs: Vec<PathBuf> = (0..8)
+            .map(|i| {
+                let dir = base.path().join(format!("a{i}"));
+                std::fs::create_dir(&dir).unwrap();
+                std::fs::write(dir.join("manifest.toml"), "[bundle]\nformat = 1\n").unwrap();
+                std::fs::write(dir.join("tools.json"), &big).unwrap();
+                dir
+            })
+            .collect();
+        // Room for two of them at once, on a machine of 8 CPUs.
+        let admission = Admission::new(2 * big.len() as u64 + 1);
+        crate::workers::PRETEND_CPUS.set(Some(8));
+        let mut reports = Vec::new();
+        check_all(&dirs, CheckOptions::default(), &admission, |c| crate::agent::into_parts(c).2, |r| reports.push(r));
+        crate::workers::PRETEND_CPUS.set(None);
+        assert_eq!(reports.len(), 8);
+        assert!(reports.iter().all(|r| r.has_errors()));
+        // Each check took its share: never more than two at once, and at least one.
+        assert!(
+            (big.len() as u64..=2 * big.len() as u64).contains(&admission.most_held()),
+            "{}",
+            admission.most_held()
+        );
     }
 }

@@ -128,6 +128,10 @@ const NOT_INPUT_CAPS: &[(&str, &str)] = &[
     ("KEPT_BYTES", "how much of an agent's files a check keeps from hashing to parsing (the rest is read again)"),
     ("MAX_DECODING_THREADS", "how many threads decode a bundle's frames, whatever the CPUs"),
     ("MAX_COMPRESSING_THREADS", "how many threads compress a pack's frames, whatever the CPUs"),
+    (
+        "JSON_AT_ONCE_BYTES",
+        "how much JSON `check`'s threads parse at once (a memory budget shared by threads, not a cap on an input)",
+    ),
 ];
 
 /// Every cap is defined in `src/limits.rs` (and so listed by the table above): a constant named
