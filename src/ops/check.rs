@@ -185,4 +185,58 @@ mod tests {
             admission.most_held()
         );
     }
+
+    /// Copies the folder `from` into `to`.
+    fn copy_tree(from: &std::path::Path, to: &std::path::Path) {
+        std::fs::create_dir_all(to).unwrap();
+        for entry in std::fs::read_dir(from).unwrap() {
+            let entry = entry.unwrap();
+            let target = to.join(entry.file_name());
+            if entry.file_type().unwrap().is_dir() {
+                copy_tree(&entry.path(), &target);
+            } else {
+                std::fs::copy(entry.path(), target).unwrap();
+            }
+        }
+    }
+
+    #[test]
+    fn an_agent_whose_files_are_listed_takes_a_share_for_all_its_json_before_reading_it() {
+        let base = tempfile::tempdir().unwrap();
+        let example = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata/agents/mailer");
+        // The rich example with its tools repeated past `ADMITTED_FROM` (its digests go stale,
+        // which a check reports after listing the files: the listing is what this is about).
+        let mut tools: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(example.join("tools.json")).unwrap()).unwrap();
+        let one = tools["tools"].as_array().unwrap().clone();
+        let many: Vec<serde_json::Value> = (0..40)
+            .flat_map(|i| {
+                one.iter().cloned().map(move |mut t| {
+                    t["id"] = format!("{}_{i}", t["id"].as_str().unwrap()).into();
+                    t
+                })
+            })
+            .collect();
+        tools["tools"] = many.into();
+        let dirs: Vec<PathBuf> = (0..2).map(|i| base.path().join(format!("a{i}"))).collect();
+        for dir in &dirs {
+            copy_tree(&example, dir);
+            std::fs::write(dir.join("tools.json"), serde_json::to_vec(&tools).unwrap()).unwrap();
+        }
+        let json: u64 = ["tools.json", "schemas/mail.send.request.v1.json", "schemas/shared/mail.draft.v1.json"]
+            .iter()
+            .map(|f| std::fs::metadata(dirs[0].join(f)).unwrap().len())
+            .sum();
+        assert!(json > crate::agent::ADMITTED_FROM, "{json}");
+        let admission = Admission::new(1 << 30);
+        crate::workers::PRETEND_CPUS.set(Some(2));
+        let mut reports = Vec::new();
+        check_all(&dirs, CheckOptions::default(), &admission, |c| crate::agent::into_parts(c).2, |r| reports.push(r));
+        crate::workers::PRETEND_CPUS.set(None);
+        assert_eq!(reports.len(), 2);
+        // Each took tools.json and the schema files it lists (not tools.json's text alone, as
+        // an agent whose manifest does not parse does), one or both at a time.
+        let most = admission.most_held();
+        assert!(most == json || most == 2 * json, "{most} against {json} per agent");
+    }
 }
