@@ -18,9 +18,9 @@ pub mod pins;
 pub mod skills;
 pub mod stat_cache;
 
-pub use check::{
-    ADMITTED_FROM, AgentCheck, Options as CheckOptions, check_agent_admitted, check_agent_with, into_parts,
-};
+#[cfg(test)]
+pub use check::ADMITTED_FROM;
+pub use check::{AgentCheck, Options as CheckOptions, check_agent_admitted, check_agent_with, into_parts};
 pub use digests::{Current, Hashing, Kept, claimed_digests, current_digests, stale_entries};
 pub use lock::{LockOutcome, LockReport, NotLocked, lock_agent, lock_agent_with, lock_can_fix};
 
