@@ -24,11 +24,11 @@ pub(crate) const CHUNK: usize = 1 << 20;
 pub(crate) const IN_FLIGHT: usize = 4;
 
 /// Whether a second thread can run beside this one: more than one CPU is usable (the
-/// affinity mask and a cgroup's CPU quota count, as `available_parallelism` reads them). With
+/// affinity mask and a cgroup's CPU quota count, [`usable_cpus`](crate::workers::usable_cpus)). With
 /// one, a second thread could only take turns with the first, paying a wake-up and a context
 /// switch per hand-over, so the pipelines' users then do the work on the calling thread.
 pub(crate) fn second_cpu() -> bool {
-    std::thread::available_parallelism().is_ok_and(|n| n.get() > 1)
+    crate::workers::usable_cpus() > 1
 }
 
 /// The side that fills buffers and sends them, inside messages `M`, to the other.

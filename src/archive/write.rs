@@ -16,8 +16,11 @@
 use std::io::{self, Read, Write};
 
 use super::compress::FrameSink;
+// Whether the encoder is fed on a thread of its own (on one CPU the two threads could only
+// take turns, paying a wake-up per hand-over).
 use super::pipe::Pipe;
 use super::{ArchiveError, BLOCK, LEVELS, MODE_EXECUTABLE, MODE_FILE, check_path, split_ustar_path};
+use crate::handoff::second_cpu;
 
 /// zstd worker threads: one per core (at least 1, at most 32).
 ///
@@ -32,14 +35,7 @@ use super::{ArchiveError, BLOCK, LEVELS, MODE_EXECUTABLE, MODE_FILE, check_path,
 /// fails, pin this to a constant. MT output differs from single-threaded
 /// (`nbWorkers == 0`) output, so the value must stay >= 1.
 fn zstd_workers() -> u32 {
-    std::thread::available_parallelism().map_or(1, |n| n.get()).clamp(1, 32) as u32
-}
-
-/// Whether the encoder is fed on a thread of its own: only when more than one CPU is usable
-/// (affinity mask or cgroup quota, which `available_parallelism` respects). On one CPU the two
-/// threads could only take turns, paying a wake-up per hand-over.
-fn second_cpu() -> bool {
-    std::thread::available_parallelism().is_ok_and(|n| n.get() > 1)
+    crate::workers::usable_cpus().clamp(1, 32) as u32
 }
 
 type Encoder<W> = zstd::stream::write::Encoder<'static, W>;
