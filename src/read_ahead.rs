@@ -173,18 +173,6 @@ pub(crate) enum Sequential<R> {
     Ahead(ReadAhead),
 }
 
-/// A bundle of `size` bytes as a [`Sequential`] input: when its frames are read whole
-/// (`frames_whole`: [`crate::archive::frames_read_whole`]), through a small buffer, so that
-/// each block body is read straight into its frame's buffer (the frames are then decoded on
-/// other threads, or whole on this one, and a reading thread would only add a copy); else as
-/// [`sequential`].
-pub(crate) fn bundle<R: Read + Send + 'static>(source: R, size: u64, frames_whole: bool) -> io::Result<Sequential<R>> {
-    if frames_whole {
-        return Ok(Sequential::Buffered(BufReader::with_capacity(crate::archive::DIRECT_READ_BUFFER, source)));
-    }
-    sequential(source, size)
-}
-
 /// `source` of `size` bytes as a [`Sequential`] input.
 pub(crate) fn sequential<R: Read + Send + 'static>(source: R, size: u64) -> io::Result<Sequential<R>> {
     if size >= READ_AHEAD_FROM && second_cpu() {
@@ -203,6 +191,8 @@ impl<R: Read> Read for Sequential<R> {
         }
     }
 }
+
+impl<R: Read> crate::archive::BundleRead for Sequential<R> {}
 
 impl<R: Read> BufRead for Sequential<R> {
     fn fill_buf(&mut self) -> io::Result<&[u8]> {

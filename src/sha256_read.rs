@@ -1,9 +1,13 @@
 //! The SHA-256 of a bundle computed while the gate streams it, so that attestations and a
 //! keyless signature over the file cost no second pass (about 0.4 s of CPU per GiB here).
 
+use std::fs::File;
 use std::io::{self, BufRead, Read};
+use std::sync::Arc;
 
 use sha2::{Digest, Sha256};
+
+use crate::archive::{BundleRead, InOrder};
 
 /// A reader that hashes every byte its consumer takes, when asked to (a gate without
 /// `--sigstore` pays nothing).
@@ -54,6 +58,32 @@ impl<R: BufRead> BufRead for Sha256Read<R> {
             h.update(&buf[..amt.min(buf.len())]);
         }
         self.inner.consume(amt);
+    }
+}
+
+/// A file's frames may be read by position only when nothing is hashed: the digest must see
+/// every byte.
+impl<R: BundleRead> BundleRead for Sha256Read<R> {
+    fn file(&self) -> Option<&Arc<File>> {
+        self.hasher.is_none().then(|| self.inner.file()).flatten()
+    }
+
+    fn position(&self) -> u64 {
+        self.inner.position()
+    }
+
+    fn skip(&mut self, n: usize) -> io::Result<usize> {
+        if self.hasher.is_some() {
+            return InOrder(self).skip(n);
+        }
+        self.inner.skip(n)
+    }
+
+    fn rewind(&mut self, at: u64) -> io::Result<()> {
+        if self.hasher.is_some() {
+            return InOrder(self).rewind(at);
+        }
+        self.inner.rewind(at)
     }
 }
 

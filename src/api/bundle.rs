@@ -4,7 +4,7 @@
 
 use std::collections::HashMap;
 use std::fs::File;
-use std::io::{self, BufRead, BufReader, Read, Write};
+use std::io::{self, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -14,6 +14,7 @@ use super::error::Error;
 use super::keyless::Keyless;
 use super::policy::TrustPolicy;
 use super::verdict::Verdict;
+use crate::archive::{BundleRead, InOrder};
 use crate::bundle::verify::{self, Discard, Reason, Rejection, Sink};
 use crate::error::ErrorCode;
 use crate::evidence::judge::AttestPolicy;
@@ -414,20 +415,18 @@ impl Bundle {
         // The evidence beside a file of the origin's name, as `bundle verify` gathers it.
         let beside = Some(origin.as_path()).filter(|p| p.is_file());
         let evidence = Evidence::gather(beside, &gate.wanted()).map_err(|e| Error::from_gate(e.into()))?;
-        let reader: Box<dyn BufRead> =
-            match self.source {
-                Source::File(file) => {
-                    let size = file.metadata().map_or(0, |m| m.len());
-                    // As `bundle verify` reads.
-                    let whole = crate::archive::frames_read_whole(&file);
-                    Box::new(crate::read_ahead::bundle(file, size, whole).map_err(|e| {
-                        Error::failed(ErrorCode::IoError, format!("cannot read {}: {e}", origin.display()))
-                    })?)
-                }
-                Source::Bytes(bytes) => Box::new(std::io::Cursor::new(bytes)),
-                Source::Reader(reader) => Box::new(BufReader::with_capacity(1 << 20, reader)),
-            };
-        Ok(gate.judge(BundleInput::from_reader(reader, &origin, evidence), sink))
+        let reader: Box<dyn BundleRead> = match self.source {
+            // As `bundle verify` reads.
+            Source::File(file) => match crate::archive::FileAt::of_bundle(file) {
+                Ok(by_position) => Box::new(by_position),
+                Err((file, size)) => Box::new(InOrder(crate::read_ahead::sequential(file, size).map_err(|e| {
+                    Error::failed(ErrorCode::IoError, format!("cannot read {}: {e}", origin.display()))
+                })?)),
+            },
+            Source::Bytes(bytes) => Box::new(InOrder(std::io::Cursor::new(bytes))),
+            Source::Reader(reader) => Box::new(InOrder(BufReader::with_capacity(1 << 20, reader))),
+        };
+        Ok(gate.judge(BundleInput::from_bundle_read(reader, &origin, evidence), sink))
     }
 }
 

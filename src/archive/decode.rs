@@ -6,7 +6,12 @@
 //! at once; but the verifier's verdict must not depend on how many were. The design makes that
 //! hold by construction:
 //! - Frame boundaries come from walking the frames' own block headers ([`Walker`]), on the
-//!   reading thread, never from the seek table.
+//!   reading thread, never from the seek table. When the bundle is a file that nothing else
+//!   must read in order ([`BundleRead::file`]), that walk reads only the headers and passes
+//!   over the block bodies, and the decoding thread reads its frame by position; a frame whose
+//!   walk fails is walked again from its start by reading, as on any other input, so its bytes
+//!   and fault are the reading path's. A file that changed between the walk and that read is
+//!   an I/O error, never a verdict.
 //! - Every frame is decoded by the same streaming decoder ([`Inline`]); a frame handed to
 //!   another thread is decoded in one call first, and if that call fails for any reason it is
 //!   decoded again by the streaming decoder, so that it yields exactly the bytes the streaming
@@ -42,11 +47,11 @@ pub(crate) mod prehash;
 mod whole;
 
 use std::collections::VecDeque;
-use std::io::{self, BufRead};
+use std::io;
 use std::sync::mpsc::{Receiver, TryRecvError, sync_channel};
 
 use inline::Inline;
-use pool::{Done, Job, Pool};
+use pool::{Done, FrameAt, Job, Pool};
 use prehash::{Scan, Spans};
 pub(crate) use whole::{Decoded, decode_at_once, decode_whole};
 
@@ -55,6 +60,7 @@ use crate::blake3_tree::{Chunks, Prehash};
 use zstd::stream::raw::{Decoder, Operation};
 
 use super::ArchiveError;
+use super::bundle_read::BundleRead;
 use super::frames::{self, Fault, FrameBuf, FrameBytes, FrameHeader, Walker, ZSTD_MAGIC, le32};
 use super::seek_table::{SEEK_TABLE_MAGIC, Walked};
 
@@ -194,7 +200,7 @@ pub(crate) struct FrameStream<R> {
     spare_scans: Vec<Box<Scan>>,
 }
 
-impl<R: BufRead> FrameStream<R> {
+impl<R: BundleRead> FrameStream<R> {
     /// Reads and checks the first frame's header (format reference §2.1), so that a file that
     /// is not a bundle fails before anything is decoded.
     pub fn new(mut input: R, max_window_log: u32, decoding: Decoding) -> Result<Self, ArchiveError> {
@@ -325,7 +331,12 @@ impl<R: BufRead> FrameStream<R> {
         Ok(match next {
             Pending::Fault(f) => return Err(f),
             Pending::Job(rx, header, info, _) => {
-                let Done { bytes, out, decoded, scan } = self.wait_for(&rx)?;
+                let Done { bytes, out, decoded, scan, unread } = self.wait_for(&rx)?;
+                if let Some(e) = unread {
+                    // The file could not be read where the walk found the frame.
+                    self.state = InputState::Failed;
+                    return Err(Fault::Io(e));
+                }
                 if decoded {
                     recycle(&mut self.spare_in, bytes.into_room(), self.in_flight);
                     Current::Bytes { data: out, pos: 0, fault: None, info, scan }
@@ -412,6 +423,14 @@ impl<R: BufRead> FrameStream<R> {
         };
         let start = self.frame_start;
         self.frame_start = start.zip(header.content_size).map(|(s, n)| s.saturating_add(n));
+        let bounded = header.content_size.is_some_and(|n| n <= MAX_FRAME_CONTENT);
+        if bounded && self.buffered && self.input.file().is_some() && self.start_pool() {
+            match self.pass_over(header, start) {
+                Ok(Some(job)) => return Some(job),
+                Ok(None) => {}
+                Err(e) => return Some(self.failed(Fault::Io(e))),
+            }
+        }
         let mut walker = Walker::new(&header);
         // Room for the frame as it most likely is (its content, stored, block headers and
         // checksum included), so that reading it never grows the buffer by copying it.
@@ -432,29 +451,62 @@ impl<R: BufRead> FrameStream<R> {
         if fault.is_some() {
             self.state = InputState::Failed;
         }
-        let bounded = header.content_size.is_some_and(|n| n <= MAX_FRAME_CONTENT);
         if !bounded || fault.is_some() {
             return Some(Pending::Buffered { bytes, header, fault, info });
         }
         if self.start_pool() {
-            let (reply, rx) = sync_channel(1);
-            // Allocated here, so that the decoding threads never allocate: under an
-            // address-space limit (`ulimit -v`) each thread that allocates costs the allocator
-            // a reservation of its own.
-            let out = take_buffer(&mut self.spare_out, header.content_size.unwrap_or(0) as usize);
-            let weight = bytes.capacity() + out.capacity();
-            let pool = self.pool.as_ref().expect("started");
-            let scan = self
-                .prehash
-                .then(|| self.spare_scans.pop().unwrap_or_else(|| Scan::for_frame(header.content_size.unwrap_or(0))));
-            // A frame that starts inside an entry begun before it is scanned as such.
-            let spans = self.prehash.then(|| self.spans.clone());
-            if pool.run(Job { bytes, out, header, scan, start, spans, reply }) {
-                return Some(Pending::Job(rx, header, info, weight));
-            }
-            return Some(self.failed(Fault::Io(io::Error::other("a decoding thread panicked"))));
+            return Some(self.job(bytes, None, header, info, start));
         }
         Some(Pending::Whole { bytes, header, info })
+    }
+
+    /// Walks the frame whose `header` was read, reading only its block headers and checksum
+    /// ([`Walker::pass_over`]), and gives it to a decoding thread to read by position: `None`
+    /// (the input back at the end of the header) when that walk fails or the frame is larger
+    /// than [`MAX_BUFFERED_FRAME`], for the frame to be read as on any other input.
+    fn pass_over(&mut self, header: FrameHeader, start: Option<u64>) -> io::Result<Option<Pending>> {
+        let Some(file) = self.input.file().cloned() else { return Ok(None) };
+        let body = self.input.position();
+        let at = body - header.len as u64;
+        let mut walker = Walker::new(&header);
+        let max = (MAX_BUFFERED_FRAME - header.len) as u64;
+        if walker.pass_over(&mut self.input, max).is_err() || !walker.done() {
+            self.input.rewind(body)?;
+            return Ok(None);
+        }
+        let len = walker.taken as usize;
+        let bytes = FrameBuf::with_room(take_spare(&mut self.spare_in, len), len);
+        let info = Info { compressed: walker.taken, checksum: walker.checksum, produced: 0 };
+        #[cfg(test)]
+        BY_POSITION.set(BY_POSITION.get() + 1);
+        Ok(Some(self.job(bytes, Some(FrameAt { file, at, len }), header, info, start)))
+    }
+
+    /// A frame (read whole, or to be read by position: `at`) given to a decoding thread.
+    fn job(
+        &mut self,
+        bytes: FrameBuf,
+        at: Option<FrameAt>,
+        header: FrameHeader,
+        info: Info,
+        start: Option<u64>,
+    ) -> Pending {
+        let (reply, rx) = sync_channel(1);
+        // Allocated here, so that the decoding threads never allocate: under an address-space
+        // limit (`ulimit -v`) each thread that allocates costs the allocator a reservation of
+        // its own.
+        let out = take_buffer(&mut self.spare_out, header.content_size.unwrap_or(0) as usize);
+        let weight = bytes.capacity() + out.capacity();
+        let pool = self.pool.as_ref().expect("started");
+        let scan = self
+            .prehash
+            .then(|| self.spare_scans.pop().unwrap_or_else(|| Scan::for_frame(header.content_size.unwrap_or(0))));
+        // A frame that starts inside an entry begun before it is scanned as such.
+        let spans = self.prehash.then(|| self.spans.clone());
+        if pool.run(Job { bytes, at, out, header, scan, start, spans, reply }) {
+            return Pending::Job(rx, header, info, weight);
+        }
+        self.failed(Fault::Io(io::Error::other("a decoding thread panicked")))
     }
 
     /// Starts the decoding threads on first use; `false` when decoding on this thread only, or
@@ -571,6 +623,8 @@ pub(crate) fn frames_read_whole(file: &std::fs::File) -> bool {
 thread_local! {
     /// Entries whose hash (or first chunks) was computed ahead, read on this thread.
     pub(crate) static PREHASHED: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+    /// Frames read by position by the decoding threads, for a stream on this thread.
+    pub(crate) static BY_POSITION: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
     /// Frames whose chunks of an entry begun earlier were hashed ahead, on this thread.
     pub(crate) static MIDDLES: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
 }

@@ -10,6 +10,7 @@
 use std::io::{self, BufRead, Read};
 
 use super::ArchiveError;
+use super::bundle_read::BundleRead;
 
 /// zstd frame magic number (little-endian on the wire: 28 B5 2F FD).
 pub(crate) const ZSTD_MAGIC: u32 = 0xFD2F_B528;
@@ -256,6 +257,50 @@ impl Walker {
         Ok(())
     }
 
+    /// Walks on like [`read_into`](Self::read_into), at most `max` more bytes, but reads only
+    /// the block headers and the checksum and passes over the block bodies
+    /// ([`BundleRead::skip`]): for a file whose frame a decoding thread reads by position. A
+    /// fault here is not the reading path's (a caller walks the frame again by reading).
+    pub fn pass_over<R: BundleRead>(&mut self, input: &mut R, max: u64) -> Result<(), Fault> {
+        let mut walked = 0u64;
+        while walked < max {
+            match self.state {
+                State::Done => break,
+                State::BlockHeader => {
+                    let mut h = [0u8; 3];
+                    input.read_exact(&mut h).map_err(eof_is_truncated)?;
+                    let h24 = u32::from_le_bytes([h[0], h[1], h[2], 0]);
+                    let (last, kind, size) = (h24 & 1 == 1, (h24 >> 1) & 3, (h24 >> 3) as usize);
+                    if kind == 3 || size > MAX_BLOCK {
+                        return Err(Fault::Malformed("a zstd block header is not valid".into()));
+                    }
+                    walked += 3;
+                    self.taken += 3;
+                    let left = if kind == 1 { 1 } else { size };
+                    self.state = State::Body { left, last };
+                    self.after_body();
+                }
+                State::Body { left, last } => {
+                    let n = input.skip(left).map_err(Fault::Io)?;
+                    if n == 0 {
+                        return Err(Fault::Truncated);
+                    }
+                    walked += n as u64;
+                    self.taken += n as u64;
+                    self.state = State::Body { left: left - n, last };
+                    self.after_body();
+                }
+                State::Checksum { .. } => {
+                    input.read_exact(&mut self.checksum).map_err(eof_is_truncated)?;
+                    walked += 4;
+                    self.taken += 4;
+                    self.state = State::Done;
+                }
+            }
+        }
+        Ok(())
+    }
+
     /// Appends the rest of the frame's current piece (a block with its header, or the content
     /// checksum) to `out`.
     pub fn read_piece<R: BufRead>(&mut self, input: &mut R, out: &mut Vec<u8>) -> Result<(), Fault> {
@@ -339,20 +384,17 @@ impl FrameBytes for Vec<u8> {
 /// A frame's compressed bytes read whole, in a buffer kept from frame to frame: `buf[..len]`
 /// are this frame's bytes, the rest of `buf` is room written by earlier frames.
 ///
-/// Why: the bytes are read with `Read::read` straight into that room, so that a `BufReader`
-/// over the bundle file (small, [`DIRECT_READ_BUFFER`]) hands block bodies to the kernel's copy
-/// out of the page cache directly, instead of copying them out of its own buffer or a
-/// read-ahead thread's: that second copy of the 727 MB bench bundle was about 6 % of verify's
-/// CPU. A `Vec` read into must be initialized, and safe Rust cannot skip that; keeping the room
-/// initialized across frames zeroes each buffer once in its life, not once per frame.
+/// Why: the bytes are read with `Read::read` straight into that room (or by position, on a
+/// decoding thread: [`read_at`](Self::read_at)), so that the bundle file's small buffer
+/// (`archive::FileAt`) hands block bodies to the kernel's copy out of the page cache directly,
+/// instead of copying them out of its own buffer or a read-ahead thread's: that second copy of
+/// the 727 MB bench bundle was about 6 % of verify's CPU. A `Vec` read into must be
+/// initialized, and safe Rust cannot skip that; keeping the room initialized across frames
+/// zeroes each buffer once in its life, not once per frame.
 pub(crate) struct FrameBuf {
     buf: Vec<u8>,
     len: usize,
 }
-
-/// The buffer of a `BufReader` over a bundle whose frames are read whole: block bodies (up to
-/// 128 KiB) are then read past it, into the frame's own buffer ([`FrameBuf`]).
-pub(crate) const DIRECT_READ_BUFFER: usize = 8 << 10;
 
 impl FrameBuf {
     /// An empty frame in `buf` (its contents are room), with room for `want` bytes.
@@ -380,6 +422,28 @@ impl FrameBuf {
     /// The buffer, room included, for a later frame.
     pub fn into_room(self) -> Vec<u8> {
         self.buf
+    }
+
+    /// Appends the `len` bytes of `file` at offset `at` (read by position); a file that ends
+    /// before them is an error.
+    pub fn read_at(&mut self, file: &std::fs::File, at: u64, len: usize) -> io::Result<()> {
+        let mut done = 0;
+        while done < len {
+            let room = self.room(len - done);
+            let n = match super::bundle_read::read_at(file, room, at + done as u64) {
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                got => got?,
+            };
+            if n == 0 {
+                return Err(io::Error::new(
+                    io::ErrorKind::UnexpectedEof,
+                    "the bundle file is shorter than when its frames were walked (it changed while read)",
+                ));
+            }
+            self.len += n;
+            done += n;
+        }
+        Ok(())
     }
 
     /// Room for `n` more bytes, zeroed only where never written (up to the capacity at once,

@@ -30,10 +30,9 @@
 use std::fmt;
 use std::io;
 
+mod bundle_read;
 mod compress;
 mod decode;
-pub(crate) use decode::frames_read_whole;
-pub(crate) use frames::DIRECT_READ_BUFFER;
 mod frames;
 mod pipe;
 mod read;
@@ -41,6 +40,7 @@ mod seek;
 mod seek_table;
 mod write;
 
+pub use bundle_read::{BundleRead, FileAt, InOrder};
 pub use compress::FRAME_SIZE;
 pub(crate) use decode::Decoding;
 pub use read::{ArchiveReader, Entry, Limits, MAX_TRAILING_ZEROS};

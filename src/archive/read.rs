@@ -33,6 +33,7 @@
 
 use std::io::{self, BufRead, Read, Write};
 
+use super::bundle_read::BundleRead;
 use super::decode::{Decoding, FrameStream};
 use super::frames::Fault;
 use super::write::padding_for;
@@ -119,7 +120,7 @@ pub struct Entry<'a, R: Read> {
     reader: &'a mut ArchiveReader<R>,
 }
 
-impl<R: BufRead> ArchiveReader<R> {
+impl<R: BundleRead> ArchiveReader<R> {
     /// Reads and checks the zstd frame header and sets up decompression.
     ///
     /// Fails with `Malformed` if the input does not start with a zstd frame
@@ -416,7 +417,7 @@ impl<R: BufRead> ArchiveReader<R> {
     }
 }
 
-impl<R: BufRead> Entry<'_, R> {
+impl<R: BundleRead> Entry<'_, R> {
     /// Reads the rest of the entry into `out` and returns the BLAKE3 hash of
     /// the bytes this call read (all of them, on a fresh entry).
     /// The decoded bytes are hashed and written where they are, without a copy.
@@ -508,14 +509,14 @@ impl<R: BufRead> Entry<'_, R> {
     }
 }
 
-impl<R: BufRead> Read for Entry<'_, R> {
+impl<R: BundleRead> Read for Entry<'_, R> {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         self.reader.read_data(buf).map_err(io::Error::other)
     }
 }
 
 /// The entry's data where it was decoded: a reader that hashes or writes it needs no copy.
-impl<R: BufRead> BufRead for Entry<'_, R> {
+impl<R: BundleRead> BufRead for Entry<'_, R> {
     fn fill_buf(&mut self) -> io::Result<&[u8]> {
         self.reader.fill_data().map_err(io::Error::other)
     }

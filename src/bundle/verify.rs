@@ -11,7 +11,7 @@
 mod error;
 
 use std::collections::{HashMap, HashSet, VecDeque};
-use std::io::{self, BufRead, Read, Write};
+use std::io::{self, Read, Write};
 
 use serde::Serialize;
 
@@ -20,7 +20,7 @@ pub use super::refused::Refused;
 use super::signature::{authenticate, check_signature, check_signed_for, judge_signers, parse_signature};
 pub use super::signature::{count_for, policy_rejection, reason_of};
 use super::{MAX_JSON_BYTES, MAX_MANIFEST_BYTES, MAX_SIGNATURE_BYTES, SIGNATURE_ENTRY, is_held};
-use crate::archive::{ArchiveError, ArchiveReader, Entry, Limits};
+use crate::archive::{ArchiveError, ArchiveReader, BundleRead, Entry, Limits};
 use crate::diagnostic::{Code, Source};
 use crate::hasher::EntryHasher;
 use crate::manifest::{self, Manifest};
@@ -150,9 +150,11 @@ impl Sink for Discard {
 
 /// Verifies a bundle read from `input`, writing entries to `sink` as they stream by. Nothing
 /// written to the sink may be used unless this returns `Ok`. A bundle that cannot be read, or
-/// an entry the sink cannot take, is [`VerifyError::Io`]: no verdict on the bundle.
+/// an entry the sink cannot take, is [`VerifyError::Io`]: no verdict on the bundle. `input` may
+/// be a file whose frames the decoding threads read by position ([`BundleRead`]; any stream:
+/// [`InOrder`](crate::archive::InOrder)), with the same verdict either way.
 pub fn verify(
-    input: impl BufRead,
+    input: impl BundleRead,
     trust: Trust<'_>,
     expect: &Expect<'_>,
     sink: &mut dyn Sink,
@@ -174,7 +176,7 @@ pub(crate) const LIMITS: Limits =
     Limits { max_window_log: 24, max_entry_size: u64::MAX >> 1, max_total_size: u64::MAX >> 1, max_entries: 1_000_000 };
 
 fn run(
-    input: impl BufRead,
+    input: impl BundleRead,
     trust: Trust<'_>,
     expect: &Expect<'_>,
     sink: &mut dyn Sink,
@@ -238,7 +240,7 @@ pub(crate) struct Head {
 
 /// Reads entries 1 and 2, checks the signature, then the manifest and what `expect` asks; the
 /// signer and agent are noted as soon as known (for the rejection).
-pub(crate) fn head<R: BufRead>(
+pub(crate) fn head<R: BundleRead>(
     reader: &mut ArchiveReader<R>,
     trust: Trust<'_>,
     expect: &Expect<'_>,
@@ -281,7 +283,7 @@ pub(crate) fn head<R: BufRead>(
 }
 
 /// Entry 1: the manifest, under a small cap.
-fn read_manifest_entry<R: BufRead>(reader: &mut ArchiveReader<R>) -> Result<Vec<u8>, VerifyError> {
+fn read_manifest_entry<R: BundleRead>(reader: &mut ArchiveReader<R>) -> Result<Vec<u8>, VerifyError> {
     let Some(mut entry) = reader.next_entry()? else {
         return Err(Rejection::new(
             Reason::MalformedManifest,
@@ -311,7 +313,7 @@ fn read_manifest_entry<R: BufRead>(reader: &mut ArchiveReader<R>) -> Result<Vec<
 }
 
 /// Entry 2: the signature, under a smaller cap.
-fn read_signature_entry<R: BufRead>(reader: &mut ArchiveReader<R>) -> Result<Vec<u8>, VerifyError> {
+fn read_signature_entry<R: BundleRead>(reader: &mut ArchiveReader<R>) -> Result<Vec<u8>, VerifyError> {
     let Some(mut entry) = reader.next_entry()? else {
         return Err(Rejection::new(
             Reason::MissingSignature,
@@ -350,7 +352,7 @@ struct Streamed {
 
 /// Every entry after the signature, streamed into the sink and hashed, each checked against
 /// the manifest as it passes; then anything the manifest lists that did not come.
-fn stream_entries<R: BufRead>(
+fn stream_entries<R: BundleRead>(
     reader: &mut ArchiveReader<R>,
     manifest: &Manifest,
     sink: &mut dyn Sink,
@@ -410,7 +412,7 @@ impl Unchecked {
 
 /// The loop of [`stream_entries`]: each entry is checked against the manifest and hashed, but
 /// its digest may be compared only after this returns (`digests`). Also returns the paths seen.
-fn stream_all<R: BufRead>(
+fn stream_all<R: BundleRead>(
     reader: &mut ArchiveReader<R>,
     manifest: &Manifest,
     sink: &mut dyn Sink,
@@ -509,7 +511,7 @@ fn stream_all<R: BufRead>(
 /// Streams one entry into the sink while hashing it (its hash is queued in `hasher`; with
 /// `ahead`, finished from what the decoding threads hashed); returns a copy of the bytes when
 /// `keep`.
-fn copy_entry<R: BufRead>(
+fn copy_entry<R: BundleRead>(
     (hasher, ahead): (&mut EntryHasher, bool),
     entry: &mut Entry<'_, R>,
     path: &str,

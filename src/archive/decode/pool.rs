@@ -14,7 +14,9 @@
 //! else, and a bundle verified under a small address-space limit (`ulimit -v`) must not spend
 //! it on stacks.
 
+use std::fs::File;
 use std::io;
+use std::sync::Arc;
 use std::sync::mpsc::SyncSender;
 
 use super::prehash::{Scan, Spans};
@@ -28,7 +30,9 @@ const STACK: usize = 256 << 10;
 /// A frame to decode whole, the buffer to decode it into (with room for its content), and
 /// where to send both back.
 pub(super) struct Job {
+    /// The frame's bytes; empty when the frame is to be read by position (`at`).
     pub bytes: FrameBuf,
+    pub at: Option<FrameAt>,
     pub out: Vec<u8>,
     pub header: FrameHeader,
     /// Given when the reader wants the frame's entries hashed here ([`Scan`]).
@@ -40,6 +44,14 @@ pub(super) struct Job {
     pub reply: SyncSender<Done>,
 }
 
+/// Where a frame is in the bundle file: a decoding thread reads it there itself.
+pub(super) struct FrameAt {
+    pub file: Arc<File>,
+    /// The frame's first byte, and its length (header, blocks and checksum).
+    pub at: u64,
+    pub len: usize,
+}
+
 /// A job's buffers back, and whether `out` holds the frame's content (else it is empty, and the
 /// frame is for the streaming decoder on the reading thread).
 pub(super) struct Done {
@@ -48,6 +60,8 @@ pub(super) struct Done {
     pub decoded: bool,
     /// The job's scan, run if the frame was decoded.
     pub scan: Option<Box<Scan>>,
+    /// Why the frame could not be read by position (the file failed, or ended before it).
+    pub unread: Option<io::Error>,
 }
 
 /// The decoding threads: the jobs' queue and the threads that take from it.
@@ -68,7 +82,13 @@ pub(super) fn start(n: usize, max_window_log: u32) -> io::Result<Pool> {
 /// allocating nothing: a frame that call cannot decode goes back undecoded (the streaming
 /// decoder on the reading thread gives its bytes and fault).
 fn decode(bulk: &mut zstd::bulk::Decompressor<'static>, job: Job) {
-    let Job { bytes, mut out, header, mut scan, start, spans, reply } = job;
+    let Job { mut bytes, at, mut out, header, mut scan, start, spans, reply } = job;
+    if let Some(FrameAt { file, at, len }) = at
+        && let Err(e) = bytes.read_at(&file, at, len)
+    {
+        let _ = reply.send(Done { bytes, out, decoded: false, scan, unread: Some(e) });
+        return;
+    }
     let decoded = decode_at_once(bulk, bytes.bytes(), &mut out, &header, MAX_FRAME_CONTENT);
     if let Some(scan) = scan.as_mut().filter(|_| decoded) {
         let inside = start.zip(spans.as_ref()).and_then(|(start, spans)| spans.inside(start));
@@ -80,5 +100,5 @@ fn decode(bulk: &mut zstd::bulk::Decompressor<'static>, job: Job) {
         }
     }
     // The receiver is gone only when the stream was dropped midway.
-    let _ = reply.send(Done { bytes, out, decoded, scan });
+    let _ = reply.send(Done { bytes, out, decoded, scan, unread: None });
 }

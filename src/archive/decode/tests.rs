@@ -3,7 +3,7 @@
 
 use crate::archive::frames::{self, Fault, FrameBuf, FrameBytes, Walker};
 use crate::archive::write::tests::{Sample, pseudo_random, split_frames, write_seekable};
-use crate::archive::{ArchiveError, ArchiveReader, Decoding, Limits, seek_table};
+use crate::archive::{ArchiveError, ArchiveReader, BundleRead, Decoding, FileAt, Limits, seek_table};
 
 /// Each entry's path and hash, then `Ok` or the error's code and message.
 type Outcome = (Vec<(String, blake3::Hash)>, Result<(), (String, String)>);
@@ -39,6 +39,28 @@ fn outcome_prehashed(bundle: &[u8]) -> (Outcome, usize) {
     ((seen, result.map_err(|e| (e.code().to_owned(), e.to_string()))), super::PREHASHED.get())
 }
 
+/// What reading a bundle gives as `bundle verify` reads a bundle file: [`outcome_prehashed`],
+/// the frames read by position by the decoding threads (`FileAt`); and how many frames were.
+fn outcome_by_position(bundle: &[u8]) -> (Outcome, usize) {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = dir.path().join("a.agent.bundle");
+    std::fs::write(&path, bundle).expect("written");
+    let file = std::fs::File::open(&path).expect("opened");
+    let mut seen = Vec::new();
+    super::BY_POSITION.set(0);
+    let result = (|| -> Result<(), ArchiveError> {
+        let input = FileAt::new(file, bundle.len() as u64);
+        let mut r = ArchiveReader::with_decoding(input, Limits::default(), Decoding::Parallel)?;
+        r.prehash_entries();
+        while let Some(mut e) = r.next_entry()? {
+            let hash = e.hash_ahead(|_| Ok(())).map_err(ArchiveError::from)?;
+            seen.push((e.path.clone(), hash));
+        }
+        r.finish()
+    })();
+    ((seen, result.map_err(|e| (e.code().to_owned(), e.to_string()))), super::BY_POSITION.get())
+}
+
 /// A bundle of several frames: small entries grouped, two split across frames.
 fn multi_frame() -> Vec<u8> {
     let s =
@@ -65,6 +87,8 @@ fn same_either_way(bundle: &[u8], what: &str) -> Result<(), (String, String)> {
     assert!(streamed == one, "{what}: streamed {:?} / read whole {:?}", streamed.1, one.1);
     let (prehashed, _) = outcome_prehashed(bundle);
     assert!(prehashed == one, "{what}: hashed ahead {:?} / one thread {:?}", prehashed.1, one.1);
+    let (by_position, _) = outcome_by_position(bundle);
+    assert!(by_position == one, "{what}: read by position {:?} / one thread {:?}", by_position.1, one.1);
     one.1
 }
 
@@ -104,6 +128,79 @@ fn an_intact_multi_frame_bundle_reads_the_same_on_one_thread_and_many() {
     let bundle = multi_frame();
     assert!(split_frames(&bundle).0.len() >= 5);
     assert_eq!(same_either_way(&bundle, "intact"), Ok(()));
+}
+
+#[test]
+fn the_decoding_threads_read_a_files_frames_by_position() {
+    let bundle = multi_frame();
+    let frames = split_frames(&bundle).0.len();
+    let ((entries, result), by_position) = outcome_by_position(&bundle);
+    assert_eq!(result, Ok(()));
+    assert_eq!(entries, outcome(&bundle, Decoding::ThisThread).0);
+    // Every data frame declares its content (at most 4 MiB): each is read by position.
+    assert_eq!(by_position, frames, "of {frames} frames");
+}
+
+/// A bundle file whose walk sees `walked` while the decoding threads read `read`: a file that
+/// changed between the two.
+struct Changed {
+    walked: FileAt,
+    read: std::sync::Arc<std::fs::File>,
+}
+
+impl std::io::Read for Changed {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        self.walked.read(buf)
+    }
+}
+
+impl std::io::BufRead for Changed {
+    fn fill_buf(&mut self) -> std::io::Result<&[u8]> {
+        self.walked.fill_buf()
+    }
+
+    fn consume(&mut self, amt: usize) {
+        self.walked.consume(amt);
+    }
+}
+
+impl BundleRead for Changed {
+    fn file(&self) -> Option<&std::sync::Arc<std::fs::File>> {
+        Some(&self.read)
+    }
+
+    fn position(&self) -> u64 {
+        self.walked.position()
+    }
+
+    fn skip(&mut self, n: usize) -> std::io::Result<usize> {
+        self.walked.skip(n)
+    }
+
+    fn rewind(&mut self, at: u64) -> std::io::Result<()> {
+        self.walked.rewind(at)
+    }
+}
+
+#[test]
+fn a_file_that_shrank_after_its_frames_were_walked_is_an_io_error_never_a_verdict() {
+    let bundle = multi_frame();
+    let dir = tempfile::tempdir().expect("temp dir");
+    let (whole, short) = (dir.path().join("whole"), dir.path().join("short"));
+    std::fs::write(&whole, &bundle).expect("written");
+    std::fs::write(&short, &bundle[..bundle.len() / 2]).expect("written");
+    let open = |path| std::fs::File::open(path).expect("opened");
+    let input = Changed { walked: FileAt::new(open(&whole), bundle.len() as u64), read: open(&short).into() };
+    let result = (|| -> Result<(), ArchiveError> {
+        let mut r = ArchiveReader::with_decoding(input, Limits::default(), Decoding::Parallel)?;
+        while let Some(mut e) = r.next_entry()? {
+            e.hash()?;
+        }
+        r.finish()
+    })();
+    let e = result.expect_err("a file read short");
+    assert_eq!(e.code(), "io_error", "{e}");
+    assert!(e.to_string().contains("changed while read"), "{e}");
 }
 
 #[test]
@@ -233,15 +330,15 @@ fn a_bundle_is_read_straight_into_its_frames_only_when_they_are_read_whole() {
         std::fs::write(&path, bytes).unwrap();
         std::fs::File::open(path).unwrap()
     };
-    assert!(crate::archive::frames_read_whole(&file("seekable", &multi_frame())));
+    assert!(super::frames_read_whole(&file("seekable", &multi_frame())));
     // One frame of unknown size, as earlier releases wrote (the streaming encoder).
     let mut old = Vec::new();
     let mut encoder = zstd::stream::write::Encoder::new(&mut old, 3).unwrap();
     std::io::Write::write_all(&mut encoder, &[0u8; 4096]).unwrap();
     encoder.finish().unwrap();
-    assert!(!crate::archive::frames_read_whole(&file("one-frame", &old)));
-    assert!(!crate::archive::frames_read_whole(&file("empty", b"")));
-    assert!(!crate::archive::frames_read_whole(&file("text", b"not a bundle at all")));
+    assert!(!super::frames_read_whole(&file("one-frame", &old)));
+    assert!(!super::frames_read_whole(&file("empty", b"")));
+    assert!(!super::frames_read_whole(&file("text", b"not a bundle at all")));
 }
 
 #[test]

@@ -19,6 +19,8 @@ mod tests;
 mod verdict;
 
 use std::io::BufRead;
+
+use crate::archive::BundleRead;
 use std::path::{Path, PathBuf};
 
 pub use verdict::{AgentId, BaselineReport, CosignatureOrigin, Verdict, VerdictReport};
@@ -257,7 +259,7 @@ impl Gate {
     /// The streaming pass over the bundle and everything judged after it.
     fn judge_stream(
         mut self,
-        input: &mut dyn BufRead,
+        input: &mut dyn BundleRead,
         origin: &Path,
         mut gathered: Gathered,
         sink: &mut dyn Sink,

@@ -21,9 +21,10 @@ use std::fs::File;
 use std::io;
 use std::path::{Path, PathBuf};
 
+use crate::archive::FileAt;
 pub use evidence::{Evidence, Piece, Wanted, keyless_path};
 pub use stream::{BundleInput, Judgement};
-use stream::{Counted, Fault, Recording, Stream};
+use stream::{Counted, Fault, FileInput, Recording, Stream};
 
 use crate::error::{Coded, ErrorCode};
 use crate::oci::{self, Artifact, OciError, Reference, Refusal};
@@ -112,12 +113,18 @@ impl BundleSource {
                 let size = file.metadata().map_or(0, |m| m.len());
                 progress.begin("verifying", size);
                 let fault = Fault::default();
-                let whole = crate::archive::frames_read_whole(&file);
-                let reader = Recording { inner: file, fault: fault.clone() };
-                // A large bundle is read on a thread of its own, beside the decoder, unless
-                // its frames are read whole (straight into their buffers).
-                let input = read_ahead::bundle(reader, size, whole)
-                    .map_err(|source| InputError::File { path: path.clone(), source })?;
+                // A bundle whose frames are read whole is read by position, its frames by the
+                // decoding threads themselves (`archive::FileAt`); a large one of an earlier
+                // release (one frame) on a reading thread of its own, beside the decoder.
+                let input = match FileAt::of_bundle(file) {
+                    Ok(by_position) => FileInput::ByPosition(by_position),
+                    Err((file, size)) => {
+                        let reader = Recording { inner: file, fault: fault.clone() };
+                        let input = read_ahead::sequential(reader, size)
+                            .map_err(|source| InputError::File { path: path.clone(), source })?;
+                        FileInput::InOrder(input)
+                    }
+                };
                 Ok(Ok(BundleInput::new(
                     Stream::File(Counted { inner: input, progress }),
                     fault,

@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use super::{Evidence, InputError};
+use crate::archive::{BundleRead, FileAt, InOrder};
 use crate::bundle::verify::VerifyError;
 use crate::oci::artifact::BlobMismatch;
 use crate::oci::{self, Artifact, OciError};
@@ -59,12 +60,95 @@ impl<B: BufRead> BufRead for Counted<'_, B> {
     }
 }
 
+/// Bytes passed over count as read: a decoding thread reads them by position.
+impl<B: BundleRead> BundleRead for Counted<'_, B> {
+    fn file(&self) -> Option<&Arc<File>> {
+        self.inner.file()
+    }
+
+    fn position(&self) -> u64 {
+        self.inner.position()
+    }
+
+    fn skip(&mut self, n: usize) -> io::Result<usize> {
+        let n = self.inner.skip(n)?;
+        self.progress.advance(n as u64);
+        Ok(n)
+    }
+
+    fn rewind(&mut self, at: u64) -> io::Result<()> {
+        self.inner.rewind(at)
+    }
+}
+
+/// A bundle file: read in order (through a reading thread when large), or, when its frames are
+/// read whole, by position ([`FileAt`]).
+pub(super) enum FileInput {
+    InOrder(Sequential<Recording<File>>),
+    ByPosition(FileAt),
+}
+
+impl Read for FileInput {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        match self {
+            FileInput::InOrder(r) => r.read(buf),
+            FileInput::ByPosition(r) => r.read(buf),
+        }
+    }
+}
+
+impl BufRead for FileInput {
+    fn fill_buf(&mut self) -> io::Result<&[u8]> {
+        match self {
+            FileInput::InOrder(r) => r.fill_buf(),
+            FileInput::ByPosition(r) => r.fill_buf(),
+        }
+    }
+
+    fn consume(&mut self, amt: usize) {
+        match self {
+            FileInput::InOrder(r) => r.consume(amt),
+            FileInput::ByPosition(r) => r.consume(amt),
+        }
+    }
+}
+
+impl BundleRead for FileInput {
+    fn file(&self) -> Option<&Arc<File>> {
+        match self {
+            FileInput::InOrder(_) => None,
+            FileInput::ByPosition(r) => r.file(),
+        }
+    }
+
+    fn position(&self) -> u64 {
+        match self {
+            FileInput::InOrder(_) => 0,
+            FileInput::ByPosition(r) => r.position(),
+        }
+    }
+
+    fn skip(&mut self, n: usize) -> io::Result<usize> {
+        match self {
+            FileInput::InOrder(r) => InOrder(r).skip(n),
+            FileInput::ByPosition(r) => r.skip(n),
+        }
+    }
+
+    fn rewind(&mut self, at: u64) -> io::Result<()> {
+        match self {
+            FileInput::InOrder(r) => InOrder(r).rewind(at),
+            FileInput::ByPosition(r) => r.rewind(at),
+        }
+    }
+}
+
 pub(super) enum Stream<'p> {
-    File(Counted<'p, Sequential<Recording<File>>>),
+    File(Counted<'p, FileInput>),
     /// A registry artifact whose layer is requested when the bundle is read.
     Pending(Box<oci::Pending>),
     /// A stream of the library's caller (nothing lies beside it).
-    Reader(Box<dyn BufRead + 'p>),
+    Reader(Box<dyn BundleRead + 'p>),
 }
 
 /// A bundle opened for one pass, with its evidence. Read it with [`BundleInput::judge`], which
@@ -129,6 +213,12 @@ impl<'p> BundleInput<'p> {
     /// A bundle read from a stream the caller opened, named `label` in messages, with the
     /// evidence gathered for it ([`Evidence::gather`] with no file).
     pub fn from_reader(reader: impl BufRead + 'p, label: &Path, evidence: Evidence) -> Self {
+        Self::from_bundle_read(InOrder(reader), label, evidence)
+    }
+
+    /// [`from_reader`](Self::from_reader), from bytes that may be a file read by position
+    /// ([`FileAt`]).
+    pub fn from_bundle_read(reader: impl BundleRead + 'p, label: &Path, evidence: Evidence) -> Self {
         BundleInput {
             stream: Stream::Reader(Box::new(reader)),
             fault: Fault::default(),
@@ -201,7 +291,7 @@ impl<'p> BundleInput<'p> {
     /// `consume` must read to the end before accepting: a layer's digest is checked there.
     pub fn judge<J: Judgement, E: From<InputError>>(
         self,
-        consume: impl FnOnce(&mut dyn BufRead) -> Result<J, E>,
+        consume: impl FnOnce(&mut dyn BundleRead) -> Result<J, E>,
     ) -> Result<J, E> {
         let BundleInput { stream, mut fault, label, progress, copy, .. } = self;
         let file_error = |source| E::from(InputError::File { path: label.clone(), source });
@@ -222,7 +312,7 @@ impl<'p> BundleInput<'p> {
                 match copy {
                     Some(copy) => {
                         let mut input = oci::prefetch::spawn(layer.reader, Some(copy)).map_err(file_error)?;
-                        let (judged, reached) = watched(&mut input, consume);
+                        let (judged, reached) = watched(InOrder(&mut input), consume);
                         let received = input.finish();
                         let faulted = fault.lock().unwrap_or_else(|p| p.into_inner()).is_some();
                         let judged = overturn(judged, reached, &fault, &label)?;
@@ -236,7 +326,7 @@ impl<'p> BundleInput<'p> {
                     // Received (and SHA-256 hashed) on a reading thread beside the decoder when
                     // large, as a file is read.
                     None => match read_ahead::sequential(layer.reader, layer.artifact.layer_size) {
-                        Ok(input) => watched(input, consume),
+                        Ok(input) => watched(InOrder(input), consume),
                         Err(source) => (Err(file_error(source)), false),
                     },
                 }
@@ -250,7 +340,7 @@ impl<'p> BundleInput<'p> {
 }
 
 /// `consume` over `input`, and whether it reached the end of `input` or an error of it.
-fn watched<B: BufRead, T>(input: B, consume: impl FnOnce(&mut dyn BufRead) -> T) -> (T, bool) {
+fn watched<B: BundleRead, T>(input: B, consume: impl FnOnce(&mut dyn BundleRead) -> T) -> (T, bool) {
     let mut watching = Watched { inner: input, reached: false };
     let judged = consume(&mut watching);
     (judged, watching.reached)
@@ -290,6 +380,29 @@ impl<B: BufRead> BufRead for Watched<B> {
 
     fn consume(&mut self, amt: usize) {
         self.inner.consume(amt);
+    }
+}
+
+/// Passing over the end is reaching it.
+impl<B: BundleRead> BundleRead for Watched<B> {
+    fn file(&self) -> Option<&Arc<File>> {
+        self.inner.file()
+    }
+
+    fn position(&self) -> u64 {
+        self.inner.position()
+    }
+
+    fn skip(&mut self, n: usize) -> io::Result<usize> {
+        let got = self.inner.skip(n);
+        if n > 0 && got.as_ref().map_or(true, |&n| n == 0) {
+            self.reached = true;
+        }
+        got
+    }
+
+    fn rewind(&mut self, at: u64) -> io::Result<()> {
+        self.inner.rewind(at)
     }
 }
 
