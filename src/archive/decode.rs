@@ -432,13 +432,8 @@ impl<R: BundleRead> FrameStream<R> {
             }
         }
         let mut walker = Walker::new(&header);
-        // Room for the frame as it most likely is (its content, stored, block headers and
-        // checksum included), so that reading it never grows the buffer by copying it.
-        let likely = match header.content_size {
-            Some(n) if self.buffered && n <= MAX_FRAME_CONTENT => n as usize + (n as usize >> 10) + 64,
-            _ => 0,
-        };
-        let mut bytes = FrameBuf::with_room(take_spare(&mut self.spare_in, header.len + likely), header.len + likely);
+        let likely = if self.buffered { likely_size(&header) } else { header.len };
+        let mut bytes = FrameBuf::with_room(take_spare(&mut self.spare_in, likely), likely);
         bytes.push(header.bytes());
         let max = if self.buffered { MAX_BUFFERED_FRAME - header.len } else { 0 };
         let walk = walker.read_into(&mut self.input, &mut bytes, max);
@@ -475,7 +470,10 @@ impl<R: BundleRead> FrameStream<R> {
             return Ok(None);
         }
         let len = walker.taken as usize;
-        let bytes = FrameBuf::with_room(take_spare(&mut self.spare_in, len), len);
+        // Room as for a frame read (its likely size), so that the kept buffers stay alike and
+        // one is never grown for a frame it was too small for.
+        let room = len.max(likely_size(&header));
+        let bytes = FrameBuf::with_room(take_spare(&mut self.spare_in, room), room);
         let info = Info { compressed: walker.taken, checksum: walker.checksum, produced: 0 };
         #[cfg(test)]
         BY_POSITION.set(BY_POSITION.get() + 1);
@@ -633,6 +631,16 @@ thread_local! {
 /// [`MAX_DECODING_THREADS`].
 pub(crate) fn threads() -> usize {
     crate::workers::usable_cpus().min(MAX_DECODING_THREADS)
+}
+
+/// Room for a frame as it most likely is (its declared content stored, block headers and
+/// checksum included, for a frame of bounded content), so that reading it never grows the
+/// buffer by copying it.
+fn likely_size(header: &FrameHeader) -> usize {
+    match header.content_size {
+        Some(n) if n <= MAX_FRAME_CONTENT => header.len + n as usize + (n as usize >> 10) + 64,
+        _ => header.len,
+    }
 }
 
 /// Frames up to this size get buffers of their own, never a kept one: a kept buffer is as large
