@@ -17,9 +17,15 @@ use std::fs::File;
 use std::io::{self, BufRead, BufReader, Read};
 use std::sync::Arc;
 
-/// Bytes read at once by [`FileAt`] for what it reads through its buffer (headers); larger
-/// reads go straight into the caller's buffer.
+/// Bytes read at once by [`FileAt`] for what it reads through its buffer; larger reads go
+/// straight into the caller's buffer.
 const BUFFER: usize = 8 << 10;
+
+/// Reads up to this size (a frame's or a block's header, a checksum: at most 18 bytes) go
+/// straight into the caller's buffer too, so that walking a frame's 3-byte block headers does
+/// not copy 8 KiB of the block after each (6 % of the bundle, copied twice: in `perf` of verify
+/// pinned to one CPU, the kernel's copy took 30 % more samples than the floor's).
+const SMALL_READ: usize = 32;
 
 /// A bundle's bytes, read in order; [`file`](Self::file) says when they are also a file that
 /// can be read by position. Every method but `file` has the behaviour of a plain stream by
@@ -164,7 +170,7 @@ impl FileAt {
 
 impl Read for FileAt {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        if self.pos == self.filled && buf.len() >= self.buf.len() {
+        if self.pos == self.filled && (buf.len() >= self.buf.len() || buf.len() <= SMALL_READ) {
             let n = self.read_at(buf, self.at)?;
             self.at += n as u64;
             return Ok(n);
@@ -260,11 +266,17 @@ mod tests {
         let data: Vec<u8> = (0..100_000u32).map(|i| (i % 251) as u8).collect();
         let (_dir, file) = file_of(&data);
         let mut r = FileAt::new(file, data.len() as u64);
+        // A header-sized read takes only its bytes (nothing buffered to pass over).
         let mut head = [0u8; 3];
         r.read_exact(&mut head).expect("read");
         assert_eq!(head, data[..3]);
         assert_eq!(r.position(), 3);
-        // From the buffer first, then past it.
+        assert_eq!(r.skip(100).expect("skipped"), 100);
+        r.rewind(0).expect("rewound");
+        // Through the buffer: a skip passes over the buffered bytes first, then past them.
+        assert_eq!(r.fill_buf().expect("read").len(), BUFFER);
+        r.consume(3);
+        assert_eq!(r.position(), 3);
         let buffered = r.skip(100_000).expect("skipped");
         assert_eq!(buffered, BUFFER - 3);
         assert_eq!(r.skip(50_000).expect("skipped"), 50_000);
