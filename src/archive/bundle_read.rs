@@ -62,41 +62,30 @@ impl BundleRead for &[u8] {}
 
 impl<R: Read> BundleRead for BufReader<R> {}
 
-impl<B: BundleRead + ?Sized> BundleRead for &mut B {
-    fn file(&self) -> Option<&Arc<File>> {
-        (**self).file()
-    }
+/// `BundleRead` for a pointer to one: every method passed on.
+macro_rules! delegate {
+    ($($pointer:ty),*) => {$(
+        impl<B: BundleRead + ?Sized> BundleRead for $pointer {
+            fn file(&self) -> Option<&Arc<File>> {
+                (**self).file()
+            }
 
-    fn position(&self) -> u64 {
-        (**self).position()
-    }
+            fn position(&self) -> u64 {
+                (**self).position()
+            }
 
-    fn skip(&mut self, n: usize) -> io::Result<usize> {
-        (**self).skip(n)
-    }
+            fn skip(&mut self, n: usize) -> io::Result<usize> {
+                (**self).skip(n)
+            }
 
-    fn rewind(&mut self, at: u64) -> io::Result<()> {
-        (**self).rewind(at)
-    }
+            fn rewind(&mut self, at: u64) -> io::Result<()> {
+                (**self).rewind(at)
+            }
+        }
+    )*};
 }
 
-impl<B: BundleRead + ?Sized> BundleRead for Box<B> {
-    fn file(&self) -> Option<&Arc<File>> {
-        (**self).file()
-    }
-
-    fn position(&self) -> u64 {
-        (**self).position()
-    }
-
-    fn skip(&mut self, n: usize) -> io::Result<usize> {
-        (**self).skip(n)
-    }
-
-    fn rewind(&mut self, at: u64) -> io::Result<()> {
-        (**self).rewind(at)
-    }
-}
+delegate!(&mut B, Box<B>);
 
 /// Any stream, read in order.
 pub struct InOrder<R>(pub R);
