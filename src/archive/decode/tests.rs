@@ -22,34 +22,11 @@ fn outcome(bundle: &[u8], decoding: Decoding) -> Outcome {
     (seen, result.map_err(|e| (e.code().to_owned(), e.to_string())))
 }
 
-/// What reading a bundle gives as `bundle verify` reads it: entries hashed on the decoding
-/// threads where they can be (`prehash`), the rest on this one; and how many were.
-fn outcome_prehashed(bundle: &[u8]) -> (Outcome, usize) {
+/// What reading `input` gives as `bundle verify` reads it: entries hashed on the decoding
+/// threads where they can be (`prehash`), the rest on this one.
+fn read_prehashed(input: impl BundleRead) -> Outcome {
     let mut seen = Vec::new();
-    super::PREHASHED.set(0);
     let result = (|| -> Result<(), ArchiveError> {
-        let mut r = ArchiveReader::with_decoding(bundle, Limits::default(), Decoding::Parallel)?;
-        r.prehash_entries();
-        while let Some(mut e) = r.next_entry()? {
-            let hash = e.hash_ahead(|_| Ok(())).map_err(ArchiveError::from)?;
-            seen.push((e.path.clone(), hash));
-        }
-        r.finish()
-    })();
-    ((seen, result.map_err(|e| (e.code().to_owned(), e.to_string()))), super::PREHASHED.get())
-}
-
-/// What reading a bundle gives as `bundle verify` reads a bundle file: [`outcome_prehashed`],
-/// the frames read by position by the decoding threads (`FileAt`); and how many frames were.
-fn outcome_by_position(bundle: &[u8]) -> (Outcome, usize) {
-    let dir = tempfile::tempdir().expect("temp dir");
-    let path = dir.path().join("a.agent.bundle");
-    std::fs::write(&path, bundle).expect("written");
-    let file = std::fs::File::open(&path).expect("opened");
-    let mut seen = Vec::new();
-    super::BY_POSITION.set(0);
-    let result = (|| -> Result<(), ArchiveError> {
-        let input = FileAt::new(file, bundle.len() as u64);
         let mut r = ArchiveReader::with_decoding(input, Limits::default(), Decoding::Parallel)?;
         r.prehash_entries();
         while let Some(mut e) = r.next_entry()? {
@@ -58,7 +35,26 @@ fn outcome_by_position(bundle: &[u8]) -> (Outcome, usize) {
         }
         r.finish()
     })();
-    ((seen, result.map_err(|e| (e.code().to_owned(), e.to_string()))), super::BY_POSITION.get())
+    (seen, result.map_err(|e| (e.code().to_owned(), e.to_string())))
+}
+
+/// [`read_prehashed`] of a bundle in memory, and how many entries were hashed ahead.
+fn outcome_prehashed(bundle: &[u8]) -> (Outcome, usize) {
+    super::PREHASHED.set(0);
+    let outcome = read_prehashed(bundle);
+    (outcome, super::PREHASHED.get())
+}
+
+/// [`read_prehashed`] of a bundle file, as `bundle verify` reads one: the frames read by
+/// position by the decoding threads (`FileAt`); and how many frames were.
+fn outcome_by_position(bundle: &[u8]) -> (Outcome, usize) {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = dir.path().join("a.agent.bundle");
+    std::fs::write(&path, bundle).expect("written");
+    let file = std::fs::File::open(&path).expect("opened");
+    super::BY_POSITION.set(0);
+    let outcome = read_prehashed(FileAt::new(file, bundle.len() as u64));
+    (outcome, super::BY_POSITION.get())
 }
 
 /// A bundle of several frames: small entries grouped, two split across frames.

@@ -21,11 +21,11 @@ use std::fs::File;
 use std::io;
 use std::path::{Path, PathBuf};
 
-use crate::archive::FileAt;
 pub use evidence::{Evidence, Piece, Wanted, keyless_path};
 pub use stream::{BundleInput, Judgement};
 use stream::{Counted, Fault, FileInput, Recording, Stream};
 
+use crate::archive::FileAt;
 use crate::error::{Coded, ErrorCode};
 use crate::oci::{self, Artifact, OciError, Reference, Refusal};
 use crate::progress::Progress;
