@@ -448,17 +448,17 @@ def many_agents(bundle, w, counts, runs):
             os.rename(f"{root}.tmp", root)
         cache = os.path.join(w, "stat-cache")
         sh(f"cd {root} && BUNDLE_CACHE_DIR={cache} {bundle} check -q")  # primes the stat cache
+        reading = f"reading the files (find | xargs -P{cpus} cat)"
         cmds = {
             "cache off": f"cd {root} && BUNDLE_STAT_CACHE=off {bundle} check -q",
             "stat cache warm": f"cd {root} && BUNDLE_CACHE_DIR={cache} {bundle} check -q",
-            f"reading the files (find | xargs -P{cpus} cat)":
-                f"cd {root} && find agents -type f -print0 | xargs -0 -P{cpus} -n 2000 cat > /dev/null",
+            reading: f"cd {root} && find agents -type f -print0 | xargs -0 -P{cpus} -n 2000 cat > /dev/null",
         }
         rows = {label: [] for label in cmds}
         for _ in range(runs):
             for label, cmd in cmds.items():
                 rows[label].append(timed(cmd))
-        floor = statistics.median(x["wall"] for x in rows[list(cmds)[-1]])
+        floor = statistics.median(x["wall"] for x in rows[reading])
         for label, got in rows.items():
             m = {f: statistics.median(x[f] for x in got) for f in ("wall", "user", "sys", "vcs", "ics")}
             print(f"| {n}, {label} | {m['wall']:.2f} | {m['user']:.2f} | {m['sys']:.2f} | {m['vcs']:.0f} / "
