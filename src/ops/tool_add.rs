@@ -205,7 +205,10 @@ pub fn add_tool(dir: &Path, tool: &NewTool, grant: bool) -> Result<Added, AddFai
     let current_policy = Policy::parse(&current_policy_source, &mut diags);
     let validated = tools::validate(&existing, &dir.to_path_buf(), &prefix, &current_policy, &mut diags);
     let errors: Vec<Diagnostic> = diags.into_iter().filter(Diagnostic::is_error).collect();
-    let Some(Value::Object(mut doc)) = validated.valid.map(|v| v.value).filter(|_| errors.is_empty()) else {
+    // The document as written (its members in their order), parsed again from the text that
+    // just passed: the validation moved its own parse into the typed model.
+    let written = validated.valid.filter(|_| errors.is_empty()).and_then(|_| serde_json::from_str(&existing.text).ok());
+    let Some(Value::Object(mut doc)) = written else {
         report.add_source(&current_policy_source);
         for s in &validated.sources {
             report.add_source(s);

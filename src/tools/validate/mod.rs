@@ -3,7 +3,6 @@
 
 use std::collections::{HashMap, HashSet};
 
-use serde::Deserialize;
 use serde_json::{Map, Value};
 
 use super::credentials;
@@ -53,19 +52,19 @@ pub struct Validated {
     pub schema_files: Vec<String>,
 }
 
-/// A tools.json that passed every rule: the JSON as written (for commands that edit it) and
-/// its typed model, built once here.
+/// A tools.json that passed every rule: its typed model, built once here. (A command that
+/// edits the file parses its text again: the parsed document is moved into the model, not
+/// copied.)
 #[derive(Debug, Clone)]
 pub struct ValidTools {
-    pub value: Value,
     pub model: ToolsFile,
 }
 
 /// The typed model of a document that passed every rule. One that does not fit the model is
 /// an error, never an empty tool list (fail closed).
 fn typed(source: &Source, value: Value) -> Result<ValidTools, Diagnostic> {
-    match ToolsFile::deserialize(&value) {
-        Ok(model) => Ok(ValidTools { value, model }),
+    match ToolsFile::from_value(value) {
+        Ok(model) => Ok(ValidTools { model }),
         Err(e) => Err(Diagnostic::error(
             Code::InvalidJson,
             &source.name,
