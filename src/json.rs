@@ -117,15 +117,20 @@ impl JsonPath {
     }
 
     pub fn key(&self, key: &str) -> Self {
-        let mut p = self.clone();
-        p.0.push(Segment::Key(key.into()));
-        p
+        self.with(Segment::Key(key.into()))
     }
 
     pub fn index(&self, index: usize) -> Self {
-        let mut p = self.clone();
-        p.0.push(Segment::Index(index));
-        p
+        self.with(Segment::Index(index))
+    }
+
+    /// This path and one more segment, allocated once at its final length (a clone then a
+    /// push would allocate twice: a clone has no room to spare).
+    fn with(&self, last: Segment) -> Self {
+        let mut segments = Vec::with_capacity(self.0.len() + 1);
+        segments.extend(self.0.iter().cloned());
+        segments.push(last);
+        JsonPath(segments)
     }
 
     pub fn pop(&mut self) -> bool {

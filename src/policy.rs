@@ -158,38 +158,46 @@ impl Policy {
 /// it + `*`), and each is looked up in a map.
 #[derive(Debug, Clone, Default)]
 pub struct GrantIndex {
-    /// (family, scope) -> the first grant's position.
-    scopes: HashMap<(String, String), usize>,
+    /// family -> scope -> the first grant's position (looked up by `&str`, nothing allocated).
+    scopes: HashMap<String, HashMap<String, usize>>,
 }
 
 impl GrantIndex {
     pub fn new<'c>(grants: impl IntoIterator<Item = &'c Capability>) -> Self {
-        let mut scopes = HashMap::new();
+        let mut scopes: HashMap<String, HashMap<String, usize>> = HashMap::new();
         for (i, g) in grants.into_iter().enumerate() {
-            scopes.entry((g.family.clone(), g.scope.clone())).or_insert(i);
+            scopes.entry(g.family.clone()).or_default().entry(g.scope.clone()).or_insert(i);
         }
         GrantIndex { scopes }
     }
 
     /// The position of the first grant covering `need`.
     pub fn first_covering(&self, need: &Capability) -> Option<usize> {
-        let family = need.family.as_str();
+        let scopes = self.scopes.get(need.family.as_str())?;
         let scope = need.scope.as_str();
-        let look = |s: &str| self.scopes.get(&(family.to_owned(), s.to_owned())).copied();
+        let look = |s: &str| scopes.get(s).copied();
         let mut best = [look(scope), look("*")].into_iter().flatten().min();
         let mut consider = |found: Option<usize>| {
             if let Some(i) = found {
                 best = Some(best.map_or(i, |b| b.min(i)));
             }
         };
+        // One buffer for the wildcard scopes looked up.
+        let mut wild = String::with_capacity(scope.len() + 1);
         for (i, c) in scope.char_indices() {
             // `*.x.com` covers `a.x.com`: a non-empty part before the suffix.
             if c == '.' && i > 0 {
-                consider(look(&format!("*{}", &scope[i..])));
+                wild.clear();
+                wild.push('*');
+                wild.push_str(&scope[i..]);
+                consider(look(&wild));
             }
             // `/data/*` covers `/data/kb`: something after the prefix.
             if c == '/' && i + 1 < scope.len() {
-                consider(look(&format!("{}*", &scope[..=i])));
+                wild.clear();
+                wild.push_str(&scope[..=i]);
+                wild.push('*');
+                consider(look(&wild));
             }
         }
         best

@@ -588,10 +588,49 @@ impl Parser<'_> {
 /// A TOML key path as diagnostics show it: `files."prompts/system.md"`, `agent.name`.
 pub fn join(prefix: &str, key: &str) -> String {
     if prefix.is_empty() {
-        key.to_owned()
-    } else if key.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-') {
-        format!("{prefix}.{key}")
+        return key.to_owned();
+    }
+    // Built by hand, not with `format!`: a manifest's parse makes one for every key it reads.
+    let mut out = String::with_capacity(prefix.len() + key.len() + 3);
+    out.push_str(prefix);
+    out.push('.');
+    if key.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-') {
+        out.push_str(key);
+    } else if key.bytes().all(|b| (b' '..=b'~').contains(&b) && b != b'"' && b != b'\\' && b != b'\'') {
+        // What toml_edit writes for such a key (a test holds the two equal).
+        out.push('"');
+        out.push_str(key);
+        out.push('"');
     } else {
-        format!("{prefix}.{}", toml_edit::Value::from(key))
+        out.push_str(&toml_edit::Value::from(key).to_string());
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn join_writes_keys_as_toml_edit_does() {
+        for key in [
+            "name",
+            "a_b-c",
+            "prompts/system.md",
+            "with space",
+            "a.b",
+            "q\"uote",
+            "back\\slash",
+            "it's",
+            "é",
+            "tab\t",
+            "",
+        ] {
+            let expected = if key.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-') {
+                format!("files.{key}")
+            } else {
+                format!("files.{}", toml_edit::Value::from(key))
+            };
+            assert_eq!(super::join("files", key), expected, "{key:?}");
+        }
+        assert_eq!(super::join("", "agent"), "agent");
     }
 }
