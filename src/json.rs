@@ -99,6 +99,13 @@ impl JsonDoc {
     }
 }
 
+/// `map.get(key)`, found by comparing keys when the map is small: hashing a key (SipHash, as
+/// serde_json's maps do) costs more than comparing it with a few others. Keys are unique, so
+/// both ways find the same member.
+pub fn member<'v>(map: &'v serde_json::Map<String, Value>, key: &str) -> Option<&'v Value> {
+    if map.len() <= 8 { map.iter().find(|(k, _)| k.as_str() == key).map(|(_, v)| v) } else { map.get(key) }
+}
+
 /// A location inside a JSON document, printed as `tools[1].transport.command`; the root is `$`.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
 pub struct JsonPath(Vec<Segment>);

@@ -92,12 +92,15 @@ pub fn current_digests(
             let keep = to_keep(&files);
             let found = each_file(&files, |i, f| cached_or_hashed(&cache, f, keep[i]));
             let mut out = Vec::with_capacity(found.len());
+            let saves = cache.saves();
             for (f, result) in files.iter().zip(found) {
                 out.push(result.map(|(hash, size, fresh, bytes)| {
-                    if let Some((before, after)) = fresh.filter(|(b, _)| b.size == size) {
-                        cache.record(&f.path, &before, &after, hash);
-                    } else if fresh.is_none() {
-                        cache.keep(&f.path);
+                    if saves {
+                        if let Some((before, after)) = fresh.filter(|(b, _)| b.size == size) {
+                            cache.record(&f.path, &before, &after, hash);
+                        } else if fresh.is_none() {
+                            cache.keep(&f.path);
+                        }
                     }
                     if let Some(bytes) = bytes {
                         kept.insert(f.path.clone(), bytes);

@@ -142,6 +142,12 @@ impl StatCache {
         }
     }
 
+    /// Whether this run's entries are saved (there is a usable cache folder): when not,
+    /// recording them would only cost time.
+    pub fn saves(&self) -> bool {
+        self.file.is_some()
+    }
+
     /// Records a digest: `before` and `after` are the file's stat when opened and when hashed.
     /// Stored only if the file did not change meanwhile and is not racily clean.
     pub fn record(&mut self, path: &str, before: &Stat, after: &Stat, hash: blake3::Hash) {

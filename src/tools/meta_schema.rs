@@ -12,6 +12,7 @@
 
 use std::collections::HashSet;
 
+use crate::json;
 use serde_json::Value;
 
 /// Deeper schemas go to the full validator (which has its own limits).
@@ -26,7 +27,7 @@ const DRAFT_2020_12: &str = "https://json-schema.org/draft/2020-12/schema";
 pub fn surely_valid(schema: &Value) -> bool {
     match schema {
         Value::Object(obj) if obj.contains_key("$schema") => {
-            obj.get("$schema").and_then(Value::as_str) == Some(DRAFT_2020_12)
+            json::member(obj, "$schema").and_then(Value::as_str) == Some(DRAFT_2020_12)
                 && obj.iter().all(|(k, v)| k == "$schema" || keyword_ok(k, v, 1))
         }
         _ => schema_ok(schema, 0),
@@ -92,6 +93,14 @@ fn type_ok(value: &Value) -> bool {
 
 fn unique_strings(value: &Value) -> bool {
     let Some(items) = value.as_array() else { return false };
+    // Most such lists (`required`, `enum` of names) are a few items long: comparing each with
+    // those before it costs less than hashing them.
+    if items.len() <= 8 {
+        return items
+            .iter()
+            .enumerate()
+            .all(|(i, v)| v.as_str().is_some_and(|s| items[..i].iter().all(|before| before.as_str() != Some(s))));
+    }
     let mut seen = HashSet::with_capacity(items.len());
     items.iter().all(|v| v.as_str().is_some_and(|s| seen.insert(s)))
 }

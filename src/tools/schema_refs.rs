@@ -46,7 +46,7 @@ pub fn as_schema_ref(schema: &Value) -> Option<&str> {
     if obj.len() != 1 {
         return None;
     }
-    obj.get("$ref")?.as_str()?.strip_prefix(REF_PREFIX)
+    json::member(obj, "$ref")?.as_str()?.strip_prefix(REF_PREFIX)
 }
 
 /// Every `"$ref": "schema:<id>"` nested in a schema, with its path relative to `base`.
@@ -128,7 +128,7 @@ fn pointer_to_path(root: &Value, base: &JsonPath, pointer: &str) -> JsonPath {
             }
             Some(Value::Object(obj)) => {
                 path = path.key(&seg);
-                at = obj.get(&seg);
+                at = json::member(obj, &seg);
             }
             _ => break,
         }

@@ -6,7 +6,7 @@ use super::{
     BUDGET_KEYS, Checker, EXEC_KEYS, HTTP_KEYS, HTTP_METHODS, OBSERVABILITY_KEYS, ToolFacts, check_command, check_url,
 };
 use crate::diagnostic::{Code, did_you_mean};
-use crate::json::JsonPath;
+use crate::json::{self, JsonPath};
 use crate::tools::credentials;
 
 impl Checker<'_> {
@@ -34,7 +34,7 @@ impl Checker<'_> {
                         "use an absolute path such as `/usr/local/bin/tool`; the runtime does not search PATH",
                     );
                 }
-                if let Some(args) = obj.get("args") {
+                if let Some(args) = json::member(obj, "args") {
                     self.string_array(args, &path.key("args"));
                 }
             }
@@ -60,7 +60,7 @@ impl Checker<'_> {
                 {
                     self.url(url, &path.key("url"), facts);
                 }
-                if let Some(headers) = obj.get("headers")
+                if let Some(headers) = json::member(obj, "headers")
                     && let Some(map) = self.object(headers, &path.key("headers"))
                 {
                     for (name, v) in map {
@@ -113,7 +113,7 @@ impl Checker<'_> {
             return;
         };
         self.known_keys(obj, path, BUDGET_KEYS, "budget");
-        if let Some(tokens) = obj.get("tokens") {
+        if let Some(tokens) = json::member(obj, "tokens") {
             let p = path.key("tokens");
             match tokens {
                 Value::Number(n) if n.is_u64() => {}
@@ -126,7 +126,7 @@ impl Checker<'_> {
                 other => self.wrong_type(&p, "a non-negative integer", other),
             }
         }
-        if let Some(usd) = obj.get("usd") {
+        if let Some(usd) = json::member(obj, "usd") {
             let p = path.key("usd");
             match usd {
                 Value::Number(n) if n.as_f64().is_some_and(|f| f >= 0.0 && f.is_finite()) => {}
@@ -146,7 +146,7 @@ impl Checker<'_> {
             return;
         };
         self.known_keys(obj, path, OBSERVABILITY_KEYS, "observability");
-        if let Some(tags) = obj.get("tags") {
+        if let Some(tags) = json::member(obj, "tags") {
             let tags_path = path.key("tags");
             for (i, tag) in self.string_array(tags, &tags_path) {
                 if tag.trim().is_empty() {

@@ -218,7 +218,7 @@ impl<'a> Checker<'a> {
         key: &str,
         what: &str,
     ) -> Option<&'v Value> {
-        let value = obj.get(key);
+        let value = json::member(obj, key);
         if value.is_none() {
             let d = self
                 .diag(Severity::Error, Code::MissingField, &path.key(key), false, format!("{what} has no `{key}`"))
@@ -255,15 +255,15 @@ impl<'a> Checker<'a> {
         let Some(top) = self.object(&self.doc.value, &root) else {
             return;
         };
-        if let Some(schema) = top.get("$schema") {
+        if let Some(schema) = json::member(top, "$schema") {
             self.string(schema, &root.key("$schema"));
         }
-        let version_ok = match top.get("version") {
+        let version_ok = match json::member(top, "version") {
             Some(Value::Number(n)) => n.is_u64() && n.as_u64() == Some(SUPPORTED_VERSION),
             _ => false,
         };
         if !version_ok {
-            let found = match top.get("version") {
+            let found = match json::member(top, "version") {
                 None => "no `version`".to_owned(),
                 Some(v) => format!("`\"version\": {v}`"),
             };
@@ -283,7 +283,7 @@ impl<'a> Checker<'a> {
             return;
         }
         self.known_keys(top, &root, TOP_KEYS, "tools.json");
-        let Some(tools) = top.get("tools") else {
+        let Some(tools) = json::member(top, "tools") else {
             return;
         };
         let tools_path = root.key("tools");
@@ -337,11 +337,11 @@ impl<'a> Checker<'a> {
             );
         }
 
-        if let Some(secrets) = obj.get("secrets") {
+        if let Some(secrets) = json::member(obj, "secrets") {
             self.secrets(secrets, &path.key("secrets"), &mut facts);
         }
 
-        let schema_refs = obj.get("schema_refs").and_then(|v| self.schema_refs(v, &path.key("schema_refs")));
+        let schema_refs = json::member(obj, "schema_refs").and_then(|v| self.schema_refs(v, &path.key("schema_refs")));
         if let Some(schema) = self.required(obj, path, "input_schema", &what) {
             facts.input_properties = self.schema_slot(schema, &path.key("input_schema"), schema_refs);
         }
@@ -352,18 +352,18 @@ impl<'a> Checker<'a> {
         if let Some(transport) = self.required(obj, path, "transport", &what) {
             self.transport(transport, &path.key("transport"), &mut facts);
         }
-        if let Some(caps) = obj.get("capabilities") {
+        if let Some(caps) = json::member(obj, "capabilities") {
             self.capabilities(caps, &path.key("capabilities"), &what);
         }
-        if let Some(budget) = obj.get("budget") {
+        if let Some(budget) = json::member(obj, "budget") {
             self.budget(budget, &path.key("budget"));
         }
-        if let Some(confirm) = obj.get("requires_confirmation")
+        if let Some(confirm) = json::member(obj, "requires_confirmation")
             && !confirm.is_boolean()
         {
             self.wrong_type(&path.key("requires_confirmation"), "`true` or `false`", confirm);
         }
-        if let Some(obs) = obj.get("observability") {
+        if let Some(obs) = json::member(obj, "observability") {
             self.observability(obs, &path.key("observability"));
         }
         self.cross_checks(path, &facts);
