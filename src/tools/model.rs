@@ -161,8 +161,7 @@ impl Tool {
 impl Transport {
     fn from_value(value: Value) -> Result<Transport, String> {
         let mut fields = members(value, "transport")?;
-        let at = fields.iter().position(|(k, _)| k == "kind").ok_or("missing field `kind`")?;
-        let kind = string(fields.remove(at).1, "kind")?;
+        let kind = string(fields.remove("kind").ok_or("missing field `kind`")?, "kind")?;
         let (mut command, mut method, mut url) = (None, None, None);
         let (mut args, mut headers) = (Vec::new(), BTreeMap::new());
         for (key, v) in fields {
@@ -230,9 +229,9 @@ fn wrong(what: &str, expected: &str) -> String {
     format!("`{what}` must be {expected}")
 }
 
-fn members(value: Value, what: &str) -> Result<Vec<(String, Value)>, String> {
+fn members(value: Value, what: &str) -> Result<serde_json::Map<String, Value>, String> {
     match value {
-        Value::Object(map) => Ok(map.into_iter().collect()),
+        Value::Object(map) => Ok(map),
         _ => Err(wrong(what, "an object")),
     }
 }

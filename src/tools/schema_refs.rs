@@ -51,21 +51,33 @@ pub fn as_schema_ref(schema: &Value) -> Option<&str> {
 
 /// Every `"$ref": "schema:<id>"` nested in a schema, with its path relative to `base`.
 pub fn nested_refs(schema: &Value, base: &JsonPath, out: &mut Vec<(JsonPath, String)>) {
-    // One path, extended and shortened in place: a path is only cloned for a reference found.
-    fn walk(v: &Value, path: &mut JsonPath, out: &mut Vec<(JsonPath, String)>) {
+    /// One step below the schema, borrowed from it: a path is built only for a reference found.
+    enum Step<'v> {
+        Key(&'v str),
+        Index(usize),
+    }
+    fn walk<'v>(v: &'v Value, steps: &mut Vec<Step<'v>>, base: &JsonPath, out: &mut Vec<(JsonPath, String)>) {
         match v {
             Value::Object(obj) => {
                 for (k, v) in obj {
                     match (k.as_str(), v) {
                         ("$ref", Value::String(s)) => {
                             if let Some(id) = s.strip_prefix(REF_PREFIX) {
-                                out.push((path.key(k), id.to_owned()));
+                                let mut path = base.clone();
+                                for step in steps.iter() {
+                                    match step {
+                                        Step::Key(k) => path.push_key(k),
+                                        Step::Index(i) => path.push_index(*i),
+                                    }
+                                }
+                                path.push_key(k);
+                                out.push((path, id.to_owned()));
                             }
                         }
                         (_, Value::Object(_) | Value::Array(_)) => {
-                            path.push_key(k);
-                            walk(v, path, out);
-                            path.pop();
+                            steps.push(Step::Key(k));
+                            walk(v, steps, base, out);
+                            steps.pop();
                         }
                         _ => {}
                     }
@@ -74,16 +86,16 @@ pub fn nested_refs(schema: &Value, base: &JsonPath, out: &mut Vec<(JsonPath, Str
             Value::Array(items) => {
                 for (i, v) in items.iter().enumerate() {
                     if v.is_object() || v.is_array() {
-                        path.push_index(i);
-                        walk(v, path, out);
-                        path.pop();
+                        steps.push(Step::Index(i));
+                        walk(v, steps, base, out);
+                        steps.pop();
                     }
                 }
             }
             _ => {}
         }
     }
-    walk(schema, &mut base.clone(), out);
+    walk(schema, &mut Vec::new(), base, out);
 }
 
 /// Meta-schema problems of a schema, as (path below the schema, message).
