@@ -365,6 +365,18 @@ def cat_rows(bundle, w, runs, mib):
 VENV_BIN = os.path.join(os.environ.get("BUNDLE_TOOLS_DIR", os.path.expanduser("~/.cache/agent-bundle")), "venv", "bin")
 
 
+def python_with(module):
+    """A python3 that imports `module`: the one on PATH, else the tools venv's (where
+    scripts/test installs ORAS); None when neither does."""
+    for python in ["python3", os.path.join(VENV_BIN, "python3")]:
+        try:
+            if subprocess.run([python, "-c", f"import {module}"], capture_output=True).returncode == 0:
+                return python
+        except OSError:
+            continue
+    return None
+
+
 def which(tool):
     """`tool` on PATH, else in the CI venv, else None."""
     found = shutil.which(tool)
@@ -586,7 +598,7 @@ def registry_bench(bundle, bundle_file, work, runs, attested=None):
                 if time.time() > deadline:
                     raise
                 time.sleep(0.1)
-        oras = f"python3 {store}/oras-op.py"
+        oras = f"{python_with('oras.client')} {store}/oras-op.py"
         name = os.path.basename(bundle_file)
         out = os.path.join(store, "out")
         names = ["bundle push", "ORAS push", "bundle pull (+verify)", "ORAS pull"]
@@ -639,8 +651,7 @@ def registry_rows(bundle, w, runs):
     """The registry rows inside the full run, when docker-registry and the ORAS Python client
     are installed (a visible note otherwise): the bundle and its attested twin that the pack
     rows wrote."""
-    oras = subprocess.run("python3 -c 'import oras.client'", shell=True, capture_output=True).returncode == 0
-    if not which("docker-registry") or not oras:
+    if not which("docker-registry") or not python_with("oras.client"):
         print("\nNOTE: docker-registry or the ORAS Python client (`import oras.client`) is not installed: "
               "the registry rows are skipped")
         return
