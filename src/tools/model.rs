@@ -92,21 +92,19 @@ pub struct Observability {
 /// holds the two to the same result); anything else is an error naming where.
 impl ToolsFile {
     pub fn from_value(value: Value) -> Result<ToolsFile, String> {
-        let mut file = ToolsFile { schema: None, version: 0, tools: Vec::new() };
-        let mut version = None;
+        let (mut schema, mut version, mut tools) = (None, None, Vec::new());
         for (key, v) in members(value, "tools.json")? {
             match key.as_str() {
-                "$schema" => file.schema = optional(v, "$schema", string)?,
+                "$schema" => schema = optional(v, "$schema", string)?,
                 "version" => version = Some(unsigned(v, "version")?),
                 "tools" => {
                     let Value::Array(items) = v else { return Err(wrong("tools", "an array")) };
-                    file.tools = items.into_iter().map(Tool::from_value).collect::<Result<_, _>>()?;
+                    tools = items.into_iter().map(Tool::from_value).collect::<Result<_, _>>()?;
                 }
                 other => return Err(format!("unknown field `{other}` in tools.json")),
             }
         }
-        file.version = version.ok_or("missing field `version`")?;
-        Ok(file)
+        Ok(ToolsFile { schema, version: version.ok_or("missing field `version`")?, tools })
     }
 }
 
@@ -114,19 +112,8 @@ impl Tool {
     fn from_value(value: Value) -> Result<Tool, String> {
         let (mut id, mut description, mut transport, mut input_schema, mut result_schema) =
             (None, None, None, None, None);
-        let mut tool = Tool {
-            id: String::new(),
-            description: String::new(),
-            transport: Transport::Exec { command: String::new(), args: Vec::new() },
-            input_schema: Value::Null,
-            result_schema: Value::Null,
-            schema_refs: BTreeMap::new(),
-            capabilities: Vec::new(),
-            secrets: Vec::new(),
-            budget: None,
-            requires_confirmation: false,
-            observability: None,
-        };
+        let (mut schema_refs, mut capabilities, mut secrets) = (BTreeMap::new(), Vec::new(), Vec::new());
+        let (mut budget, mut requires_confirmation, mut observability) = (None, false, None);
         for (key, v) in members(value, "a tool")? {
             match key.as_str() {
                 "id" => id = Some(string(v, "id")?),
@@ -134,27 +121,32 @@ impl Tool {
                 "transport" => transport = Some(Transport::from_value(v)?),
                 "input_schema" => input_schema = Some(v),
                 "result_schema" => result_schema = Some(v),
-                "schema_refs" => tool.schema_refs = members(v, "schema_refs")?.into_iter().collect(),
-                "capabilities" => tool.capabilities = strings(v, "capabilities")?,
-                "secrets" => tool.secrets = strings(v, "secrets")?,
-                "budget" => tool.budget = optional(v, "budget", |v, _| Budget::from_value(v))?,
+                "schema_refs" => schema_refs = members(v, "schema_refs")?.into_iter().collect(),
+                "capabilities" => capabilities = strings(v, "capabilities")?,
+                "secrets" => secrets = strings(v, "secrets")?,
+                "budget" => budget = optional(v, "budget", |v, _| Budget::from_value(v))?,
                 "requires_confirmation" => {
                     let Value::Bool(b) = v else { return Err(wrong("requires_confirmation", "a boolean")) };
-                    tool.requires_confirmation = b;
+                    requires_confirmation = b;
                 }
-                "observability" => {
-                    tool.observability = optional(v, "observability", |v, _| Observability::from_value(v))?
-                }
+                "observability" => observability = optional(v, "observability", |v, _| Observability::from_value(v))?,
                 other => return Err(format!("unknown field `{other}` in a tool")),
             }
         }
         let missing = |field: &str| format!("missing field `{field}`");
-        tool.id = id.ok_or_else(|| missing("id"))?;
-        tool.description = description.ok_or_else(|| missing("description"))?;
-        tool.transport = transport.ok_or_else(|| missing("transport"))?;
-        tool.input_schema = input_schema.ok_or_else(|| missing("input_schema"))?;
-        tool.result_schema = result_schema.ok_or_else(|| missing("result_schema"))?;
-        Ok(tool)
+        Ok(Tool {
+            id: id.ok_or_else(|| missing("id"))?,
+            description: description.ok_or_else(|| missing("description"))?,
+            transport: transport.ok_or_else(|| missing("transport"))?,
+            input_schema: input_schema.ok_or_else(|| missing("input_schema"))?,
+            result_schema: result_schema.ok_or_else(|| missing("result_schema"))?,
+            schema_refs,
+            capabilities,
+            secrets,
+            budget,
+            requires_confirmation,
+            observability,
+        })
     }
 }
 
