@@ -14,12 +14,14 @@ pub mod release;
 mod schema_changes;
 mod skill_changes;
 
+use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+use crate::json::{Json, Object};
 use crate::policy::Capability;
 use crate::tools::{AgentFiles, REF_PREFIX, Resolved, Resolver, Tool, ToolsFile, Transport};
 
@@ -149,7 +151,9 @@ pub fn tool_contracts(tools: &ToolsFile, files: &dyn AgentFiles) -> Result<Vec<C
 
 /// The contract document of one tool.
 pub fn document(tool: &Tool, resolver: &mut Resolver<'_>) -> Result<ContractDoc, ContractError> {
-    let refs: Map<String, Value> = tool.schema_refs.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+    let refs = Object::from_members(
+        tool.schema_refs.iter().map(|(k, v)| (Cow::Borrowed(k.as_str()), Json::view(v))).collect(),
+    );
     let mut inliner = Inliner { resolver, refs: &refs, tool: &tool.id, stack: Vec::new() };
     let input_schema = inliner.inline(&tool.input_schema, 0)?;
     let result_schema = inliner.inline(&tool.result_schema, 0)?;
@@ -185,7 +189,7 @@ pub fn document(tool: &Tool, resolver: &mut Resolver<'_>) -> Result<ContractDoc,
 /// cycle) stays as written.
 struct Inliner<'r, 'a> {
     resolver: &'r mut Resolver<'a>,
-    refs: &'r Map<String, Value>,
+    refs: &'r Object<'r>,
     tool: &'r str,
     stack: Vec<String>,
 }
@@ -230,7 +234,7 @@ impl Inliner<'_, '_> {
             return Ok(None);
         }
         let schema = match self.resolver.resolve(id, Some(self.refs), &mut Vec::new()) {
-            Resolved::Schema(v) => v,
+            Resolved::Schema(v) => v.to_value(),
             Resolved::Missing(_) | Resolved::Broken => {
                 return Err(ContractError::Unresolved { tool: self.tool.to_owned(), id: id.to_owned() });
             }

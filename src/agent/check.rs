@@ -12,7 +12,7 @@ use crate::admission::{Admission, Permit};
 use crate::diagnostic::{Code, Diagnostic, Report};
 use crate::manifest::{self, Manifest};
 use crate::policy::{self, Policy};
-use crate::tools::{self, ToolsFile};
+use crate::tools::{self, ValidTools};
 
 /// An agent folder that passed every check: what later steps need is there by type.
 #[derive(Debug)]
@@ -21,8 +21,8 @@ pub struct CheckedAgent {
     pub manifest: Manifest,
     /// The manifest's text as read.
     pub manifest_text: Arc<str>,
-    /// tools.json, typed.
-    pub tools: ToolsFile,
+    /// tools.json, valid; [`ValidTools::model`] types it.
+    pub tools: ValidTools,
     pub policy: Policy,
     /// Warnings only: a checked agent has no errors.
     pub report: Report,
@@ -164,9 +164,8 @@ pub fn check_agent_admitted<'a>(
         schema_files = validated.schema_files;
     }
     let client_tools = manifest.as_ref().map(|m| m.client_tools.as_slice()).unwrap_or_default();
-    let callable = valid
-        .as_ref()
-        .map(|v| super::skills::Callable::new(v.model.tools.iter().map(|t| t.id.as_str()), &mcp_pins, client_tools));
+    let callable =
+        valid.as_ref().map(|v| super::skills::Callable::new(v.ids.iter().map(String::as_str), &mcp_pins, client_tools));
     let skills = super::skills::check(dir, &prefix, callable.as_ref(), &mut report, &mut diags);
     report.diagnostics.extend(diags);
     let dir = dir.to_path_buf();
@@ -175,7 +174,7 @@ pub fn check_agent_admitted<'a>(
             dir,
             manifest,
             manifest_text,
-            tools: valid.model,
+            tools: valid,
             policy,
             report,
             schema_files,

@@ -686,9 +686,9 @@ fn validate_tools(kept: &HashMap<String, Vec<u8>>) -> Result<Option<ToolsFile>, 
         };
         return Err(r);
     }
-    // Fail closed: `validate` reports a document that is valid by every rule but not the model.
+    // Fail closed: a document valid by every rule but not the model is rejected.
     match validated.valid {
-        Some(valid) => Ok(Some(valid.model)),
+        Some(valid) => valid.model().map(Some).map_err(|d| invalid(&d)),
         None => Err(Rejection::new(Reason::InvalidTools, here, "tools.json could not be validated".to_owned())),
     }
 }

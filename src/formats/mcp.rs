@@ -210,7 +210,7 @@ fn object_schema(input: &mut JsonInput<'_>, v: &Value, path: &JsonPath, what: &s
     if v.get("type") != Some(&json!("object")) {
         input.at(path, format!("{what} must have \"type\": \"object\" at its root"));
     }
-    for (at, message) in meta_errors(v, path) {
+    for (at, message) in meta_errors(&crate::json::Json::view(v), path) {
         input.at(&at, format!("{what} must be a valid JSON Schema: {message}"));
     }
     v.clone()

@@ -149,7 +149,7 @@ fn function(
     let parameters = match obj.get("parameters") {
         None | Some(Value::Null) => None,
         Some(v @ Value::Object(_)) => {
-            for (at, message) in meta_errors(v, &path.key("parameters")) {
+            for (at, message) in meta_errors(&crate::json::Json::view(v), &path.key("parameters")) {
                 input.at(&at, format!("parameters must be a valid JSON Schema object: {message}"));
             }
             Some(v.clone())

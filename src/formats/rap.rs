@@ -191,7 +191,7 @@ fn parse_tool(
     let schema_path = path.key("inputSchema");
     let input_schema = match obj.get("inputSchema") {
         Some(v @ Value::Object(_)) => {
-            for (at_path, message) in meta_errors(v, &schema_path) {
+            for (at_path, message) in meta_errors(&crate::json::Json::view(v), &schema_path) {
                 input.at(&at_path, format!("{at}: inputSchema MUST be a valid JSON Schema object: {message}"));
             }
             v.clone()

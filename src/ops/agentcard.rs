@@ -190,14 +190,19 @@ fn from_folder(dir: &Path, root: Option<&TrustedRoot>) -> std::result::Result<De
     let options = crate::agent::CheckOptions { trusted_root: root, ..Default::default() };
     let checked =
         crate::agent::check_agent_with(dir, options).map_err(|problems| CardFailure::Invalid(problems.report))?;
-    let contracts = contract::tool_contracts(&checked.tools, &dir.to_path_buf())
+    let tools = checked.tools.model().map_err(|d| {
+        let mut report = crate::diagnostic::Report::default();
+        report.push(d);
+        CardFailure::Invalid(report)
+    })?;
+    let contracts = contract::tool_contracts(&tools, &dir.to_path_buf())
         .map_err(|e| Error::Usage(format!("{}: {e}", dir.display())))?;
     Ok(Described {
         name: checked.manifest.name.clone(),
         version: checked.manifest.version.to_string(),
         bundle_sha256: None,
         manifest_blake3: blake3::hash(checked.manifest_text.as_bytes()).to_hex().to_string(),
-        tools: checked.tools.tools,
+        tools: tools.tools,
         contracts,
         skills: checked.skills,
     })

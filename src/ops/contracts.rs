@@ -51,7 +51,12 @@ pub fn load_folder_with_root(
                 return Err(LoadError::Invalid { path: shown, message, at });
             }
         };
-    let contracts = contract::tool_contracts(&checked.tools, &dir.to_path_buf())
+    let tools = checked.tools.model().map_err(|d| LoadError::Invalid {
+        path: shown.clone(),
+        message: format!("{}: {} [{}]", d.file, d.message, d.code),
+        at: Some((d.file.clone(), d.line)),
+    })?;
+    let contracts = contract::tool_contracts(&tools, &dir.to_path_buf())
         .map_err(|source| LoadError::Contract { path: shown.clone(), source })?;
     let read = |f: &str| {
         crate::regular_file::read(&dir.join(f), crate::limits::MAX_IMPORT_BYTES, crate::regular_file::Links::Refuse)

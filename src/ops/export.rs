@@ -65,7 +65,13 @@ pub fn export(opts: &Options, trust: &BundleTrust<'_>) -> Result<Export> {
             &opts.input,
             agent::CheckOptions { digests: false, refresh: None, trusted_root: opts.trusted_root.as_deref() },
         ) {
-            Ok(c) => (c.tools, Box::new(opts.input.clone()), c.manifest.name),
+            Ok(c) => match c.tools.model() {
+                Ok(tools) => (tools, Box::new(opts.input.clone()), c.manifest.name),
+                Err(d) => {
+                    out.report.push(d);
+                    return Ok(out);
+                }
+            },
             Err(problems) => {
                 out.report = problems.report;
                 return Ok(out);

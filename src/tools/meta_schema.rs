@@ -12,8 +12,7 @@
 
 use std::collections::HashSet;
 
-use crate::json;
-use serde_json::Value;
+use crate::json::Json;
 
 /// Deeper schemas go to the full validator (which has its own limits).
 const MAX_DEPTH: usize = 32;
@@ -24,25 +23,25 @@ const DRAFT_2020_12: &str = "https://json-schema.org/draft/2020-12/schema";
 /// True only if `schema` is certainly valid against the 2020-12 meta-schema; false means
 /// "ask the meta-schema", not "invalid". `$schema` is understood at the root only, and only
 /// as 2020-12.
-pub fn surely_valid(schema: &Value) -> bool {
+pub fn surely_valid(schema: &Json<'_>) -> bool {
     match schema {
-        Value::Object(obj) if obj.contains_key("$schema") => {
-            json::member(obj, "$schema").and_then(Value::as_str) == Some(DRAFT_2020_12)
+        Json::Object(obj) if obj.contains_key("$schema") => {
+            obj.get("$schema").and_then(Json::as_str) == Some(DRAFT_2020_12)
                 && obj.iter().all(|(k, v)| k == "$schema" || keyword_ok(k, v, 1))
         }
         _ => schema_ok(schema, 0),
     }
 }
 
-fn schema_ok(schema: &Value, depth: usize) -> bool {
+fn schema_ok(schema: &Json<'_>, depth: usize) -> bool {
     match schema {
-        Value::Bool(_) => true,
-        Value::Object(obj) if depth < MAX_DEPTH => obj.iter().all(|(k, v)| keyword_ok(k, v, depth + 1)),
+        Json::Bool(_) => true,
+        Json::Object(obj) if depth < MAX_DEPTH => obj.iter().all(|(k, v)| keyword_ok(k, v, depth + 1)),
         _ => false,
     }
 }
 
-fn keyword_ok(key: &str, value: &Value, depth: usize) -> bool {
+fn keyword_ok(key: &str, value: &Json<'_>, depth: usize) -> bool {
     match key {
         "type" => type_ok(value),
         "title" | "description" | "$comment" | "format" | "pattern" | "$ref" | "contentEncoding"
@@ -79,10 +78,10 @@ fn keyword_ok(key: &str, value: &Value, depth: usize) -> bool {
 
 const SIMPLE_TYPES: [&str; 7] = ["array", "boolean", "integer", "null", "number", "object", "string"];
 
-fn type_ok(value: &Value) -> bool {
+fn type_ok(value: &Json<'_>) -> bool {
     match value {
-        Value::String(t) => SIMPLE_TYPES.contains(&t.as_str()),
-        Value::Array(ts) => {
+        Json::String(t) => SIMPLE_TYPES.contains(&t.as_ref()),
+        Json::Array(ts) => {
             !ts.is_empty()
                 && ts.iter().all(|t| t.as_str().is_some_and(|t| SIMPLE_TYPES.contains(&t)))
                 && unique_strings(value)
@@ -91,7 +90,7 @@ fn type_ok(value: &Value) -> bool {
     }
 }
 
-fn unique_strings(value: &Value) -> bool {
+fn unique_strings(value: &Json<'_>) -> bool {
     let Some(items) = value.as_array() else { return false };
     // Most such lists (`required`, `enum` of names) are a few items long: comparing each with
     // those before it costs less than hashing them.
@@ -109,7 +108,11 @@ fn unique_strings(value: &Value) -> bool {
 mod tests {
     use super::*;
     use proptest::prelude::*;
-    use serde_json::json;
+    use serde_json::{Value, json};
+
+    fn surely_valid(schema: &Value) -> bool {
+        super::surely_valid(&Json::view(schema))
+    }
 
     /// Every keyword the fast path knows (keep in step with `keyword_ok`), plus two it does not.
     const KEYWORDS: [&str; 54] = [

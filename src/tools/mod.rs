@@ -14,7 +14,7 @@ pub mod validate;
 
 pub use model::{Tool, ToolsFile, Transport};
 pub use schema_refs::{AgentFiles, REF_PREFIX, Resolved, Resolver};
-pub use validate::{SUPPORTED_VERSION, validate};
+pub use validate::{SUPPORTED_VERSION, ValidTools, validate};
 
 /// Where a tool's tools.json lives inside an agent folder.
 pub const FILE_NAME: &str = crate::entries::TOOLS;

@@ -2,27 +2,42 @@
 //! `{"$ref": "schema:<id>"}` through a tool's `schema_refs` or the agent's `schemas/<id>.json`.
 
 use std::collections::HashMap;
+use std::ops::Deref;
 use std::rc::Rc;
-
-use serde_json::Value;
 
 use crate::diagnostic::MAX_REPORTED;
 use crate::diagnostic::{Code, Diagnostic, Source};
-use crate::json::{self, Budget, JsonDoc, JsonPath};
+use crate::json::{self, Budget, Doc, Json, JsonPath, Object};
 use crate::limits::MAX_JSON_BYTES;
 use crate::regular_file::{self, Links, ReadError};
 
 pub const REF_PREFIX: &str = "schema:";
 
 /// The outcome of resolving a schema id.
-pub enum Resolved {
-    /// A valid schema (shared with the resolver's cache: a schema file used by many tools is
-    /// parsed once and never copied).
-    Schema(Rc<Value>),
+pub enum Resolved<'s> {
+    /// A valid schema.
+    Schema(Schema<'s>),
     /// Nothing found; the string says where we looked.
     Missing(String),
     /// Found, but broken; already reported against its own file.
     Broken,
+}
+
+/// A resolved schema, never copied: a schema file's (shared with the resolver's cache: a file
+/// used by many tools is parsed once), or a `schema_refs` entry of the document.
+pub enum Schema<'s> {
+    File(Rc<Json<'static>>),
+    Inline(&'s Json<'s>),
+}
+
+impl<'s> Deref for Schema<'s> {
+    type Target = Json<'s>;
+    fn deref(&self) -> &Json<'s> {
+        match self {
+            Schema::File(file) => file,
+            Schema::Inline(entry) => entry,
+        }
+    }
 }
 
 /// Schema ids: 1-128 characters of `[A-Za-z0-9._-]`, starting with a letter or digit.
@@ -41,27 +56,27 @@ pub fn check_schema_id(id: &str) -> Result<(), String> {
 }
 
 /// If `schema` is exactly `{"$ref": "schema:<id>"}`, the id.
-pub fn as_schema_ref(schema: &Value) -> Option<&str> {
+pub fn as_schema_ref<'v>(schema: &'v Json<'_>) -> Option<&'v str> {
     let obj = schema.as_object()?;
     if obj.len() != 1 {
         return None;
     }
-    json::member(obj, "$ref")?.as_str()?.strip_prefix(REF_PREFIX)
+    obj.get("$ref")?.as_str()?.strip_prefix(REF_PREFIX)
 }
 
 /// Every `"$ref": "schema:<id>"` nested in a schema, with its path relative to `base`.
-pub fn nested_refs(schema: &Value, base: &JsonPath, out: &mut Vec<(JsonPath, String)>) {
+pub fn nested_refs(schema: &Json<'_>, base: &JsonPath, out: &mut Vec<(JsonPath, String)>) {
     /// One step below the schema, borrowed from it: a path is built only for a reference found.
     enum Step<'v> {
         Key(&'v str),
         Index(usize),
     }
-    fn walk<'v>(v: &'v Value, steps: &mut Vec<Step<'v>>, base: &JsonPath, out: &mut Vec<(JsonPath, String)>) {
+    fn walk<'v>(v: &'v Json<'_>, steps: &mut Vec<Step<'v>>, base: &JsonPath, out: &mut Vec<(JsonPath, String)>) {
         match v {
-            Value::Object(obj) => {
-                for (k, v) in obj {
-                    match (k.as_str(), v) {
-                        ("$ref", Value::String(s)) => {
+            Json::Object(obj) => {
+                for (k, v) in obj.iter() {
+                    match (k, v) {
+                        ("$ref", Json::String(s)) => {
                             if let Some(id) = s.strip_prefix(REF_PREFIX) {
                                 let mut path = base.clone();
                                 for step in steps.iter() {
@@ -74,7 +89,7 @@ pub fn nested_refs(schema: &Value, base: &JsonPath, out: &mut Vec<(JsonPath, Str
                                 out.push((path, id.to_owned()));
                             }
                         }
-                        (_, Value::Object(_) | Value::Array(_)) => {
+                        (_, Json::Object(_) | Json::Array(_)) => {
                             steps.push(Step::Key(k));
                             walk(v, steps, base, out);
                             steps.pop();
@@ -83,7 +98,7 @@ pub fn nested_refs(schema: &Value, base: &JsonPath, out: &mut Vec<(JsonPath, Str
                     }
                 }
             }
-            Value::Array(items) => {
+            Json::Array(items) => {
                 for (i, v) in items.iter().enumerate() {
                     if v.is_object() || v.is_array() {
                         steps.push(Step::Index(i));
@@ -99,7 +114,7 @@ pub fn nested_refs(schema: &Value, base: &JsonPath, out: &mut Vec<(JsonPath, Str
 }
 
 /// Meta-schema problems of a schema, as (path below the schema, message).
-pub fn meta_errors(schema: &Value, base: &JsonPath) -> Vec<(JsonPath, String)> {
+pub fn meta_errors(schema: &Json<'_>, base: &JsonPath) -> Vec<(JsonPath, String)> {
     if schema.is_boolean() {
         return Vec::new();
     }
@@ -109,38 +124,40 @@ pub fn meta_errors(schema: &Value, base: &JsonPath) -> Vec<(JsonPath, String)> {
     if super::meta_schema::surely_valid(schema) {
         return Vec::new();
     }
-    let validator = match jsonschema::meta::validator_for(schema) {
+    // The full meta-schema validator reads `serde_json::Value`s.
+    let value = schema.to_value();
+    let validator = match jsonschema::meta::validator_for(&value) {
         Ok(v) => v,
         Err(e) => {
             return vec![(base.key("$schema"), format!("unsupported `$schema`: {e}"))];
         }
     };
     // The common case is a valid schema; `is_valid` is cheaper than collecting errors.
-    if validator.is_valid(schema) {
+    if validator.is_valid(&value) {
         return Vec::new();
     }
     validator
-        .iter_errors(schema)
+        .iter_errors(&value)
         .take(MAX_REPORTED)
         .map(|e| (pointer_to_path(schema, base, &e.instance_path().to_string()), e.to_string()))
         .collect()
 }
 
 /// Converts a JSON pointer inside `root` into a path below `base`.
-fn pointer_to_path(root: &Value, base: &JsonPath, pointer: &str) -> JsonPath {
+fn pointer_to_path(root: &Json<'_>, base: &JsonPath, pointer: &str) -> JsonPath {
     let mut path = base.clone();
     let mut at = Some(root);
     for raw in pointer.split('/').skip(1) {
         let seg = raw.replace("~1", "/").replace("~0", "~");
         match at {
-            Some(Value::Array(items)) => {
+            Some(Json::Array(items)) => {
                 let i = seg.parse::<usize>().unwrap_or(0);
                 path = path.index(i);
                 at = items.get(i);
             }
-            Some(Value::Object(obj)) => {
+            Some(Json::Object(obj)) => {
                 path = path.key(&seg);
-                at = json::member(obj, &seg);
+                at = obj.get(&seg);
             }
             _ => break,
         }
@@ -177,7 +194,7 @@ impl AgentFiles for HashMap<String, Vec<u8>> {
 pub struct Resolver<'a> {
     files_in: &'a dyn AgentFiles,
     display_dir: String,
-    files: HashMap<String, Option<Rc<Value>>>,
+    files: HashMap<String, Option<Rc<Json<'static>>>>,
     pub sources: Vec<Source>,
     /// The schema files read, relative to the agent folder, in the order they were read.
     pub loaded: Vec<String>,
@@ -203,15 +220,15 @@ impl<'a> Resolver<'a> {
 
     /// Resolves `id` through `schema_refs` (inline schema or relative file path), else
     /// `schemas/<id>.json`. Inline `schema_refs` entries are validated by the caller.
-    pub fn resolve(
+    pub fn resolve<'s>(
         &mut self,
         id: &str,
-        schema_refs: Option<&serde_json::Map<String, Value>>,
+        schema_refs: Option<&'s Object<'s>>,
         diags: &mut Vec<Diagnostic>,
-    ) -> Resolved {
+    ) -> Resolved<'s> {
         if let Some(entry) = schema_refs.and_then(|m| m.get(id)) {
             return match entry {
-                Value::String(rel) => match check_relative_json_path(rel) {
+                Json::String(rel) => match check_relative_json_path(rel) {
                     // A missing file is reported at the `schema_refs` entry, not again here.
                     Ok(()) => match self.load_file(rel, schema_refs, diags) {
                         Resolved::Missing(_) => Resolved::Broken,
@@ -219,7 +236,7 @@ impl<'a> Resolver<'a> {
                     },
                     Err(_) => Resolved::Broken,
                 },
-                other => Resolved::Schema(Rc::new(other.clone())),
+                other => Resolved::Schema(Schema::Inline(other)),
             };
         }
         if check_schema_id(id).is_err() {
@@ -233,15 +250,15 @@ impl<'a> Resolver<'a> {
     }
 
     /// Reads `rel` (relative to the agent folder) as a schema, reporting problems in it.
-    pub fn load_file(
+    pub fn load_file<'s>(
         &mut self,
         rel: &str,
-        schema_refs: Option<&serde_json::Map<String, Value>>,
+        schema_refs: Option<&Object<'_>>,
         diags: &mut Vec<Diagnostic>,
-    ) -> Resolved {
+    ) -> Resolved<'s> {
         let full = rel.to_owned();
         if let Some(cached) = self.files.get(&full) {
-            return cached.clone().map_or(Resolved::Broken, Resolved::Schema);
+            return cached.clone().map_or(Resolved::Broken, |s| Resolved::Schema(Schema::File(s)));
         }
         let display = format!("{}{rel}", self.display_dir);
         let bytes = match self.files_in.read(rel) {
@@ -263,16 +280,16 @@ impl<'a> Resolver<'a> {
         self.files.insert(full.clone(), None);
         let value = self.parse_and_check(&display, bytes, schema_refs, diags).map(Rc::new);
         self.files.insert(full, value.clone());
-        value.map_or(Resolved::Broken, Resolved::Schema)
+        value.map_or(Resolved::Broken, |s| Resolved::Schema(Schema::File(s)))
     }
 
     fn parse_and_check(
         &mut self,
         display: &str,
         bytes: Vec<u8>,
-        schema_refs: Option<&serde_json::Map<String, Value>>,
+        schema_refs: Option<&Object<'_>>,
         diags: &mut Vec<Diagnostic>,
-    ) -> Option<Value> {
+    ) -> Option<Json<'static>> {
         let text = match json::decode_utf8(display, bytes) {
             Ok(t) => t,
             Err(d) => {
@@ -283,7 +300,7 @@ impl<'a> Resolver<'a> {
         let source = Source::new(display, text);
         self.sources.push(source.clone());
         let before = diags.len();
-        let doc = match json::parse_within(&source, &self.budget, diags) {
+        let doc = match json::parse_tree_within(&source, &self.budget, diags) {
             Ok(doc) => doc,
             Err(d) => {
                 diags.push(d);
@@ -312,18 +329,18 @@ impl<'a> Resolver<'a> {
         if let Some(d) = crate::diagnostic::hidden_summary(display, (hidden, 0)) {
             diags.push(d);
         }
-        (diags[before..].iter().all(|d| !d.is_error())).then_some(doc.value)
+        (diags[before..].iter().all(|d| !d.is_error())).then(|| doc.value.into_owned())
     }
 }
 
-pub fn schema_diag(source: &Source, doc: &JsonDoc, path: &JsonPath, message: String) -> Diagnostic {
+pub fn schema_diag<V>(source: &Source, doc: &Doc<V>, path: &JsonPath, message: String) -> Diagnostic {
     Diagnostic::error(Code::InvalidSchema, &source.name, format!("invalid JSON Schema: {message}"))
         .at_path(path.to_string())
         .at_span(source, doc.value_span(path))
         .with_help("fix the schema so that it validates against its meta-schema (draft 2020-12 unless `$schema` says otherwise)")
 }
 
-pub fn unresolved(source: &Source, doc: &JsonDoc, path: &JsonPath, id: &str, why: &str) -> Diagnostic {
+pub fn unresolved<V>(source: &Source, doc: &Doc<V>, path: &JsonPath, id: &str, why: &str) -> Diagnostic {
     Diagnostic::error(Code::UnresolvedSchemaRef, &source.name, format!("`schema:{id}` does not resolve: {why}"))
         .at_path(path.to_string())
         .at_span(source, doc.value_span(path))

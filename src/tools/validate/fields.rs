@@ -1,16 +1,14 @@
 //! The checks of a tool's transport, budget and observability fields.
 
-use serde_json::Value;
-
 use super::{
     BUDGET_KEYS, Checker, EXEC_KEYS, HTTP_KEYS, HTTP_METHODS, OBSERVABILITY_KEYS, ToolFacts, check_command, check_url,
 };
 use crate::diagnostic::{Code, did_you_mean};
-use crate::json::{self, JsonPath};
+use crate::json::{Json, JsonPath};
 use crate::tools::credentials;
 
 impl Checker<'_> {
-    pub(super) fn transport<'v>(&mut self, value: &'v Value, path: &JsonPath, facts: &mut ToolFacts<'v>) {
+    pub(super) fn transport<'v>(&mut self, value: &'v Json<'_>, path: &JsonPath, facts: &mut ToolFacts<'v>) {
         let Some(obj) = self.object(value, path) else {
             return;
         };
@@ -34,7 +32,7 @@ impl Checker<'_> {
                         "use an absolute path such as `/usr/local/bin/tool`; the runtime does not search PATH",
                     );
                 }
-                if let Some(args) = json::member(obj, "args") {
+                if let Some(args) = obj.get("args") {
                     self.string_array(args, &path.key("args"));
                 }
             }
@@ -60,12 +58,12 @@ impl Checker<'_> {
                 {
                     self.url(url, &path.key("url"), facts);
                 }
-                if let Some(headers) = json::member(obj, "headers")
+                if let Some(headers) = obj.get("headers")
                     && let Some(map) = self.object(headers, &path.key("headers"))
                 {
-                    for (name, v) in map {
+                    for (name, v) in map.iter() {
                         if let Some(s) = self.string(v, &path.key("headers").key(name)) {
-                            facts.headers.push((name.clone(), s));
+                            facts.headers.push((name.to_owned(), s));
                         }
                     }
                 }
@@ -108,16 +106,16 @@ impl Checker<'_> {
         }
     }
 
-    pub(super) fn budget(&mut self, value: &Value, path: &JsonPath) {
+    pub(super) fn budget(&mut self, value: &Json<'_>, path: &JsonPath) {
         let Some(obj) = self.object(value, path) else {
             return;
         };
         self.known_keys(obj, path, BUDGET_KEYS, "budget");
-        if let Some(tokens) = json::member(obj, "tokens") {
+        if let Some(tokens) = obj.get("tokens") {
             let p = path.key("tokens");
             match tokens {
-                Value::Number(n) if n.is_u64() => {}
-                Value::Number(n) => self.error(
+                Json::Number(n) if n.is_u64() => {}
+                Json::Number(n) => self.error(
                     Code::InvalidBudget,
                     &p,
                     format!("budget.tokens must be a non-negative integer, found {n}"),
@@ -126,11 +124,11 @@ impl Checker<'_> {
                 other => self.wrong_type(&p, "a non-negative integer", other),
             }
         }
-        if let Some(usd) = json::member(obj, "usd") {
+        if let Some(usd) = obj.get("usd") {
             let p = path.key("usd");
             match usd {
-                Value::Number(n) if n.as_f64().is_some_and(|f| f >= 0.0 && f.is_finite()) => {}
-                Value::Number(n) => self.error(
+                Json::Number(n) if n.as_f64().is_some_and(|f| f >= 0.0 && f.is_finite()) => {}
+                Json::Number(n) => self.error(
                     Code::InvalidBudget,
                     &p,
                     format!("budget.usd must be a non-negative number, found {n}"),
@@ -141,12 +139,12 @@ impl Checker<'_> {
         }
     }
 
-    pub(super) fn observability(&mut self, value: &Value, path: &JsonPath) {
+    pub(super) fn observability(&mut self, value: &Json<'_>, path: &JsonPath) {
         let Some(obj) = self.object(value, path) else {
             return;
         };
         self.known_keys(obj, path, OBSERVABILITY_KEYS, "observability");
-        if let Some(tags) = json::member(obj, "tags") {
+        if let Some(tags) = obj.get("tags") {
             let tags_path = path.key("tags");
             for (i, tag) in self.string_array(tags, &tags_path) {
                 if tag.trim().is_empty() {

@@ -2,15 +2,14 @@
 //! that reports all problems instead of stopping at the first.
 
 use std::collections::{HashMap, HashSet};
-
-use serde_json::{Map, Value};
+use std::sync::Arc;
 
 use super::credentials;
 use super::model::ToolsFile;
 pub use super::schema_refs::AgentFiles;
 use super::schema_refs::{self, Resolved, Resolver};
 use crate::diagnostic::{Code, Diagnostic, Severity, Source, did_you_mean};
-use crate::json::{self, JsonDoc, JsonPath};
+use crate::json::{self, Json, JsonPath, Object, TreeDoc};
 use crate::policy::{Capability, Policy};
 
 /// The only tools.json version this build understands.
@@ -52,24 +51,29 @@ pub struct Validated {
     pub schema_files: Vec<String>,
 }
 
-/// A tools.json that passed every rule: its typed model, built once here. (A command that
-/// edits the file parses its text again: the parsed document is moved into the model, not
-/// copied.)
+/// A tools.json that passed every rule. Its typed model is built when a command asks for it
+/// ([`ValidTools::model`]): `bundle check` of 20,000 agents never does, and building the
+/// schemas' `serde_json::Value`s cost as much as the whole validation.
 #[derive(Debug, Clone)]
 pub struct ValidTools {
-    pub model: ToolsFile,
+    name: String,
+    text: Arc<str>,
+    /// The tools' ids, in file order.
+    pub ids: Vec<String>,
 }
 
-/// The typed model of a document that passed every rule. One that does not fit the model is
-/// an error, never an empty tool list (fail closed).
-fn typed(source: &Source, value: Value) -> Result<ValidTools, Diagnostic> {
-    match ToolsFile::from_value(value) {
-        Ok(model) => Ok(ValidTools { model }),
-        Err(e) => Err(Diagnostic::error(
-            Code::InvalidJson,
-            &source.name,
-            format!("tools.json does not fit the tools.json model: {e}"),
-        )),
+impl ValidTools {
+    /// The typed model. A document that passed every rule but does not fit the model is an
+    /// error, never an empty tool list (fail closed); the rules are written so that it cannot
+    /// happen, and a test holds every valid testdata tools.json to it.
+    pub fn model(&self) -> Result<ToolsFile, Diagnostic> {
+        serde_json::from_str(&self.text).map_err(|e| {
+            Diagnostic::error(
+                Code::InvalidJson,
+                &self.name,
+                format!("tools.json does not fit the tools.json model: {e}"),
+            )
+        })
     }
 }
 
@@ -85,7 +89,7 @@ pub fn validate(
 ) -> Validated {
     let before = diags.len();
     let resolver = Resolver::new(agent_files, display_dir.to_owned());
-    let doc = match json::parse_within(source, &resolver.budget, diags) {
+    let doc = match json::parse_tree_within(source, &resolver.budget, diags) {
         Ok(doc) => doc,
         Err(d) => {
             diags.push(d);
@@ -93,27 +97,20 @@ pub fn validate(
         }
     };
     let mut checker = Checker { src: source, doc: &doc, policy, diags, resolver, before, hidden: (0, 0) };
-    checker.file();
+    let ids = checker.file();
     let sources = std::mem::take(&mut checker.resolver.sources);
     let loaded = std::mem::take(&mut checker.resolver.loaded);
     if let Some(d) = hidden_summary(&source.name, checker.hidden) {
         diags.push(d);
     }
     let clean = diags[before..].iter().all(|d| !d.is_error());
-    let valid = match clean.then(|| typed(source, doc.value)) {
-        Some(Ok(valid)) => Some(valid),
-        Some(Err(d)) => {
-            diags.push(d);
-            None
-        }
-        None => None,
-    };
+    let valid = clean.then(|| ValidTools { name: source.name.clone(), text: source.text.clone(), ids });
     Validated { valid, sources, schema_files: loaded }
 }
 
 struct Checker<'a> {
     src: &'a Source,
-    doc: &'a JsonDoc,
+    doc: &'a TreeDoc<'a>,
     policy: &'a Policy,
     diags: &'a mut Vec<Diagnostic>,
     resolver: Resolver<'a>,
@@ -168,7 +165,7 @@ impl<'a> Checker<'a> {
         self.emit(d);
     }
 
-    fn wrong_type(&mut self, path: &JsonPath, expected: &str, found: &Value) {
+    fn wrong_type(&mut self, path: &JsonPath, expected: &str, found: &Json<'_>) {
         self.error(
             Code::WrongType,
             path,
@@ -177,9 +174,9 @@ impl<'a> Checker<'a> {
         );
     }
 
-    fn object<'v>(&mut self, value: &'v Value, path: &JsonPath) -> Option<&'v Map<String, Value>> {
+    fn object<'v, 'j>(&mut self, value: &'v Json<'j>, path: &JsonPath) -> Option<&'v Object<'j>> {
         match value {
-            Value::Object(obj) => Some(obj),
+            Json::Object(obj) => Some(obj),
             other => {
                 self.wrong_type(path, "an object", other);
                 None
@@ -187,9 +184,9 @@ impl<'a> Checker<'a> {
         }
     }
 
-    fn string<'v>(&mut self, value: &'v Value, path: &JsonPath) -> Option<&'v str> {
+    fn string<'v>(&mut self, value: &'v Json<'_>, path: &JsonPath) -> Option<&'v str> {
         match value {
-            Value::String(s) => Some(s),
+            Json::String(s) => Some(s),
             other => {
                 self.wrong_type(path, "a string", other);
                 None
@@ -197,8 +194,8 @@ impl<'a> Checker<'a> {
         }
     }
 
-    fn string_array<'v>(&mut self, value: &'v Value, path: &JsonPath) -> Vec<(usize, &'v str)> {
-        let Value::Array(items) = value else {
+    fn string_array<'v>(&mut self, value: &'v Json<'_>, path: &JsonPath) -> Vec<(usize, &'v str)> {
+        let Json::Array(items) = value else {
             self.wrong_type(path, "an array of strings", value);
             return Vec::new();
         };
@@ -211,14 +208,14 @@ impl<'a> Checker<'a> {
         out
     }
 
-    fn required<'v>(
+    fn required<'v, 'j>(
         &mut self,
-        obj: &'v Map<String, Value>,
+        obj: &'v Object<'j>,
         path: &JsonPath,
         key: &str,
         what: &str,
-    ) -> Option<&'v Value> {
-        let value = json::member(obj, key);
+    ) -> Option<&'v Json<'j>> {
+        let value = obj.get(key);
         if value.is_none() {
             let d = self
                 .diag(Severity::Error, Code::MissingField, &path.key(key), false, format!("{what} has no `{key}`"))
@@ -228,9 +225,9 @@ impl<'a> Checker<'a> {
         value
     }
 
-    fn known_keys(&mut self, obj: &Map<String, Value>, path: &JsonPath, allowed: &[&str], what: &str) {
+    fn known_keys(&mut self, obj: &Object<'_>, path: &JsonPath, allowed: &[&str], what: &str) {
         for key in obj.keys() {
-            if allowed.contains(&key.as_str()) {
+            if allowed.contains(&key) {
                 continue;
             }
             let help = match did_you_mean(key, allowed) {
@@ -250,20 +247,21 @@ impl<'a> Checker<'a> {
         }
     }
 
-    fn file(&mut self) {
+    /// Checks the whole document; returns the valid tool ids, in file order.
+    fn file(&mut self) -> Vec<String> {
         let root = JsonPath::root();
         let Some(top) = self.object(&self.doc.value, &root) else {
-            return;
+            return Vec::new();
         };
-        if let Some(schema) = json::member(top, "$schema") {
+        if let Some(schema) = top.get("$schema") {
             self.string(schema, &root.key("$schema"));
         }
-        let version_ok = match json::member(top, "version") {
-            Some(Value::Number(n)) => n.is_u64() && n.as_u64() == Some(SUPPORTED_VERSION),
+        let version_ok = match top.get("version") {
+            Some(Json::Number(n)) => n.is_u64() && n.as_u64() == Some(SUPPORTED_VERSION),
             _ => false,
         };
         if !version_ok {
-            let found = match json::member(top, "version") {
+            let found = match top.get("version") {
                 None => "no `version`".to_owned(),
                 Some(v) => format!("`\"version\": {v}`"),
             };
@@ -280,18 +278,19 @@ impl<'a> Checker<'a> {
                 ));
             self.emit(d);
             // Fail closed: the other rules are only defined for version 1.
-            return;
+            return Vec::new();
         }
         self.known_keys(top, &root, TOP_KEYS, "tools.json");
-        let Some(tools) = json::member(top, "tools") else {
-            return;
+        let Some(tools) = top.get("tools") else {
+            return Vec::new();
         };
         let tools_path = root.key("tools");
-        let Value::Array(tools) = tools else {
+        let Json::Array(tools) = tools else {
             self.wrong_type(&tools_path, "an array of tools", tools);
-            return;
+            return Vec::new();
         };
         let mut ids: HashMap<&str, usize> = HashMap::new();
+        let mut order = Vec::with_capacity(tools.len());
         for (i, tool) in tools.iter().enumerate() {
             let path = tools_path.index(i);
             if let Some(id) = self.tool(tool, &path) {
@@ -304,13 +303,15 @@ impl<'a> Checker<'a> {
                     );
                 } else {
                     ids.insert(id, i);
+                    order.push(id.to_owned());
                 }
             }
         }
+        order
     }
 
     /// Checks one tool; returns its id when it is a valid one.
-    fn tool<'v>(&mut self, tool: &'v Value, path: &JsonPath) -> Option<&'v str> {
+    fn tool<'v>(&mut self, tool: &'v Json<'a>, path: &JsonPath) -> Option<&'v str> {
         let obj = self.object(tool, path)?;
         self.known_keys(obj, path, TOOL_KEYS, "a tool");
         let mut facts = ToolFacts::default();
@@ -337,11 +338,11 @@ impl<'a> Checker<'a> {
             );
         }
 
-        if let Some(secrets) = json::member(obj, "secrets") {
+        if let Some(secrets) = obj.get("secrets") {
             self.secrets(secrets, &path.key("secrets"), &mut facts);
         }
 
-        let schema_refs = json::member(obj, "schema_refs").and_then(|v| self.schema_refs(v, &path.key("schema_refs")));
+        let schema_refs = obj.get("schema_refs").and_then(|v| self.schema_refs(v, &path.key("schema_refs")));
         if let Some(schema) = self.required(obj, path, "input_schema", &what) {
             facts.input_properties = self.schema_slot(schema, &path.key("input_schema"), schema_refs);
         }
@@ -352,25 +353,25 @@ impl<'a> Checker<'a> {
         if let Some(transport) = self.required(obj, path, "transport", &what) {
             self.transport(transport, &path.key("transport"), &mut facts);
         }
-        if let Some(caps) = json::member(obj, "capabilities") {
+        if let Some(caps) = obj.get("capabilities") {
             self.capabilities(caps, &path.key("capabilities"), &what);
         }
-        if let Some(budget) = json::member(obj, "budget") {
+        if let Some(budget) = obj.get("budget") {
             self.budget(budget, &path.key("budget"));
         }
-        if let Some(confirm) = json::member(obj, "requires_confirmation")
+        if let Some(confirm) = obj.get("requires_confirmation")
             && !confirm.is_boolean()
         {
             self.wrong_type(&path.key("requires_confirmation"), "`true` or `false`", confirm);
         }
-        if let Some(obs) = json::member(obj, "observability") {
+        if let Some(obs) = obj.get("observability") {
             self.observability(obs, &path.key("observability"));
         }
         self.cross_checks(path, &facts);
         id
     }
 
-    fn secrets<'v>(&mut self, value: &'v Value, path: &JsonPath, facts: &mut ToolFacts<'v>) {
+    fn secrets<'v>(&mut self, value: &'v Json<'_>, path: &JsonPath, facts: &mut ToolFacts<'v>) {
         for (i, secret) in self.string_array(value, path) {
             let item = path.index(i);
             if let Err(why) = credentials::check_secret_id(secret) {
@@ -386,9 +387,9 @@ impl<'a> Checker<'a> {
         }
     }
 
-    fn schema_refs<'v>(&mut self, value: &'v Value, path: &JsonPath) -> Option<&'v Map<String, Value>> {
+    fn schema_refs<'v>(&mut self, value: &'v Json<'a>, path: &JsonPath) -> Option<&'v Object<'a>> {
         let map = self.object(value, path)?;
-        for (id, entry) in map {
+        for (id, entry) in map.iter() {
             let entry_path = path.key(id);
             if let Err(why) = schema_refs::check_schema_id(id) {
                 let d = self
@@ -397,7 +398,7 @@ impl<'a> Checker<'a> {
                 self.emit(d);
             }
             match entry {
-                Value::String(rel) => {
+                Json::String(rel) => {
                     if let Err(why) = schema_refs::check_relative_json_path(rel) {
                         self.error(
                             Code::InvalidSchemaRef,
@@ -409,7 +410,7 @@ impl<'a> Checker<'a> {
                         self.error(Code::UnresolvedSchemaRef, &entry_path, why, "add the file or fix the path");
                     }
                 }
-                Value::Object(_) | Value::Bool(_) => self.inline_schema(entry, &entry_path, Some(map)),
+                Json::Object(_) | Json::Bool(_) => self.inline_schema(entry, &entry_path, Some(map)),
                 other => self.wrong_type(&entry_path, "a schema object or a relative path to a .json file", other),
             }
         }
@@ -418,12 +419,7 @@ impl<'a> Checker<'a> {
 
     /// Checks `input_schema` / `result_schema`; returns the schema's top-level property names
     /// when it could be resolved (used to bind URL templates).
-    fn schema_slot(
-        &mut self,
-        value: &Value,
-        path: &JsonPath,
-        refs: Option<&Map<String, Value>>,
-    ) -> Option<HashSet<String>> {
+    fn schema_slot(&mut self, value: &Json<'_>, path: &JsonPath, refs: Option<&Object<'_>>) -> Option<HashSet<String>> {
         if let Some(id) = schema_refs::as_schema_ref(value) {
             let ref_path = path.key("$ref");
             if let Err(why) = schema_refs::check_schema_id(id) {
@@ -445,7 +441,7 @@ impl<'a> Checker<'a> {
             };
         }
         match value {
-            Value::Object(_) | Value::Bool(_) => {
+            Json::Object(_) | Json::Bool(_) => {
                 self.inline_schema(value, path, refs);
                 Some(property_names(value))
             }
@@ -456,7 +452,7 @@ impl<'a> Checker<'a> {
         }
     }
 
-    fn inline_schema(&mut self, schema: &Value, path: &JsonPath, refs: Option<&Map<String, Value>>) {
+    fn inline_schema(&mut self, schema: &Json<'_>, path: &JsonPath, refs: Option<&Object<'_>>) {
         for (at, message) in schema_refs::meta_errors(schema, path) {
             if self.full() {
                 self.hidden.0 += 1;
@@ -481,7 +477,7 @@ impl<'a> Checker<'a> {
         }
     }
 
-    fn capabilities(&mut self, value: &Value, path: &JsonPath, what: &str) {
+    fn capabilities(&mut self, value: &Json<'_>, path: &JsonPath, what: &str) {
         let mut seen: HashSet<&str> = HashSet::new();
         for (i, cap) in self.string_array(value, path) {
             let item = path.index(i);
@@ -572,8 +568,12 @@ impl<'a> Checker<'a> {
     }
 }
 
-fn property_names(schema: &Value) -> HashSet<String> {
-    schema.get("properties").and_then(Value::as_object).map(|m| m.keys().cloned().collect()).unwrap_or_default()
+fn property_names(schema: &Json<'_>) -> HashSet<String> {
+    schema
+        .get("properties")
+        .and_then(Json::as_object)
+        .map(|m| m.keys().map(str::to_owned).collect())
+        .unwrap_or_default()
 }
 
 fn last_key(path: &JsonPath) -> String {
@@ -581,20 +581,46 @@ fn last_key(path: &JsonPath) -> String {
     s.rsplit(['.', '[']).next().unwrap_or(&s).trim_end_matches(']').to_owned()
 }
 
-fn type_name(v: &Value) -> &'static str {
+fn type_name(v: &Json<'_>) -> &'static str {
     match v {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
+        Json::Null => "null",
+        Json::Bool(_) => "a boolean",
+        Json::Number(_) => "a number",
+        Json::String(_) => "a string",
+        Json::Array(_) => "an array",
+        Json::Object(_) => "an object",
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The rules are the model's (fail closed, see [`ValidTools::model`]): every testdata
+    /// tools.json that passes them fits the typed model.
+    #[test]
+    fn every_valid_testdata_tools_json_fits_the_model() {
+        let mut valid = 0;
+        for entry in walkdir::WalkDir::new(concat!(env!("CARGO_MANIFEST_DIR"), "/testdata")) {
+            let entry = entry.unwrap();
+            if entry.file_name() != "tools.json" {
+                continue;
+            }
+            let dir = entry.path().parent().unwrap().to_path_buf();
+            let Ok(text) = std::fs::read_to_string(entry.path()) else { continue };
+            let mut diags = Vec::new();
+            let policy = std::fs::read_to_string(dir.join("policy.caps"))
+                .map(|p| Policy::parse(&Source::new("policy.caps", p), &mut Vec::new()))
+                .unwrap_or_default();
+            let validated = validate(&Source::new("tools.json", text), &dir, "", &policy, &mut diags);
+            if let Some(v) = validated.valid {
+                let model = v.model().unwrap_or_else(|d| panic!("{}: {}", entry.path().display(), d.message));
+                assert_eq!(model.tools.iter().map(|t| t.id.clone()).collect::<Vec<_>>(), v.ids);
+                valid += 1;
+            }
+        }
+        assert!(valid >= 20, "only {valid} valid tools.json files found");
+    }
 
     #[test]
     fn suggestions() {

@@ -54,17 +54,25 @@ impl Default for Budget {
     }
 }
 
+mod tree;
+pub use tree::{Json, Object};
+
 /// A parsed JSON document. Positions are not kept while parsing: the first time a diagnostic
 /// asks for one, a compact index of the document's values (a few machine words per value, no
 /// paths) is built from the text.
 #[derive(Debug)]
-pub struct JsonDoc {
-    pub value: Value,
+pub struct Doc<V> {
+    pub value: V,
     text: Arc<str>,
     index: OnceCell<Index>,
 }
 
-impl JsonDoc {
+/// A document parsed into a `serde_json::Value`.
+pub type JsonDoc = Doc<Value>;
+/// A document parsed into a [`Json`] tree borrowing from its text.
+pub type TreeDoc<'a> = Doc<Json<'a>>;
+
+impl<V> Doc<V> {
     /// The byte range of the value at `path` (see [`JsonPath`]), falling back to the nearest
     /// ancestor that exists (for a missing key, the object that should hold it).
     pub fn value_span(&self, path: &JsonPath) -> Range<usize> {
@@ -97,13 +105,6 @@ impl JsonDoc {
             _ => node.start as usize..node.end as usize,
         }
     }
-}
-
-/// `map.get(key)`, found by comparing keys when the map is small: hashing a key (SipHash, as
-/// serde_json's maps do) costs more than comparing it with a few others. Keys are unique, so
-/// both ways find the same member.
-pub fn member<'v>(map: &'v serde_json::Map<String, Value>, key: &str) -> Option<&'v Value> {
-    if map.len() <= 8 { map.iter().find(|(k, _)| k.as_str() == key).map(|(_, v)| v) } else { map.get(key) }
 }
 
 /// A location inside a JSON document, printed as `tools[1].transport.command`; the root is `$`.
@@ -214,36 +215,54 @@ pub fn parse_within(
     budget: &Budget,
     diagnostics: &mut Vec<Diagnostic>,
 ) -> Result<JsonDoc, Diagnostic> {
-    let text: &str = &source.text;
+    parse_strict(source, budget, diagnostics, |state, de| StrictValue { state, depth: 1 }.deserialize(de))
+}
+
+/// [`parse_within`], into a [`Json`] tree borrowing from `source`'s text: the same values
+/// accepted, counted and refused, the same diagnostics.
+pub fn parse_tree_within<'a>(
+    source: &'a Source,
+    budget: &Budget,
+    diagnostics: &mut Vec<Diagnostic>,
+) -> Result<TreeDoc<'a>, Diagnostic> {
+    parse_strict(source, budget, diagnostics, |state, de| tree::StrictTree { state, depth: 1 }.deserialize(de))
+}
+
+fn parse_strict<'a, V>(
+    source: &'a Source,
+    budget: &Budget,
+    diagnostics: &mut Vec<Diagnostic>,
+    read: impl FnOnce(&ParseState<'_>, &mut serde_json::Deserializer<serde_json::de::StrRead<'a>>) -> serde_json::Result<V>,
+) -> Result<Doc<V>, Diagnostic> {
+    let text: &'a str = &source.text;
     let state = ParseState { duplicates: Cell::new(false), budget, exceeded: Cell::new(None) };
     let mut de = serde_json::Deserializer::from_str(text);
-    let value = StrictValue { state: &state, depth: 1 }
-        .deserialize(&mut de)
-        .and_then(|v| de.end().map(|()| v))
-        .map_err(|e| {
-            let offset = source.offset_of(e.line(), e.column().max(1));
-            let d = match state.exceeded.get() {
-                Some(Exceeded::Values) => Diagnostic::error(
-                    Code::LimitExceeded,
-                    &source.name,
-                    format!("more than {} JSON values (with the other JSON files of this check)", MAX_VALUES),
-                )
-                .with_help("bundle reads at most 200000 JSON values per agent; move bulk data out of tools.json and its schemas"),
-                Some(Exceeded::Depth) => Diagnostic::error(
-                    Code::LimitExceeded,
-                    &source.name,
-                    format!("arrays and objects nested more than {MAX_DEPTH} deep"),
-                )
-                .with_help("flatten the structure; bundle reads JSON nested at most 64 levels deep"),
-                None => Diagnostic::error(
-                    Code::InvalidJson,
-                    &source.name,
-                    format!("not valid JSON: {}", strip_position(&e.to_string())),
-                )
-                .with_help("JSON allows no comments, trailing commas or single quotes"),
-            };
-            d.at_span(source, offset..offset)
-        })?;
+    let value = read(&state, &mut de).and_then(|v| de.end().map(|()| v)).map_err(|e| {
+        let offset = source.offset_of(e.line(), e.column().max(1));
+        let d = match state.exceeded.get() {
+            Some(Exceeded::Values) => Diagnostic::error(
+                Code::LimitExceeded,
+                &source.name,
+                format!("more than {} JSON values (with the other JSON files of this check)", MAX_VALUES),
+            )
+            .with_help(
+                "bundle reads at most 200000 JSON values per agent; move bulk data out of tools.json and its schemas",
+            ),
+            Some(Exceeded::Depth) => Diagnostic::error(
+                Code::LimitExceeded,
+                &source.name,
+                format!("arrays and objects nested more than {MAX_DEPTH} deep"),
+            )
+            .with_help("flatten the structure; bundle reads JSON nested at most 64 levels deep"),
+            None => Diagnostic::error(
+                Code::InvalidJson,
+                &source.name,
+                format!("not valid JSON: {}", strip_position(&e.to_string())),
+            )
+            .with_help("JSON allows no comments, trailing commas or single quotes"),
+        };
+        d.at_span(source, offset..offset)
+    })?;
     let index = OnceCell::new();
     if state.duplicates.get() {
         let built = Index::build(text, Some((source, &mut *diagnostics)));
@@ -257,7 +276,7 @@ pub fn parse_within(
         }
         let _ = index.set(built);
     }
-    Ok(JsonDoc { value, text: source.text.clone(), index })
+    Ok(Doc { value, text: source.text.clone(), index })
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -272,32 +291,34 @@ struct ParseState<'a> {
     exceeded: Cell<Option<Exceeded>>,
 }
 
+impl ParseState<'_> {
+    /// Takes one value from the budget.
+    fn count<E: serde::de::Error>(&self) -> Result<(), E> {
+        if self.budget.take() {
+            Ok(())
+        } else {
+            self.exceeded.set(Some(Exceeded::Values));
+            Err(E::custom("too many values"))
+        }
+    }
+
+    /// Takes one value for an array or object at `depth` (the root is 1).
+    fn enter<E: serde::de::Error>(&self, depth: usize) -> Result<(), E> {
+        self.count()?;
+        if depth > MAX_DEPTH {
+            self.exceeded.set(Some(Exceeded::Depth));
+            return Err(E::custom("nested too deep"));
+        }
+        Ok(())
+    }
+}
+
 /// Deserializes a `serde_json::Value` within the budget and depth, noting whether any object
 /// repeats a key (which `Value` itself would silently collapse).
 struct StrictValue<'s, 'b> {
     state: &'s ParseState<'b>,
     /// The nesting depth of the value being read (the root is 1).
     depth: usize,
-}
-
-impl StrictValue<'_, '_> {
-    fn count<E: serde::de::Error>(&self) -> Result<(), E> {
-        if self.state.budget.take() {
-            Ok(())
-        } else {
-            self.state.exceeded.set(Some(Exceeded::Values));
-            Err(E::custom("too many values"))
-        }
-    }
-
-    fn enter<E: serde::de::Error>(&self) -> Result<(), E> {
-        self.count()?;
-        if self.depth > MAX_DEPTH {
-            self.state.exceeded.set(Some(Exceeded::Depth));
-            return Err(E::custom("nested too deep"));
-        }
-        Ok(())
-    }
 }
 
 impl<'de> DeserializeSeed<'de> for StrictValue<'_, '_> {
@@ -313,35 +334,35 @@ impl<'de> Visitor<'de> for StrictValue<'_, '_> {
         f.write_str("a JSON value")
     }
     fn visit_bool<E: serde::de::Error>(self, v: bool) -> Result<Value, E> {
-        self.count()?;
+        self.state.count()?;
         Ok(Value::Bool(v))
     }
     fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<Value, E> {
-        self.count()?;
+        self.state.count()?;
         Ok(Value::from(v))
     }
     fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<Value, E> {
-        self.count()?;
+        self.state.count()?;
         Ok(Value::from(v))
     }
     fn visit_f64<E: serde::de::Error>(self, v: f64) -> Result<Value, E> {
-        self.count()?;
+        self.state.count()?;
         Ok(serde_json::Number::from_f64(v).map_or(Value::Null, Value::Number))
     }
     fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<Value, E> {
-        self.count()?;
+        self.state.count()?;
         Ok(Value::String(v.to_owned()))
     }
     fn visit_string<E: serde::de::Error>(self, v: String) -> Result<Value, E> {
-        self.count()?;
+        self.state.count()?;
         Ok(Value::String(v))
     }
     fn visit_unit<E: serde::de::Error>(self) -> Result<Value, E> {
-        self.count()?;
+        self.state.count()?;
         Ok(Value::Null)
     }
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
-        self.enter()?;
+        self.state.enter(self.depth)?;
         let mut items = Vec::new();
         while let Some(v) = seq.next_element_seed(StrictValue { state: self.state, depth: self.depth + 1 })? {
             items.push(v);
@@ -349,7 +370,7 @@ impl<'de> Visitor<'de> for StrictValue<'_, '_> {
         Ok(Value::Array(items))
     }
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
-        self.enter()?;
+        self.state.enter(self.depth)?;
         let mut obj = serde_json::Map::new();
         while let Some(key) = map.next_key::<String>()? {
             let v = map.next_value_seed(StrictValue { state: self.state, depth: self.depth + 1 })?;
