@@ -14,7 +14,6 @@ pub mod release;
 mod schema_changes;
 mod skill_changes;
 
-use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 
@@ -145,16 +144,18 @@ pub enum ContractError {
 /// The contracts of every tool in tools.json, in file order. `files` holds the agent's other
 /// files (its folder, or a bundle's held entries), from which `schema:` references resolve.
 pub fn tool_contracts(tools: &ToolsFile, files: &dyn AgentFiles) -> Result<Vec<Contract>, ContractError> {
-    let mut resolver = Resolver::new(files, String::new());
+    let arena = bumpalo::Bump::new();
+    let mut resolver = Resolver::new(files, &arena, String::new());
     tools.tools.iter().map(|t| Contract::from_doc(document(t, &mut resolver)?)).collect()
 }
 
 /// The contract document of one tool.
 pub fn document(tool: &Tool, resolver: &mut Resolver<'_>) -> Result<ContractDoc, ContractError> {
-    let refs = Object::from_members(
-        tool.schema_refs.iter().map(|(k, v)| (Cow::Borrowed(k.as_str()), Json::view(v))).collect(),
-    );
-    let mut inliner = Inliner { resolver, refs: &refs, tool: &tool.id, stack: Vec::new() };
+    let arena = bumpalo::Bump::new();
+    let members =
+        arena.alloc_slice_fill_iter(tool.schema_refs.iter().map(|(k, v)| (k.as_str(), Json::view(v, &arena))));
+    let refs = Object::new(&arena, members);
+    let mut inliner = Inliner { resolver, refs, tool: &tool.id, stack: Vec::new() };
     let input_schema = inliner.inline(&tool.input_schema, 0)?;
     let result_schema = inliner.inline(&tool.result_schema, 0)?;
     let transport = match &tool.transport {

@@ -18,7 +18,7 @@ use crate::diagnostic::{Diagnostic, Source};
 use crate::json::JsonPath;
 use crate::tools::Tool;
 use crate::tools::model::Observability;
-use crate::tools::schema_refs::meta_errors;
+use crate::tools::schema_refs::meta_errors_of_value;
 
 /// The observability tag prefix the tool's `title` is kept under.
 pub const TITLE_TAG: &str = "mcp.title=";
@@ -210,7 +210,7 @@ fn object_schema(input: &mut JsonInput<'_>, v: &Value, path: &JsonPath, what: &s
     if v.get("type") != Some(&json!("object")) {
         input.at(path, format!("{what} must have \"type\": \"object\" at its root"));
     }
-    for (at, message) in meta_errors(&crate::json::Json::view(v), path) {
+    for (at, message) in meta_errors_of_value(v, path) {
         input.at(&at, format!("{what} must be a valid JSON Schema: {message}"));
     }
     v.clone()

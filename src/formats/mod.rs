@@ -317,7 +317,8 @@ impl Hints {
     /// For a tool not yet written anywhere (an import): its risk from its own contract.
     pub fn of_tool(tool: &Tool) -> Hints {
         let none: std::collections::HashMap<String, Vec<u8>> = Default::default();
-        let mut resolver = crate::tools::Resolver::new(&none, String::new());
+        let arena = bumpalo::Bump::new();
+        let mut resolver = crate::tools::Resolver::new(&none, &arena, String::new());
         let risk = crate::contract::document(tool, &mut resolver).map(|d| Risk::of(&d)).unwrap_or(Risk {
             write: true,
             network: true,

@@ -14,7 +14,7 @@ use super::{ExportTool, Imported, JsonInput, Note, Reach, any_result, assign_id,
 use crate::diagnostic::{Diagnostic, Source};
 use crate::json::JsonPath;
 use crate::tools::Tool;
-use crate::tools::schema_refs::meta_errors;
+use crate::tools::schema_refs::meta_errors_of_value;
 use crate::tools::validate::check_tool_id;
 
 /// OpenAI's limit on a function name.
@@ -149,7 +149,7 @@ fn function(
     let parameters = match obj.get("parameters") {
         None | Some(Value::Null) => None,
         Some(v @ Value::Object(_)) => {
-            for (at, message) in meta_errors(&crate::json::Json::view(v), &path.key("parameters")) {
+            for (at, message) in meta_errors_of_value(v, &path.key("parameters")) {
                 input.at(&at, format!("parameters must be a valid JSON Schema object: {message}"));
             }
             Some(v.clone())

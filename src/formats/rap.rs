@@ -10,7 +10,7 @@ use super::{ExportTool, Hints, Imported, JsonInput, Note, any_result, assign_id,
 use crate::diagnostic::{Diagnostic, Source};
 use crate::json::{JsonDoc, JsonPath};
 use crate::tools::model::Observability;
-use crate::tools::schema_refs::meta_errors;
+use crate::tools::schema_refs::meta_errors_of_value;
 use crate::tools::validate::check_url;
 use crate::tools::{Tool, Transport};
 
@@ -191,7 +191,7 @@ fn parse_tool(
     let schema_path = path.key("inputSchema");
     let input_schema = match obj.get("inputSchema") {
         Some(v @ Value::Object(_)) => {
-            for (at_path, message) in meta_errors(&crate::json::Json::view(v), &schema_path) {
+            for (at_path, message) in meta_errors_of_value(v, &schema_path) {
                 input.at(&at_path, format!("{at}: inputSchema MUST be a valid JSON Schema object: {message}"));
             }
             v.clone()

@@ -154,6 +154,67 @@ impl JsonPath {
     }
 }
 
+/// A path being walked, kept on the stack (each step borrows its parent): a walk over a
+/// document names where it is at every value, and only the few places a diagnostic is made
+/// become a [`JsonPath`] (which allocates).
+#[derive(Debug, Clone, Copy)]
+pub struct At<'p> {
+    parent: Option<&'p At<'p>>,
+    step: Step<'p>,
+}
+
+#[derive(Debug, Clone, Copy)]
+enum Step<'p> {
+    Root,
+    Key(&'p str),
+    Index(usize),
+}
+
+impl<'p> At<'p> {
+    pub fn root() -> At<'static> {
+        At { parent: None, step: Step::Root }
+    }
+
+    pub fn key<'q>(&'q self, key: &'q str) -> At<'q> {
+        At { parent: Some(self), step: Step::Key(key) }
+    }
+
+    pub fn index(&self, index: usize) -> At<'_> {
+        At { parent: Some(self), step: Step::Index(index) }
+    }
+}
+
+/// What a diagnostic's location can be made from.
+pub trait ToPath {
+    fn to_path(&self) -> JsonPath;
+}
+
+impl ToPath for JsonPath {
+    fn to_path(&self) -> JsonPath {
+        self.clone()
+    }
+}
+
+impl ToPath for At<'_> {
+    fn to_path(&self) -> JsonPath {
+        let mut steps = Vec::new();
+        let mut at = Some(self);
+        while let Some(a) = at {
+            steps.push(a.step);
+            at = a.parent;
+        }
+        let mut path = JsonPath(Vec::with_capacity(steps.len()));
+        for step in steps.iter().rev() {
+            match step {
+                Step::Root => {}
+                Step::Key(k) => path.push_key(k),
+                Step::Index(i) => path.push_index(*i),
+            }
+        }
+        path
+    }
+}
+
 impl std::fmt::Display for JsonPath {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         if self.0.is_empty() {
@@ -215,26 +276,32 @@ pub fn parse_within(
     budget: &Budget,
     diagnostics: &mut Vec<Diagnostic>,
 ) -> Result<JsonDoc, Diagnostic> {
-    parse_strict(source, budget, diagnostics, |state, de| StrictValue { state, depth: 1 }.deserialize(de))
+    parse_strict(source, &source.text, budget, diagnostics, |state, de| StrictValue { state, depth: 1 }.deserialize(de))
 }
 
-/// [`parse_within`], into a [`Json`] tree borrowing from `source`'s text: the same values
-/// accepted, counted and refused, the same diagnostics.
+/// [`parse_within`], into a [`Json`] tree that lives in `arena` (with a copy of the text, from
+/// which its strings are borrowed): the same values accepted, counted and refused, the same
+/// diagnostics.
 pub fn parse_tree_within<'a>(
-    source: &'a Source,
+    source: &Source,
+    arena: &'a bumpalo::Bump,
     budget: &Budget,
     diagnostics: &mut Vec<Diagnostic>,
 ) -> Result<TreeDoc<'a>, Diagnostic> {
-    parse_strict(source, budget, diagnostics, |state, de| tree::StrictTree { state, depth: 1 }.deserialize(de))
+    let text: &'a str = arena.alloc_str(&source.text);
+    parse_strict(source, text, budget, diagnostics, |state, de| {
+        tree::StrictTree { parse: &tree::TreeParse::new(state, arena), depth: 1 }.deserialize(de)
+    })
 }
 
+/// Parses `text`, which is `source`'s.
 fn parse_strict<'a, V>(
-    source: &'a Source,
+    source: &Source,
+    text: &'a str,
     budget: &Budget,
     diagnostics: &mut Vec<Diagnostic>,
     read: impl FnOnce(&ParseState<'_>, &mut serde_json::Deserializer<serde_json::de::StrRead<'a>>) -> serde_json::Result<V>,
 ) -> Result<Doc<V>, Diagnostic> {
-    let text: &'a str = &source.text;
     let state = ParseState { duplicates: Cell::new(false), budget, exceeded: Cell::new(None) };
     let mut de = serde_json::Deserializer::from_str(text);
     let value = read(&state, &mut de).and_then(|v| de.end().map(|()| v)).map_err(|e| {

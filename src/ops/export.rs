@@ -110,7 +110,8 @@ pub fn export(opts: &Options, trust: &BundleTrust<'_>) -> Result<Export> {
         let held: HashMap<String, Vec<u8>> = v.held;
         (v.tools.unwrap_or(ToolsFile { schema: None, version: 1, tools: Vec::new() }), Box::new(held), v.manifest.name)
     };
-    let mut resolver = Resolver::new(files.as_ref(), String::new());
+    let arena = bumpalo::Bump::new();
+    let mut resolver = Resolver::new(files.as_ref(), &arena, String::new());
     let mut ready = Vec::new();
     for tool in tools.tools {
         match contract::document(&tool, &mut resolver) {

@@ -111,7 +111,7 @@ mod tests {
     use serde_json::{Value, json};
 
     fn surely_valid(schema: &Value) -> bool {
-        super::surely_valid(&Json::view(schema))
+        super::surely_valid(&Json::view(schema, &bumpalo::Bump::new()))
     }
 
     /// Every keyword the fast path knows (keep in step with `keyword_ok`), plus two it does not.

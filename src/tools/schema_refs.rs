@@ -2,42 +2,27 @@
 //! `{"$ref": "schema:<id>"}` through a tool's `schema_refs` or the agent's `schemas/<id>.json`.
 
 use std::collections::HashMap;
-use std::ops::Deref;
-use std::rc::Rc;
+
+use bumpalo::Bump;
+use serde_json::Value;
 
 use crate::diagnostic::MAX_REPORTED;
 use crate::diagnostic::{Code, Diagnostic, Source};
-use crate::json::{self, Budget, Doc, Json, JsonPath, Object};
+use crate::json::{self, Budget, Doc, Json, JsonPath, Object, ToPath};
 use crate::limits::MAX_JSON_BYTES;
 use crate::regular_file::{self, Links, ReadError};
 
 pub const REF_PREFIX: &str = "schema:";
 
 /// The outcome of resolving a schema id.
-pub enum Resolved<'s> {
-    /// A valid schema.
-    Schema(Schema<'s>),
+pub enum Resolved<'a> {
+    /// A valid schema: a schema file's (parsed once however many tools use it) or a
+    /// `schema_refs` entry of the document.
+    Schema(Json<'a>),
     /// Nothing found; the string says where we looked.
     Missing(String),
     /// Found, but broken; already reported against its own file.
     Broken,
-}
-
-/// A resolved schema, never copied: a schema file's (shared with the resolver's cache: a file
-/// used by many tools is parsed once), or a `schema_refs` entry of the document.
-pub enum Schema<'s> {
-    File(Rc<Json<'static>>),
-    Inline(&'s Json<'s>),
-}
-
-impl<'s> Deref for Schema<'s> {
-    type Target = Json<'s>;
-    fn deref(&self) -> &Json<'s> {
-        match self {
-            Schema::File(file) => file,
-            Schema::Inline(entry) => entry,
-        }
-    }
 }
 
 /// Schema ids: 1-128 characters of `[A-Za-z0-9._-]`, starting with a letter or digit.
@@ -65,20 +50,20 @@ pub fn as_schema_ref<'v>(schema: &'v Json<'_>) -> Option<&'v str> {
 }
 
 /// Every `"$ref": "schema:<id>"` nested in a schema, with its path relative to `base`.
-pub fn nested_refs(schema: &Json<'_>, base: &JsonPath, out: &mut Vec<(JsonPath, String)>) {
+pub fn nested_refs(schema: &Json<'_>, base: &dyn ToPath, out: &mut Vec<(JsonPath, String)>) {
     /// One step below the schema, borrowed from it: a path is built only for a reference found.
     enum Step<'v> {
         Key(&'v str),
         Index(usize),
     }
-    fn walk<'v>(v: &'v Json<'_>, steps: &mut Vec<Step<'v>>, base: &JsonPath, out: &mut Vec<(JsonPath, String)>) {
+    fn walk<'v>(v: &'v Json<'_>, steps: &mut Vec<Step<'v>>, base: &dyn ToPath, out: &mut Vec<(JsonPath, String)>) {
         match v {
             Json::Object(obj) => {
                 for (k, v) in obj.iter() {
                     match (k, v) {
                         ("$ref", Json::String(s)) => {
                             if let Some(id) = s.strip_prefix(REF_PREFIX) {
-                                let mut path = base.clone();
+                                let mut path = base.to_path();
                                 for step in steps.iter() {
                                     match step {
                                         Step::Key(k) => path.push_key(k),
@@ -113,13 +98,18 @@ pub fn nested_refs(schema: &Json<'_>, base: &JsonPath, out: &mut Vec<(JsonPath, 
     walk(schema, &mut Vec::new(), base, out);
 }
 
+/// [`meta_errors`] of a schema held as a `serde_json::Value`.
+pub fn meta_errors_of_value(schema: &Value, base: &dyn ToPath) -> Vec<(JsonPath, String)> {
+    meta_errors(&Json::view(schema, &Bump::new()), base)
+}
+
 /// Meta-schema problems of a schema, as (path below the schema, message).
-pub fn meta_errors(schema: &Json<'_>, base: &JsonPath) -> Vec<(JsonPath, String)> {
+pub fn meta_errors(schema: &Json<'_>, base: &dyn ToPath) -> Vec<(JsonPath, String)> {
     if schema.is_boolean() {
         return Vec::new();
     }
     if !schema.is_object() {
-        return vec![(base.clone(), "a JSON Schema must be an object or a boolean".to_owned())];
+        return vec![(base.to_path(), "a JSON Schema must be an object or a boolean".to_owned())];
     }
     if super::meta_schema::surely_valid(schema) {
         return Vec::new();
@@ -129,17 +119,18 @@ pub fn meta_errors(schema: &Json<'_>, base: &JsonPath) -> Vec<(JsonPath, String)
     let validator = match jsonschema::meta::validator_for(&value) {
         Ok(v) => v,
         Err(e) => {
-            return vec![(base.key("$schema"), format!("unsupported `$schema`: {e}"))];
+            return vec![(base.to_path().key("$schema"), format!("unsupported `$schema`: {e}"))];
         }
     };
     // The common case is a valid schema; `is_valid` is cheaper than collecting errors.
     if validator.is_valid(&value) {
         return Vec::new();
     }
+    let base = base.to_path();
     validator
         .iter_errors(&value)
         .take(MAX_REPORTED)
-        .map(|e| (pointer_to_path(schema, base, &e.instance_path().to_string()), e.to_string()))
+        .map(|e| (pointer_to_path(schema, &base, &e.instance_path().to_string()), e.to_string()))
         .collect()
 }
 
@@ -193,8 +184,10 @@ impl AgentFiles for HashMap<String, Vec<u8>> {
 /// Loads, parses and validates schema files of one agent, each once.
 pub struct Resolver<'a> {
     files_in: &'a dyn AgentFiles,
+    /// Where the schema files' texts and trees live while the resolver is used.
+    arena: &'a Bump,
     display_dir: String,
-    files: HashMap<String, Option<Rc<Json<'static>>>>,
+    files: HashMap<String, Option<Json<'a>>>,
     pub sources: Vec<Source>,
     /// The schema files read, relative to the agent folder, in the order they were read.
     pub loaded: Vec<String>,
@@ -206,9 +199,10 @@ pub struct Resolver<'a> {
 }
 
 impl<'a> Resolver<'a> {
-    pub fn new(files_in: &'a dyn AgentFiles, display_dir: String) -> Self {
+    pub fn new(files_in: &'a dyn AgentFiles, arena: &'a Bump, display_dir: String) -> Self {
         Resolver {
             files_in,
+            arena,
             display_dir,
             files: HashMap::new(),
             sources: Vec::new(),
@@ -223,9 +217,12 @@ impl<'a> Resolver<'a> {
     pub fn resolve<'s>(
         &mut self,
         id: &str,
-        schema_refs: Option<&'s Object<'s>>,
+        schema_refs: Option<&Object<'s>>,
         diags: &mut Vec<Diagnostic>,
-    ) -> Resolved<'s> {
+    ) -> Resolved<'s>
+    where
+        'a: 's,
+    {
         if let Some(entry) = schema_refs.and_then(|m| m.get(id)) {
             return match entry {
                 Json::String(rel) => match check_relative_json_path(rel) {
@@ -236,7 +233,7 @@ impl<'a> Resolver<'a> {
                     },
                     Err(_) => Resolved::Broken,
                 },
-                other => Resolved::Schema(Schema::Inline(other)),
+                other => Resolved::Schema(*other),
             };
         }
         if check_schema_id(id).is_err() {
@@ -250,15 +247,15 @@ impl<'a> Resolver<'a> {
     }
 
     /// Reads `rel` (relative to the agent folder) as a schema, reporting problems in it.
-    pub fn load_file<'s>(
+    pub fn load_file(
         &mut self,
         rel: &str,
         schema_refs: Option<&Object<'_>>,
         diags: &mut Vec<Diagnostic>,
-    ) -> Resolved<'s> {
+    ) -> Resolved<'a> {
         let full = rel.to_owned();
         if let Some(cached) = self.files.get(&full) {
-            return cached.clone().map_or(Resolved::Broken, |s| Resolved::Schema(Schema::File(s)));
+            return cached.map_or(Resolved::Broken, Resolved::Schema);
         }
         let display = format!("{}{rel}", self.display_dir);
         let bytes = match self.files_in.read(rel) {
@@ -278,9 +275,9 @@ impl<'a> Resolver<'a> {
         self.loaded.push(rel.to_owned());
         // Mark as in progress so that reference cycles terminate.
         self.files.insert(full.clone(), None);
-        let value = self.parse_and_check(&display, bytes, schema_refs, diags).map(Rc::new);
-        self.files.insert(full, value.clone());
-        value.map_or(Resolved::Broken, |s| Resolved::Schema(Schema::File(s)))
+        let value = self.parse_and_check(&display, bytes, schema_refs, diags);
+        self.files.insert(full, value);
+        value.map_or(Resolved::Broken, Resolved::Schema)
     }
 
     fn parse_and_check(
@@ -289,7 +286,7 @@ impl<'a> Resolver<'a> {
         bytes: Vec<u8>,
         schema_refs: Option<&Object<'_>>,
         diags: &mut Vec<Diagnostic>,
-    ) -> Option<Json<'static>> {
+    ) -> Option<Json<'a>> {
         let text = match json::decode_utf8(display, bytes) {
             Ok(t) => t,
             Err(d) => {
@@ -300,7 +297,7 @@ impl<'a> Resolver<'a> {
         let source = Source::new(display, text);
         self.sources.push(source.clone());
         let before = diags.len();
-        let doc = match json::parse_tree_within(&source, &self.budget, diags) {
+        let doc = match json::parse_tree_within(&source, self.arena, &self.budget, diags) {
             Ok(doc) => doc,
             Err(d) => {
                 diags.push(d);
@@ -329,7 +326,7 @@ impl<'a> Resolver<'a> {
         if let Some(d) = crate::diagnostic::hidden_summary(display, (hidden, 0)) {
             diags.push(d);
         }
-        (diags[before..].iter().all(|d| !d.is_error())).then(|| doc.value.into_owned())
+        (diags[before..].iter().all(|d| !d.is_error())).then_some(doc.value)
     }
 }
 

@@ -4,11 +4,11 @@ use super::{
     BUDGET_KEYS, Checker, EXEC_KEYS, HTTP_KEYS, HTTP_METHODS, OBSERVABILITY_KEYS, ToolFacts, check_command, check_url,
 };
 use crate::diagnostic::{Code, did_you_mean};
-use crate::json::{Json, JsonPath};
+use crate::json::{At, Json};
 use crate::tools::credentials;
 
 impl Checker<'_> {
-    pub(super) fn transport<'v>(&mut self, value: &'v Json<'_>, path: &JsonPath, facts: &mut ToolFacts<'v>) {
+    pub(super) fn transport<'v>(&mut self, value: &'v Json<'_>, path: &At<'_>, facts: &mut ToolFacts<'v>) {
         let Some(obj) = self.object(value, path) else {
             return;
         };
@@ -83,7 +83,7 @@ impl Checker<'_> {
         }
     }
 
-    pub(super) fn url(&mut self, url: &str, path: &JsonPath, facts: &mut ToolFacts<'_>) {
+    pub(super) fn url(&mut self, url: &str, path: &At<'_>, facts: &mut ToolFacts<'_>) {
         match check_url(url) {
             Ok(templates) => facts.url_templates = templates,
             Err(why) => {
@@ -106,7 +106,7 @@ impl Checker<'_> {
         }
     }
 
-    pub(super) fn budget(&mut self, value: &Json<'_>, path: &JsonPath) {
+    pub(super) fn budget(&mut self, value: &Json<'_>, path: &At<'_>) {
         let Some(obj) = self.object(value, path) else {
             return;
         };
@@ -139,7 +139,7 @@ impl Checker<'_> {
         }
     }
 
-    pub(super) fn observability(&mut self, value: &Json<'_>, path: &JsonPath) {
+    pub(super) fn observability(&mut self, value: &Json<'_>, path: &At<'_>) {
         let Some(obj) = self.object(value, path) else {
             return;
         };
