@@ -1,7 +1,7 @@
 //! Every rule of tools.json version 1 (docs/book/src/reference/tools-json.md), checked in one pass
 //! that reports all problems instead of stopping at the first.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use bumpalo::Bump;
@@ -128,8 +128,9 @@ struct Checker<'a> {
 /// What the walk learned about one tool, for the checks that span several fields.
 #[derive(Default)]
 struct ToolFacts<'v> {
-    secrets: HashSet<&'v str>,
-    input_properties: Option<HashSet<String>>,
+    secrets: Seen<'v, ()>,
+    /// The input schema, when it could be resolved: URL templates name its properties.
+    input_schema: Option<Json<'v>>,
     url_templates: Vec<String>,
     headers: Vec<(String, &'v str)>,
 }
@@ -289,12 +290,12 @@ impl<'a> Checker<'a> {
             self.wrong_type(&tools_path, "an array of tools", tools);
             return Vec::new();
         };
-        let mut ids: HashMap<&str, usize> = HashMap::new();
+        let mut ids: Seen<'_, usize> = Seen::default();
         let mut order = Vec::with_capacity(tools.len());
         for (i, tool) in tools.iter().enumerate() {
             let path = tools_path.index(i);
             if let Some(id) = self.tool(tool, &path) {
-                if let Some(first) = ids.get(id) {
+                if let Some(first) = ids.insert(id, i) {
                     self.error(
                         Code::DuplicateId,
                         &path.key("id"),
@@ -302,7 +303,6 @@ impl<'a> Checker<'a> {
                         "ids must be unique: payload frames and the KB refer to tools by id",
                     );
                 } else {
-                    ids.insert(id, i);
                     order.push(id.to_owned());
                 }
             }
@@ -344,7 +344,7 @@ impl<'a> Checker<'a> {
 
         let schema_refs = obj.get("schema_refs").and_then(|v| self.schema_refs(v, &path.key("schema_refs")));
         if let Some(schema) = self.required(obj, path, "input_schema", &what) {
-            facts.input_properties = self.schema_slot(schema, &path.key("input_schema"), schema_refs);
+            facts.input_schema = self.schema_slot(schema, &path.key("input_schema"), schema_refs);
         }
         if let Some(schema) = self.required(obj, path, "result_schema", &what) {
             self.schema_slot(schema, &path.key("result_schema"), schema_refs);
@@ -376,7 +376,7 @@ impl<'a> Checker<'a> {
             let item = path.index(i);
             if let Err(why) = credentials::check_secret_id(secret) {
                 self.error(Code::InvalidSecret, &item, why, "name a secret id such as `runloop/mail/smtp_api_key`");
-            } else if !facts.secrets.insert(secret) {
+            } else if facts.secrets.insert(secret, ()).is_some() {
                 self.error(
                     Code::DuplicateSecret,
                     &item,
@@ -417,9 +417,9 @@ impl<'a> Checker<'a> {
         Some(map)
     }
 
-    /// Checks `input_schema` / `result_schema`; returns the schema's top-level property names
-    /// when it could be resolved (used to bind URL templates).
-    fn schema_slot(&mut self, value: &Json<'_>, path: &At<'_>, refs: Option<&Object<'_>>) -> Option<HashSet<String>> {
+    /// Checks `input_schema` / `result_schema`; returns the schema when it could be resolved
+    /// (its properties bind URL templates).
+    fn schema_slot(&mut self, value: &Json<'a>, path: &At<'_>, refs: Option<&Object<'a>>) -> Option<Json<'a>> {
         if let Some(id) = schema_refs::as_schema_ref(value) {
             let ref_path = path.key("$ref");
             if let Err(why) = schema_refs::check_schema_id(id) {
@@ -427,7 +427,7 @@ impl<'a> Checker<'a> {
                 return None;
             }
             return match self.resolver.resolve(id, refs, self.diags) {
-                Resolved::Schema(schema) => Some(property_names(&schema)),
+                Resolved::Schema(schema) => Some(schema),
                 Resolved::Missing(why) => {
                     if self.full() {
                         self.hidden.0 += 1;
@@ -443,7 +443,7 @@ impl<'a> Checker<'a> {
         match value {
             Json::Object(_) | Json::Bool(_) => {
                 self.inline_schema(value, path, refs);
-                Some(property_names(value))
+                Some(*value)
             }
             other => {
                 self.wrong_type(path, "a JSON Schema (object or boolean) or {\"$ref\": \"schema:<id>\"}", other);
@@ -478,7 +478,7 @@ impl<'a> Checker<'a> {
     }
 
     fn capabilities(&mut self, value: &Json<'_>, path: &At<'_>, what: &str) {
-        let mut seen: HashSet<&str> = HashSet::new();
+        let mut seen: Seen<'_, ()> = Seen::default();
         for (i, cap) in self.string_array(value, path) {
             let item = path.index(i);
             let parsed = match Capability::parse(cap) {
@@ -493,7 +493,7 @@ impl<'a> Checker<'a> {
                     continue;
                 }
             };
-            if !seen.insert(cap) {
+            if seen.insert(cap, ()).is_some() {
                 self.warning(
                     Code::DuplicateCapability,
                     &item,
@@ -516,9 +516,10 @@ impl<'a> Checker<'a> {
     }
 
     fn cross_checks(&mut self, tool: &At<'_>, facts: &ToolFacts<'_>) {
-        if let Some(props) = &facts.input_properties {
+        if let Some(schema) = &facts.input_schema {
+            let props = schema.get("properties").and_then(Json::as_object);
             for name in &facts.url_templates {
-                if !props.contains(name) {
+                if !props.is_some_and(|p| p.contains_key(name)) {
                     self.warning(
                         Code::UnboundUrlTemplate,
                         &tool.key("transport").key("url"),
@@ -545,7 +546,7 @@ impl<'a> Checker<'a> {
                 }
             };
             for p in &found {
-                if !facts.secrets.contains(p.secret.as_str()) {
+                if facts.secrets.get(p.secret.as_str()).is_none() {
                     self.error(
                         Code::UnknownSecret,
                         &path,
@@ -569,12 +570,38 @@ impl<'a> Checker<'a> {
     }
 }
 
-fn property_names(schema: &Json<'_>) -> HashSet<String> {
-    schema
-        .get("properties")
-        .and_then(Json::as_object)
-        .map(|m| m.keys().map(str::to_owned).collect())
-        .unwrap_or_default()
+/// Strings seen so far, for duplicate checks: compared one by one while there are few
+/// (hashing a key costs more than comparing it with a handful), hashed beyond [`Seen::FEW`].
+struct Seen<'v, T> {
+    few: Vec<(&'v str, T)>,
+    many: HashMap<&'v str, T>,
+}
+
+impl<T> Default for Seen<'_, T> {
+    fn default() -> Self {
+        Seen { few: Vec::new(), many: HashMap::new() }
+    }
+}
+
+impl<'v, T: Copy> Seen<'v, T> {
+    const FEW: usize = 16;
+
+    /// Adds `key` unless it was seen; returns what the first one was given.
+    fn insert(&mut self, key: &'v str, value: T) -> Option<T> {
+        if let Some(first) = self.get(key) {
+            return Some(first);
+        }
+        if self.few.len() < Self::FEW {
+            self.few.push((key, value));
+        } else {
+            self.many.insert(key, value);
+        }
+        None
+    }
+
+    fn get(&self, key: &str) -> Option<T> {
+        self.few.iter().find(|(k, _)| *k == key).map(|(_, v)| *v).or_else(|| self.many.get(key).copied())
+    }
 }
 
 fn last_key(path: &JsonPath) -> String {
