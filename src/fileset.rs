@@ -5,6 +5,9 @@
 //! paths must obey `paths::check` and not collide when case is folded; files that look like
 //! secrets are refused unless the manifest's `[bundle] allow_secret_files` names them.
 
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::ffi::{OsStr, OsString};
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
@@ -79,6 +82,49 @@ fn builtin(cell: &'static OnceLock<Gitignore>, lines: &[&str]) -> &'static Gitig
 static DEFAULTS: OnceLock<Gitignore> = OnceLock::new();
 static SECRETS: OnceLock<Gitignore> = OnceLock::new();
 
+/// What the built-in lists say of one folder entry.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Builtin {
+    /// Matched by [`DEFAULT_IGNORES`].
+    ignored: bool,
+    /// A file matched by [`SECRET_PATTERNS`].
+    secret: bool,
+}
+
+/// The most entry names [`builtin`] remembers per thread (per kind: files, folders).
+const REMEMBERED_NAMES: usize = 256;
+
+/// What the built-in lists say of the entry at `rel_path`. Their patterns hold no `/` but a
+/// trailing one (folders only), so the answer depends only on the entry's name and whether it
+/// is a folder (a test holds this): it is remembered per thread, for the names a check meets in
+/// every agent (each has a tools.json; matching them again was 4% of `check`).
+fn builtin_verdict(rel_path: &Path, is_dir: bool) -> Builtin {
+    thread_local! {
+        static REMEMBERED: RefCell<[HashMap<OsString, Builtin>; 2]> = RefCell::default();
+    }
+    let name = rel_path.file_name().unwrap_or(rel_path.as_os_str());
+    REMEMBERED.with(|cell| {
+        let mut memo = cell.borrow_mut();
+        let names = &mut memo[usize::from(is_dir)];
+        if let Some(verdict) = names.get(name) {
+            return *verdict;
+        }
+        let verdict = match_builtin(name, is_dir);
+        if names.len() < REMEMBERED_NAMES {
+            names.insert(name.to_owned(), verdict);
+        }
+        verdict
+    })
+}
+
+fn match_builtin(name: &OsStr, is_dir: bool) -> Builtin {
+    let path = Path::new(name);
+    Builtin {
+        ignored: builtin(&DEFAULTS, DEFAULT_IGNORES).matched(path, is_dir).is_ignore(),
+        secret: !is_dir && builtin(&SECRETS, SECRET_PATTERNS).matched(path, false).is_ignore(),
+    }
+}
+
 fn matcher(root: &Path, lines: &[&str]) -> Gitignore {
     let mut b = GitignoreBuilder::new(root);
     for line in lines {
@@ -91,8 +137,6 @@ fn matcher(root: &Path, lines: &[&str]) -> Gitignore {
 /// Lists the agent's files (sorted by path), reporting every problem. `manifest.toml` itself
 /// is not listed: it is the bundle's first entry, not an artifact.
 pub fn collect(dir: &Path, prefix: &str, allowed_secrets: &[String], diags: &mut Vec<Diagnostic>) -> Vec<AgentFile> {
-    let defaults = builtin(&DEFAULTS, DEFAULT_IGNORES);
-    let secrets = builtin(&SECRETS, SECRET_PATTERNS);
     let user = user_ignores(dir, prefix, diags);
 
     let mut files = Vec::new();
@@ -108,7 +152,8 @@ pub fn collect(dir: &Path, prefix: &str, allowed_secrets: &[String], diags: &mut
         };
         let rel_path = entry.path().strip_prefix(dir).unwrap_or(entry.path());
         let is_dir = entry.file_type().is_dir();
-        if defaults.matched(rel_path, is_dir).is_ignore() || user.matched(rel_path, is_dir).is_ignore() {
+        let verdict = builtin_verdict(rel_path, is_dir);
+        if verdict.ignored || user.matched(rel_path, is_dir).is_ignore() {
             if is_dir {
                 walker.skip_current_dir();
             }
@@ -153,7 +198,7 @@ pub fn collect(dir: &Path, prefix: &str, allowed_secrets: &[String], diags: &mut
             );
             continue;
         }
-        if secrets.matched(rel_path, false).is_ignore() && !allowed_secrets.iter().any(|a| a == &rel) {
+        if verdict.secret && !allowed_secrets.iter().any(|a| a == &rel) {
             diags.push(
                 Diagnostic::error(Code::SecretFile, display(), format!("{rel} looks like a secret and would be shipped in the bundle"))
                     .with_help(format!(
@@ -234,4 +279,55 @@ fn is_executable(meta: &std::fs::Metadata) -> bool {
 #[cfg(not(unix))]
 fn is_executable(_: &std::fs::Metadata) -> bool {
     false
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn built_in_patterns_depend_only_on_the_name() {
+        for pattern in DEFAULT_IGNORES.iter().chain(SECRET_PATTERNS) {
+            assert!(!pattern.trim_end_matches('/').contains('/'), "{pattern} names a path, not a name");
+        }
+        let names = [
+            "tools.json",
+            ".git",
+            ".env",
+            ".env.local",
+            "a.pem",
+            "id_rsa",
+            "x.swp",
+            "#a#",
+            ".#a",
+            "a~",
+            ".x.tmp",
+            "__pycache__",
+            "m.pyc",
+            "b.agent.bundle",
+            "credentials.json",
+            "notes.md",
+            ".DS_Store",
+            "key",
+            "a.key",
+        ];
+        for name in names {
+            for is_dir in [false, true] {
+                let verdict = builtin_verdict(Path::new(name), is_dir);
+                assert_eq!(verdict, builtin_verdict(Path::new(name), is_dir), "remembered {name}");
+                for dir in ["", "a/", "a/b/", ".git/"] {
+                    let path = format!("{dir}{name}");
+                    let full = Builtin {
+                        ignored: builtin(&DEFAULTS, DEFAULT_IGNORES).matched(Path::new(&path), is_dir).is_ignore(),
+                        secret: !is_dir
+                            && builtin(&SECRETS, SECRET_PATTERNS).matched(Path::new(&path), false).is_ignore(),
+                    };
+                    assert_eq!(verdict, full, "{path} (folder: {is_dir})");
+                }
+            }
+        }
+        assert!(builtin_verdict(Path::new("a/.git"), true).ignored);
+        assert!(!builtin_verdict(Path::new("a/.git"), false).ignored);
+        assert!(builtin_verdict(Path::new("x/y.pem"), false).secret);
+    }
 }
