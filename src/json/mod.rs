@@ -1,7 +1,9 @@
 //! Strict JSON parsing with bounded cost, and positions for the values that need one.
 //!
 //! serde_json decides what is valid JSON (RFC 8259, no comments, no trailing commas) and gives
-//! the value; duplicate keys, which serde_json silently collapses, are errors (parsers
+//! the value, as a `serde_json::Value` ([`parse_within`]) or, for the tools.json validator that
+//! `bundle check` runs on every agent, as a [`Json`] tree in an arena ([`parse_tree_within`],
+//! see tree.rs for why); duplicate keys, which serde_json silently collapses, are errors (parsers
 //! disagree on which duplicate wins). Every input is hostile: parsing takes each value from a
 //! [`Budget`] and refuses nesting deeper than [`MAX_DEPTH`] before anything is kept, so a small
 //! file of two million zeros costs nothing. Positions (`line:column` in diagnostics) come from

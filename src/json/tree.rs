@@ -212,13 +212,13 @@ impl<'a> Json<'a> {
     }
 
     /// The same document as a `serde_json::Value`.
-    pub fn to_value(&self) -> Value {
-        match *self {
+    pub fn to_value(self) -> Value {
+        match self {
             Json::Null => Value::Null,
             Json::Bool(b) => Value::Bool(b),
             Json::Number(n) => Value::Number(n.to_number()),
             Json::String(s) => Value::String(s.to_owned()),
-            Json::Array(items) => Value::Array(items.iter().map(Json::to_value).collect()),
+            Json::Array(items) => Value::Array(items.iter().map(|v| v.to_value()).collect()),
             Json::Object(o) => Value::Object(o.iter().map(|(k, v)| (k.to_owned(), v.to_value())).collect()),
         }
     }

@@ -80,7 +80,7 @@ const SIMPLE_TYPES: [&str; 7] = ["array", "boolean", "integer", "null", "number"
 
 fn type_ok(value: &Json<'_>) -> bool {
     match value {
-        Json::String(t) => SIMPLE_TYPES.contains(&t.as_ref()),
+        Json::String(t) => SIMPLE_TYPES.contains(t),
         Json::Array(ts) => {
             !ts.is_empty()
                 && ts.iter().all(|t| t.as_str().is_some_and(|t| SIMPLE_TYPES.contains(&t)))
