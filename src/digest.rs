@@ -6,20 +6,12 @@
 
 use std::fs::{File, Metadata};
 use std::io;
-use std::path::Path;
 
 use crate::read_full::read_full;
 
 /// Files at least this large are hashed with all cores.
 const PARALLEL_FROM: u64 = 8 << 20;
 const CHUNK: usize = 4 << 20;
-
-/// The digest and byte count of a file's contents.
-pub fn hash_file(path: &Path) -> io::Result<(blake3::Hash, u64)> {
-    let file = File::open(path)?;
-    let len = file.metadata()?.len();
-    hash_open(file, len)
-}
 
 /// A file hashed, with its metadata as opened and as after the last byte was read (the stat
 /// cache stores a digest only if the two agree).

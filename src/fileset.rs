@@ -61,7 +61,15 @@ pub const SECRET_PATTERNS: &[&str] = &[
     "*.kdbx",
 ];
 
-/// One file that belongs in the bundle.
+/// One file that belongs in the bundle, as the folder's listing names it (not yet `stat`ed).
+#[derive(Debug, Clone)]
+pub struct Found {
+    /// Relative, `/`-separated path inside the agent folder.
+    pub path: String,
+    pub full: PathBuf,
+}
+
+/// One file that belongs in the bundle, with its metadata.
 #[derive(Debug, Clone)]
 pub struct AgentFile {
     /// Relative, `/`-separated path inside the agent folder.
@@ -69,8 +77,15 @@ pub struct AgentFile {
     pub full: PathBuf,
     pub size: u64,
     pub executable: bool,
-    /// Its metadata as listed (not following a symlink): what the stat cache compares.
-    pub listed: std::fs::Metadata,
+}
+
+impl AgentFile {
+    /// `found`, with its metadata (tools.json and policy.caps are data: never executable).
+    pub fn new(found: Found, meta: &std::fs::Metadata) -> AgentFile {
+        let named = found.path == crate::tools::FILE_NAME || found.path == crate::policy::FILE_NAME;
+        let executable = !named && is_executable(meta);
+        AgentFile { path: found.path, full: found.full, size: meta.len(), executable }
+    }
 }
 
 /// A matcher for built-in patterns, built once per process (building compiles regexes, which
@@ -137,6 +152,25 @@ fn matcher(root: &Path, lines: &[&str]) -> Gitignore {
 /// Lists the agent's files (sorted by path), reporting every problem. `manifest.toml` itself
 /// is not listed: it is the bundle's first entry, not an artifact.
 pub fn collect(dir: &Path, prefix: &str, allowed_secrets: &[String], diags: &mut Vec<Diagnostic>) -> Vec<AgentFile> {
+    let found = walk(dir, prefix, allowed_secrets, diags);
+    let mut files = Vec::with_capacity(found.len());
+    for f in found {
+        match std::fs::symlink_metadata(&f.full) {
+            Ok(meta) => files.push(AgentFile::new(f, &meta)),
+            Err(e) => diags.push(Diagnostic::error(
+                Code::IoError,
+                format!("{prefix}{}", f.path),
+                format!("cannot read {}: {e}", f.path),
+            )),
+        }
+    }
+    files
+}
+
+/// The files that belong in the bundle, sorted by path, as [`collect`] finds them but without
+/// their metadata: the listing's file types tell files from folders and links, so nothing is
+/// `stat`ed (`bundle check` opens each file next, and `fstat`s it then).
+pub fn walk(dir: &Path, prefix: &str, allowed_secrets: &[String], diags: &mut Vec<Diagnostic>) -> Vec<Found> {
     let user = user_ignores(dir, prefix, diags);
 
     let mut files = Vec::new();
@@ -207,23 +241,7 @@ pub fn collect(dir: &Path, prefix: &str, allowed_secrets: &[String], diags: &mut
             );
             continue;
         }
-        let meta = match entry.metadata() {
-            Ok(m) => m,
-            Err(e) => {
-                diags.push(Diagnostic::error(Code::IoError, display(), format!("cannot read {rel}: {e}")));
-                continue;
-            }
-        };
-        // tools.json and policy.caps are data: always packed 0644.
-        let named = rel == crate::tools::FILE_NAME || rel == crate::policy::FILE_NAME;
-        let executable = !named && is_executable(&meta);
-        files.push(AgentFile {
-            path: rel,
-            full: entry.path().to_path_buf(),
-            size: meta.len(),
-            executable,
-            listed: meta,
-        });
+        files.push(Found { path: rel, full: entry.path().to_path_buf() });
     }
     files.sort_by(|a, b| a.path.as_bytes().cmp(b.path.as_bytes()));
 

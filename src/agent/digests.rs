@@ -3,11 +3,12 @@
 
 use std::collections::HashMap;
 use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::stat_cache::{Stat, StatCache};
 use crate::diagnostic::{Code, Diagnostic};
 use crate::digest;
-use crate::fileset::{self, AgentFile};
+use crate::fileset::{self, AgentFile, Found};
 use crate::manifest::edit::Digests;
 use crate::manifest::{Digest, Manifest};
 use crate::regular_file::{self, Links};
@@ -36,20 +37,21 @@ const _: () = assert!(
     digest::WHOLE_UP_TO <= crate::limits::MAX_JSON_BYTES && digest::WHOLE_UP_TO <= crate::limits::MAX_POLICY_BYTES
 );
 
-/// Which of `files` to keep the bytes of when hashed (see [`Kept`]), in their order.
-fn to_keep(files: &[AgentFile]) -> Vec<bool> {
-    let mut total = 0u64;
-    files
-        .iter()
-        .map(|f| {
-            let parsed = f.path == policy::FILE_NAME || f.path.ends_with(".json");
-            let keep = parsed && f.size <= digest::WHOLE_UP_TO && total + f.size <= KEPT_BYTES;
-            if keep {
-                total += f.size;
-            }
-            keep
-        })
-        .collect()
+/// Whether a file's bytes are kept (see [`Kept`]): the files a check parses, while the
+/// budget of [`KEPT_BYTES`] lasts, taken in the order the files are hashed (the files' order,
+/// unless they are hashed on several cores).
+struct KeptBudget(AtomicU64);
+
+impl KeptBudget {
+    fn new() -> KeptBudget {
+        KeptBudget(AtomicU64::new(KEPT_BYTES))
+    }
+
+    /// Takes `len` bytes of the budget for the file at `path` if it is parsed next and they fit.
+    fn take(&self, path: &str, len: u64) -> bool {
+        let parsed = path == policy::FILE_NAME || path.ends_with(".json");
+        parsed && self.0.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |left| left.checked_sub(len)).is_ok()
+    }
 }
 
 impl Current {
@@ -83,39 +85,25 @@ pub fn current_digests(
     diags: &mut Vec<Diagnostic>,
     hashing: Hashing,
 ) -> Current {
-    let files = fileset::collect(dir, prefix, &manifest.allow_secret_files, diags);
+    let found = fileset::walk(dir, prefix, &manifest.allow_secret_files, diags);
+    let mut cache = (hashing == Hashing::StatCache).then(|| StatCache::open(dir));
+    let budget = KeptBudget::new();
+    let keeps = hashing == Hashing::StatCache;
+    let hashed = each_file(&found, |f| {
+        let result = cached_or_hashed(cache.as_ref(), f, keeps.then_some(&budget));
+        let read = match &result {
+            Ok(h) if h.fresh.is_some() => h.file.size,
+            _ => 0,
+        };
+        (result, read)
+    });
+    let saves = cache.as_ref().is_some_and(StatCache::saves);
     let mut kept = Kept::new();
-    let hashed: Vec<_> = match hashing {
-        Hashing::Every => each_file(&files, |_, f| digest::hash_file(&f.full)),
-        Hashing::StatCache => {
-            let mut cache = StatCache::open(dir);
-            let keep = to_keep(&files);
-            let found = each_file(&files, |i, f| cached_or_hashed(&cache, f, keep[i]));
-            let mut out = Vec::with_capacity(found.len());
-            let saves = cache.saves();
-            for (f, result) in files.iter().zip(found) {
-                out.push(result.map(|(hash, size, fresh, bytes)| {
-                    if saves {
-                        if let Some((before, after)) = fresh.filter(|(b, _)| b.size == size) {
-                            cache.record(&f.path, &before, &after, hash);
-                        } else if fresh.is_none() {
-                            cache.keep(&f.path);
-                        }
-                    }
-                    if let Some(bytes) = bytes {
-                        kept.insert(f.path.clone(), bytes);
-                    }
-                    (hash, size)
-                }));
-            }
-            cache.save();
-            out
-        }
-    };
+    let mut files = Vec::with_capacity(hashed.len());
     let mut digests = Digests::default();
-    for (f, result) in files.iter().zip(hashed) {
-        let (hash, size) = match result {
-            Ok(x) => x,
+    for (f, result) in found.iter().zip(hashed) {
+        let h = match result {
+            Ok(h) => h,
             Err(e) => {
                 diags.push(Diagnostic::error(
                     Code::IoError,
@@ -125,14 +113,28 @@ pub fn current_digests(
                 continue;
             }
         };
-        let d = Digest { blake3: hash, size, executable: f.executable };
-        match f.path.as_str() {
+        if let Some(cache) = cache.as_mut().filter(|_| saves) {
+            match h.fresh {
+                Some((before, after)) if before.size == h.size => cache.record(&h.file.path, &before, &after, h.hash),
+                Some(_) => {}
+                None => cache.keep(&h.file.path),
+            }
+        }
+        if let Some(bytes) = h.bytes {
+            kept.insert(h.file.path.clone(), bytes);
+        }
+        let d = Digest { blake3: h.hash, size: h.size, executable: h.file.executable };
+        match h.file.path.as_str() {
             tools::FILE_NAME => digests.tools = Some(d),
             policy::FILE_NAME => digests.policy = Some(d),
             other => {
                 digests.files.insert(other.to_owned(), d);
             }
         }
+        files.push(h.file);
+    }
+    if let Some(cache) = cache {
+        cache.save();
     }
     Current { files, digests, kept }
 }
@@ -144,15 +146,27 @@ const SPREAD_FROM_BYTES: u64 = 1 << 20;
 const SPREAD_FROM_FILES: usize = 32;
 
 /// `f` of every file, in the files' (sorted) order: one file per core when there is enough
-/// to hash for that to pay.
-fn each_file<T: Send>(files: &[AgentFile], f: impl Fn(usize, &AgentFile) -> T + Sync + Send) -> Vec<T> {
+/// to hash for that to pay. `f` also says how many bytes it read: the files are not `stat`ed
+/// before, so an agent's size shows as it is hashed, and once the files hashed on this thread
+/// reach [`SPREAD_FROM_BYTES`], the rest are spread over the cores.
+fn each_file<T: Send>(files: &[Found], f: impl Fn(&Found) -> (T, u64) + Sync + Send) -> Vec<T> {
     use rayon::prelude::*;
-    let bytes = files.iter().fold(0u64, |sum, f| sum.saturating_add(f.size));
-    if bytes >= SPREAD_FROM_BYTES || files.len() >= SPREAD_FROM_FILES {
-        files.par_iter().enumerate().map(|(i, file)| f(i, file)).collect()
-    } else {
-        files.iter().enumerate().map(|(i, file)| f(i, file)).collect()
+    let spread = |rest: &[Found]| rest.par_iter().map(|file| f(file).0).collect::<Vec<T>>();
+    if files.len() >= SPREAD_FROM_FILES {
+        return spread(files);
     }
+    let mut out = Vec::with_capacity(files.len());
+    let mut bytes = 0u64;
+    for (i, file) in files.iter().enumerate() {
+        if bytes >= SPREAD_FROM_BYTES {
+            out.extend(spread(&files[i..]));
+            break;
+        }
+        let (result, read) = f(file);
+        bytes = bytes.saturating_add(read);
+        out.push(result);
+    }
+    out
 }
 
 /// The agent's files with the digests the manifest claims for them, without reading any file:
@@ -197,25 +211,41 @@ pub fn claimed_digests(
     (Current { files, digests, kept: Kept::new() }, stale)
 }
 
-/// A file's digest from the cache when its stat is the one recorded, else read and hashed
-/// (with its stat as opened and as after hashing, for the cache, and its bytes when `keep`
-/// says so and it was read whole).
-type Found = (blake3::Hash, u64, Option<(Stat, Stat)>, Option<Vec<u8>>);
+/// A file with its digest: from the stat cache when its stat is the one recorded there, else
+/// read and hashed, with its stat as opened and as after hashing (`fresh`, for the cache) and
+/// its bytes when the budget keeps them and it was read whole.
+struct Hashed {
+    file: AgentFile,
+    hash: blake3::Hash,
+    size: u64,
+    fresh: Option<(Stat, Stat)>,
+    bytes: Option<Vec<u8>>,
+}
 
-fn cached_or_hashed(cache: &StatCache, f: &AgentFile, keep: bool) -> std::io::Result<Found> {
-    // The stat the listing took moments ago (git, too, compares its index with the stat of
-    // its own walk): one `statx` per file fewer. A file changed after the listing is judged as
-    // it was when listed, as if the check had run a moment earlier.
-    let stat = Stat::of(&f.listed);
-    if let Some(hash) = cache.lookup(&f.path, &stat) {
-        return Ok((hash, stat.size, None, None));
+fn cached_or_hashed(cache: Option<&StatCache>, f: &Found, budget: Option<&KeptBudget>) -> std::io::Result<Hashed> {
+    // Only a file the cache has a digest for is `stat`ed before it is opened (git, too,
+    // compares its index with the stat of its own walk); any other is opened at once, and its
+    // `fstat` is its metadata: one `statx` per file fewer for a check without a warm cache.
+    // A file changed after this stat is judged as it was, as if the check had run a moment
+    // earlier.
+    if let Some(cache) = cache.filter(|c| c.has(&f.path)) {
+        let meta = std::fs::symlink_metadata(&f.full)?;
+        let stat = Stat::of(&meta);
+        if meta.is_file()
+            && let Some(hash) = cache.lookup(&f.path, &stat)
+        {
+            let file = AgentFile::new(f.clone(), &meta);
+            return Ok(Hashed { file, hash, size: stat.size, fresh: None, bytes: None });
+        }
     }
     // Opened as the check reads it (never through a symlink, never waiting on a FIFO), so
     // that bytes kept are what the check would have read.
     let (file, before) =
         regular_file::open_with_metadata(&f.full, Links::Refuse).map_err(regular_file::ReadError::into_io)?;
     let (h, bytes) = digest::hash_open_file(file, before)?;
-    Ok((h.hash, h.size, Some((Stat::of(&h.before), Stat::of(&h.after))), bytes.filter(|_| keep)))
+    let fresh = Some((Stat::of(&h.before), Stat::of(&h.after)));
+    let bytes = bytes.filter(|b| budget.is_some_and(|budget| budget.take(&f.path, b.len() as u64)));
+    Ok(Hashed { file: AgentFile::new(f.clone(), &h.before), hash: h.hash, size: h.size, fresh, bytes })
 }
 
 fn manifest_key(path: &str) -> String {
@@ -311,17 +341,12 @@ mod tests {
         }
         let mut kept: Vec<&str> = found.kept.keys().map(String::as_str).collect();
         kept.sort();
-        assert_eq!(
-            kept,
-            [
-                "policy.caps",
-                "schemas/a.json",
-                "schemas/fill0.json",
-                "schemas/fill1.json",
-                "schemas/fill2.json",
-                "tools.json"
-            ]
-        );
+        // The files after big.json are hashed on several cores (the agent is larger than is
+        // worth one): which three of the four fills the budget holds depends on the order
+        // they finish in.
+        let (fills, small): (Vec<&str>, Vec<&str>) = kept.iter().partition(|p| p.starts_with("schemas/fill"));
+        assert_eq!(small, ["policy.caps", "schemas/a.json", "tools.json"]);
+        assert_eq!(fills.len(), 3, "{fills:?}");
         for (path, bytes) in &found.kept {
             assert_eq!(bytes, &files.iter().find(|(p, _)| p == path).unwrap().1, "{path}");
         }

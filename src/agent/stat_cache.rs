@@ -127,6 +127,11 @@ impl StatCache {
         }
     }
 
+    /// Whether a digest is recorded for `path` (else its stat need not be taken to look it up).
+    pub fn has(&self, path: &str) -> bool {
+        self.old.contains_key(path)
+    }
+
     /// The digest recorded for `path` if its stat is the one recorded with it.
     pub fn lookup(&self, path: &str, stat: &Stat) -> Option<blake3::Hash> {
         match self.old.get(path) {

@@ -70,9 +70,13 @@ fn document(src: &Source, diags: &mut Vec<Diagnostic>) -> Option<toml_edit::Docu
 
 /// The byte offset where `text` passes `limit` TOML items, counted without parsing as the `=`,
 /// `,`, `[` and `{` outside strings and comments (each key, array element, inline table and
-/// table header has one), so that a 1 MiB `a = [0,0,...]` costs a scan, not a parse.
+/// table header has one), so that a 1 MiB `a = [0,0,...]` costs a scan, not a parse. A text of
+/// at most `limit` bytes cannot pass it (each item counted is one byte) and is not scanned.
 pub fn over_item_limit(text: &str, limit: usize) -> Option<usize> {
     let bytes = text.as_bytes();
+    if bytes.len() <= limit {
+        return None;
+    }
     let mut count = 0;
     let mut i = 0;
     while i < bytes.len() {
@@ -632,5 +636,18 @@ mod tests {
             assert_eq!(super::join("files", key), expected, "{key:?}");
         }
         assert_eq!(super::join("", "agent"), "agent");
+    }
+
+    #[test]
+    fn items_are_counted_outside_strings_and_short_texts_are_not_scanned() {
+        use super::over_item_limit;
+        let text = "a = 1 # x = 2\nb = \"c = d\"\nt = [1, 2]\n";
+        // a, b, t, `[`, one `,`: five items.
+        assert_eq!(over_item_limit(text, 5), None);
+        assert_eq!(over_item_limit(text, 4), Some(text.rfind(',').unwrap()));
+        assert_eq!(over_item_limit(text, 1), Some(text.find("b =").unwrap() + 2));
+        // Never more items than bytes.
+        assert_eq!(over_item_limit("=,[{", 4), None);
+        assert_eq!(over_item_limit("=,[{=", 4), Some(4));
     }
 }
