@@ -303,6 +303,34 @@ fn is_executable(_: &std::fs::Metadata) -> bool {
 mod tests {
     use super::*;
 
+    /// `walk` finds what `collect` finds, by file types alone; `collect` adds the metadata.
+    #[cfg(unix)]
+    #[test]
+    fn walk_lists_what_collect_lists_without_metadata() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        std::fs::create_dir_all(root.join("b/c")).unwrap();
+        std::fs::create_dir_all(root.join(".git")).unwrap();
+        for (path, bytes) in [("tools.json", "{}"), ("b/c/d.md", "hello"), ("a.sh", "#!/bin/sh\n"), (".git/x", "")] {
+            std::fs::write(root.join(path), bytes).unwrap();
+        }
+        std::fs::set_permissions(root.join("a.sh"), std::fs::Permissions::from_mode(0o755)).unwrap();
+        std::fs::set_permissions(root.join("tools.json"), std::fs::Permissions::from_mode(0o755)).unwrap();
+        std::os::unix::fs::symlink("a.sh", root.join("link")).unwrap();
+        let (mut walked, mut collected) = (Vec::new(), Vec::new());
+        let found: Vec<String> = walk(root, "", &[], &mut walked).into_iter().map(|f| f.path).collect();
+        let files = collect(root, "", &[], &mut collected);
+        assert_eq!(found, ["a.sh", "b/c/d.md", "tools.json"]);
+        assert_eq!(files.iter().map(|f| f.path.as_str()).collect::<Vec<_>>(), found);
+        let codes = |d: &[Diagnostic]| d.iter().map(|d| d.code).collect::<Vec<_>>();
+        assert_eq!(codes(&walked), [Code::UnsupportedFileType]);
+        assert_eq!(codes(&walked), codes(&collected));
+        let facts: Vec<(u64, bool)> = files.iter().map(|f| (f.size, f.executable)).collect();
+        // tools.json is data: never executable, whatever its mode.
+        assert_eq!(facts, [(10, true), (5, false), (2, false)]);
+    }
+
     #[test]
     fn built_in_patterns_depend_only_on_the_name() {
         for pattern in DEFAULT_IGNORES.iter().chain(SECRET_PATTERNS) {
