@@ -87,12 +87,12 @@ pub fn current_digests(
 ) -> Current {
     let found = fileset::walk(dir, prefix, &manifest.allow_secret_files, diags);
     let mut cache = (hashing == Hashing::StatCache).then(|| StatCache::open(dir));
-    let budget = KeptBudget::new();
-    let keeps = hashing == Hashing::StatCache;
+    // Bytes are kept for the parse only by a check (with the cache), never by lock or pack.
+    let budget = cache.is_some().then(KeptBudget::new);
     let hashed = each_file(&found, |f| {
-        let result = cached_or_hashed(cache.as_ref(), f, keeps.then_some(&budget));
+        let result = cached_or_hashed(cache.as_ref(), f, budget.as_ref());
         let read = match &result {
-            Ok(h) if h.fresh.is_some() => h.file.size,
+            Ok(h) if h.fresh.is_some() => h.size,
             _ => 0,
         };
         (result, read)
@@ -101,7 +101,7 @@ pub fn current_digests(
     let mut kept = Kept::new();
     let mut files = Vec::with_capacity(hashed.len());
     let mut digests = Digests::default();
-    for (f, result) in found.iter().zip(hashed) {
+    for (f, result) in found.into_iter().zip(hashed) {
         let h = match result {
             Ok(h) => h,
             Err(e) => {
@@ -115,23 +115,24 @@ pub fn current_digests(
         };
         if let Some(cache) = cache.as_mut().filter(|_| saves) {
             match h.fresh {
-                Some((before, after)) if before.size == h.size => cache.record(&h.file.path, &before, &after, h.hash),
+                Some((before, after)) if before.size == h.size => cache.record(&f.path, &before, &after, h.hash),
                 Some(_) => {}
-                None => cache.keep(&h.file.path),
+                None => cache.keep(&f.path),
             }
         }
+        let file = AgentFile::new(f, &h.meta);
         if let Some(bytes) = h.bytes {
-            kept.insert(h.file.path.clone(), bytes);
+            kept.insert(file.path.clone(), bytes);
         }
-        let d = Digest { blake3: h.hash, size: h.size, executable: h.file.executable };
-        match h.file.path.as_str() {
+        let d = Digest { blake3: h.hash, size: h.size, executable: file.executable };
+        match file.path.as_str() {
             tools::FILE_NAME => digests.tools = Some(d),
             policy::FILE_NAME => digests.policy = Some(d),
             other => {
                 digests.files.insert(other.to_owned(), d);
             }
         }
-        files.push(h.file);
+        files.push(file);
     }
     if let Some(cache) = cache {
         cache.save();
@@ -211,11 +212,12 @@ pub fn claimed_digests(
     (Current { files, digests, kept: Kept::new() }, stale)
 }
 
-/// A file with its digest: from the stat cache when its stat is the one recorded there, else
-/// read and hashed, with its stat as opened and as after hashing (`fresh`, for the cache) and
-/// its bytes when the budget keeps them and it was read whole.
+/// A file's digest: from the stat cache when its stat is the one recorded there, else read and
+/// hashed, with its stat as opened and as after hashing (`fresh`, for the cache) and its bytes
+/// when the budget keeps them and it was read whole; `meta` is the metadata its size and mode
+/// are taken from (the stat compared with the cache's, or the `fstat` as opened).
 struct Hashed {
-    file: AgentFile,
+    meta: std::fs::Metadata,
     hash: blake3::Hash,
     size: u64,
     fresh: Option<(Stat, Stat)>,
@@ -234,8 +236,7 @@ fn cached_or_hashed(cache: Option<&StatCache>, f: &Found, budget: Option<&KeptBu
         if meta.is_file()
             && let Some(hash) = cache.lookup(&f.path, &stat)
         {
-            let file = AgentFile::new(f.clone(), &meta);
-            return Ok(Hashed { file, hash, size: stat.size, fresh: None, bytes: None });
+            return Ok(Hashed { meta, hash, size: stat.size, fresh: None, bytes: None });
         }
     }
     // Opened as the check reads it (never through a symlink, never waiting on a FIFO), so
@@ -245,7 +246,7 @@ fn cached_or_hashed(cache: Option<&StatCache>, f: &Found, budget: Option<&KeptBu
     let (h, bytes) = digest::hash_open_file(file, before)?;
     let fresh = Some((Stat::of(&h.before), Stat::of(&h.after)));
     let bytes = bytes.filter(|b| budget.is_some_and(|budget| budget.take(&f.path, b.len() as u64)));
-    Ok(Hashed { file: AgentFile::new(f.clone(), &h.before), hash: h.hash, size: h.size, fresh, bytes })
+    Ok(Hashed { meta: h.before, hash: h.hash, size: h.size, fresh, bytes })
 }
 
 fn manifest_key(path: &str) -> String {
