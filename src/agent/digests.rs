@@ -89,15 +89,22 @@ pub fn current_digests(
     let mut cache = (hashing == Hashing::StatCache).then(|| StatCache::open(dir));
     // Bytes are kept for the parse only by a check (with the cache), never by lock or pack.
     let budget = cache.is_some().then(KeptBudget::new);
+    let saves = cache.as_ref().is_some_and(StatCache::saves);
+    // The stat after hashing is for the cache to record, and for lock, which writes the digest
+    // (a small file that changed while it was read is read on to its end); a check whose cache
+    // records nothing judges each file as it was when opened.
+    let after = match cache.is_some() && !saves {
+        true => digest::After::Skip,
+        false => digest::After::Stat,
+    };
     let hashed = each_file(&found, |f| {
-        let result = cached_or_hashed(cache.as_ref(), f, budget.as_ref());
+        let result = cached_or_hashed(cache.as_ref(), f, budget.as_ref(), after);
         let read = match &result {
-            Ok(h) if h.fresh.is_some() => h.size,
+            Ok(h) if h.read => h.size,
             _ => 0,
         };
         (result, read)
     });
-    let saves = cache.as_ref().is_some_and(StatCache::saves);
     let mut kept = Kept::new();
     let mut files = Vec::with_capacity(hashed.len());
     let mut digests = Digests::default();
@@ -116,8 +123,8 @@ pub fn current_digests(
         if let Some(cache) = cache.as_mut().filter(|_| saves) {
             match h.fresh {
                 Some((before, after)) if before.size == h.size => cache.record(&f.path, &before, &after, h.hash),
-                Some(_) => {}
-                None => cache.keep(&f.path),
+                _ if h.read => {}
+                _ => cache.keep(&f.path),
             }
         }
         let file = AgentFile::new(f, &h.meta);
@@ -213,18 +220,25 @@ pub fn claimed_digests(
 }
 
 /// A file's digest: from the stat cache when its stat is the one recorded there, else read and
-/// hashed, with its stat as opened and as after hashing (`fresh`, for the cache) and its bytes
-/// when the budget keeps them and it was read whole; `meta` is the metadata its size and mode
-/// are taken from (the stat compared with the cache's, or the `fstat` as opened).
+/// hashed (`read`), with its stat as opened and as after hashing when that was taken (`fresh`,
+/// for the cache) and its bytes when the budget keeps them and it was read whole; `meta` is the
+/// metadata its size and mode are taken from (the stat compared with the cache's, or the
+/// `fstat` as opened).
 struct Hashed {
     meta: std::fs::Metadata,
     hash: blake3::Hash,
     size: u64,
+    read: bool,
     fresh: Option<(Stat, Stat)>,
     bytes: Option<Vec<u8>>,
 }
 
-fn cached_or_hashed(cache: Option<&StatCache>, f: &Found, budget: Option<&KeptBudget>) -> std::io::Result<Hashed> {
+fn cached_or_hashed(
+    cache: Option<&StatCache>,
+    f: &Found,
+    budget: Option<&KeptBudget>,
+    after: digest::After,
+) -> std::io::Result<Hashed> {
     // Only a file the cache has a digest for is `stat`ed before it is opened (git, too,
     // compares its index with the stat of its own walk); any other is opened at once, and its
     // `fstat` is its metadata: one `statx` per file fewer for a check without a warm cache.
@@ -236,17 +250,17 @@ fn cached_or_hashed(cache: Option<&StatCache>, f: &Found, budget: Option<&KeptBu
         if meta.is_file()
             && let Some(hash) = cache.lookup(&f.path, &stat)
         {
-            return Ok(Hashed { meta, hash, size: stat.size, fresh: None, bytes: None });
+            return Ok(Hashed { meta, hash, size: stat.size, read: false, fresh: None, bytes: None });
         }
     }
     // Opened as the check reads it (never through a symlink, never waiting on a FIFO), so
     // that bytes kept are what the check would have read.
     let (file, before) =
         regular_file::open_with_metadata(&f.full, Links::Refuse).map_err(regular_file::ReadError::into_io)?;
-    let (h, bytes) = digest::hash_open_file(file, before)?;
-    let fresh = Some((Stat::of(&h.before), Stat::of(&h.after)));
+    let (h, bytes) = digest::hash_open_file(file, before, after)?;
+    let fresh = h.after.as_ref().map(|after| (Stat::of(&h.before), Stat::of(after)));
     let bytes = bytes.filter(|b| budget.is_some_and(|budget| budget.take(&f.path, b.len() as u64)));
-    Ok(Hashed { meta: h.before, hash: h.hash, size: h.size, fresh, bytes })
+    Ok(Hashed { meta: h.before, hash: h.hash, size: h.size, read: true, fresh, bytes })
 }
 
 fn manifest_key(path: &str) -> String {

@@ -17,7 +17,7 @@ use crate::timestamp::Timestamp;
 use crate::{atomic, evidence, trust};
 
 mod output;
-use output::BundleOutput;
+use output::{BundleOutput, OnDifference};
 
 #[derive(Debug, Clone)]
 pub struct PackOptions {
@@ -427,6 +427,11 @@ impl Contents<'_> {
             }
         };
         let file = file.try_clone().map_err(|e| Error::io(output, e))?;
+        let on_difference = match opts.force {
+            true => OnDifference::Replace,
+            false => OnDifference::Keep,
+        };
+        let existing = existing.map(|file| (file, on_difference));
         let out = BundleOutput::new(file, Arc::clone(&failed), existing, opts.attest);
         // No BufWriter: the encoder hands over up to 1 MiB of compressed data per write.
         let mut writer = ArchiveWriter::new(out, opts.level, opts.mtime).map_err(archive_err)?;
