@@ -42,10 +42,10 @@ pub(super) struct BundleOutput {
     /// The bundle already at the output, while the bytes so far are the same as its first
     /// ones (held back, not written).
     existing: Option<Compare>,
-    /// A difference from the bundle at the output fails the pack (no `--force`): from the
-    /// first one on, nothing is written, and the bytes held back are never copied, so they are
-    /// not hashed either.
-    keeps_existing: bool,
+    /// What a difference from the bundle at the output means. Kept (no `--force`), it fails
+    /// the pack: from the first one on nothing is written, and the bytes held back are never
+    /// copied, so they are not hashed either.
+    on_difference: OnDifference,
     /// The bytes differ from the bundle at the output, which is kept: nothing is written.
     differs: bool,
 }
@@ -65,7 +65,7 @@ impl BundleOutput {
     /// `sha256`.
     pub fn new(file: File, failed: Arc<AtomicBool>, existing: Option<(File, OnDifference)>, sha256: bool) -> Self {
         let writeback = atomic::Writeback::new(&file);
-        let keeps_existing = matches!(existing, Some((_, OnDifference::Keep)));
+        let on_difference = existing.as_ref().map_or(OnDifference::Replace, |(_, on)| *on);
         BundleOutput {
             file,
             failed,
@@ -74,8 +74,8 @@ impl BundleOutput {
             sha256: sha256.then(Sha256::new),
             // Attesting, the SHA-256 of the bytes so far is the check of the bytes held back;
             // kept, they are never copied.
-            existing: existing.map(|(file, _)| Compare::new(file, !sha256 && !keeps_existing)),
-            keeps_existing,
+            existing: existing.map(|(file, _)| Compare::new(file, !sha256 && on_difference == OnDifference::Replace)),
+            on_difference,
             differs: false,
         }
     }
@@ -101,12 +101,12 @@ impl BundleOutput {
     /// At the first difference from the old bundle: the bytes held back go first, or, when the
     /// old bundle is kept, nothing is written from now on.
     fn differ(&mut self, old: Compare) -> io::Result<()> {
-        match self.keeps_existing {
-            true => {
+        match self.on_difference {
+            OnDifference::Keep => {
                 self.differs = true;
                 Ok(())
             }
-            false => self.write_held(old),
+            OnDifference::Replace => self.write_held(old),
         }
     }
 
